@@ -1,0 +1,23 @@
+#!/bin/sh
+# Install every build and test dependency of rpcrdma on a fresh Debian 12.
+# Idempotent; run as root (CI) or through sudo.
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+PKGS="
+ build-essential cmake pkg-config git
+ clang libclang-rt-14-dev llvm
+ libgtest-dev
+ rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
+ liburcu-dev
+ libntirpc-dev libntirpc4.3
+ nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs
+ rpcbind iproute2 procps psmisc
+ valgrind
+ qemu-system-x86 busybox-static cpio kmod zstd xz-utils
+"
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $PKGS

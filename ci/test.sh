@@ -1,0 +1,31 @@
+#!/bin/sh
+# The test command (README, .ci/run): install dependencies, then
+#   1. gcc build, every ctest suite;
+#   2. clang build with ASan+UBSan(+LSan) and the libFuzzer targets, every suite
+#      again plus the fuzzers for a bounded time (RPCRDMA_FUZZ_SECONDS each);
+#   3. the interop VM suite (ci/vm/run.sh), when present.
+# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_VM=1 to skip step 3.
+set -eu
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+[ "${RPCRDMA_SKIP_DEPS:-0}" = 1 ] || ./ci/install-deps.sh
+
+echo "== gcc build + ctest"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+
+echo "== clang ASan+UBSan build + ctest (fuzzers included)"
+CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	-DRPCRDMA_SANITIZE=ON -DRPCRDMA_FUZZ=ON \
+	-DRPCRDMA_FUZZ_SECONDS="${RPCRDMA_FUZZ_SECONDS:-20}" >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
+
+if [ -x ci/vm/run.sh ] && [ "${RPCRDMA_SKIP_VM:-0}" != 1 ]; then
+	echo "== interop VM suite"
+	ci/vm/run.sh
+fi
+echo "== ALL TESTS PASSED"
