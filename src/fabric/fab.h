@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fab.h - the one narrow RDMA interface everything above src/fabric/ uses.
+ *
+ * It is a thin, verbs-shaped subset: an event channel for connection
+ * management, RC connections that each own one QP, completion queues with a
+ * pollable fd, memory registration on a protection domain, and the four work
+ * requests RPC-over-RDMA needs (Send, Send-With-Invalidate, RDMA Read, RDMA
+ * Write). Two providers implement it, chosen at run time:
+ *   "verbs" - rdma-core (libibverbs + librdmacm), the production path;
+ *   "soft"  - a software RC fabric over stream sockets, for tests and demos.
+ *
+ * Conventions: functions return 0 or a negative errno. Objects are owned by
+ * whoever created them and freed by the matching destroy call. Work requests
+ * and SGE arrays are only read during the post call.
+ */
+#ifndef RPCRDMA_FAB_H
+#define RPCRDMA_FAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fab_fabric;	/* one opened provider */
+struct fab_channel;	/* CM event channel (pollable fd) */
+struct fab_listener;	/* passive endpoint */
+struct fab_conn;	/* one RC connection: CM identity + its QP */
+struct fab_cq;		/* completion queue (pollable fd) */
+struct fab_pd;		/* protection domain, shared per device */
+
+/* Largest CM private data carried on connect/accept/reject (IB REQ: 56). */
+#define FAB_PRIVATE_DATA_MAX 56
+
+/* Provider capabilities (fab_caps). */
+enum fab_cap {
+	FAB_CAP_SEND_WITH_INV = 1u << 0,	/* remote invalidate supported */
+};
+
+enum fab_access {
+	FAB_ACCESS_LOCAL_WRITE = 1u << 0,
+	FAB_ACCESS_REMOTE_READ = 1u << 1,
+	FAB_ACCESS_REMOTE_WRITE = 1u << 2,
+};
+
+/* A registered memory region; fields are read-only for the user. */
+struct fab_mr {
+	void *addr;
+	size_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	unsigned int access;	/* enum fab_access bits */
+	void *prov;		/* provider private */
+};
+
+struct fab_sge {
+	void *addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum fab_wr_opcode {
+	FAB_WR_SEND,
+	FAB_WR_SEND_WITH_INV,
+	FAB_WR_RDMA_WRITE,
+	FAB_WR_RDMA_READ,
+};
+
+struct fab_send_wr {
+	struct fab_send_wr *next;	/* chain: posted in order */
+	uint64_t wr_id;
+	enum fab_wr_opcode opcode;
+	struct fab_sge *sg_list;
+	int num_sge;
+	bool signaled;		/* completion generated only when set (or on error) */
+	uint32_t invalidate_rkey;	/* FAB_WR_SEND_WITH_INV */
+	uint64_t remote_addr;	/* RDMA Read/Write */
+	uint32_t rkey;		/* RDMA Read/Write */
+};
+
+struct fab_recv_wr {
+	struct fab_recv_wr *next;
+	uint64_t wr_id;
+	struct fab_sge *sg_list;
+	int num_sge;
+};
+
+enum fab_wc_opcode {
+	FAB_WC_SEND,
+	FAB_WC_RDMA_WRITE,
+	FAB_WC_RDMA_READ,
+	FAB_WC_RECV,
+};
+
+/* The statuses RPC-over-RDMA must tell apart (subset of ibv_wc_status). */
+enum fab_wc_status {
+	FAB_WC_SUCCESS = 0,
+	FAB_WC_LOC_LEN_ERR,		/* receive buffer too small */
+	FAB_WC_LOC_PROT_ERR,		/* bad lkey / local bounds */
+	FAB_WC_REM_ACCESS_ERR,		/* bad rkey, bounds or rights on the peer */
+	FAB_WC_REM_OP_ERR,
+	FAB_WC_RNR_RETRY_EXC_ERR,	/* peer had no receive posted */
+	FAB_WC_RETRY_EXC_ERR,		/* transport retries exhausted / peer gone */
+	FAB_WC_WR_FLUSH_ERR,		/* QP in error: work request flushed */
+	FAB_WC_GENERAL_ERR,
+};
+
+struct fab_wc {
+	uint64_t wr_id;
+	enum fab_wc_status status;
+	enum fab_wc_opcode opcode;
+	uint32_t byte_len;		/* receives: bytes placed */
+	bool with_inv;			/* receives: sender invalidated inv_rkey */
+	uint32_t inv_rkey;
+	struct fab_conn *conn;		/* the connection whose QP completed */
+};
+
+enum fab_cm_event_type {
+	FAB_CM_CONNECT_REQUEST,	/* passive: new conn, not yet accepted */
+	FAB_CM_ESTABLISHED,
+	FAB_CM_REJECTED,	/* active: peer rejected (private data attached) */
+	FAB_CM_CONNECT_ERROR,	/* active: unreachable / address or route error */
+	FAB_CM_DISCONNECTED,
+	FAB_CM_DEVICE_REMOVAL,
+	FAB_CM_QP_ERROR,	/* asynchronous QP fatal event */
+};
+
+struct fab_cm_event {
+	enum fab_cm_event_type type;
+	struct fab_conn *conn;		/* the connection concerned */
+	struct fab_listener *listener;	/* passive side: the listener it arrived on */
+	int status;			/* negative errno where meaningful */
+	uint8_t private_data[FAB_PRIVATE_DATA_MAX];
+	uint8_t private_data_len;
+	uint8_t responder_resources;	/* peer's offer (CONNECT_REQUEST/ESTABLISHED) */
+	uint8_t initiator_depth;
+};
+
+struct fab_conn_param {
+	const void *private_data;
+	uint8_t private_data_len;	/* <= FAB_PRIVATE_DATA_MAX */
+	uint8_t responder_resources;	/* RDMA Reads we accept from the peer */
+	uint8_t initiator_depth;	/* RDMA Reads we issue concurrently */
+	uint8_t rnr_retry_count;	/* 0: an RNR is fatal (Linux NFS/RDMA) */
+	uint8_t retry_count;
+};
+
+struct fab_qp_caps {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+};
+
+/* Counters kept by a provider, for tests and bench/. */
+struct fab_stats {
+	uint64_t wr_posted[4];		/* indexed by enum fab_wr_opcode */
+	uint64_t bytes[4];		/* payload bytes by enum fab_wr_opcode */
+	uint64_t recv_posted;
+	uint64_t recv_bytes;
+	uint64_t registrations;		/* fab_mr_reg calls that succeeded */
+	uint64_t deregistrations;
+};
+
+/* --- provider ----------------------------------------------------------- */
+
+/*
+ * Open a provider by name ("soft" or "verbs"); NULL means the environment
+ * variable RPCRDMA_FABRIC, else "soft". "verbs" with no RDMA device fails
+ * with -ENODEV and a message from fab_last_error().
+ */
+int fab_open(const char *provider, struct fab_fabric **out);
+void fab_close(struct fab_fabric *fab);
+const char *fab_name(const struct fab_fabric *fab);
+unsigned int fab_caps(const struct fab_fabric *fab);
+void fab_get_stats(const struct fab_fabric *fab, struct fab_stats *out);
+/* Thread-local human-readable reason for the last failure. */
+const char *fab_last_error(void);
+
+/* --- connection management ---------------------------------------------- */
+
+int fab_channel_create(struct fab_fabric *fab, struct fab_channel **out);
+void fab_channel_destroy(struct fab_channel *ch);
+int fab_channel_fd(const struct fab_channel *ch);
+/* Non-blocking: 0 and *ev filled, or -EAGAIN when no event is queued. */
+int fab_channel_get_event(struct fab_channel *ch, struct fab_cm_event *ev);
+
+/*
+ * Addresses: "verbs" takes "HOST:PORT" or "[V6]:PORT"; "soft" takes
+ * "unix:PATH" or "tcp:HOST:PORT" (also "HOST:PORT", meaning tcp).
+ */
+int fab_listen(struct fab_fabric *fab, struct fab_channel *ch, const char *addr, int backlog,
+	       struct fab_listener **out);
+void fab_listener_destroy(struct fab_listener *l);
+
+/* Active side: resolve + create the conn; FAB_CM_ESTABLISHED/REJECTED/CONNECT_ERROR follow. */
+int fab_connect(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
+		struct fab_cq *send_cq, struct fab_cq *recv_cq, const struct fab_qp_caps *caps,
+		const struct fab_conn_param *param, struct fab_conn **out);
+
+/*
+ * Passive side, after FAB_CM_CONNECT_REQUEST: create the QP, post receives
+ * with fab_post_recv, then accept (or reject).
+ */
+int fab_conn_create_qp(struct fab_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
+		       const struct fab_qp_caps *caps);
+int fab_accept(struct fab_conn *c, const struct fab_conn_param *param);
+int fab_reject(struct fab_conn *c, const void *private_data, uint8_t len);
+int fab_disconnect(struct fab_conn *c);
+/* Frees the QP (after flushing it) and the CM identity; no events follow. */
+void fab_conn_destroy(struct fab_conn *c);
+
+struct fab_pd *fab_conn_pd(struct fab_conn *c);
+/* Printable peer address, for logs. */
+const char *fab_conn_peer(const struct fab_conn *c);
+void fab_conn_set_context(struct fab_conn *c, void *ctx);
+void *fab_conn_get_context(const struct fab_conn *c);
+
+/* --- memory ------------------------------------------------------------- */
+
+/* A PD usable before any connection exists (same one fab_conn_pd returns on "soft"). */
+int fab_pd_get(struct fab_fabric *fab, struct fab_pd **out);
+int fab_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
+	       struct fab_mr **out);
+void fab_mr_dereg(struct fab_mr *mr);
+
+/* --- completion queues -------------------------------------------------- */
+
+int fab_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
+void fab_cq_destroy(struct fab_cq *cq);
+/* Readable when a completion arrived after the last fab_cq_arm. */
+int fab_cq_fd(const struct fab_cq *cq);
+/* Consume the fd's notification (like ibv_get_cq_event + ack); non-blocking. */
+int fab_cq_get_event(struct fab_cq *cq);
+int fab_cq_arm(struct fab_cq *cq);
+/* Returns the number of completions written (0..n) or a negative errno. */
+int fab_cq_poll(struct fab_cq *cq, struct fab_wc *wc, int n);
+
+/* --- data path ---------------------------------------------------------- */
+
+int fab_post_send(struct fab_conn *c, struct fab_send_wr *wr, struct fab_send_wr **bad);
+int fab_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RPCRDMA_FAB_H */
