@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rr_xprt.h - the RPC-over-RDMA v1 transport engine (responder side).
+ *
+ * The engine listens on a fabric address, accepts connections the way the
+ * Linux NFS/RDMA client expects (RFC 8797 private data, credits, RNR retry 0),
+ * turns every received message into a complete RPC Call (pulling Read chunks
+ * by RDMA Read), hands it up through struct rr_upper_ops, and sends the upper
+ * layer's Reply back: payload spans by RDMA Write into Write chunks, the rest
+ * inline or through the Reply chunk. Header faults are answered with
+ * RDMA_ERROR without disconnecting. It knows RPC framing, nothing of NFS.
+ *
+ * Threads: rr_server_start() runs one event thread that handles connection
+ * management and completions. Upper-layer callbacks run on it and must not
+ * block; rr_reply() and rr_call_release() may be called from any thread.
+ */
+#ifndef RPCRDMA_RR_XPRT_H
+#define RPCRDMA_RR_XPRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "rpcrdma/rr_hdr.h"
+#include "rpcrdma/rr_reply.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fab_fabric;
+struct rr_server;
+struct rr_conn;
+
+struct rr_config {
+	uint32_t credits;		/* forward-channel grant, 1..16384 (Credits) */
+	uint32_t bc_credits;		/* receives reserved for backchannel replies */
+	uint32_t recv_batch;		/* extra receives beyond credits + bc_credits */
+	uint32_t inline_size;		/* our receive buffer and largest inline Send */
+	uint64_t recv_mem_budget;	/* receive-buffer bytes for all connections; 0: none */
+	uint8_t max_ord;		/* cap on RDMA Reads in flight per connection */
+	uint32_t max_conns;
+	struct rr_hdr_limits limits;
+};
+
+/* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, no budget, ord 16. */
+void rr_config_default(struct rr_config *cfg);
+
+/* A received RPC Call, owned by the engine; the upper layer answers it with
+ * rr_reply() or gives it back with rr_call_release() exactly once. */
+#define RR_CALL_MAX_IOV (3 * RR_PCL_MAX_READ_CHUNKS + 2)
+struct rr_call {
+	struct rr_conn *conn;
+	uint32_t xid;			/* rdma_xid (equals the RPC xid) */
+	const struct rr_pcl *pcl;	/* the call's validated chunk lists */
+	struct iovec iov[RR_CALL_MAX_IOV];	/* the whole RPC Call message, in order */
+	int iovcnt;
+	size_t len;
+	void *upper_priv;		/* free for the upper layer */
+};
+
+struct rr_upper_ops {
+	/* A complete Call. Runs on the event thread; must not block. */
+	void (*call)(void *ctx, struct rr_call *call);
+	/* The Reply for @xid could not be delivered and ERR_CHUNK went instead
+	 * (after the call executed). The NFS layer retires the session slot. */
+	void (*reply_not_delivered)(void *ctx, struct rr_conn *conn, uint32_t xid);
+	/* A reverse-direction RPC Reply arrived (RFC 8167); @msg is valid only
+	 * during the callback. Optional. */
+	void (*bc_reply)(void *ctx, struct rr_conn *conn, const void *msg, size_t len,
+			 uint32_t credits);
+	/* Connection up / going away; optional. After conn_down no call for
+	 * this connection is delivered; outstanding ones may still be answered
+	 * (the engine drops the reply) and must still be released. */
+	void (*conn_up)(void *ctx, struct rr_conn *conn);
+	void (*conn_down)(void *ctx, struct rr_conn *conn);
+};
+
+/* Called when the engine no longer needs the memory a reply referenced. */
+typedef void (*rr_reply_done_fn)(void *arg);
+
+int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_config *cfg,
+		     const struct rr_upper_ops *ops, void *ctx, struct rr_server **out);
+int rr_server_start(struct rr_server *srv);
+/* Disconnects every connection, waits for teardown, stops the thread, frees. */
+void rr_server_destroy(struct rr_server *srv);
+
+/*
+ * Send the Reply to @call: the encoded RPC Reply as @iovcnt buffers and the
+ * upper layer's plan (payload spans, deliverability). The engine references
+ * the buffers until it calls @done(@done_arg) (possibly before returning);
+ * @done may be NULL when the buffers outlive the call. Consumes @call.
+ * Returns 0 when the reply (or an ERR_CHUNK in its place) was posted.
+ */
+int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
+	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
+/* Give a call back without replying (the RPC is dropped). */
+void rr_call_release(struct rr_call *call);
+
+/* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
+uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
+const char *rr_conn_peer(const struct rr_conn *conn);
+void rr_conn_set_upper(struct rr_conn *conn, void *priv);
+void *rr_conn_get_upper(const struct rr_conn *conn);
+
+struct rr_stats {
+	uint64_t conns_accepted;
+	uint64_t conns_active;
+	uint64_t calls;
+	uint64_t calls_with_read_chunks;
+	uint64_t long_calls;
+	uint64_t replies_inline;
+	uint64_t replies_reply_chunk;
+	uint64_t replies_write_chunk;	/* replies with at least one payload span */
+	uint64_t rdma_read_bytes;
+	uint64_t rdma_write_bytes;
+	uint64_t err_chunk_sent;
+	uint64_t err_vers_sent;
+	uint64_t dropped;		/* messages dropped without an answer */
+	uint64_t not_delivered;		/* replies replaced by ERR_CHUNK */
+	uint64_t rnr_disconnects;
+	uint64_t disconnects;
+	uint64_t send_w_inv;
+	uint64_t registrations;
+	uint64_t payload_copies;	/* reply bytes copied into registered memory */
+	uint64_t recv_mem_bytes;	/* current registered receive-buffer memory */
+	uint64_t bc_replies;
+	uint32_t credit_grant;		/* per connection: current grant; global: last grant */
+};
+void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
+void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
