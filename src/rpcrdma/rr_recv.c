@@ -128,11 +128,12 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	pthread_mutex_unlock(&c->lock);
 
 	if (wc->status != FAB_WC_SUCCESS) {
+		/* Close first: a QP in error flushes every receive we would
+		 * post in its place, and reposting would spin. */
+		rr_conn_close(c, wc->status == FAB_WC_LOC_LEN_ERR ? "message larger than the receive buffer"
+				 : wc->status == FAB_WC_WR_FLUSH_ERR ? "receive flushed (QP in error)"
+								      : "receive failed");
 		rr_call_free(ctx);
-		if (wc->status != FAB_WC_WR_FLUSH_ERR)
-			rr_conn_close(c, wc->status == FAB_WC_LOC_LEN_ERR
-						 ? "message larger than the receive buffer"
-						 : "receive failed");
 		return;
 	}
 	if (c->state == RR_CONN_CLOSING) {

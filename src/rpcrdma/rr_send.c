@@ -424,7 +424,7 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
 
-	if (c->state != RR_CONN_UP) {
+	if (c->state == RR_CONN_CLOSING) {
 		if (done)
 			done(done_arg);
 		rr_call_free(ctx);
@@ -550,10 +550,10 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	if (wc->status != FAB_WC_SUCCESS) {
 		if (wc->status == FAB_WC_RNR_RETRY_EXC_ERR)
 			RR_STAT_ADD(c, rnr_disconnects, 1);
-		if (wc->status != FAB_WC_WR_FLUSH_ERR)
-			rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR
-						 ? "RDMA Write/Send: remote access error"
-						 : "Send failed");
+		rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR ? "RDMA Write/Send: remote access error"
+				 : wc->status == FAB_WC_RNR_RETRY_EXC_ERR  ? "client had no receive posted (RNR)"
+				 : wc->status == FAB_WC_WR_FLUSH_ERR	    ? "Send flushed (QP in error)"
+									    : "Send failed");
 	}
 	/* A failed unsignalled Write carries no context; its chain's Send
 	 * completes (flushed) and releases everything. */

@@ -188,7 +188,7 @@ static void handle_kick(struct rr_server *srv)
 		rr_log("kick read: %s", strerror(errno));
 	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next) {
-		if (c->state != RR_CONN_UP)
+		if (c->state == RR_CONN_CLOSING)
 			continue;
 		rr_recv_refill(c);
 		rr_read_pump(c);
