@@ -105,6 +105,7 @@ struct rr_call_ctx {
 	bool read_failed;
 	bool queued;			/* on conn->read_head list */
 	bool has_ref;			/* holds a connection reference */
+	_Atomic int holds;		/* upper + reply in flight; freed at 0 */
 	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
 };
 
@@ -223,6 +224,8 @@ void rr_recv_refill(struct rr_conn *c);
 void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_call_dispatch(struct rr_call_ctx *ctx);
 void rr_call_free(struct rr_call_ctx *ctx);
+/* Drop one hold on a dispatched call; the last one frees it. */
+void rr_call_put(struct rr_call_ctx *ctx);
 
 /* read stages */
 void rr_read_start(struct rr_call_ctx *ctx);

@@ -85,9 +85,20 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		rr_conn_put(c);
 }
 
+void rr_call_put(struct rr_call_ctx *ctx)
+{
+	if (atomic_fetch_sub(&ctx->holds, 1) == 1)
+		rr_call_free(ctx);
+}
+
 void rr_call_release(struct rr_call *call)
 {
-	rr_call_free((struct rr_call_ctx *)call);
+	rr_call_put((struct rr_call_ctx *)call);
+}
+
+void rr_call_hold(struct rr_call *call)
+{
+	atomic_fetch_add(&((struct rr_call_ctx *)call)->holds, 1);
 }
 
 void rr_call_dispatch(struct rr_call_ctx *ctx)
@@ -103,6 +114,7 @@ void rr_call_dispatch(struct rr_call_ctx *ctx)
 	ctx->call.len = len;
 	ctx->call.upper_priv = NULL;
 	ctx->state = RR_CALL_UPPER;
+	atomic_store(&ctx->holds, 1); /* the upper layer's, consumed by rr_reply */
 	c->srv->ops.call(c->srv->ctx, &ctx->call);
 }
 

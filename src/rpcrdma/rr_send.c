@@ -61,7 +61,7 @@ static void send_ctx_release(struct rr_send_ctx *s)
 	if (s->done)
 		s->done(s->done_arg);
 	if (s->call)
-		rr_call_free(s->call);
+		rr_call_put(s->call);
 	pthread_mutex_lock(&c->lock);
 	s->next_free = c->free_sends;
 	c->free_sends = s;
@@ -398,7 +398,7 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 		done(done_arg);
 	if (c->srv->ops.reply_not_delivered)
 		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
-	rr_call_free(ctx);
+	rr_call_put(ctx);
 }
 
 int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
@@ -427,7 +427,7 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	if (c->state == RR_CONN_CLOSING) {
 		if (done)
 			done(done_arg);
-		rr_call_free(ctx);
+		rr_call_put(ctx);
 		return -ENOTCONN;
 	}
 	if (!plan->deliverable || !plan_valid(p, plan, total)) {
@@ -438,7 +438,7 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	if (!s) {
 		if (done)
 			done(done_arg);
-		rr_call_free(ctx);
+		rr_call_put(ctx);
 		rr_conn_close(c, "no send context");
 		return -ENOMEM;
 	}

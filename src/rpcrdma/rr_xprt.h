@@ -95,8 +95,15 @@ void rr_server_destroy(struct rr_server *srv);
  */
 int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
-/* Give a call back without replying (the RPC is dropped). */
+/* Give a call back without replying (the RPC is dropped), or drop the
+ * reference taken by rr_call_hold(). */
 void rr_call_release(struct rr_call *call);
+/*
+ * Keep the call's buffers (the iovecs above) valid after rr_reply() until a
+ * matching rr_call_release(): for upper layers whose decoded arguments point
+ * into the Call until their request is freed (ntirpc/ganesha).
+ */
+void rr_call_hold(struct rr_call *call);
 
 /* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
 uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
