@@ -159,6 +159,12 @@ const char *fab_conn_peer(const struct fab_conn *c)
 	return fab_of(c)->ops->conn_peer(c);
 }
 
+int fab_conn_addrs(const struct fab_conn *c, struct sockaddr_storage *local,
+		   struct sockaddr_storage *remote)
+{
+	return fab_of(c)->ops->conn_addrs(c, local, remote);
+}
+
 void fab_conn_set_context(struct fab_conn *c, void *ctx)
 {
 	((struct fab_conn_head *)c)->ctx = ctx;

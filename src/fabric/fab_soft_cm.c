@@ -470,6 +470,38 @@ static const char *soft_conn_peer(const struct fab_conn *fc)
 	return ((const struct soft_conn *)fc)->peer;
 }
 
+/* A unix-socket peer has no IP identity: present 127.0.0.1 with a port
+ * derived from the socket, unique among open connections. */
+static void soft_addr_of(int fd, bool peer, struct sockaddr_storage *out)
+{
+	socklen_t sl = sizeof(*out);
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = peer ? getpeername(fd, (struct sockaddr *)out, &sl)
+		   : getsockname(fd, (struct sockaddr *)out, &sl);
+	if (ret == 0 && (out->ss_family == AF_INET || out->ss_family == AF_INET6))
+		return;
+	memset(out, 0, sizeof(*out));
+	struct sockaddr_in *sin = (struct sockaddr_in *)out;
+
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin->sin_port = htons(peer ? (uint16_t)(40000 + fd) : 20049);
+}
+
+static int soft_conn_addrs(const struct fab_conn *fc, struct sockaddr_storage *local,
+			   struct sockaddr_storage *remote)
+{
+	const struct soft_conn *c = (const struct soft_conn *)fc;
+
+	if (local)
+		soft_addr_of(c->fd, false, local);
+	if (remote)
+		soft_addr_of(c->fd, true, remote);
+	return 0;
+}
+
 /* --- listener -------------------------------------------------------------- */
 
 /* Read the CONN_REQ of a new stream and queue CONNECT_REQUEST. */
@@ -729,6 +761,7 @@ const struct fab_ops fab_soft_ops = {
 	.conn_destroy = soft_conn_destroy,
 	.conn_pd = soft_conn_pd,
 	.conn_peer = soft_conn_peer,
+	.conn_addrs = soft_conn_addrs,
 	.pd_get = soft_pd_get,
 	.mr_reg = soft_mr_reg,
 	.mr_dereg = soft_mr_dereg,

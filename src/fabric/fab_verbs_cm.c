@@ -455,6 +455,27 @@ static const char *vb_conn_peer(const struct fab_conn *fc)
 	return ((const struct vb_conn *)fc)->peer;
 }
 
+static void vb_copy_addr(const struct sockaddr *sa, struct sockaddr_storage *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa && sa->sa_family == AF_INET)
+		memcpy(out, sa, sizeof(struct sockaddr_in));
+	else if (sa && sa->sa_family == AF_INET6)
+		memcpy(out, sa, sizeof(struct sockaddr_in6));
+}
+
+static int vb_conn_addrs(const struct fab_conn *fc, struct sockaddr_storage *local,
+			 struct sockaddr_storage *remote)
+{
+	const struct vb_conn *c = (const struct vb_conn *)fc;
+
+	if (local)
+		vb_copy_addr(rdma_get_local_addr(c->id), local);
+	if (remote)
+		vb_copy_addr(rdma_get_peer_addr(c->id), remote);
+	return 0;
+}
+
 /* --- fabric --------------------------------------------------------------------- */
 
 static void vb_close(struct fab_fabric *fab)
@@ -521,6 +542,7 @@ const struct fab_ops fab_verbs_ops = {
 	.conn_destroy = vb_conn_destroy,
 	.conn_pd = vb_conn_pd,
 	.conn_peer = vb_conn_peer,
+	.conn_addrs = vb_conn_addrs,
 	.pd_get = vb_pd_get,
 	.mr_reg = vb_mr_reg,
 	.mr_dereg = vb_mr_dereg,
