@@ -379,3 +379,31 @@ void rr_conn_reap(struct rr_server *srv)
 		conn_free_resources(c);
 	}
 }
+
+uint32_t rr_conn_max_inline_send(const struct rr_conn *conn)
+{
+	uint32_t own = conn->srv->cfg.inline_size;
+
+	return conn->inl.max_send < own ? conn->inl.max_send : own;
+}
+
+const char *rr_conn_peer(const struct rr_conn *conn)
+{
+	return conn->peer;
+}
+
+int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
+		  struct sockaddr_storage *remote)
+{
+	return fab_conn_addrs(conn->fc, local, remote);
+}
+
+void rr_conn_set_upper(struct rr_conn *conn, void *priv)
+{
+	conn->upper = priv;
+}
+
+void *rr_conn_get_upper(const struct rr_conn *conn)
+{
+	return conn->upper;
+}

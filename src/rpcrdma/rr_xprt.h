@@ -108,6 +108,9 @@ void rr_call_hold(struct rr_call *call);
 /* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
 uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
 const char *rr_conn_peer(const struct rr_conn *conn);
+struct sockaddr_storage;
+int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
+		  struct sockaddr_storage *remote);
 void rr_conn_set_upper(struct rr_conn *conn, void *priv);
 void *rr_conn_get_upper(const struct rr_conn *conn);
 
