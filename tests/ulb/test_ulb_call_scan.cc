@@ -428,3 +428,126 @@ TEST(UlbCallScan, CbSequence)
 	auto iov2 = one(t);
 	EXPECT_EQ(ulb_cb_scan_sequence(iov2.data(), 1, &seq), -EINVAL);
 }
+
+TEST(UlbCallScan, BadUnionArmsAreGarbage)
+{
+	ulb_call c;
+	/* createhow4 mode 4 does not exist */
+	Compound a(0x90, 1, 1);
+	a.raw_op(OPEN);
+	a.x.u32(0);
+	a.x.u32(1);
+	a.x.u32(0);
+	a.x.u64(1);
+	a.x.opaque(pattern(4));
+	a.x.u32(1);	/* OPEN4_CREATE */
+	a.x.u32(4);
+	EXPECT_EQ(scan(a.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
+	/* open_claim_type4 7 does not exist */
+	Compound b(0x91, 1, 1);
+	b.raw_op(OPEN);
+	b.x.u32(0);
+	b.x.u32(1);
+	b.x.u32(0);
+	b.x.u64(1);
+	b.x.opaque(pattern(4));
+	b.x.u32(0);	/* NOCREATE */
+	b.x.u32(7);
+	EXPECT_EQ(scan(b.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
+	/* netloc4 type 0 */
+	Compound d(0x92, 2, 1);
+	d.raw_op(COPY_NOTIFY);
+	d.x.fixed_fill(16, 1);
+	d.x.u32(0);
+	EXPECT_EQ(scan(d.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
+	/* a file handle longer than NFS4_FHSIZE */
+	Compound e(0x93, 0, 1);
+	e.op_putfh(pattern(129));
+	EXPECT_EQ(scan(e.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
+	/* absurd lengths and counts never read past the end */
+	Compound f(0x94, 2, 1);
+	f.raw_op(TEST_STATEID);
+	f.x.u32(0xffffffffu);
+	EXPECT_EQ(scan(f.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
+	Compound g(0x95, 2, 1);
+	g.raw_op(WRITE);
+	g.x.fixed_fill(16, 0);
+	g.x.u64(0);
+	g.x.u32(0);
+	g.x.u32(0xfffffffdu);	/* data length */
+	EXPECT_EQ(scan(g.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
+}
+
+TEST(UlbCallScan, ChunkOnNonSymlinkCreateIsViolation)
+{
+	/* CREATE NF4DIR has no eligible item: a Read chunk at its name is wrong */
+	Compound cp(0xa0, 1, 2);
+	cp.op_putfh(pattern(8));
+	cp.raw_op(CREATE);
+	cp.x.u32(2);	/* NF4DIR */
+	uint64_t name_data = cp.x.pos() + 4;
+	cp.x.string("dirname");
+	cp.x.u32(0);	/* fattr4: empty bitmap, empty attrlist */
+	cp.x.u32(0);
+	ulb_call c;
+	rr_pcl pcl;
+	ASSERT_EQ(scan(cp.x.buf, nullptr, &c), ULB_SCAN_OK);
+	EXPECT_EQ(c.n_items, 0u);
+	pcl_init(&pcl);
+	pcl_add_read(&pcl, uint32_t(name_data), 7);
+	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_VIOLATION);
+}
+
+TEST(UlbCallScan, LongCallWithWriteChunk)
+{
+	/* A Position-Zero chunk carries the Call; the WRITE data has its own chunk */
+	Bytes data = pattern(10000, 4);
+	Compound cp(0xa1, 2, 3);
+	cp.op_putfh(pattern(8));
+	cp.op_write(0, data, true);
+	cp.op_getattr();
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_read(&pcl, 0, cp.x.buf.size());
+	pcl_add_read(&pcl, uint32_t(cp.items[0].position), data.size());
+	ulb_call c;
+	ASSERT_EQ(scan(cp.x.buf, &pcl, &c), ULB_SCAN_OK);
+	EXPECT_EQ(c.nops_scanned, 3u);
+	ASSERT_EQ(c.n_items, 1u);
+	EXPECT_EQ(c.items[0].chunk, 1);
+	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_OK);
+}
+
+TEST(UlbCallScan, TwoWritesTwoChunks)
+{
+	Bytes d1 = pattern(3001, 1), d2 = pattern(5000, 2);
+	Compound cp(0xa2, 1, 4);
+	cp.op_putfh(pattern(8));
+	cp.op_write(0, d1, true);
+	cp.op_putfh(pattern(8));
+	cp.op_write(0, d2, true);
+	/* the second item's position counts the first item's bytes and pad */
+	EXPECT_EQ(cp.items[1].position, cp.items[1].stream_offset + 3004);
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_read(&pcl, uint32_t(cp.items[0].position), d1.size());
+	pcl_add_read(&pcl, uint32_t(cp.items[1].position), d2.size());
+	ulb_call c;
+	ASSERT_EQ(scan(cp.x.buf, &pcl, &c), ULB_SCAN_OK);
+	ASSERT_EQ(c.n_items, 2u);
+	EXPECT_EQ(c.items[0].chunk, 0);
+	EXPECT_EQ(c.items[1].chunk, 1);
+	EXPECT_EQ(c.items[1].position, cp.items[1].position);
+	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_OK);
+	/* only the first sent by chunk, second inline */
+	Compound cp2(0xa3, 1, 4);
+	cp2.op_putfh(pattern(8));
+	cp2.op_write(0, d1, true);
+	cp2.op_putfh(pattern(8));
+	cp2.op_write(0, d2, false);
+	pcl_init(&pcl);
+	pcl_add_read(&pcl, uint32_t(cp2.items[0].position), d1.size());
+	ASSERT_EQ(scan(cp2.x.buf, &pcl, &c), ULB_SCAN_OK);
+	EXPECT_EQ(c.items[1].chunk, -1);
+	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_OK);
+}

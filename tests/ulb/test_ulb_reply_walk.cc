@@ -511,3 +511,46 @@ TEST(UlbReplyWalk, TruncatedRepliesAreGarbage)
 		EXPECT_FALSE(p.plan.deliverable);
 	}
 }
+
+TEST(UlbReplyWalk, ZeroLengthDataLeavesChunkEmpty)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r = rfc8267_reply(Bytes(), pattern(9), pattern(5));
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].chunk, 1);	/* READ at EOF wrote nothing into A */
+}
+
+TEST(UlbReplyWalk, ReadPlusBeforeMinorTwoIsGarbage)
+{
+	Compound cp(0x600, 1, 1);
+	cp.op_putfh(pattern(4));
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r(0x600, 0, 1);
+	r.res_read_plus(true, { { true, 0, pattern(10), 0 } });
+	EXPECT_EQ(plan_of(c, one(r.x.buf), nullptr).r, ULB_REPLY_GARBAGE);
+}
+
+TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)
+{
+	Legacy m = simple_call(0x700, 100005, 3, 1, 8);
+	ulb_call c = call_of(m.x.buf);
+	Xdr r;
+	rpc_reply_accepted(r, 0x700, AUTH_SYS);
+	r.fixed_fill(500, 0x77);
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096);	/* a stray Write chunk is echoed empty */
+	Planned p = plan_of(c, one(r.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_EQ(p.plan.nspans, 0);
+	EXPECT_EQ(p.info.inline_len, r.buf.size());
+	/* the transport header grows with the echoed Write list */
+	EXPECT_EQ(p.info.hdr_len, 28u + 8u + 16u);
+}
