@@ -64,13 +64,13 @@ static bool ulb_x_sattr3(struct ulb_xdr *x)
 	uint32_t how;
 	int i;
 
-	for (i = 0; i < 3; i++) {	/* mode, uid, gid */
+	for (i = 0; i < 3; i++) { /* mode, uid, gid */
 		if (!ulb_xdr_bool(x, &set) || (set && !ulb_xdr_skip(x, 4)))
 			return false;
 	}
-	if (!ulb_xdr_bool(x, &set) || (set && !ulb_xdr_skip(x, 8)))	/* size */
+	if (!ulb_xdr_bool(x, &set) || (set && !ulb_xdr_skip(x, 8))) /* size */
 		return false;
-	for (i = 0; i < 2; i++) {	/* atime, mtime: time_how */
+	for (i = 0; i < 2; i++) { /* atime, mtime: time_how */
 		if (!ulb_xdr_u32(x, &how))
 			return false;
 		if (how > 2)
@@ -81,8 +81,8 @@ static bool ulb_x_sattr3(struct ulb_xdr *x)
 	return true;
 }
 
-void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode,
-		      enum ulb_item kind, uint32_t count)
+void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, enum ulb_item kind,
+		      uint32_t count)
 {
 	if (c->n_read_ops < ULB_MAX_READ_OPS) {
 		struct ulb_read_op *r = &c->read_ops[c->n_read_ops];
@@ -165,8 +165,9 @@ static bool ulb_scan_nfs2(struct ulb_scan *s)
 
 static bool ulb_op_legal(uint32_t op, uint32_t minor)
 {
-	uint32_t last = minor == 0 ? ULB_OP_LAST_V40 :
-			minor == 1 ? ULB_OP_LAST_V41 : ULB_OP_LAST_V42;
+	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
+			: minor == 1 ? ULB_OP_LAST_V41
+				     : ULB_OP_LAST_V42;
 
 	return op >= ULB_OP_FIRST && op <= last;
 }
@@ -209,7 +210,7 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 	struct ulb_scan s;
 	struct ulb_xdr *x = &s.x;
 	uint32_t mtype, rpcvers, verf_flavor, cred_len;
-	uint32_t gss[4] = { 0 };
+	uint32_t gss[4] = {0};
 	uint64_t cred_end;
 	bool ok;
 
@@ -280,7 +281,7 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 
 enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const struct rr_pcl *pcl)
 {
-	bool used[ULB_MAX_ARG_ITEMS] = { false };
+	bool used[ULB_MAX_ARG_ITEMS] = {false};
 	unsigned int i, j, nitems;
 
 	if (!pcl)
@@ -291,7 +292,7 @@ enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const s
 		bool found = false;
 
 		if (ch->position == 0)
-			continue;	/* Position-Zero: the Call itself (Long Call) */
+			continue; /* Position-Zero: the Call itself (Long Call) */
 		for (j = 0; j < nitems; j++) {
 			const struct ulb_arg_item *it = &c->items[j];
 

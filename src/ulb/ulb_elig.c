@@ -15,26 +15,26 @@ struct ulb_elig_row {
 
 /* RFC 8267 section 3 */
 static const struct ulb_elig_row ulb_elig_nfs2[] = {
-	{ ULB_NFS2_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH },
-	{ ULB_NFS2_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA },
-	{ ULB_NFS2_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE },
-	{ ULB_NFS2_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE },
+    {ULB_NFS2_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    {ULB_NFS2_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    {ULB_NFS2_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    {ULB_NFS2_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
 };
 
 static const struct ulb_elig_row ulb_elig_nfs3[] = {
-	{ ULB_NFS3_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH },
-	{ ULB_NFS3_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA },
-	{ ULB_NFS3_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE },
-	{ ULB_NFS3_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE },
+    {ULB_NFS3_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    {ULB_NFS3_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    {ULB_NFS3_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    {ULB_NFS3_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
 };
 
 /* RFC 8267 section 4.1: COMPOUND operations */
 static const struct ulb_elig_row ulb_elig_nfs4[] = {
-	{ ULB_OP_CREATE, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE },
-	{ ULB_OP_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA },
-	{ ULB_OP_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH },
-	{ ULB_OP_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE },
-	{ ULB_OP_READ_PLUS, ULB_ITEM_NONE, ULB_ITEM_READ_PLUS_DATA },
+    {ULB_OP_CREATE, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+    {ULB_OP_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    {ULB_OP_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    {ULB_OP_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    {ULB_OP_READ_PLUS, ULB_ITEM_NONE, ULB_ITEM_READ_PLUS_DATA},
 };
 
 #define ULB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -93,8 +93,8 @@ enum ulb_ulp ulb_ulp_of(uint32_t prog, uint32_t vers)
 
 const char *ulb_ulp_name(enum ulb_ulp ulp)
 {
-	static const char *const names[] = { "other", "nfs2", "nfs3", "nfs4",
-					     "mount", "nlm",  "nsm",  "nfsacl" };
+	static const char *const names[] = {"other", "nfs2", "nfs3", "nfs4",
+					    "mount", "nlm",  "nsm",  "nfsacl"};
 
 	if ((unsigned int)ulp < ULB_ARRAY_SIZE(names))
 		return names[ulp];

@@ -13,7 +13,7 @@ extern "C" {
 
 /* The Upper-Layer Protocol a Call belongs to (RFC 8267 sections 3, 3.1, 4). */
 enum ulb_ulp {
-	ULB_ULP_OTHER = 0,	/* no binding: nothing eligible */
+	ULB_ULP_OTHER = 0, /* no binding: nothing eligible */
 	ULB_ULP_NFS2,
 	ULB_ULP_NFS3,
 	ULB_ULP_NFS4,
@@ -26,10 +26,10 @@ enum ulb_ulp {
 /* A DDP-eligible XDR data item. */
 enum ulb_item {
 	ULB_ITEM_NONE = 0,
-	ULB_ITEM_WRITE_DATA,	/* v2/v3 WRITE data, WRITE4args data */
-	ULB_ITEM_SYMLINK_PATH,	/* v2/v3 SYMLINK path, CREATE NF4LNK linkdata */
-	ULB_ITEM_READ_DATA,	/* v2/v3 READ data, READ4resok data */
-	ULB_ITEM_READLINK_PATH,	/* v2/v3 READLINK path, READLINK4resok linkdata */
+	ULB_ITEM_WRITE_DATA,	 /* v2/v3 WRITE data, WRITE4args data */
+	ULB_ITEM_SYMLINK_PATH,	 /* v2/v3 SYMLINK path, CREATE NF4LNK linkdata */
+	ULB_ITEM_READ_DATA,	 /* v2/v3 READ data, READ4resok data */
+	ULB_ITEM_READLINK_PATH,	 /* v2/v3 READLINK path, READLINK4resok linkdata */
 	ULB_ITEM_READ_PLUS_DATA, /* v4.2 read_plus_content rpc_data (RFC 8267 section 4.1.1) */
 };
 

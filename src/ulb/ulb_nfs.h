@@ -14,11 +14,11 @@
 #define ULB_RPC_MSG_DENIED 1u
 #define ULB_RPC_SUCCESS 0u
 #define ULB_RPC_PROG_MISMATCH 2u
-#define ULB_MAX_AUTH_BYTES 400u		/* RFC 5531 section 8.2 */
+#define ULB_MAX_AUTH_BYTES 400u /* RFC 5531 section 8.2 */
 
 #define ULB_AUTH_NONE 0u
 #define ULB_AUTH_SYS 1u
-#define ULB_RPCSEC_GSS 6u		/* RFC 2203 */
+#define ULB_RPCSEC_GSS 6u /* RFC 2203 */
 #define ULB_GSS_PROC_DATA 0u
 #define ULB_GSS_SVC_NONE 1u
 #define ULB_GSS_SVC_INTEGRITY 2u
@@ -59,8 +59,8 @@
 #define ULB_NFS4_VERIFIER_LEN 8u
 #define ULB_NFS4_SESSIONID_LEN 16u
 #define ULB_NFS4_DEVICEID_LEN 16u
-#define ULB_NFS4_CHANGE_INFO_LEN 20u	/* bool atomic, changeid4 before, after */
-#define ULB_NFS4_NFSTIME_LEN 12u	/* int64 seconds, uint32 nseconds */
+#define ULB_NFS4_CHANGE_INFO_LEN 20u /* bool atomic, changeid4 before, after */
+#define ULB_NFS4_NFSTIME_LEN 12u     /* int64 seconds, uint32 nseconds */
 #define ULB_NFS4_OPAQUE_LIMIT 1024u
 
 /* nfs_opnum4: RFC 7530 (3..39), RFC 8881 (40..58), RFC 7862 (59..71), RFC 8276 (72..75) */

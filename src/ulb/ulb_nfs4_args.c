@@ -41,10 +41,10 @@ bool ulb_x_netloc4(struct ulb_xdr *x)
 	if (!U32(&type))
 		return false;
 	switch (type) {
-	case 1:	/* NL4_NAME */
-	case 2:	/* NL4_URL */
+	case 1: /* NL4_NAME */
+	case 2: /* NL4_URL */
 		return OPAQUE(ULB_MAX_OPAQUE);
-	case 3:	/* NL4_NETADDR */
+	case 3: /* NL4_NETADDR */
 		return ulb_x_netaddr4(x);
 	default:
 		return ulb_xdr_fail(x);
@@ -123,12 +123,12 @@ static bool ulb_x_createhow4(struct ulb_xdr *x)
 	if (!U32(&mode))
 		return false;
 	switch (mode) {
-	case 0:	/* UNCHECKED4 */
-	case 1:	/* GUARDED4 */
+	case 0: /* UNCHECKED4 */
+	case 1: /* GUARDED4 */
 		return ulb_x_fattr4(x);
-	case 2:	/* EXCLUSIVE4 */
+	case 2: /* EXCLUSIVE4 */
 		return SKIP(ULB_NFS4_VERIFIER_LEN);
-	case 3:	/* EXCLUSIVE4_1: cva_verf, cva_attrs */
+	case 3: /* EXCLUSIVE4_1: cva_verf, cva_attrs */
 		return SKIP(ULB_NFS4_VERIFIER_LEN) && ulb_x_fattr4(x);
 	default:
 		return ulb_xdr_fail(x);
@@ -143,17 +143,17 @@ static bool ulb_x_open_claim4(struct ulb_xdr *x)
 	if (!U32(&claim))
 		return false;
 	switch (claim) {
-	case 0:	/* CLAIM_NULL: file */
-	case 3:	/* CLAIM_DELEGATE_PREV: file_delegate_prev */
+	case 0: /* CLAIM_NULL: file */
+	case 3: /* CLAIM_DELEGATE_PREV: file_delegate_prev */
 		return COMPONENT;
-	case 1:	/* CLAIM_PREVIOUS: delegate_type */
+	case 1: /* CLAIM_PREVIOUS: delegate_type */
 		return SKIP(4);
-	case 2:	/* CLAIM_DELEGATE_CUR: delegate_stateid, file */
+	case 2: /* CLAIM_DELEGATE_CUR: delegate_stateid, file */
 		return STATEID && COMPONENT;
-	case 4:	/* CLAIM_FH */
-	case 6:	/* CLAIM_DELEG_PREV_FH */
+	case 4: /* CLAIM_FH */
+	case 6: /* CLAIM_DELEG_PREV_FH */
 		return true;
-	case 5:	/* CLAIM_DELEG_CUR_FH: oc_delegate_stateid */
+	case 5: /* CLAIM_DELEG_CUR_FH: oc_delegate_stateid */
 		return STATEID;
 	default:
 		return ulb_xdr_fail(x);
@@ -167,7 +167,7 @@ static bool ulb_args_open(struct ulb_xdr *x)
 	/* seqid, share_access, share_deny, owner */
 	if (!SKIP(12) || !ulb_x_lock_owner4(x) || !U32(&opentype))
 		return false;
-	if (opentype == 1 && !ulb_x_createhow4(x))	/* OPEN4_CREATE */
+	if (opentype == 1 && !ulb_x_createhow4(x)) /* OPEN4_CREATE */
 		return false;
 	if (opentype > 1)
 		return ulb_xdr_fail(x);
@@ -183,16 +183,16 @@ static bool ulb_args_create(struct ulb_scan *s)
 	if (!U32(&type))
 		return false;
 	switch (type) {
-	case ULB_NF4LNK:	/* linkdata: DDP-eligible (RFC 8267 section 4.1) */
+	case ULB_NF4LNK: /* linkdata: DDP-eligible (RFC 8267 section 4.1) */
 		if (!ulb_scan_item(s, ULB_ITEM_SYMLINK_PATH, ULB_MAX_OPAQUE))
 			return false;
 		break;
 	case ULB_NF4BLK:
-	case ULB_NF4CHR:	/* devdata: specdata4 */
+	case ULB_NF4CHR: /* devdata: specdata4 */
 		if (!SKIP(8))
 			return false;
 		break;
-	default:	/* NF4SOCK, NF4FIFO, NF4DIR and the rest: void */
+	default: /* NF4SOCK, NF4FIFO, NF4DIR and the rest: void */
 		break;
 	}
 	return COMPONENT && ulb_x_fattr4(x);
@@ -205,9 +205,9 @@ static bool ulb_args_lock(struct ulb_xdr *x)
 	/* locktype, reclaim, offset, length, locker4 */
 	if (!SKIP(4) || !BOOL(NULL) || !SKIP(16) || !BOOL(&new_lock_owner))
 		return false;
-	if (new_lock_owner)	/* open_seqid, open_stateid, lock_seqid, lock_owner */
+	if (new_lock_owner) /* open_seqid, open_stateid, lock_seqid, lock_owner */
 		return SKIP(4 + ULB_NFS4_STATEID_LEN + 4) && ulb_x_lock_owner4(x);
-	return SKIP(ULB_NFS4_STATEID_LEN + 4);	/* lock_stateid, lock_seqid */
+	return SKIP(ULB_NFS4_STATEID_LEN + 4); /* lock_stateid, lock_seqid */
 }
 
 static bool ulb_args_exchange_id(struct ulb_xdr *x)
@@ -219,13 +219,13 @@ static bool ulb_args_exchange_id(struct ulb_xdr *x)
 	    !U32(&how))
 		return false;
 	switch (how) {
-	case 0:	/* SP4_NONE */
+	case 0: /* SP4_NONE */
 		break;
-	case 1:	/* SP4_MACH_CRED */
+	case 1: /* SP4_MACH_CRED */
 		if (!ulb_x_state_protect_ops4(x))
 			return false;
 		break;
-	case 2:	/* SP4_SSV: ops, hash_algs<>, encr_algs<>, window, num_gss_handles */
+	case 2: /* SP4_SSV: ops, hash_algs<>, encr_algs<>, window, num_gss_handles */
 	{
 		int k;
 		uint32_t i;
@@ -264,9 +264,9 @@ static bool ulb_args_layoutreturn(struct ulb_xdr *x)
 	/* reclaim, layout_type, iomode, layoutreturn4 */
 	if (!BOOL(NULL) || !SKIP(8) || !U32(&type))
 		return false;
-	if (type == 1)	/* LAYOUTRETURN4_FILE: offset, length, stateid, lrf_body */
+	if (type == 1) /* LAYOUTRETURN4_FILE: offset, length, stateid, lrf_body */
 		return SKIP(16 + ULB_NFS4_STATEID_LEN) && OPAQUE(ULB_MAX_OPAQUE);
-	if (type == 2 || type == 3)	/* FSID, ALL */
+	if (type == 2 || type == 3) /* FSID, ALL */
 		return true;
 	return ulb_xdr_fail(x);
 }
@@ -279,10 +279,10 @@ static bool ulb_args_want_delegation(struct ulb_xdr *x)
 	if (!SKIP(4) || !U32(&claim))
 		return false;
 	switch (claim) {
-	case 4:	/* CLAIM_FH */
-	case 6:	/* CLAIM_DELEG_PREV_FH */
+	case 4: /* CLAIM_FH */
+	case 6: /* CLAIM_DELEG_PREV_FH */
 		return true;
-	case 1:	/* CLAIM_PREVIOUS: dc_delegate_type */
+	case 1: /* CLAIM_PREVIOUS: dc_delegate_type */
 		return SKIP(4);
 	default:
 		return ulb_xdr_fail(x);
@@ -296,7 +296,7 @@ static bool ulb_args_copy(struct ulb_xdr *x)
 	/* src, dst stateids; src_offset, dst_offset, count; consecutive, synchronous */
 	if (!SKIP(2 * ULB_NFS4_STATEID_LEN + 24) || !BOOL(NULL) || !BOOL(NULL))
 		return false;
-	if (!ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n))	/* ca_source_server<> */
+	if (!ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n)) /* ca_source_server<> */
 		return false;
 	for (i = 0; i < n; i++)
 		if (!ulb_x_netloc4(x))
@@ -313,13 +313,13 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 	switch (op) {
 	case ULB_OP_ACCESS:
 		return SKIP(4);
-	case ULB_OP_CLOSE:	/* seqid, open_stateid */
+	case ULB_OP_CLOSE: /* seqid, open_stateid */
 		return SKIP(4 + ULB_NFS4_STATEID_LEN);
-	case ULB_OP_COMMIT:	/* offset, count */
+	case ULB_OP_COMMIT: /* offset, count */
 		return SKIP(12);
 	case ULB_OP_CREATE:
 		return ulb_args_create(s);
-	case ULB_OP_DELEGPURGE:	/* clientid */
+	case ULB_OP_DELEGPURGE: /* clientid */
 		return SKIP(8);
 	case ULB_OP_DELEGRETURN:
 		return STATEID;
@@ -327,13 +327,13 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		return ulb_x_bitmap4(x);
 	case ULB_OP_GETFH:
 		return true;
-	case ULB_OP_LINK:	/* newname */
+	case ULB_OP_LINK: /* newname */
 		return COMPONENT;
 	case ULB_OP_LOCK:
 		return ulb_args_lock(x);
-	case ULB_OP_LOCKT:	/* locktype, offset, length, owner */
+	case ULB_OP_LOCKT: /* locktype, offset, length, owner */
 		return SKIP(20) && ulb_x_lock_owner4(x);
-	case ULB_OP_LOCKU:	/* locktype, seqid, lock_stateid, offset, length */
+	case ULB_OP_LOCKU: /* locktype, seqid, lock_stateid, offset, length */
 		return SKIP(8 + ULB_NFS4_STATEID_LEN + 16);
 	case ULB_OP_LOOKUP:
 		return COMPONENT;
@@ -344,11 +344,11 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		return ulb_x_fattr4(x);
 	case ULB_OP_OPEN:
 		return ulb_args_open(x);
-	case ULB_OP_OPENATTR:	/* createdir */
+	case ULB_OP_OPENATTR: /* createdir */
 		return BOOL(NULL);
-	case ULB_OP_OPEN_CONFIRM:	/* open_stateid, seqid */
+	case ULB_OP_OPEN_CONFIRM: /* open_stateid, seqid */
 		return SKIP(ULB_NFS4_STATEID_LEN + 4);
-	case ULB_OP_OPEN_DOWNGRADE:	/* open_stateid, seqid, share_access, share_deny */
+	case ULB_OP_OPEN_DOWNGRADE: /* open_stateid, seqid, share_access, share_deny */
 		return SKIP(ULB_NFS4_STATEID_LEN + 12);
 	case ULB_OP_PUTFH:
 		return FH;
@@ -356,45 +356,46 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 	case ULB_OP_PUTROOTFH:
 		return true;
 	case ULB_OP_READ:
-	case ULB_OP_READ_PLUS:	/* stateid, offset, count */
+	case ULB_OP_READ_PLUS: /* stateid, offset, count */
 		if (!SKIP(ULB_NFS4_STATEID_LEN + 8) || !U32(&u))
 			return false;
 		ulb_scan_read_op(c, s->op_index, op,
-				 op == ULB_OP_READ ? ULB_ITEM_READ_DATA : ULB_ITEM_READ_PLUS_DATA, u);
+				 op == ULB_OP_READ ? ULB_ITEM_READ_DATA : ULB_ITEM_READ_PLUS_DATA,
+				 u);
 		return true;
-	case ULB_OP_READDIR:	/* cookie, cookieverf, dircount, maxcount, attr_request */
+	case ULB_OP_READDIR: /* cookie, cookieverf, dircount, maxcount, attr_request */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN + 8) && ulb_x_bitmap4(x);
 	case ULB_OP_READLINK:
 		ulb_scan_read_op(c, s->op_index, op, ULB_ITEM_READLINK_PATH, 0);
 		return true;
-	case ULB_OP_REMOVE:	/* target */
+	case ULB_OP_REMOVE: /* target */
 		return COMPONENT;
-	case ULB_OP_RENAME:	/* oldname, newname */
+	case ULB_OP_RENAME: /* oldname, newname */
 		return COMPONENT && COMPONENT;
-	case ULB_OP_RENEW:	/* clientid */
+	case ULB_OP_RENEW: /* clientid */
 		return SKIP(8);
 	case ULB_OP_RESTOREFH:
 	case ULB_OP_SAVEFH:
 		return true;
-	case ULB_OP_SECINFO:	/* name */
+	case ULB_OP_SECINFO: /* name */
 		return COMPONENT;
-	case ULB_OP_SETATTR:	/* stateid, obj_attributes */
+	case ULB_OP_SETATTR: /* stateid, obj_attributes */
 		return STATEID && ulb_x_fattr4(x);
 	case ULB_OP_SETCLIENTID:
 		/* client (verifier, id), callback (cb_program, cb_location), callback_ident */
 		return SKIP(ULB_NFS4_VERIFIER_LEN) && OPAQUE(ULB_NFS4_OPAQUE_LIMIT) && SKIP(4) &&
 		       ulb_x_netaddr4(x) && SKIP(4);
-	case ULB_OP_SETCLIENTID_CONFIRM:	/* clientid, setclientid_confirm */
+	case ULB_OP_SETCLIENTID_CONFIRM: /* clientid, setclientid_confirm */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN);
-	case ULB_OP_WRITE:	/* stateid, offset, stable, data */
+	case ULB_OP_WRITE: /* stateid, offset, stable, data */
 		if (!SKIP(ULB_NFS4_STATEID_LEN + 12))
 			return false;
 		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_MAX_OPAQUE);
 	case ULB_OP_RELEASE_LOCKOWNER:
 		return ulb_x_lock_owner4(x);
-	case ULB_OP_BACKCHANNEL_CTL:	/* bca_cb_program, bca_sec_parms<> */
+	case ULB_OP_BACKCHANNEL_CTL: /* bca_cb_program, bca_sec_parms<> */
 		return SKIP(4) && ulb_x_callback_sec_parms4_array(x);
-	case ULB_OP_BIND_CONN_TO_SESSION:	/* sessid, dir, use_conn_in_rdma_mode */
+	case ULB_OP_BIND_CONN_TO_SESSION: /* sessid, dir, use_conn_in_rdma_mode */
 		return SKIP(ULB_NFS4_SESSIONID_LEN + 4) && BOOL(NULL);
 	case ULB_OP_EXCHANGE_ID:
 		return ulb_args_exchange_id(x);
@@ -411,23 +412,22 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		 * child/dir attributes */
 		return BOOL(NULL) && ulb_x_bitmap4(x) && SKIP(2 * ULB_NFS4_NFSTIME_LEN) &&
 		       ulb_x_bitmap4(x) && ulb_x_bitmap4(x);
-	case ULB_OP_GETDEVICEINFO:	/* device_id, layout_type, maxcount, notify_types */
+	case ULB_OP_GETDEVICEINFO: /* device_id, layout_type, maxcount, notify_types */
 		return SKIP(ULB_NFS4_DEVICEID_LEN + 8) && ulb_x_bitmap4(x);
-	case ULB_OP_GETDEVICELIST:	/* layout_type, maxdevices, cookie, cookieverf */
+	case ULB_OP_GETDEVICELIST: /* layout_type, maxdevices, cookie, cookieverf */
 		return SKIP(16 + ULB_NFS4_VERIFIER_LEN);
 	case ULB_OP_LAYOUTCOMMIT:
 		/* offset, length, reclaim, stateid, last_write_offset, time_modify,
 		 * layoutupdate (type, body) */
 		return SKIP(16) && BOOL(NULL) && STATEID && ulb_x_optional(x, 8) &&
-		       ulb_x_optional(x, ULB_NFS4_NFSTIME_LEN) && SKIP(4) &&
-		       OPAQUE(ULB_MAX_OPAQUE);
+		       ulb_x_optional(x, ULB_NFS4_NFSTIME_LEN) && SKIP(4) && OPAQUE(ULB_MAX_OPAQUE);
 	case ULB_OP_LAYOUTGET:
 		/* signal_layout_avail, layout_type, iomode, offset, length, minlength,
 		 * stateid, maxcount */
 		return BOOL(NULL) && SKIP(8 + 24 + ULB_NFS4_STATEID_LEN + 4);
 	case ULB_OP_LAYOUTRETURN:
 		return ulb_args_layoutreturn(x);
-	case ULB_OP_SECINFO_NO_NAME:	/* secinfo_style4 */
+	case ULB_OP_SECINFO_NO_NAME: /* secinfo_style4 */
 		return SKIP(4);
 	case ULB_OP_SEQUENCE:
 		/* sessionid, sequenceid, slotid, highest_slotid, cachethis */
@@ -441,25 +441,25 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 			return true;
 		}
 		return SKIP(ULB_NFS4_SESSIONID_LEN + 12) && BOOL(NULL);
-	case ULB_OP_SET_SSV:	/* ssv, digest */
+	case ULB_OP_SET_SSV: /* ssv, digest */
 		return OPAQUE(ULB_MAX_OPAQUE) && OPAQUE(ULB_MAX_OPAQUE);
-	case ULB_OP_TEST_STATEID:	/* stateids<> */
+	case ULB_OP_TEST_STATEID: /* stateids<> */
 		return ulb_xdr_count(x, ULB_MAX_ARRAY, ULB_NFS4_STATEID_LEN, &n) &&
 		       SKIP((uint64_t)n * ULB_NFS4_STATEID_LEN);
 	case ULB_OP_WANT_DELEGATION:
 		return ulb_args_want_delegation(x);
 	case ULB_OP_DESTROY_CLIENTID:
 		return SKIP(8);
-	case ULB_OP_RECLAIM_COMPLETE:	/* rca_one_fs */
+	case ULB_OP_RECLAIM_COMPLETE: /* rca_one_fs */
 		return BOOL(NULL);
 	case ULB_OP_ALLOCATE:
-	case ULB_OP_DEALLOCATE:	/* stateid, offset, length */
+	case ULB_OP_DEALLOCATE: /* stateid, offset, length */
 		return SKIP(ULB_NFS4_STATEID_LEN + 16);
 	case ULB_OP_COPY:
 		return ulb_args_copy(x);
-	case ULB_OP_COPY_NOTIFY:	/* src_stateid, destination_server */
+	case ULB_OP_COPY_NOTIFY: /* src_stateid, destination_server */
 		return STATEID && ulb_x_netloc4(x);
-	case ULB_OP_IO_ADVISE:	/* stateid, offset, count, hints */
+	case ULB_OP_IO_ADVISE: /* stateid, offset, count, hints */
 		return SKIP(ULB_NFS4_STATEID_LEN + 16) && ulb_x_bitmap4(x);
 	case ULB_OP_LAYOUTERROR:
 		/* offset, length, stateid, errors<> of (deviceid, status, opnum) */
@@ -473,20 +473,20 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 	case ULB_OP_OFFLOAD_CANCEL:
 	case ULB_OP_OFFLOAD_STATUS:
 		return STATEID;
-	case ULB_OP_SEEK:	/* stateid, offset, what */
+	case ULB_OP_SEEK: /* stateid, offset, what */
 		return SKIP(ULB_NFS4_STATEID_LEN + 12);
 	case ULB_OP_WRITE_SAME:
 		/* stateid, stable, app_data_block4 (offset, block_size, block_count,
 		 * reloff_blocknum, block_num, reloff_pattern, pattern) */
 		return SKIP(ULB_NFS4_STATEID_LEN + 4 + 32 + 4 + 8) && OPAQUE(ULB_MAX_OPAQUE);
-	case ULB_OP_CLONE:	/* src, dst stateids, src_offset, dst_offset, count */
+	case ULB_OP_CLONE: /* src, dst stateids, src_offset, dst_offset, count */
 		return SKIP(2 * ULB_NFS4_STATEID_LEN + 24);
 	case ULB_OP_GETXATTR:
-	case ULB_OP_REMOVEXATTR:	/* name */
+	case ULB_OP_REMOVEXATTR: /* name */
 		return COMPONENT;
-	case ULB_OP_SETXATTR:	/* option, name, value */
+	case ULB_OP_SETXATTR: /* option, name, value */
 		return SKIP(4) && COMPONENT && OPAQUE(ULB_MAX_OPAQUE);
-	case ULB_OP_LISTXATTRS:	/* cookie, maxcount */
+	case ULB_OP_LISTXATTRS: /* cookie, maxcount */
 		return SKIP(12);
 	default:
 		return ulb_xdr_fail(x);

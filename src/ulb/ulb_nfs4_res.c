@@ -28,20 +28,20 @@ static bool ulb_x_open_delegation4(struct ulb_xdr *x)
 	if (!U32(&type))
 		return false;
 	switch (type) {
-	case 0:	/* OPEN_DELEGATE_NONE */
+	case 0: /* OPEN_DELEGATE_NONE */
 		return true;
-	case 1:	/* READ: stateid, recall, permissions */
+	case 1: /* READ: stateid, recall, permissions */
 		return STATEID && BOOL(NULL) && ulb_x_nfsace4(x);
-	case 2:	/* WRITE: stateid, recall, space_limit, permissions */
+	case 2: /* WRITE: stateid, recall, space_limit, permissions */
 		if (!STATEID || !BOOL(NULL) || !U32(&u))
 			return false;
-		if (u != 1 && u != 2)	/* NFS_LIMIT_SIZE, NFS_LIMIT_BLOCKS */
+		if (u != 1 && u != 2) /* NFS_LIMIT_SIZE, NFS_LIMIT_BLOCKS */
 			return ulb_xdr_fail(x);
 		return SKIP(8) && ulb_x_nfsace4(x);
-	case 3:	/* OPEN_DELEGATE_NONE_EXT: open_none_delegation4 */
+	case 3: /* OPEN_DELEGATE_NONE_EXT: open_none_delegation4 */
 		if (!U32(&u))
 			return false;
-		if (u == 7 || u == 8)	/* WND4_CONTENTION, WND4_RESOURCE */
+		if (u == 7 || u == 8) /* WND4_CONTENTION, WND4_RESOURCE */
 			return BOOL(NULL);
 		return true;
 	default:
@@ -101,7 +101,7 @@ static bool ulb_x_exchange_id_res(struct ulb_xdr *x)
 		if (!ulb_x_state_protect_ops4(x))
 			return false;
 		break;
-	case 2:	/* ssv_prot_info4: ops, hash_alg, encr_alg, ssv_len, window, handles<> */
+	case 2: /* ssv_prot_info4: ops, hash_alg, encr_alg, ssv_len, window, handles<> */
 		if (!ulb_x_state_protect_ops4(x) || !SKIP(16) ||
 		    !ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n))
 			return false;
@@ -144,7 +144,7 @@ static bool ulb_x_ok_arm(struct ulb_xdr *x, uint32_t op)
 	uint32_t n, i, u;
 
 	switch (op) {
-	case ULB_OP_ACCESS:	/* supported, access */
+	case ULB_OP_ACCESS: /* supported, access */
 		return SKIP(8);
 	case ULB_OP_CLOSE:
 	case ULB_OP_LOCK:
@@ -154,7 +154,7 @@ static bool ulb_x_ok_arm(struct ulb_xdr *x, uint32_t op)
 		return STATEID;
 	case ULB_OP_COMMIT:
 		return SKIP(ULB_NFS4_VERIFIER_LEN);
-	case ULB_OP_CREATE:	/* cinfo, attrset */
+	case ULB_OP_CREATE: /* cinfo, attrset */
 		return CINFO && ulb_x_bitmap4(x);
 	case ULB_OP_GETATTR:
 		return ulb_x_fattr4(x);
@@ -165,62 +165,61 @@ static bool ulb_x_ok_arm(struct ulb_xdr *x, uint32_t op)
 	case ULB_OP_SETXATTR:
 	case ULB_OP_REMOVEXATTR:
 		return CINFO;
-	case ULB_OP_OPEN:	/* stateid, cinfo, rflags, attrset, delegation */
-		return STATEID && CINFO && SKIP(4) && ulb_x_bitmap4(x) &&
-		       ulb_x_open_delegation4(x);
+	case ULB_OP_OPEN: /* stateid, cinfo, rflags, attrset, delegation */
+		return STATEID && CINFO && SKIP(4) && ulb_x_bitmap4(x) && ulb_x_open_delegation4(x);
 	case ULB_OP_READDIR:
 		return ulb_x_readdir_res(x);
-	case ULB_OP_RENAME:	/* source_cinfo, target_cinfo */
+	case ULB_OP_RENAME: /* source_cinfo, target_cinfo */
 		return SKIP(2 * ULB_NFS4_CHANGE_INFO_LEN);
 	case ULB_OP_SECINFO:
 	case ULB_OP_SECINFO_NO_NAME:
 		return ulb_x_secinfo4_array(x);
-	case ULB_OP_SETCLIENTID:	/* clientid, setclientid_confirm */
+	case ULB_OP_SETCLIENTID: /* clientid, setclientid_confirm */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN);
-	case ULB_OP_WRITE:	/* count, committed, writeverf */
+	case ULB_OP_WRITE: /* count, committed, writeverf */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN);
-	case ULB_OP_BIND_CONN_TO_SESSION:	/* sessid, dir, use_conn_in_rdma_mode */
+	case ULB_OP_BIND_CONN_TO_SESSION: /* sessid, dir, use_conn_in_rdma_mode */
 		return SKIP(ULB_NFS4_SESSIONID_LEN + 4) && BOOL(NULL);
 	case ULB_OP_EXCHANGE_ID:
 		return ulb_x_exchange_id_res(x);
-	case ULB_OP_CREATE_SESSION:	/* sessionid, sequence, flags, fore, back */
+	case ULB_OP_CREATE_SESSION: /* sessionid, sequence, flags, fore, back */
 		return SKIP(ULB_NFS4_SESSIONID_LEN + 8) && ulb_x_channel_attrs4(x) &&
 		       ulb_x_channel_attrs4(x);
-	case ULB_OP_GET_DIR_DELEGATION:	/* GET_DIR_DELEGATION4res_non_fatal */
+	case ULB_OP_GET_DIR_DELEGATION: /* GET_DIR_DELEGATION4res_non_fatal */
 		if (!U32(&u))
 			return false;
-		if (u == 0)	/* GDD4_OK: cookieverf, stateid, three bitmaps */
+		if (u == 0) /* GDD4_OK: cookieverf, stateid, three bitmaps */
 			return SKIP(ULB_NFS4_VERIFIER_LEN + ULB_NFS4_STATEID_LEN) &&
 			       ulb_x_bitmap4(x) && ulb_x_bitmap4(x) && ulb_x_bitmap4(x);
-		if (u == 1)	/* GDD4_UNAVAIL: will_signal_deleg_avail */
+		if (u == 1) /* GDD4_UNAVAIL: will_signal_deleg_avail */
 			return BOOL(NULL);
 		return ulb_xdr_fail(x);
-	case ULB_OP_GETDEVICEINFO:	/* device_addr (type, body), notification */
+	case ULB_OP_GETDEVICEINFO: /* device_addr (type, body), notification */
 		return SKIP(4) && OPAQUE(ULB_MAX_OPAQUE) && ulb_x_bitmap4(x);
-	case ULB_OP_GETDEVICELIST:	/* cookie, cookieverf, deviceid_list<>, eof */
+	case ULB_OP_GETDEVICELIST: /* cookie, cookieverf, deviceid_list<>, eof */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN) &&
 		       ulb_xdr_count(x, ULB_MAX_ARRAY, ULB_NFS4_DEVICEID_LEN, &n) &&
 		       SKIP((uint64_t)n * ULB_NFS4_DEVICEID_LEN) && BOOL(NULL);
 	case ULB_OP_LAYOUTGET:
 		return ulb_x_layoutget_res(x);
-	case ULB_OP_LAYOUTRETURN:	/* layoutreturn_stateid: present, stateid */
+	case ULB_OP_LAYOUTRETURN: /* layoutreturn_stateid: present, stateid */
 	{
 		bool present;
 
 		return BOOL(&present) && (!present || STATEID);
 	}
-	case ULB_OP_SEQUENCE:	/* sessionid, sequenceid, slotid, highest, target_highest, flags */
+	case ULB_OP_SEQUENCE: /* sessionid, sequenceid, slotid, highest, target_highest, flags */
 		return SKIP(ULB_NFS4_SESSIONID_LEN + 20);
 	case ULB_OP_SET_SSV:
 	case ULB_OP_GETXATTR:
 		return OPAQUE(ULB_MAX_OPAQUE);
-	case ULB_OP_TEST_STATEID:	/* status_codes<> */
+	case ULB_OP_TEST_STATEID: /* status_codes<> */
 		return ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n) && SKIP((uint64_t)n * 4);
 	case ULB_OP_WANT_DELEGATION:
 		return ulb_x_open_delegation4(x);
-	case ULB_OP_COPY:	/* response, requirements (consecutive, synchronous) */
+	case ULB_OP_COPY: /* response, requirements (consecutive, synchronous) */
 		return ulb_x_write_response4(x) && BOOL(NULL) && BOOL(NULL);
-	case ULB_OP_COPY_NOTIFY:	/* lease_time, stateid, source_server<> */
+	case ULB_OP_COPY_NOTIFY: /* lease_time, stateid, source_server<> */
 		if (!SKIP(ULB_NFS4_NFSTIME_LEN) || !STATEID ||
 		    !ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n))
 			return false;
@@ -228,15 +227,15 @@ static bool ulb_x_ok_arm(struct ulb_xdr *x, uint32_t op)
 			if (!ulb_x_netloc4(x))
 				return false;
 		return true;
-	case ULB_OP_IO_ADVISE:	/* hints */
+	case ULB_OP_IO_ADVISE: /* hints */
 		return ulb_x_bitmap4(x);
-	case ULB_OP_OFFLOAD_STATUS:	/* count, complete<1> */
+	case ULB_OP_OFFLOAD_STATUS: /* count, complete<1> */
 		return SKIP(8) && ulb_xdr_count(x, 1, 4, &n) && SKIP((uint64_t)n * 4);
-	case ULB_OP_SEEK:	/* eof, offset */
+	case ULB_OP_SEEK: /* eof, offset */
 		return BOOL(NULL) && SKIP(8);
 	case ULB_OP_WRITE_SAME:
 		return ulb_x_write_response4(x);
-	case ULB_OP_LISTXATTRS:	/* cookie, names<>, eof */
+	case ULB_OP_LISTXATTRS: /* cookie, names<>, eof */
 		if (!SKIP(8) || !ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n))
 			return false;
 		for (i = 0; i < n; i++)
@@ -253,9 +252,9 @@ bool ulb_nfs4_skip_res(struct ulb_xdr *x, uint32_t op, uint32_t status)
 {
 	/* Result arms that exist beside NFS4_OK */
 	switch (op) {
-	case ULB_OP_SETATTR:	/* attrsset follows every status */
+	case ULB_OP_SETATTR: /* attrsset follows every status */
 		return ulb_x_bitmap4(x);
-	case ULB_OP_LAYOUTCOMMIT:	/* newsize4: sizechanged, size */
+	case ULB_OP_LAYOUTCOMMIT: /* newsize4: sizechanged, size */
 		if (status == ULB_NFS4_OK) {
 			bool present;
 
@@ -274,15 +273,15 @@ bool ulb_nfs4_skip_res(struct ulb_xdr *x, uint32_t op, uint32_t status)
 			return ulb_x_netaddr4(x);
 		break;
 	case ULB_OP_GETDEVICEINFO:
-		if (status == ULB_NFS4ERR_TOOSMALL)	/* mincount */
+		if (status == ULB_NFS4ERR_TOOSMALL) /* mincount */
 			return SKIP(4);
 		break;
 	case ULB_OP_LAYOUTGET:
-		if (status == ULB_NFS4ERR_LAYOUTTRYLATER)	/* will_signal_layout_avail */
+		if (status == ULB_NFS4ERR_LAYOUTTRYLATER) /* will_signal_layout_avail */
 			return BOOL(NULL);
 		break;
 	case ULB_OP_COPY:
-		if (status == ULB_NFS4ERR_OFFLOAD_NO_REQS)	/* requirements */
+		if (status == ULB_NFS4ERR_OFFLOAD_NO_REQS) /* requirements */
 			return BOOL(NULL) && BOOL(NULL);
 		break;
 	default:

@@ -28,21 +28,21 @@ struct ulb_reply_limits {
 
 enum ulb_reply_result {
 	ULB_REPLY_OK = 0,
-	ULB_REPLY_INLINE_TOO_BIG,	/* over the inline threshold and no Reply chunk */
-	ULB_REPLY_WRITE_CHUNK_TOO_SMALL,	/* payload longer than its Write chunk */
-	ULB_REPLY_REPLY_CHUNK_TOO_SMALL,	/* non-payload bytes longer than the Reply chunk */
-	ULB_REPLY_READ_PLUS_TOO_MANY,	/* more than ULB_READ_PLUS_MAX_CONTENTS contents */
-	ULB_REPLY_GARBAGE,		/* the encoded Reply does not decode */
+	ULB_REPLY_INLINE_TOO_BIG,	 /* over the inline threshold and no Reply chunk */
+	ULB_REPLY_WRITE_CHUNK_TOO_SMALL, /* payload longer than its Write chunk */
+	ULB_REPLY_REPLY_CHUNK_TOO_SMALL, /* non-payload bytes longer than the Reply chunk */
+	ULB_REPLY_READ_PLUS_TOO_MANY,	 /* more than ULB_READ_PLUS_MAX_CONTENTS contents */
+	ULB_REPLY_GARBAGE,		 /* the encoded Reply does not decode */
 };
 
 struct ulb_reply_info {
 	enum ulb_reply_result result;
-	uint64_t reply_len;	/* bytes in the encoded Reply stream */
-	uint64_t inline_len;	/* bytes left after the payloads and their pads */
-	uint32_t hdr_len;	/* RPC-over-RDMA header of the reply (MSG or NOMSG) */
-	bool use_reply_chunk;	/* does not fit inline: goes as RDMA_NOMSG in the Reply chunk */
-	uint32_t n_read_results;	/* NFS Read results in the Reply */
-	int bad_chunk;		/* Write chunk index at fault, or -1 */
+	uint64_t reply_len;	 /* bytes in the encoded Reply stream */
+	uint64_t inline_len;	 /* bytes left after the payloads and their pads */
+	uint32_t hdr_len;	 /* RPC-over-RDMA header of the reply (MSG or NOMSG) */
+	bool use_reply_chunk;	 /* does not fit inline: goes as RDMA_NOMSG in the Reply chunk */
+	uint32_t n_read_results; /* NFS Read results in the Reply */
+	int bad_chunk;		 /* Write chunk index at fault, or -1 */
 };
 
 /*
@@ -75,7 +75,7 @@ const char *ulb_reply_result_name(enum ulb_reply_result r);
 #define ULB_READ_PLUS_MAX_CONTENTS 2u
 
 struct ulb_rp_content {
-	uint32_t type;		/* ULB_NFS4_CONTENT_DATA or ULB_NFS4_CONTENT_HOLE */
+	uint32_t type; /* ULB_NFS4_CONTENT_DATA or ULB_NFS4_CONTENT_HOLE */
 	uint64_t offset;
 	uint64_t length;
 };

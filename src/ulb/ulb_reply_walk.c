@@ -14,8 +14,8 @@ struct ulb_walk {
 	const struct rr_pcl *pcl;
 	struct rr_reply_plan *plan;
 	struct ulb_reply_info *info;
-	uint32_t next_chunk;	/* Write chunk of the next NFS Read result */
-	uint64_t removed;	/* payload bytes and pads that leave the inline stream */
+	uint32_t next_chunk; /* Write chunk of the next NFS Read result */
+	uint64_t removed;    /* payload bytes and pads that leave the inline stream */
 };
 
 static bool ulb_chunk_nonempty(const struct rr_chunk *ch)
@@ -33,10 +33,10 @@ static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
 	if (!ulb_xdr_opaque(&w->x, ULB_MAX_OPAQUE, &len, &data))
 		return false;
 	if (!w->pcl || chunk >= w->pcl->n_write || chunk >= RR_PCL_MAX_WRITE_CHUNKS)
-		return true;	/* no chunk left: inline */
+		return true; /* no chunk left: inline */
 	ch = &w->pcl->write[chunk];
 	if (!ulb_chunk_nonempty(ch))
-		return true;	/* empty chunk: the client wants it inline */
+		return true; /* empty chunk: the client wants it inline */
 	if (len > ch->length) {
 		if (w->info->result == ULB_REPLY_OK) {
 			w->info->result = ULB_REPLY_WRITE_CHUNK_TOO_SMALL;
@@ -45,7 +45,7 @@ static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
 		return true;
 	}
 	if (len == 0)
-		return true;	/* nothing to write: the chunk is echoed empty */
+		return true; /* nothing to write: the chunk is echoed empty */
 	if (w->plan->nspans < RR_PCL_MAX_WRITE_CHUNKS) {
 		struct rr_payload_span *sp = &w->plan->spans[w->plan->nspans++];
 
@@ -71,7 +71,7 @@ static bool ulb_walk_read_plus(struct ulb_walk *w, uint32_t chunk)
 	for (i = 0; i < n; i++) {
 		if (!ulb_xdr_u32(x, &type))
 			return false;
-		if (type == ULB_NFS4_CONTENT_DATA) {	/* d_offset, d_data */
+		if (type == ULB_NFS4_CONTENT_DATA) { /* d_offset, d_data */
 			if (!ulb_xdr_skip(x, 8))
 				return false;
 			if (first_data) {
@@ -82,7 +82,7 @@ static bool ulb_walk_read_plus(struct ulb_walk *w, uint32_t chunk)
 			} else if (!ulb_xdr_opaque(x, ULB_MAX_OPAQUE, NULL, NULL)) {
 				return false;
 			}
-		} else if (type == ULB_NFS4_CONTENT_HOLE) {	/* di_offset, di_length */
+		} else if (type == ULB_NFS4_CONTENT_HOLE) { /* di_offset, di_length */
 			if (!ulb_xdr_skip(x, 16))
 				return false;
 		} else {
@@ -97,8 +97,9 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 {
 	struct ulb_xdr *x = &w->x;
 	uint32_t n, i, op, status;
-	uint32_t last = minor == 0 ? ULB_OP_LAST_V40 :
-			minor == 1 ? ULB_OP_LAST_V41 : ULB_OP_LAST_V42;
+	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
+			: minor == 1 ? ULB_OP_LAST_V41
+				     : ULB_OP_LAST_V42;
 
 	if (!ulb_xdr_skip(x, 4) || !ulb_xdr_opaque(x, ULB_MAX_TAG_LEN, NULL, NULL) ||
 	    !ulb_xdr_count(x, ULB_MAX_COMPOUND_OPS, 8, &n))
@@ -113,11 +114,11 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 
 			w->info->n_read_results++;
 			if (status != ULB_NFS4_OK)
-				continue;	/* no data item: chunk echoed empty */
-			if (op == ULB_OP_READ) {	/* READ4resok: eof, data */
+				continue;	 /* no data item: chunk echoed empty */
+			if (op == ULB_OP_READ) { /* READ4resok: eof, data */
 				if (!ulb_xdr_bool(x, NULL) || !ulb_walk_item(w, chunk))
 					return false;
-			} else if (op == ULB_OP_READLINK) {	/* READLINK4resok: link */
+			} else if (op == ULB_OP_READLINK) { /* READLINK4resok: link */
 				if (!ulb_walk_item(w, chunk))
 					return false;
 			} else if (!ulb_walk_read_plus(w, chunk)) {
@@ -158,7 +159,7 @@ static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
 			return false;
 		if (status != 0)
 			return true;
-		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, 8))	/* count, eof */
+		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, 8)) /* count, eof */
 			return false;
 	} else {
 		if (status != 0)

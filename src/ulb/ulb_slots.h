@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define ULB_SLOTS_MAX 16384u	/* largest capacity accepted for either table */
+#define ULB_SLOTS_MAX 16384u /* largest capacity accepted for either table */
 
 /* Supplied by the host (ganesha); either hook may be NULL. */
 struct ulb_host_ops {
@@ -48,8 +48,8 @@ struct ulb_xid_entry {
 
 struct ulb_xid_table {
 	pthread_mutex_t lock;
-	struct ulb_xid_entry *ents;	/* open addressing, linear probing */
-	uint32_t mask;			/* size - 1, size a power of two >= 2 * capacity */
+	struct ulb_xid_entry *ents; /* open addressing, linear probing */
+	uint32_t mask;		    /* size - 1, size a power of two >= 2 * capacity */
 	uint32_t capacity;
 	uint32_t count;
 };

@@ -22,10 +22,10 @@ extern "C" {
 struct ulb_xdr {
 	const struct iovec *iov;
 	int iovcnt;
-	int idx;		/* current iovec */
-	size_t off;		/* offset inside iov[idx] */
-	uint64_t pos;		/* offset in the whole stream */
-	uint64_t len;		/* total stream length */
+	int idx;      /* current iovec */
+	size_t off;   /* offset inside iov[idx] */
+	uint64_t pos; /* offset in the whole stream */
+	uint64_t len; /* total stream length */
 	bool err;
 };
 

@@ -18,7 +18,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	using namespace fuzzulb;
-	static struct rr_pcl pcl;	/* large; not on the stack */
+	static struct rr_pcl pcl; /* large; not on the stack */
 	static struct ulb_call c1, c2;
 
 	if (size < 2)

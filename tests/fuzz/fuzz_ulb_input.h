@@ -15,7 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-namespace fuzzulb {
+namespace fuzzulb
+{
 
 constexpr unsigned kMaxChunks = 6;
 

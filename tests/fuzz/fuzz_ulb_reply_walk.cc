@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct rr_pcl pcl;
 	static struct ulb_call call;
 	static const uint32_t progs[][2] = {
-		{ 100003, 4 }, { 100003, 3 }, { 100003, 2 }, { 100005, 3 }, { 100227, 3 },
+	    {100003, 4}, {100003, 3}, {100003, 2}, {100005, 3}, {100227, 3},
 	};
 
 	if (size < 13)
@@ -65,15 +65,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pcl.reply.nsegs = has_reply ? 1 : 0;
 	pcl.reply.length = reply_len;
 
-	struct ulb_reply_limits lim = { inline_send };
+	struct ulb_reply_limits lim = {inline_send};
 	struct rr_reply_plan p1, p2;
 	struct ulb_reply_info i1, i2;
 	std::vector<iovec> whole = cut(data, size, 0);
 	std::vector<iovec> pieces = cut(data, size, seed);
 	enum ulb_reply_result r1 =
-		ulb_reply_plan(&call, whole.data(), int(whole.size()), &pcl, &lim, &p1, &i1);
+	    ulb_reply_plan(&call, whole.data(), int(whole.size()), &pcl, &lim, &p1, &i1);
 	enum ulb_reply_result r2 =
-		ulb_reply_plan(&call, pieces.data(), int(pieces.size()), &pcl, &lim, &p2, &i2);
+	    ulb_reply_plan(&call, pieces.data(), int(pieces.size()), &pcl, &lim, &p2, &i2);
 
 	CHECK(r1 == r2);
 	CHECK(memcmp(&p1, &p2, sizeof(p1)) == 0);

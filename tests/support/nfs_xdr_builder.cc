@@ -8,7 +8,8 @@
 
 #include <cstring>
 
-namespace nfsxdr {
+namespace nfsxdr
+{
 
 void Xdr::u32(uint32_t v)
 {
@@ -96,13 +97,13 @@ void rpc_call_header(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_
 		     uint32_t cred_flavor)
 {
 	x.u32(xid);
-	x.u32(0);	/* CALL */
-	x.u32(2);	/* rpcvers */
+	x.u32(0); /* CALL */
+	x.u32(2); /* rpcvers */
 	x.u32(prog);
 	x.u32(vers);
 	x.u32(proc);
 	opaque_auth(x, cred_flavor);
-	opaque_auth(x, AUTH_NONE);	/* verf */
+	opaque_auth(x, AUTH_NONE); /* verf */
 }
 
 void rpc_call_header_gss(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
@@ -116,22 +117,22 @@ void rpc_call_header_gss(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uin
 	x.u32(proc);
 	/* rpc_gss_cred_vers_1_t (RFC 2203 section 5) */
 	Xdr cred;
-	cred.u32(1);		/* RPCSEC_GSS_VERS_1 */
+	cred.u32(1); /* RPCSEC_GSS_VERS_1 */
 	cred.u32(gss_proc);
-	cred.u32(77);		/* seq_num */
+	cred.u32(77); /* seq_num */
 	cred.u32(service);
-	cred.opaque(pattern(12, 3));	/* handle */
+	cred.opaque(pattern(12, 3)); /* handle */
 	x.u32(RPCSEC_GSS);
 	x.opaque(cred.buf);
-	x.u32(RPCSEC_GSS);	/* verf: a MIC */
+	x.u32(RPCSEC_GSS); /* verf: a MIC */
 	x.opaque(pattern(20, 9));
 }
 
 void rpc_reply_accepted(Xdr &x, uint32_t xid, uint32_t verf_flavor, uint32_t accept_stat)
 {
 	x.u32(xid);
-	x.u32(1);	/* REPLY */
-	x.u32(0);	/* MSG_ACCEPTED */
+	x.u32(1); /* REPLY */
+	x.u32(0); /* MSG_ACCEPTED */
 	if (verf_flavor == AUTH_SYS) {
 		/* a server may answer AUTH_SYS with a short-hand verifier body */
 		x.u32(AUTH_SYS);
@@ -141,7 +142,7 @@ void rpc_reply_accepted(Xdr &x, uint32_t xid, uint32_t verf_flavor, uint32_t acc
 		x.u32(0);
 	}
 	x.u32(accept_stat);
-	if (accept_stat == 2) {	/* PROG_MISMATCH: low, high */
+	if (accept_stat == 2) { /* PROG_MISMATCH: low, high */
 		x.u32(2);
 		x.u32(4);
 	}
@@ -151,9 +152,9 @@ void rpc_reply_denied(Xdr &x, uint32_t xid)
 {
 	x.u32(xid);
 	x.u32(1);
-	x.u32(1);	/* MSG_DENIED */
-	x.u32(1);	/* AUTH_ERROR */
-	x.u32(1);	/* AUTH_BADCRED */
+	x.u32(1); /* MSG_DENIED */
+	x.u32(1); /* AUTH_ERROR */
+	x.u32(1); /* AUTH_BADCRED */
 }
 
 /* ---- NFSv4 shapes ---- */
@@ -184,7 +185,7 @@ static void bitmap4(Xdr &x, uint32_t words = 2)
 static void fattr4(Xdr &x)
 {
 	bitmap4(x, 2);
-	x.opaque(pattern(36, 0x20));	/* attrlist4 */
+	x.opaque(pattern(36, 0x20)); /* attrlist4 */
 }
 static void nfstime4(Xdr &x)
 {
@@ -230,8 +231,8 @@ static void nfs_impl_id4_list(Xdr &x)
 static void channel_attrs4(Xdr &x, bool ird)
 {
 	x.u32(0);	/* headerpadsize */
-	x.u32(1049620);	/* maxrequestsize */
-	x.u32(1049480);	/* maxresponsesize */
+	x.u32(1049620); /* maxrequestsize */
+	x.u32(1049480); /* maxresponsesize */
 	x.u32(7584);	/* maxresponsesize_cached */
 	x.u32(16);	/* maxoperations */
 	x.u32(64);	/* maxrequests */
@@ -243,14 +244,14 @@ static void callback_sec_parms4_list(Xdr &x)
 {
 	x.u32(3);
 	x.u32(AUTH_NONE);
-	x.u32(AUTH_SYS);	/* authsys_parms */
+	x.u32(AUTH_SYS); /* authsys_parms */
 	x.u32(7);
 	x.string("host");
 	x.u32(0);
 	x.u32(0);
 	x.u32(1);
 	x.u32(0);
-	x.u32(RPCSEC_GSS);	/* gss_cb_handles4 */
+	x.u32(RPCSEC_GSS); /* gss_cb_handles4 */
 	x.u32(1);
 	x.opaque(pattern(8, 1));
 	x.opaque(pattern(9, 2));
@@ -259,15 +260,15 @@ static void netloc4(Xdr &x, int variant)
 {
 	switch (variant % 3) {
 	case 0:
-		x.u32(1);	/* NL4_NAME */
+		x.u32(1); /* NL4_NAME */
 		x.string("server.example");
 		break;
 	case 1:
-		x.u32(2);	/* NL4_URL */
+		x.u32(2); /* NL4_URL */
 		x.string("nfs://server/x");
 		break;
 	default:
-		x.u32(3);	/* NL4_NETADDR */
+		x.u32(3); /* NL4_NETADDR */
 		netaddr4(x);
 		break;
 	}
@@ -283,36 +284,36 @@ static void open_delegation4(Xdr &x, int variant)
 {
 	switch (variant % 4) {
 	case 0:
-		x.u32(0);	/* NONE */
+		x.u32(0); /* NONE */
 		break;
 	case 1:
-		x.u32(1);	/* READ */
+		x.u32(1); /* READ */
 		stateid4(x);
 		x.boolean(false);
 		nfsace4(x);
 		break;
 	case 2:
-		x.u32(2);	/* WRITE */
+		x.u32(2); /* WRITE */
 		stateid4(x);
 		x.boolean(true);
-		x.u32(2);	/* NFS_LIMIT_BLOCKS: num_blocks, bytes_per_block */
+		x.u32(2); /* NFS_LIMIT_BLOCKS: num_blocks, bytes_per_block */
 		x.u32(10);
 		x.u32(4096);
 		nfsace4(x);
 		break;
 	default:
-		x.u32(3);	/* NONE_EXT */
-		x.u32(7);	/* WND4_CONTENTION */
+		x.u32(3); /* NONE_EXT */
+		x.u32(7); /* WND4_CONTENTION */
 		x.boolean(true);
 		break;
 	}
 }
 static void write_response4(Xdr &x)
 {
-	x.u32(1);	/* wr_callback_id<1> */
+	x.u32(1); /* wr_callback_id<1> */
 	stateid4(x);
 	x.u64(4096);
-	x.u32(2);	/* FILE_SYNC4 */
+	x.u32(2); /* FILE_SYNC4 */
 	verifier4(x);
 }
 
@@ -363,14 +364,14 @@ void Compound::op_write(uint64_t offset, const Bytes &data, bool chunk)
 	x.u32(WRITE);
 	stateid4(x);
 	x.u64(offset);
-	x.u32(2);	/* FILE_SYNC4 */
+	x.u32(2); /* FILE_SYNC4 */
 	items.push_back(x.item(data, chunk));
 }
 
 void Compound::op_create_symlink(const std::string &name, const Bytes &linkdata, bool chunk)
 {
 	x.u32(CREATE);
-	x.u32(5);	/* NF4LNK */
+	x.u32(5); /* NF4LNK */
 	items.push_back(x.item(linkdata, chunk));
 	component4(x, name);
 	fattr4(x);
@@ -382,8 +383,8 @@ void Compound::op_sequence(const Sessionid &sid, uint32_t seqid, uint32_t slot)
 	sessionid4(x, sid);
 	x.u32(seqid);
 	x.u32(slot);
-	x.u32(slot + 3);	/* highest_slotid */
-	x.boolean(true);	/* cachethis */
+	x.u32(slot + 3); /* highest_slotid */
+	x.boolean(true); /* cachethis */
 }
 
 void Compound::op_getattr()
@@ -442,19 +443,19 @@ void Compound::op_sample(uint32_t op, int v)
 	case CREATE:
 		switch (v % 4) {
 		case 0:
-			x.u32(5);	/* NF4LNK */
+			x.u32(5); /* NF4LNK */
 			items.push_back(x.item(pattern(13, 1)));
 			break;
 		case 1:
-			x.u32(3);	/* NF4BLK: specdata4 */
+			x.u32(3); /* NF4BLK: specdata4 */
 			x.u32(8);
 			x.u32(1);
 			break;
 		case 2:
-			x.u32(2);	/* NF4DIR */
+			x.u32(2); /* NF4DIR */
 			break;
 		default:
-			x.u32(7);	/* NF4FIFO */
+			x.u32(7); /* NF4FIFO */
 			break;
 		}
 		component4(x, "obj");
@@ -486,18 +487,18 @@ void Compound::op_sample(uint32_t op, int v)
 		component4(x, "target");
 		break;
 	case LOCK:
-		x.u32(2);	/* WRITE_LT */
+		x.u32(2); /* WRITE_LT */
 		x.boolean(false);
 		x.u64(0);
 		x.u64(~0ull);
 		if (v % 2 == 0) {
-			x.boolean(true);	/* open_to_lock_owner4 */
+			x.boolean(true); /* open_to_lock_owner4 */
 			x.u32(1);
 			stateid4(x);
 			x.u32(0);
 			lock_owner4(x);
 		} else {
-			x.boolean(false);	/* exist_lock_owner4 */
+			x.boolean(false); /* exist_lock_owner4 */
 			stateid4(x);
 			x.u32(3);
 		}
@@ -523,10 +524,10 @@ void Compound::op_sample(uint32_t op, int v)
 		x.u32(1);	/* seqid */
 		x.u32(3);	/* share_access */
 		x.u32(0);	/* share_deny */
-		lock_owner4(x);	/* open_owner4 has the same shape */
+		lock_owner4(x); /* open_owner4 has the same shape */
 		if (v % 2 == 0) {
-			x.u32(1);	/* OPEN4_CREATE */
-			x.u32(v % 8 / 2);	/* createmode4 0..3 */
+			x.u32(1);	  /* OPEN4_CREATE */
+			x.u32(v % 8 / 2); /* createmode4 0..3 */
 			switch (v % 8 / 2) {
 			case 0:
 			case 1:
@@ -541,9 +542,9 @@ void Compound::op_sample(uint32_t op, int v)
 				break;
 			}
 		} else {
-			x.u32(0);	/* OPEN4_NOCREATE */
+			x.u32(0); /* OPEN4_NOCREATE */
 		}
-		x.u32(uint32_t(v % 7));	/* open_claim_type4 */
+		x.u32(uint32_t(v % 7)); /* open_claim_type4 */
 		switch (v % 7) {
 		case 0:
 		case 3:
@@ -611,25 +612,25 @@ void Compound::op_sample(uint32_t op, int v)
 		break;
 	case BIND_CONN_TO_SESSION:
 		sessionid4(x, sid);
-		x.u32(3);	/* CDFC4_FORE_OR_BOTH */
+		x.u32(3); /* CDFC4_FORE_OR_BOTH */
 		x.boolean(true);
 		break;
 	case EXCHANGE_ID:
 		verifier4(x);
-		x.opaque(pattern(24, 9));	/* co_ownerid */
+		x.opaque(pattern(24, 9)); /* co_ownerid */
 		x.u32(0x101);
-		x.u32(uint32_t(v % 3));	/* state_protect_how4 */
+		x.u32(uint32_t(v % 3)); /* state_protect_how4 */
 		if (v % 3 == 1) {
 			state_protect_ops4(x);
 		} else if (v % 3 == 2) {
 			state_protect_ops4(x);
-			x.u32(1);	/* ssp_hash_algs<> */
+			x.u32(1); /* ssp_hash_algs<> */
 			x.opaque(pattern(9, 1));
-			x.u32(2);	/* ssp_encr_algs<> */
+			x.u32(2); /* ssp_encr_algs<> */
 			x.opaque(pattern(9, 2));
 			x.opaque(pattern(11, 3));
-			x.u32(16);	/* window */
-			x.u32(2);	/* num_gss_handles */
+			x.u32(16); /* window */
+			x.u32(2);  /* num_gss_handles */
 		}
 		nfs_impl_id4_list(x);
 		break;
@@ -655,7 +656,7 @@ void Compound::op_sample(uint32_t op, int v)
 		break;
 	case GETDEVICEINFO:
 		deviceid4(x);
-		x.u32(1);	/* LAYOUT4_NFSV4_1_FILES */
+		x.u32(1); /* LAYOUT4_NFSV4_1_FILES */
 		x.u32(4096);
 		bitmap4(x, 1);
 		break;
@@ -670,18 +671,18 @@ void Compound::op_sample(uint32_t op, int v)
 		x.u64(8192);
 		x.boolean(false);
 		stateid4(x);
-		x.boolean(true);	/* newoffset4 */
+		x.boolean(true); /* newoffset4 */
 		x.u64(8191);
-		x.boolean(v % 2 == 0);	/* newtime4 */
+		x.boolean(v % 2 == 0); /* newtime4 */
 		if (v % 2 == 0)
 			nfstime4(x);
-		x.u32(1);	/* layoutupdate4: type, body */
+		x.u32(1); /* layoutupdate4: type, body */
 		x.opaque(pattern(5, 1));
 		break;
 	case LAYOUTGET:
 		x.boolean(false);
 		x.u32(1);
-		x.u32(1);	/* LAYOUTIOMODE4_READ */
+		x.u32(1); /* LAYOUTIOMODE4_READ */
 		x.u64(0);
 		x.u64(~0ull);
 		x.u64(4096);
@@ -691,19 +692,19 @@ void Compound::op_sample(uint32_t op, int v)
 	case LAYOUTRETURN:
 		x.boolean(false);
 		x.u32(1);
-		x.u32(3);	/* LAYOUTIOMODE4_ANY */
+		x.u32(3); /* LAYOUTIOMODE4_ANY */
 		if (v % 2 == 0) {
-			x.u32(1);	/* LAYOUTRETURN4_FILE */
+			x.u32(1); /* LAYOUTRETURN4_FILE */
 			x.u64(0);
 			x.u64(~0ull);
 			stateid4(x);
 			x.opaque(pattern(6, 2));
 		} else {
-			x.u32(3);	/* LAYOUTRETURN4_ALL */
+			x.u32(3); /* LAYOUTRETURN4_ALL */
 		}
 		break;
 	case SECINFO_NO_NAME:
-		x.u32(1);	/* SECINFO_STYLE4_PARENT */
+		x.u32(1); /* SECINFO_STYLE4_PARENT */
 		break;
 	case SET_SSV:
 		x.opaque(pattern(32, 4));
@@ -716,11 +717,11 @@ void Compound::op_sample(uint32_t op, int v)
 		stateid4(x, 3);
 		break;
 	case WANT_DELEGATION:
-		x.u32(1);	/* OPEN4_SHARE_ACCESS_WANT_READ_DELEG-ish */
+		x.u32(1); /* OPEN4_SHARE_ACCESS_WANT_READ_DELEG-ish */
 		if (v % 2 == 0) {
-			x.u32(4);	/* CLAIM_FH */
+			x.u32(4); /* CLAIM_FH */
 		} else {
-			x.u32(1);	/* CLAIM_PREVIOUS */
+			x.u32(1); /* CLAIM_PREVIOUS */
 			x.u32(1);
 		}
 		break;
@@ -741,7 +742,7 @@ void Compound::op_sample(uint32_t op, int v)
 		x.u64(1 << 20);
 		x.boolean(true);
 		x.boolean(false);
-		x.u32(2);	/* ca_source_server<> */
+		x.u32(2); /* ca_source_server<> */
 		netloc4(x, v);
 		netloc4(x, v + 1);
 		break;
@@ -759,7 +760,7 @@ void Compound::op_sample(uint32_t op, int v)
 		x.u64(0);
 		x.u64(4096);
 		stateid4(x);
-		x.u32(2);	/* device_error4<> */
+		x.u32(2); /* device_error4<> */
 		for (int i = 0; i < 2; i++) {
 			deviceid4(x);
 			x.u32(10005);
@@ -770,29 +771,29 @@ void Compound::op_sample(uint32_t op, int v)
 		x.u64(0);
 		x.u64(4096);
 		stateid4(x);
-		x.u64(1);	/* io_info4 read */
+		x.u64(1); /* io_info4 read */
 		x.u64(4096);
-		x.u64(2);	/* io_info4 write */
+		x.u64(2); /* io_info4 write */
 		x.u64(8192);
 		deviceid4(x);
-		x.u32(1);	/* layoutupdate4 */
+		x.u32(1); /* layoutupdate4 */
 		x.opaque(pattern(3, 3));
 		break;
 	case SEEK:
 		stateid4(x);
 		x.u64(0);
-		x.u32(1);	/* NFS4_CONTENT_HOLE */
+		x.u32(1); /* NFS4_CONTENT_HOLE */
 		break;
 	case WRITE_SAME:
 		stateid4(x);
-		x.u32(0);	/* UNSTABLE4 */
-		x.u64(0);	/* adb_offset */
-		x.u64(512);	/* adb_block_size */
-		x.u64(8);	/* adb_block_count */
-		x.u64(0);	/* adb_reloff_blocknum */
-		x.u32(0);	/* adb_block_num */
-		x.u64(0);	/* adb_reloff_pattern */
-		x.opaque(pattern(16, 6));	/* adb_pattern */
+		x.u32(0);		  /* UNSTABLE4 */
+		x.u64(0);		  /* adb_offset */
+		x.u64(512);		  /* adb_block_size */
+		x.u64(8);		  /* adb_block_count */
+		x.u64(0);		  /* adb_reloff_blocknum */
+		x.u32(0);		  /* adb_block_num */
+		x.u64(0);		  /* adb_reloff_pattern */
+		x.opaque(pattern(16, 6)); /* adb_pattern */
 		break;
 	case CLONE:
 		stateid4(x, 1);
@@ -802,7 +803,7 @@ void Compound::op_sample(uint32_t op, int v)
 		x.u64(4096);
 		break;
 	case SETXATTR:
-		x.u32(0);	/* SETXATTR4_EITHER */
+		x.u32(0); /* SETXATTR4_EITHER */
 		component4(x, "user.k");
 		x.opaque(pattern(17, 8));
 		break;
@@ -854,11 +855,11 @@ void CompoundRes::res_read_plus(bool eof, const std::vector<RpContent> &contents
 	x.u32(uint32_t(contents.size()));
 	for (const auto &c : contents) {
 		if (c.data) {
-			x.u32(0);	/* NFS4_CONTENT_DATA: data4 */
+			x.u32(0); /* NFS4_CONTENT_DATA: data4 */
 			x.u64(c.offset);
 			items.push_back(x.item(c.bytes));
 		} else {
-			x.u32(1);	/* NFS4_CONTENT_HOLE: data_info4 */
+			x.u32(1); /* NFS4_CONTENT_HOLE: data_info4 */
 			x.u64(c.offset);
 			x.u64(c.hole_len);
 		}
@@ -895,7 +896,7 @@ void CompoundRes::res_sample(uint32_t op, int v)
 		return;
 	}
 	x.u32(op);
-	x.u32(0);	/* NFS4_OK */
+	x.u32(0); /* NFS4_OK */
 	switch (op) {
 	case ACCESS:
 		x.u32(0x3f);
@@ -930,20 +931,20 @@ void CompoundRes::res_sample(uint32_t op, int v)
 	case OPEN:
 		stateid4(x);
 		change_info4(x);
-		x.u32(4);	/* rflags */
+		x.u32(4); /* rflags */
 		bitmap4(x, 1);
 		open_delegation4(x, v);
 		break;
 	case READDIR:
 		verifier4(x);
-		for (int i = 0; i < 3; i++) {	/* entry4 list */
+		for (int i = 0; i < 3; i++) { /* entry4 list */
 			x.boolean(true);
 			x.u64(uint64_t(i + 3));
 			component4(x, "entry" + std::to_string(i));
 			fattr4(x);
 		}
 		x.boolean(false);
-		x.boolean(true);	/* eof */
+		x.boolean(true); /* eof */
 		break;
 	case RENAME:
 		change_info4(x);
@@ -951,11 +952,11 @@ void CompoundRes::res_sample(uint32_t op, int v)
 		break;
 	case SECINFO:
 	case SECINFO_NO_NAME:
-		x.u32(2);	/* secinfo4<> */
+		x.u32(2); /* secinfo4<> */
 		x.u32(RPCSEC_GSS);
-		x.opaque(pattern(11, 1));	/* oid */
-		x.u32(0);	/* qop */
-		x.u32(1);	/* RPC_GSS_SVC_NONE */
+		x.opaque(pattern(11, 1)); /* oid */
+		x.u32(0);		  /* qop */
+		x.u32(1);		  /* RPC_GSS_SVC_NONE */
 		x.u32(AUTH_SYS);
 		break;
 	case SETATTR:
@@ -979,22 +980,22 @@ void CompoundRes::res_sample(uint32_t op, int v)
 		x.u64(0x99);
 		x.u32(1);
 		x.u32(0x10001);
-		x.u32(uint32_t(v % 3));	/* state_protect4_r */
+		x.u32(uint32_t(v % 3)); /* state_protect4_r */
 		if (v % 3 == 1) {
 			state_protect_ops4(x);
 		} else if (v % 3 == 2) {
 			state_protect_ops4(x);
-			x.u32(1);	/* hash_alg */
-			x.u32(2);	/* encr_alg */
-			x.u32(32);	/* ssv_len */
-			x.u32(16);	/* window */
-			x.u32(2);	/* handles<> */
+			x.u32(1);  /* hash_alg */
+			x.u32(2);  /* encr_alg */
+			x.u32(32); /* ssv_len */
+			x.u32(16); /* window */
+			x.u32(2);  /* handles<> */
 			x.opaque(pattern(4, 1));
 			x.opaque(pattern(5, 2));
 		}
-		x.u64(7);	/* so_minor_id */
-		x.opaque(pattern(10, 3));	/* so_major_id */
-		x.opaque(pattern(6, 4));	/* server_scope */
+		x.u64(7);		  /* so_minor_id */
+		x.opaque(pattern(10, 3)); /* so_major_id */
+		x.opaque(pattern(6, 4));  /* server_scope */
 		nfs_impl_id4_list(x);
 		break;
 	case CREATE_SESSION:
@@ -1006,20 +1007,20 @@ void CompoundRes::res_sample(uint32_t op, int v)
 		break;
 	case GET_DIR_DELEGATION:
 		if (v % 2 == 0) {
-			x.u32(0);	/* GDD4_OK */
+			x.u32(0); /* GDD4_OK */
 			verifier4(x);
 			stateid4(x);
 			bitmap4(x, 1);
 			bitmap4(x, 2);
 			bitmap4(x, 1);
 		} else {
-			x.u32(1);	/* GDD4_UNAVAIL */
+			x.u32(1); /* GDD4_UNAVAIL */
 			x.boolean(true);
 		}
 		break;
 	case GETDEVICEINFO:
 		x.u32(1);
-		x.opaque(pattern(40, 5));	/* da_addr_body */
+		x.opaque(pattern(40, 5)); /* da_addr_body */
 		bitmap4(x, 1);
 		break;
 	case GETDEVICELIST:
@@ -1037,11 +1038,11 @@ void CompoundRes::res_sample(uint32_t op, int v)
 	case LAYOUTGET:
 		x.boolean(false);
 		stateid4(x);
-		x.u32(1);	/* layout4<> */
+		x.u32(1); /* layout4<> */
 		x.u64(0);
 		x.u64(~0ull);
 		x.u32(1);
-		x.u32(1);	/* layout_content4: type, body */
+		x.u32(1); /* layout_content4: type, body */
 		x.opaque(pattern(30, 6));
 		break;
 	case LAYOUTRETURN:
@@ -1110,18 +1111,18 @@ static void nfs_fh3(Xdr &x)
 
 static void fattr3(Xdr &x)
 {
-	x.u32(1);	/* type NF3REG */
+	x.u32(1); /* type NF3REG */
 	x.u32(0644);
 	x.u32(1);
 	x.u32(0);
 	x.u32(0);
-	x.u64(4096);	/* size */
-	x.u64(4096);	/* used */
-	x.u32(0);	/* specdata3 */
+	x.u64(4096); /* size */
+	x.u64(4096); /* used */
+	x.u32(0);    /* specdata3 */
 	x.u32(0);
-	x.u64(1);	/* fsid */
-	x.u64(2);	/* fileid */
-	for (int i = 0; i < 3; i++) {	/* atime, mtime, ctime: nfstime3 */
+	x.u64(1);		      /* fsid */
+	x.u64(2);		      /* fileid */
+	for (int i = 0; i < 3; i++) { /* atime, mtime, ctime: nfstime3 */
 		x.u32(1700000000);
 		x.u32(0);
 	}
@@ -1140,9 +1141,9 @@ Legacy v3_write_call(uint32_t xid, const Bytes &data, bool chunk)
 
 	rpc_call_header(l.x, xid, PROG_NFS, 3, 7);
 	nfs_fh3(l.x);
-	l.x.u64(8192);	/* offset */
-	l.x.u32(uint32_t(data.size()));	/* count */
-	l.x.u32(0);	/* UNSTABLE */
+	l.x.u64(8192);			/* offset */
+	l.x.u32(uint32_t(data.size())); /* count */
+	l.x.u32(0);			/* UNSTABLE */
 	l.items.push_back(l.x.item(data, chunk));
 	return l;
 }
@@ -1152,8 +1153,8 @@ Legacy v3_symlink_call(uint32_t xid, const std::string &name, const std::string 
 	Legacy l;
 
 	rpc_call_header(l.x, xid, PROG_NFS, 3, 10);
-	nfs_fh3(l.x);	/* where.dir */
-	l.x.string(name);	/* where.name */
+	nfs_fh3(l.x);	  /* where.dir */
+	l.x.string(name); /* where.name */
 	/* sattr3: mode set, uid unset, gid set, size unset, atime server, mtime client */
 	l.x.boolean(true);
 	l.x.u32(0777);
@@ -1161,8 +1162,8 @@ Legacy v3_symlink_call(uint32_t xid, const std::string &name, const std::string 
 	l.x.boolean(true);
 	l.x.u32(100);
 	l.x.boolean(false);
-	l.x.u32(1);	/* SET_TO_SERVER_TIME */
-	l.x.u32(2);	/* SET_TO_CLIENT_TIME */
+	l.x.u32(1); /* SET_TO_SERVER_TIME */
+	l.x.u32(2); /* SET_TO_CLIENT_TIME */
 	l.x.u32(1700000000);
 	l.x.u32(1);
 	l.items.push_back(l.x.item(Bytes(path.begin(), path.end()), chunk));
@@ -1197,8 +1198,8 @@ Legacy v3_read_reply(uint32_t xid, uint32_t status, const Bytes &data)
 	l.x.u32(status);
 	post_op_attr(l.x, true);
 	if (status == 0) {
-		l.x.u32(uint32_t(data.size()));	/* count */
-		l.x.boolean(true);	/* eof */
+		l.x.u32(uint32_t(data.size())); /* count */
+		l.x.boolean(true);		/* eof */
 		l.items.push_back(l.x.item(data));
 	}
 	return l;
@@ -1221,10 +1222,10 @@ Legacy v2_write_call(uint32_t xid, const Bytes &data, bool chunk)
 	Legacy l;
 
 	rpc_call_header(l.x, xid, PROG_NFS, 2, 8);
-	l.x.fixed_fill(32, 0x22);	/* fhandle */
-	l.x.u32(0);	/* beginoffset */
-	l.x.u32(4096);	/* offset */
-	l.x.u32(0);	/* totalcount */
+	l.x.fixed_fill(32, 0x22); /* fhandle */
+	l.x.u32(0);		  /* beginoffset */
+	l.x.u32(4096);		  /* offset */
+	l.x.u32(0);		  /* totalcount */
 	l.items.push_back(l.x.item(data, chunk));
 	return l;
 }
@@ -1237,7 +1238,7 @@ Legacy v2_symlink_call(uint32_t xid, const std::string &name, const std::string 
 	l.x.fixed_fill(32, 0x22);
 	l.x.string(name);
 	l.items.push_back(l.x.item(Bytes(path.begin(), path.end()), chunk));
-	for (int i = 0; i < 8; i++)	/* sattr: mode uid gid size atime mtime */
+	for (int i = 0; i < 8; i++) /* sattr: mode uid gid size atime mtime */
 		l.x.u32(0xffffffffu);
 	return l;
 }
@@ -1249,7 +1250,7 @@ Legacy v2_read_reply(uint32_t xid, uint32_t status, const Bytes &data)
 	rpc_reply_accepted(l.x, xid);
 	l.x.u32(status);
 	if (status == 0) {
-		for (int i = 0; i < 17; i++)	/* fattr */
+		for (int i = 0; i < 17; i++) /* fattr */
 			l.x.u32(uint32_t(i));
 		l.items.push_back(l.x.item(data));
 	}
@@ -1271,17 +1272,17 @@ Bytes cb_compound_call(uint32_t xid, const Sessionid &sid, uint32_t seqid, uint3
 
 	rpc_call_header(x, xid, 0x40000000, 1, 1, AUTH_NONE);
 	x.string("cb");
-	x.u32(1);	/* minorversion */
-	x.u32(0);	/* callback_ident */
-	x.u32(2);	/* numops */
-	x.u32(11);	/* OP_CB_SEQUENCE */
+	x.u32(1);  /* minorversion */
+	x.u32(0);  /* callback_ident */
+	x.u32(2);  /* numops */
+	x.u32(11); /* OP_CB_SEQUENCE */
 	sessionid4(x, sid);
 	x.u32(seqid);
 	x.u32(slot);
-	x.u32(slot);	/* highest_slotid */
-	x.boolean(false);	/* cachethis */
-	x.u32(0);	/* referring_call_lists<> */
-	x.u32(4);	/* OP_CB_RECALL */
+	x.u32(slot);	  /* highest_slotid */
+	x.boolean(false); /* cachethis */
+	x.u32(0);	  /* referring_call_lists<> */
+	x.u32(4);	  /* OP_CB_RECALL */
 	stateid4(x);
 	x.boolean(false);
 	nfs_fh4(x);

@@ -17,35 +17,50 @@
 #include <string>
 #include <vector>
 
-namespace nfsxdr {
+namespace nfsxdr
+{
 
 using Bytes = std::vector<uint8_t>;
 
 /* Where an opaque item's data sits. */
 struct Item {
-	uint64_t position;	/* XDR position of the first data byte, whole message (xid = 0) */
-	uint64_t stream_offset;	/* offset in the encoded stream (== position unless removed before) */
+	uint64_t position; /* XDR position of the first data byte, whole message (xid = 0) */
+	uint64_t
+	    stream_offset; /* offset in the encoded stream (== position unless removed before) */
 	uint32_t length;
-	bool removed;		/* left out of the stream (for a Read chunk) */
+	bool removed; /* left out of the stream (for a Read chunk) */
 };
 
-class Xdr {
-public:
+class Xdr
+{
+      public:
 	Bytes buf;
-	uint64_t removed_bytes = 0;	/* bytes left out so far (with pads) */
+	uint64_t removed_bytes = 0; /* bytes left out so far (with pads) */
 
 	void u32(uint32_t v);
 	void u64(uint64_t v);
-	void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-	void boolean(bool v) { u32(v ? 1 : 0); }
-	void fixed(const Bytes &b);	/* fixed-length opaque, padded */
+	void i64(int64_t v)
+	{
+		u64(static_cast<uint64_t>(v));
+	}
+	void boolean(bool v)
+	{
+		u32(v ? 1 : 0);
+	}
+	void fixed(const Bytes &b); /* fixed-length opaque, padded */
 	void fixed_fill(size_t n, uint8_t fill);
-	void opaque(const Bytes &b);	/* variable-length opaque<> */
+	void opaque(const Bytes &b); /* variable-length opaque<> */
 	void string(const std::string &s);
 	/* An opaque item whose position the test wants; optionally removed. */
 	Item item(const Bytes &b, bool remove = false);
-	uint64_t pos() const { return buf.size(); }
-	uint64_t xdr_pos() const { return buf.size() + removed_bytes; }
+	uint64_t pos() const
+	{
+		return buf.size();
+	}
+	uint64_t xdr_pos() const
+	{
+		return buf.size() + removed_bytes;
+	}
 };
 
 Bytes pattern(size_t n, uint8_t seed = 0);
@@ -68,16 +83,79 @@ void rpc_reply_denied(Xdr &x, uint32_t xid);
 constexpr uint32_t PROG_NFS = 100003;
 constexpr uint32_t OP_ILLEGAL = 10044;
 enum Op : uint32_t {
-	ACCESS = 3, CLOSE, COMMIT, CREATE, DELEGPURGE, DELEGRETURN, GETATTR, GETFH, LINK, LOCK,
-	LOCKT, LOCKU, LOOKUP, LOOKUPP, NVERIFY, OPEN, OPENATTR, OPEN_CONFIRM, OPEN_DOWNGRADE,
-	PUTFH, PUTPUBFH, PUTROOTFH, READ, READDIR, READLINK, REMOVE, RENAME, RENEW, RESTOREFH,
-	SAVEFH, SECINFO, SETATTR, SETCLIENTID, SETCLIENTID_CONFIRM, VERIFY, WRITE,
-	RELEASE_LOCKOWNER, BACKCHANNEL_CTL, BIND_CONN_TO_SESSION, EXCHANGE_ID, CREATE_SESSION,
-	DESTROY_SESSION, FREE_STATEID, GET_DIR_DELEGATION, GETDEVICEINFO, GETDEVICELIST,
-	LAYOUTCOMMIT, LAYOUTGET, LAYOUTRETURN, SECINFO_NO_NAME, SEQUENCE, SET_SSV, TEST_STATEID,
-	WANT_DELEGATION, DESTROY_CLIENTID, RECLAIM_COMPLETE, ALLOCATE, COPY, COPY_NOTIFY,
-	DEALLOCATE, IO_ADVISE, LAYOUTERROR, LAYOUTSTATS, OFFLOAD_CANCEL, OFFLOAD_STATUS,
-	READ_PLUS, SEEK, WRITE_SAME, CLONE, GETXATTR, SETXATTR, LISTXATTRS, REMOVEXATTR,
+	ACCESS = 3,
+	CLOSE,
+	COMMIT,
+	CREATE,
+	DELEGPURGE,
+	DELEGRETURN,
+	GETATTR,
+	GETFH,
+	LINK,
+	LOCK,
+	LOCKT,
+	LOCKU,
+	LOOKUP,
+	LOOKUPP,
+	NVERIFY,
+	OPEN,
+	OPENATTR,
+	OPEN_CONFIRM,
+	OPEN_DOWNGRADE,
+	PUTFH,
+	PUTPUBFH,
+	PUTROOTFH,
+	READ,
+	READDIR,
+	READLINK,
+	REMOVE,
+	RENAME,
+	RENEW,
+	RESTOREFH,
+	SAVEFH,
+	SECINFO,
+	SETATTR,
+	SETCLIENTID,
+	SETCLIENTID_CONFIRM,
+	VERIFY,
+	WRITE,
+	RELEASE_LOCKOWNER,
+	BACKCHANNEL_CTL,
+	BIND_CONN_TO_SESSION,
+	EXCHANGE_ID,
+	CREATE_SESSION,
+	DESTROY_SESSION,
+	FREE_STATEID,
+	GET_DIR_DELEGATION,
+	GETDEVICEINFO,
+	GETDEVICELIST,
+	LAYOUTCOMMIT,
+	LAYOUTGET,
+	LAYOUTRETURN,
+	SECINFO_NO_NAME,
+	SEQUENCE,
+	SET_SSV,
+	TEST_STATEID,
+	WANT_DELEGATION,
+	DESTROY_CLIENTID,
+	RECLAIM_COMPLETE,
+	ALLOCATE,
+	COPY,
+	COPY_NOTIFY,
+	DEALLOCATE,
+	IO_ADVISE,
+	LAYOUTERROR,
+	LAYOUTSTATS,
+	OFFLOAD_CANCEL,
+	OFFLOAD_STATUS,
+	READ_PLUS,
+	SEEK,
+	WRITE_SAME,
+	CLONE,
+	GETXATTR,
+	SETXATTR,
+	LISTXATTRS,
+	REMOVEXATTR,
 };
 
 struct Sessionid {
@@ -85,10 +163,11 @@ struct Sessionid {
 };
 
 /* COMPOUND4args builder: call begin(), then one op_*() per operation, then done(). */
-class Compound {
-public:
+class Compound
+{
+      public:
 	Xdr x;
-	std::vector<Item> items;	/* eligible argument items in order */
+	std::vector<Item> items; /* eligible argument items in order */
 	explicit Compound(uint32_t xid, uint32_t minor, uint32_t numops,
 			  const std::string &tag = "ulb-test", uint32_t cred = AUTH_SYS);
 
@@ -103,26 +182,36 @@ public:
 	void op_getattr();
 	/* Sample arguments for any operation 3..75 (the ones above included). */
 	void op_sample(uint32_t op, int variant = 0);
-	void raw_op(uint32_t op) { x.u32(op); }
+	void raw_op(uint32_t op)
+	{
+		x.u32(op);
+	}
 };
 
 /* COMPOUND4res builder. */
-class CompoundRes {
-public:
+class CompoundRes
+{
+      public:
 	Xdr x;
-	std::vector<Item> items;	/* data items of NFS Read results in order */
+	std::vector<Item> items; /* data items of NFS Read results in order */
 	CompoundRes(uint32_t xid, uint32_t status, uint32_t numres, uint32_t verf = AUTH_NONE);
 
-	void res_status(uint32_t op, uint32_t status);	/* any op, no result body */
-	void res_putfh() { res_status(PUTFH, 0); }
-	void res_lookup() { res_status(LOOKUP, 0); }
+	void res_status(uint32_t op, uint32_t status); /* any op, no result body */
+	void res_putfh()
+	{
+		res_status(PUTFH, 0);
+	}
+	void res_lookup()
+	{
+		res_status(LOOKUP, 0);
+	}
 	void res_read(const Bytes &data, bool eof);
 	void res_readlink(const Bytes &link);
 	struct RpContent {
 		bool data;
 		uint64_t offset;
-		Bytes bytes;		/* data */
-		uint64_t hole_len;	/* hole */
+		Bytes bytes;	   /* data */
+		uint64_t hole_len; /* hole */
 	};
 	void res_read_plus(bool eof, const std::vector<RpContent> &contents);
 	void res_sequence(const Sessionid &sid, uint32_t seqid, uint32_t slot);

@@ -49,8 +49,15 @@ static void reply_seed(const std::string &dir, const std::string &name, const By
 		       uint8_t which, uint8_t proc, uint8_t minor, std::vector<uint32_t> writes,
 		       bool has_reply, uint32_t reply_len, uint16_t inline_send, uint8_t seed)
 {
-	Bytes b = { which, proc, minor, 0, uint8_t(writes.size()), uint8_t(has_reply), seed,
-		    uint8_t(inline_send >> 8), uint8_t(inline_send) };
+	Bytes b = {which,
+		   proc,
+		   minor,
+		   0,
+		   uint8_t(writes.size()),
+		   uint8_t(has_reply),
+		   seed,
+		   uint8_t(inline_send >> 8),
+		   uint8_t(inline_send)};
 	put32(b, reply_len);
 	for (uint32_t w : writes)
 		put32(b, w);
@@ -65,7 +72,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	std::string cd = argv[1], rd = argv[2];
-	Sessionid sid = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } };
+	Sessionid sid = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
 
 	/* Calls */
 	for (int v = 0; v < 4; v++) {
@@ -119,11 +126,11 @@ int main(int argc, char **argv)
 		r.res_putfh();
 		r.res_lookup();
 		r.res_read(pattern(999), true);
-		reply_seed(rd, "v4-rfc8267-abc", r.x.buf, 0, 1, 0, { 4096, 4096, 4096 }, false, 0,
+		reply_seed(rd, "v4-rfc8267-abc", r.x.buf, 0, 1, 0, {4096, 4096, 4096}, false, 0,
 			   4096, 0);
-		reply_seed(rd, "v4-rfc8267-b-empty", r.x.buf, 0, 1, 0, { 4096, 0, 4096 }, false, 0,
+		reply_seed(rd, "v4-rfc8267-b-empty", r.x.buf, 0, 1, 0, {4096, 0, 4096}, false, 0,
 			   4096, 7);
-		reply_seed(rd, "v4-rfc8267-small", r.x.buf, 0, 1, 0, { 512 }, true, 100, 1024, 3);
+		reply_seed(rd, "v4-rfc8267-small", r.x.buf, 0, 1, 0, {512}, true, 100, 1024, 3);
 	}
 	for (int v = 0; v < 4; v++) {
 		std::vector<uint32_t> ops;
@@ -133,15 +140,15 @@ int main(int argc, char **argv)
 		CompoundRes r(0x40, 0, uint32_t(ops.size()) + 1, v % 2 ? AUTH_SYS : AUTH_NONE);
 		for (uint32_t op : ops)
 			r.res_sample(op, v);
-		r.res_read_plus(true, { { true, 0, pattern(100), 0 }, { false, 100, {}, 50 } });
-		reply_seed(rd, "v42-every-res-" + std::to_string(v), r.x.buf, 0, 1, 2, { 8192 },
+		r.res_read_plus(true, {{true, 0, pattern(100), 0}, {false, 100, {}, 50}});
+		reply_seed(rd, "v42-every-res-" + std::to_string(v), r.x.buf, 0, 1, 2, {8192},
 			   false, 0, 65535, uint8_t(v));
 	}
-	reply_seed(rd, "v3-read", v3_read_reply(0x50, 0, pattern(3000)).x.buf, 1, 6, 0, { 4096 },
+	reply_seed(rd, "v3-read", v3_read_reply(0x50, 0, pattern(3000)).x.buf, 1, 6, 0, {4096},
 		   false, 0, 1024, 0);
-	reply_seed(rd, "v3-readlink", v3_readlink_reply(0x51, 0, "/x/y").x.buf, 1, 5, 0, { 64 },
+	reply_seed(rd, "v3-readlink", v3_readlink_reply(0x51, 0, "/x/y").x.buf, 1, 5, 0, {64},
 		   false, 0, 1024, 2);
-	reply_seed(rd, "v2-read", v2_read_reply(0x52, 0, pattern(500)).x.buf, 2, 6, 0, { 512 },
-		   false, 0, 1024, 1);
+	reply_seed(rd, "v2-read", v2_read_reply(0x52, 0, pattern(500)).x.buf, 2, 6, 0, {512}, false,
+		   0, 1024, 1);
 	return 0;
 }

@@ -37,7 +37,7 @@ TEST(UlbCallScan, Nfs3WriteInline)
 TEST(UlbCallScan, Nfs3WriteReadChunk)
 {
 	Bytes data = pattern(8190);
-	Legacy l = v3_write_call(0x12, data, true);	/* data removed from the stream */
+	Legacy l = v3_write_call(0x12, data, true); /* data removed from the stream */
 	rr_pcl pcl;
 	ulb_call c;
 
@@ -96,7 +96,7 @@ TEST(UlbCallScan, Nfs3WriteWrongPositionIsViolation)
 	Legacy full = v3_write_call(0x14, data);
 	ASSERT_EQ(scan(full.x.buf, nullptr, &c), ULB_SCAN_OK);
 	pcl_init(&pcl);
-	pcl_add_read(&pcl, 40, 32);	/* inside the RPC header / file handle */
+	pcl_add_read(&pcl, 40, 32); /* inside the RPC header / file handle */
 	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_VIOLATION);
 	/* two chunks for one item */
 	pcl_init(&pcl);
@@ -112,7 +112,7 @@ TEST(UlbCallScan, PositionZeroChunkIsNotAViolation)
 	ulb_call c;
 
 	pcl_init(&pcl);
-	pcl_add_read(&pcl, 0, l.x.buf.size());	/* Long Call */
+	pcl_add_read(&pcl, 0, l.x.buf.size()); /* Long Call */
 	ASSERT_EQ(scan(l.x.buf, &pcl, &c), ULB_SCAN_OK);
 	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_OK);
 }
@@ -173,7 +173,7 @@ TEST(UlbCallScan, Nfs2WriteAndSymlink)
 
 TEST(UlbCallScan, AuxiliaryProgramsAcceptNoReadChunks)
 {
-	const uint32_t progs[][2] = { { 100005, 3 }, { 100021, 4 }, { 100024, 1 }, { 100227, 3 } };
+	const uint32_t progs[][2] = {{100005, 3}, {100021, 4}, {100024, 1}, {100227, 3}};
 	for (auto &pv : progs) {
 		Legacy l = simple_call(0x20, pv[0], pv[1], 1, 64);
 		rr_pcl pcl;
@@ -191,7 +191,7 @@ TEST(UlbCallScan, AuxiliaryProgramsAcceptNoReadChunks)
 TEST(UlbCallScan, Nfs4WriteAndSymlinkChunks)
 {
 	Compound cp(0x30, 1, 5);
-	Sessionid sid = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } };
+	Sessionid sid = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
 	Bytes data = pattern(32768, 1);
 	Bytes link = pattern(2000, 2);
 
@@ -303,16 +303,16 @@ TEST(UlbCallScan, MinorVersionGatesOpcodes)
 	EXPECT_TRUE(c.stopped);
 	EXPECT_EQ(c.stop_opcode, 59u);
 	EXPECT_EQ(c.nops_scanned, 56u);
-	EXPECT_EQ(c.n_read_ops, 2u);	/* READ_PLUS not reached */
+	EXPECT_EQ(c.n_read_ops, 2u); /* READ_PLUS not reached */
 }
 
 TEST(UlbCallScan, UnknownOpcodeStops)
 {
-	for (uint32_t bad : { 0u, 1u, 2u, 76u, 9999u, 10044u }) {
+	for (uint32_t bad : {0u, 1u, 2u, 76u, 9999u, 10044u}) {
 		Compound cp(0x50, 2, 3);
 		cp.op_read(0, 10);
 		cp.raw_op(bad);
-		cp.x.fixed_fill(64, 0xee);	/* whatever follows is never decoded */
+		cp.x.fixed_fill(64, 0xee); /* whatever follows is never decoded */
 		ulb_call c;
 
 		ASSERT_EQ(scan(cp.x.buf, nullptr, &c), ULB_SCAN_OK) << bad;
@@ -372,7 +372,7 @@ TEST(UlbCallScan, TruncatedCallsNeverDecode)
 TEST(UlbCallScan, BoolsMustBeZeroOrOne)
 {
 	Compound cp(0x61, 0, 1);
-	cp.raw_op(19);	/* OPENATTR createdir */
+	cp.raw_op(19); /* OPENATTR createdir */
 	cp.x.u32(2);
 	ulb_call c;
 	EXPECT_EQ(scan(cp.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
@@ -401,10 +401,10 @@ TEST(UlbCallScan, GssPrivacyIsOpaqueIntegrityIsScanned)
 	rpc_call_header_gss(i, 0x71, PROG_NFS, 3, 6, 0, 2);
 	i.u32(4 + 32 + 4 + 8 + 4);
 	i.u32(77);
-	i.opaque(pattern(32));	/* nfs_fh3 */
+	i.opaque(pattern(32)); /* nfs_fh3 */
 	i.u64(0);
 	i.u32(4096);
-	i.opaque(pattern(16));	/* checksum */
+	i.opaque(pattern(16)); /* checksum */
 	ASSERT_EQ(scan(i.buf, nullptr, &c), ULB_SCAN_OK);
 	EXPECT_EQ(c.gss_service, 2u);
 	ASSERT_EQ(c.n_read_ops, 1u);
@@ -417,7 +417,7 @@ TEST(UlbCallScan, CbSequence)
 	for (int i = 0; i < 16; i++)
 		sid.b[i] = uint8_t(i * 3);
 	Bytes cb = cb_compound_call(0x80, sid, 12, 1);
-	auto iov = cut(cb, { 3, 50, 51 });
+	auto iov = cut(cb, {3, 50, 51});
 	ulb_sequence seq;
 
 	ASSERT_EQ(ulb_cb_scan_sequence(iov.data(), int(iov.size()), &seq), 0);
@@ -440,7 +440,7 @@ TEST(UlbCallScan, BadUnionArmsAreGarbage)
 	a.x.u32(0);
 	a.x.u64(1);
 	a.x.opaque(pattern(4));
-	a.x.u32(1);	/* OPEN4_CREATE */
+	a.x.u32(1); /* OPEN4_CREATE */
 	a.x.u32(4);
 	EXPECT_EQ(scan(a.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
 	/* open_claim_type4 7 does not exist */
@@ -451,7 +451,7 @@ TEST(UlbCallScan, BadUnionArmsAreGarbage)
 	b.x.u32(0);
 	b.x.u64(1);
 	b.x.opaque(pattern(4));
-	b.x.u32(0);	/* NOCREATE */
+	b.x.u32(0); /* NOCREATE */
 	b.x.u32(7);
 	EXPECT_EQ(scan(b.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
 	/* netloc4 type 0 */
@@ -474,7 +474,7 @@ TEST(UlbCallScan, BadUnionArmsAreGarbage)
 	g.x.fixed_fill(16, 0);
 	g.x.u64(0);
 	g.x.u32(0);
-	g.x.u32(0xfffffffdu);	/* data length */
+	g.x.u32(0xfffffffdu); /* data length */
 	EXPECT_EQ(scan(g.x.buf, nullptr, &c), ULB_SCAN_GARBAGE);
 }
 
@@ -484,10 +484,10 @@ TEST(UlbCallScan, ChunkOnNonSymlinkCreateIsViolation)
 	Compound cp(0xa0, 1, 2);
 	cp.op_putfh(pattern(8));
 	cp.raw_op(CREATE);
-	cp.x.u32(2);	/* NF4DIR */
+	cp.x.u32(2); /* NF4DIR */
 	uint64_t name_data = cp.x.pos() + 4;
 	cp.x.string("dirname");
-	cp.x.u32(0);	/* fattr4: empty bitmap, empty attrlist */
+	cp.x.u32(0); /* fattr4: empty bitmap, empty attrlist */
 	cp.x.u32(0);
 	ulb_call c;
 	rr_pcl pcl;

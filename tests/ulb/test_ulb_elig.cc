@@ -42,12 +42,12 @@ TEST(UlbElig, Nfs2)
 	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS2, 13), ULB_ITEM_SYMLINK_PATH);
 	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS2, 6, 0), ULB_ITEM_READ_DATA);
 	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS2, 5, 0), ULB_ITEM_READLINK_PATH);
-	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS2, 7), ULB_ITEM_NONE);	/* WRITECACHE */
+	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS2, 7), ULB_ITEM_NONE); /* WRITECACHE */
 }
 
 TEST(UlbElig, AuxiliaryProtocolsHaveNothing)
 {
-	for (auto ulp : { ULB_ULP_MOUNT, ULB_ULP_NLM, ULB_ULP_NSM, ULB_ULP_NFSACL, ULB_ULP_OTHER })
+	for (auto ulp : {ULB_ULP_MOUNT, ULB_ULP_NLM, ULB_ULP_NSM, ULB_ULP_NFSACL, ULB_ULP_OTHER})
 		for (uint32_t p = 0; p < 64; p++) {
 			EXPECT_EQ(ulb_elig_arg(ulp, p), ULB_ITEM_NONE);
 			EXPECT_EQ(ulb_elig_res(ulp, p, 2), ULB_ITEM_NONE);
@@ -56,12 +56,12 @@ TEST(UlbElig, AuxiliaryProtocolsHaveNothing)
 
 TEST(UlbElig, Nfs4)
 {
-	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS4, 38), ULB_ITEM_WRITE_DATA);	/* WRITE */
-	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS4, 6), ULB_ITEM_SYMLINK_PATH);	/* CREATE */
+	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS4, 38), ULB_ITEM_WRITE_DATA);	 /* WRITE */
+	EXPECT_EQ(ulb_elig_arg(ULB_ULP_NFS4, 6), ULB_ITEM_SYMLINK_PATH); /* CREATE */
 	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS4, 25, 0), ULB_ITEM_READ_DATA);
 	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS4, 27, 0), ULB_ITEM_READLINK_PATH);
 	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS4, 68, 2), ULB_ITEM_READ_PLUS_DATA);
-	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS4, 68, 1), ULB_ITEM_NONE);	/* 4.2 and newer */
+	EXPECT_EQ(ulb_elig_res(ULB_ULP_NFS4, 68, 1), ULB_ITEM_NONE); /* 4.2 and newer */
 	int nread = 0;
 	for (uint32_t op = 3; op <= 75; op++)
 		nread += ulb_elig_res(ULB_ULP_NFS4, op, 2) != ULB_ITEM_NONE;

@@ -72,9 +72,9 @@ TEST(UlbReplyWalk, Rfc8267ExampleChunksABC)
 	rr_pcl pcl;
 
 	pcl_init(&pcl);
-	pcl_add_write(&pcl, 8192, 2);	/* A */
-	pcl_add_write(&pcl, 4096);	/* B */
-	pcl_add_write(&pcl, 8192);	/* C */
+	pcl_add_write(&pcl, 8192, 2); /* A */
+	pcl_add_write(&pcl, 4096);    /* B */
+	pcl_add_write(&pcl, 8192);    /* C */
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	ASSERT_TRUE(p.plan.deliverable);
@@ -99,7 +99,7 @@ TEST(UlbReplyWalk, Rfc8267ExampleEmptyChunkB)
 
 	pcl_init(&pcl);
 	pcl_add_write(&pcl, 8192);
-	pcl_add_write(&pcl, 0);	/* B empty: READLINK inline */
+	pcl_add_write(&pcl, 0); /* B empty: READLINK inline */
 	pcl_add_write(&pcl, 8192);
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
@@ -129,7 +129,7 @@ TEST(UlbReplyWalk, FailedReadEchoesEmptyChunk)
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	EXPECT_TRUE(p.plan.deliverable);
-	EXPECT_EQ(p.plan.nspans, 0);	/* every chunk echoed with length 0 */
+	EXPECT_EQ(p.plan.nspans, 0); /* every chunk echoed with length 0 */
 	EXPECT_EQ(p.info.n_read_results, 1u);
 
 	/* a later READ fails: the first keeps chunk 0, chunk 1 stays unused */
@@ -154,7 +154,7 @@ TEST(UlbReplyWalk, MoreReadsThanChunks)
 	rr_pcl pcl;
 
 	pcl_init(&pcl);
-	pcl_add_write(&pcl, 8192);	/* only A */
+	pcl_add_write(&pcl, 8192); /* only A */
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	ASSERT_EQ(p.plan.nspans, 1);
@@ -191,12 +191,12 @@ TEST(UlbReplyWalk, ReadPlusDataAndHole)
 		CompoundRes r(0x200, 0, 3);
 		r.res_sequence(sid, 1, 0);
 		r.res_putfh();
-		CompoundRes::RpContent data{ true, 0, pattern(4093), 0 };
-		CompoundRes::RpContent hole{ false, 4096, {}, 61440 };
+		CompoundRes::RpContent data{true, 0, pattern(4093), 0};
+		CompoundRes::RpContent hole{false, 4096, {}, 61440};
 		if (order == 0)
-			r.res_read_plus(true, { data, hole });
+			r.res_read_plus(true, {data, hole});
 		else
-			r.res_read_plus(true, { hole, data });
+			r.res_read_plus(true, {hole, data});
 		Planned p = plan_of(c, one(r.x.buf), &pcl);
 		ASSERT_EQ(p.r, ULB_REPLY_OK) << order;
 		ASSERT_EQ(p.plan.nspans, 1);
@@ -217,7 +217,7 @@ TEST(UlbReplyWalk, ReadPlusOnlyFirstDataContentUsesChunk)
 	CompoundRes r(0x200, 0, 3);
 	r.res_sequence(sid, 1, 0);
 	r.res_putfh();
-	r.res_read_plus(false, { { true, 0, pattern(1000), 0 }, { true, 1000, pattern(500), 0 } });
+	r.res_read_plus(false, {{true, 0, pattern(1000), 0}, {true, 1000, pattern(500), 0}});
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	ASSERT_EQ(p.plan.nspans, 1);
@@ -231,11 +231,11 @@ TEST(UlbReplyWalk, ReadPlusTooSmallChunk)
 	Sessionid sid = {};
 	rr_pcl pcl;
 	pcl_init(&pcl);
-	pcl_add_write(&pcl, 4096);	/* smaller than rpa_count and than the data */
+	pcl_add_write(&pcl, 4096); /* smaller than rpa_count and than the data */
 	CompoundRes r(0x200, 0, 3);
 	r.res_sequence(sid, 1, 0);
 	r.res_putfh();
-	r.res_read_plus(true, { { true, 0, pattern(8192), 0 } });
+	r.res_read_plus(true, {{true, 0, pattern(8192), 0}});
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	EXPECT_EQ(p.r, ULB_REPLY_WRITE_CHUNK_TOO_SMALL);
 	EXPECT_FALSE(p.plan.deliverable);
@@ -249,15 +249,14 @@ TEST(UlbReplyWalk, ReadPlusAtMostTwoContents)
 	CompoundRes r(0x200, 0, 3);
 	r.res_sequence(sid, 1, 0);
 	r.res_putfh();
-	r.res_read_plus(true, { { true, 0, pattern(10), 0 },
-				{ false, 10, {}, 100 },
-				{ true, 110, pattern(10), 0 } });
+	r.res_read_plus(
+	    true, {{true, 0, pattern(10), 0}, {false, 10, {}, 100}, {true, 110, pattern(10), 0}});
 	Planned p = plan_of(c, one(r.x.buf), nullptr);
 	EXPECT_EQ(p.r, ULB_REPLY_READ_PLUS_TOO_MANY);
 	EXPECT_FALSE(p.plan.deliverable);
 
 	/* what the encoder uses to stay within the rule */
-	ulb_rp_content cs[3] = { { 0, 0, 10 }, { 1, 10, 100 }, { 0, 110, 10 } };
+	ulb_rp_content cs[3] = {{0, 0, 10}, {1, 10, 100}, {0, 110, 10}};
 	bool eof = true;
 	EXPECT_EQ(ulb_read_plus_trim(cs, 3, &eof), 2u);
 	EXPECT_FALSE(eof);
@@ -282,7 +281,7 @@ TEST(UlbReplyWalk, Nfs3ReadAndReadlink)
 	EXPECT_EQ(p.plan.spans[0].offset, ok.items[0].stream_offset);
 	EXPECT_EQ(p.plan.spans[0].length, 32767u);
 
-	Legacy fail = v3_read_reply(0x300, 13, {});	/* NFS3ERR_ACCES */
+	Legacy fail = v3_read_reply(0x300, 13, {}); /* NFS3ERR_ACCES */
 	p = plan_of(c, one(fail.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	EXPECT_EQ(p.plan.nspans, 0);
@@ -353,7 +352,7 @@ TEST(UlbReplyWalk, PayloadInItsOwnIovec)
 	for (auto &it : r.items)
 		odd.push_back(it.stream_offset - 2);
 	Planned mid = plan_of(c, cut(r.x.buf, odd), &pcl);
-	for (const Planned *p : { &sep, &bw, &mid }) {
+	for (const Planned *p : {&sep, &bw, &mid}) {
 		ASSERT_EQ(p->r, ULB_REPLY_OK);
 		ASSERT_EQ(p->plan.nspans, ref.plan.nspans);
 		for (int i = 0; i < ref.plan.nspans; i++) {
@@ -376,7 +375,7 @@ TEST(UlbReplyWalk, InlineTooBigWithoutReplyChunk)
 	r.x.u32(0);
 	r.x.u32(1);
 	r.x.u32(1);
-	r.x.opaque(pattern(2000));	/* a big ACL, say */
+	r.x.opaque(pattern(2000)); /* a big ACL, say */
 	rr_pcl pcl;
 	pcl_init(&pcl);
 
@@ -415,7 +414,7 @@ TEST(UlbReplyWalk, WriteChunkTooSmall)
 	pcl_init(&pcl);
 	pcl_add_write(&pcl, 8192);
 	pcl_add_write(&pcl, 8192);
-	pcl_add_write(&pcl, 4096);	/* C too small */
+	pcl_add_write(&pcl, 4096); /* C too small */
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	EXPECT_EQ(p.r, ULB_REPLY_WRITE_CHUNK_TOO_SMALL);
 	EXPECT_FALSE(p.plan.deliverable);
@@ -459,11 +458,11 @@ TEST(UlbReplyWalk, ErrorArmsOfResults)
 	cp.op_putfh(pattern(4));
 	ulb_call c = call_of(cp.x.buf);
 	CompoundRes r(0x510, 10010, 2);
-	r.x.u32(SETATTR);	/* attrsset follows any status */
+	r.x.u32(SETATTR); /* attrsset follows any status */
 	r.x.u32(10001);
 	r.x.u32(1);
 	r.x.u32(0);
-	r.x.u32(LOCK);	/* NFS4ERR_DENIED: LOCK4denied */
+	r.x.u32(LOCK); /* NFS4ERR_DENIED: LOCK4denied */
 	r.x.u32(10010);
 	r.x.u64(0);
 	r.x.u64(10);
@@ -487,11 +486,11 @@ TEST(UlbReplyWalk, NonSuccessRepliesCarryNothing)
 	EXPECT_EQ(p.r, ULB_REPLY_OK);
 	EXPECT_EQ(p.plan.nspans, 0);
 	Xdr g;
-	rpc_reply_accepted(g, 0x100, AUTH_NONE, 4);	/* GARBAGE_ARGS */
+	rpc_reply_accepted(g, 0x100, AUTH_NONE, 4); /* GARBAGE_ARGS */
 	p = plan_of(c, one(g.buf), &pcl);
 	EXPECT_EQ(p.r, ULB_REPLY_OK);
 	Xdr m;
-	rpc_reply_accepted(m, 0x100, AUTH_SYS, 2);	/* PROG_MISMATCH */
+	rpc_reply_accepted(m, 0x100, AUTH_SYS, 2); /* PROG_MISMATCH */
 	p = plan_of(c, one(m.buf), &pcl);
 	EXPECT_EQ(p.r, ULB_REPLY_OK);
 }
@@ -524,7 +523,7 @@ TEST(UlbReplyWalk, ZeroLengthDataLeavesChunkEmpty)
 	Planned p = plan_of(c, one(r.x.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	ASSERT_EQ(p.plan.nspans, 1);
-	EXPECT_EQ(p.plan.spans[0].chunk, 1);	/* READ at EOF wrote nothing into A */
+	EXPECT_EQ(p.plan.spans[0].chunk, 1); /* READ at EOF wrote nothing into A */
 }
 
 TEST(UlbReplyWalk, ReadPlusBeforeMinorTwoIsGarbage)
@@ -533,7 +532,7 @@ TEST(UlbReplyWalk, ReadPlusBeforeMinorTwoIsGarbage)
 	cp.op_putfh(pattern(4));
 	ulb_call c = call_of(cp.x.buf);
 	CompoundRes r(0x600, 0, 1);
-	r.res_read_plus(true, { { true, 0, pattern(10), 0 } });
+	r.res_read_plus(true, {{true, 0, pattern(10), 0}});
 	EXPECT_EQ(plan_of(c, one(r.x.buf), nullptr).r, ULB_REPLY_GARBAGE);
 }
 
@@ -546,7 +545,7 @@ TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)
 	r.fixed_fill(500, 0x77);
 	rr_pcl pcl;
 	pcl_init(&pcl);
-	pcl_add_write(&pcl, 4096);	/* a stray Write chunk is echoed empty */
+	pcl_add_write(&pcl, 4096); /* a stray Write chunk is echoed empty */
 	Planned p = plan_of(c, one(r.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	EXPECT_EQ(p.plan.nspans, 0);

@@ -26,17 +26,17 @@ static void host_uncache(void *h, uint32_t xid, const ulb_sequence *seq)
 {
 	Host *host = static_cast<Host *>(h);
 	std::lock_guard<std::mutex> g(host->mu);
-	host->uncached.push_back({ xid, *seq });
+	host->uncached.push_back({xid, *seq});
 }
 
 static void host_retire(void *h, uint32_t xid, const ulb_sequence *seq)
 {
 	Host *host = static_cast<Host *>(h);
 	std::lock_guard<std::mutex> g(host->mu);
-	host->retired.push_back({ xid, *seq });
+	host->retired.push_back({xid, *seq});
 }
 
-static const ulb_host_ops kOps = { host_uncache, host_retire };
+static const ulb_host_ops kOps = {host_uncache, host_retire};
 
 static ulb_sequence seq_of(uint32_t slot, uint32_t seqid, uint8_t fill = 0x11)
 {
@@ -47,8 +47,9 @@ static ulb_sequence seq_of(uint32_t slot, uint32_t seqid, uint8_t fill = 0x11)
 	return s;
 }
 
-class UlbSlots : public ::testing::Test {
-protected:
+class UlbSlots : public ::testing::Test
+{
+      protected:
 	Host host;
 	ulb_slots slots;
 	void SetUp() override
@@ -89,7 +90,7 @@ TEST_F(UlbSlots, UndeliveredReplyUncachesTheSlot)
 	r.x.opaque(pattern(3000));
 	auto riov = one(r.x.buf);
 	rr_reply_plan plan;
-	ulb_reply_limits lim = { 1024 };
+	ulb_reply_limits lim = {1024};
 	EXPECT_EQ(ulb_reply_plan(&c, riov.data(), 1, nullptr, &lim, &plan, nullptr),
 		  ULB_REPLY_INLINE_TOO_BIG);
 	ASSERT_FALSE(plan.deliverable);
@@ -193,7 +194,7 @@ TEST(UlbSlotsModel, MatchesAMapUnderRandomOps)
 	std::map<uint32_t, uint32_t> model;
 	std::mt19937 rng(7);
 	for (int i = 0; i < 200000; i++) {
-		uint32_t xid = rng() % 200;	/* collisions and reuse */
+		uint32_t xid = rng() % 200; /* collisions and reuse */
 		int what = rng() % 3;
 		if (what == 0) {
 			ulb_sequence q = seq_of(xid, xid * 3);

@@ -23,7 +23,7 @@ static inline void pcl_add_read(struct rr_pcl *p, uint32_t position, uint64_t le
 	c->first = p->nsegs;
 	c->nsegs = 1;
 	c->length = len;
-	p->segs[p->nsegs++] = { 0x100u + p->nsegs, uint32_t(len), 0x1000ull * p->nsegs };
+	p->segs[p->nsegs++] = {0x100u + p->nsegs, uint32_t(len), 0x1000ull * p->nsegs};
 }
 
 /* A Write chunk of @len bytes in @nsegs segments; len 0 -> an empty chunk. */
@@ -35,7 +35,7 @@ static inline void pcl_add_write(struct rr_pcl *p, uint64_t len, uint16_t nsegs 
 	c->nsegs = len ? nsegs : 0;
 	c->length = len;
 	for (uint16_t i = 0; i < c->nsegs; i++)
-		p->segs[p->nsegs++] = { 0x200u + i, uint32_t(len / nsegs), 0x2000ull * i };
+		p->segs[p->nsegs++] = {0x200u + i, uint32_t(len / nsegs), 0x2000ull * i};
 }
 
 static inline void pcl_set_reply(struct rr_pcl *p, uint64_t len)
@@ -44,5 +44,5 @@ static inline void pcl_set_reply(struct rr_pcl *p, uint64_t len)
 	p->reply.first = p->nsegs;
 	p->reply.nsegs = 1;
 	p->reply.length = len;
-	p->segs[p->nsegs++] = { 0x300u, uint32_t(len), 0x3000ull };
+	p->segs[p->nsegs++] = {0x300u, uint32_t(len), 0x3000ull};
 }
