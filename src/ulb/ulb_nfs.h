@@ -158,6 +158,10 @@ enum ulb_nfs4_op {
 #define ULB_NF4CHR 4u
 #define ULB_NF4LNK 5u
 
+/* why_no_delegation4 arms that carry a bool (RFC 8881 section 18.16) */
+#define ULB_WND4_CONTENTION 1u
+#define ULB_WND4_RESOURCE 2u
+
 /* data_content4 (RFC 7862 section 11.2) */
 #define ULB_NFS4_CONTENT_DATA 0u
 #define ULB_NFS4_CONTENT_HOLE 1u

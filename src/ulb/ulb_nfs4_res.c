@@ -41,7 +41,7 @@ static bool ulb_x_open_delegation4(struct ulb_xdr *x)
 	case 3: /* OPEN_DELEGATE_NONE_EXT: open_none_delegation4 */
 		if (!U32(&u))
 			return false;
-		if (u == 7 || u == 8) /* WND4_CONTENTION, WND4_RESOURCE */
+		if (u == ULB_WND4_CONTENTION || u == ULB_WND4_RESOURCE)
 			return BOOL(NULL);
 		return true;
 	default:

@@ -282,7 +282,7 @@ static void nfsace4(Xdr &x)
 }
 static void open_delegation4(Xdr &x, int variant)
 {
-	switch (variant % 4) {
+	switch (variant % 6) {
 	case 0:
 		x.u32(0); /* NONE */
 		break;
@@ -301,10 +301,19 @@ static void open_delegation4(Xdr &x, int variant)
 		x.u32(4096);
 		nfsace4(x);
 		break;
+	case 3:
+		x.u32(3); /* NONE_EXT */
+		x.u32(1); /* WND4_CONTENTION: ond_server_will_push_deleg */
+		x.boolean(true);
+		break;
+	case 4:
+		x.u32(3); /* NONE_EXT */
+		x.u32(2); /* WND4_RESOURCE: ond_server_will_signal_avail */
+		x.boolean(false);
+		break;
 	default:
 		x.u32(3); /* NONE_EXT */
-		x.u32(7); /* WND4_CONTENTION */
-		x.boolean(true);
+		x.u32(7); /* WND4_CANCELLED: void */
 		break;
 	}
 }
