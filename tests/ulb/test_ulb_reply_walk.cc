@@ -553,3 +553,34 @@ TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)
 	/* the transport header grows with the echoed Write list */
 	EXPECT_EQ(p.info.hdr_len, 28u + 8u + 16u);
 }
+
+TEST(UlbReplyWalk, ZeroCopyPayloadBySeparateBuffer)
+{
+	/* As an encoder passing FSAL data by reference would: head (up to and
+	 * including the length word), the payload buffer itself, then the pad
+	 * and the rest of the Reply in a third buffer. */
+	Legacy rc = v3_read_call(0x800, 0, 65536);
+	ulb_call c = call_of(rc.x.buf);
+	Bytes payload = pattern(65533, 9);
+	Legacy whole = v3_read_reply(0x800, 0, payload);
+	size_t off = whole.items[0].stream_offset;
+	Bytes head(whole.x.buf.begin(), whole.x.buf.begin() + off);
+	Bytes tail(whole.x.buf.begin() + off + payload.size(), whole.x.buf.end());
+	ASSERT_EQ(tail.size(), 3u); /* just the XDR pad */
+	std::vector<iovec> iov = {{head.data(), head.size()},
+				  {payload.data(), payload.size()},
+				  {tail.data(), tail.size()}};
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 65536, 16);
+	Planned p = plan_of(c, iov, &pcl, 4096);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, head.size());
+	EXPECT_EQ(p.plan.spans[0].length, payload.size());
+	EXPECT_EQ(p.info.inline_len, head.size());
+	/* without the chunk the same Reply does not fit a 4 KB inline threshold */
+	Planned q = plan_of(c, iov, nullptr, 4096);
+	EXPECT_EQ(q.r, ULB_REPLY_INLINE_TOO_BIG);
+	EXPECT_FALSE(q.plan.deliverable);
+}
