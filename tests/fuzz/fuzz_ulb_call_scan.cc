@@ -21,23 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct rr_pcl pcl; /* large; not on the stack */
 	static struct ulb_call c1, c2;
 
-	if (size < 2)
+	uint8_t seed;
+
+	if (!decode_call_input(data, size, &pcl, &data, &size, &seed))
 		return 0;
-	unsigned nread = data[0] % (kMaxChunks + 1);
-	uint8_t seed = data[1];
-	data += 2;
-	size -= 2;
-	if (size < nread * 8u)
-		return 0;
-	memset(&pcl, 0, sizeof(pcl));
-	for (unsigned i = 0; i < nread; i++) {
-		pcl.read[i].position = be32(data) & ~3u;
-		pcl.read[i].length = be32(data + 4) & 0xffffff;
-		pcl.read[i].nsegs = 1;
-		data += 8;
-		size -= 8;
-	}
-	pcl.n_read = uint16_t(nread);
+	const unsigned nread = pcl.n_read;
 
 	std::vector<iovec> whole = cut(data, size, 0);
 	std::vector<iovec> pieces = cut(data, size, seed);

@@ -21,51 +21,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	using namespace fuzzulb;
 	static struct rr_pcl pcl;
 	static struct ulb_call call;
-	static const uint32_t progs[][2] = {
-	    {100003, 4}, {100003, 3}, {100003, 2}, {100005, 3}, {100227, 3},
-	};
+	struct ulb_reply_limits lim;
+	uint8_t seed;
 
-	if (size < 13)
+	if (!decode_reply_input(data, size, &call, &pcl, &lim, &data, &size, &seed))
 		return 0;
-	unsigned which = data[0] % 5;
-	uint32_t proc = data[1] % 16;
-	uint32_t minor = data[2] % 3;
-	uint32_t gss = data[3] % 4;
-	unsigned nwrite = data[4] % (kMaxChunks + 1);
-	bool has_reply = data[5] & 1;
-	uint8_t seed = data[6];
-	uint32_t inline_send = (uint32_t(data[7]) << 8 | data[8]) + 1;
-	uint32_t reply_len = be32(data + 9) & 0xfffff;
-	data += 13;
-	size -= 13;
-	if (size < nwrite * 4u)
-		return 0;
+	const unsigned nwrite = pcl.n_write;
+	const bool has_reply = pcl.has_reply;
+	const uint64_t reply_len = pcl.reply.length;
+	const uint32_t inline_send = lim.inline_send;
 
-	memset(&call, 0, sizeof(call));
-	call.prog = progs[which][0];
-	call.vers = progs[which][1];
-	call.proc = which == 0 ? 1 : proc;
-	call.ulp = ulb_ulp_of(call.prog, call.vers);
-	call.minorversion = minor;
-	call.gss_service = gss;
-	if (gss)
-		call.cred_flavor = 6;
-
-	memset(&pcl, 0, sizeof(pcl));
-	for (unsigned i = 0; i < nwrite; i++) {
-		uint32_t len = be32(data) & 0xfffff;
-
-		pcl.write[i].length = len;
-		pcl.write[i].nsegs = len ? 1 + (data[0] >> 5) : 0;
-		data += 4;
-		size -= 4;
-	}
-	pcl.n_write = uint16_t(nwrite);
-	pcl.has_reply = has_reply;
-	pcl.reply.nsegs = has_reply ? 1 : 0;
-	pcl.reply.length = reply_len;
-
-	struct ulb_reply_limits lim = {inline_send};
 	struct rr_reply_plan p1, p2;
 	struct ulb_reply_info i1, i2;
 	std::vector<iovec> whole = cut(data, size, 0);
