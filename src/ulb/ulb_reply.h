@@ -61,6 +61,16 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 				     const struct ulb_reply_limits *lim, struct rr_reply_plan *plan,
 				     struct ulb_reply_info *info);
 
+/*
+ * For encoders, before the Reply exists: the Write chunk that the @k-th NFS
+ * Read operation of @call (counting from 0 in COMPOUND order; 0 for v2/v3)
+ * will use, or -1 when its result goes inline (no chunk, or an empty one).
+ * *room gets the chunk's length, so an encoder can keep the payload by
+ * reference and within the chunk (compare svcrdma's svc_rdma_result_payload).
+ */
+int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
+		      uint64_t *room);
+
 /* RPC-over-RDMA header bytes of a reply echoing @pcl's Write and Reply chunks. */
 uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl);
 

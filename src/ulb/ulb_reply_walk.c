@@ -170,6 +170,21 @@ static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
 	return ulb_walk_item(w, 0);
 }
 
+int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
+		      uint64_t *room)
+{
+	const struct rr_chunk *ch;
+
+	if (!pcl || k >= call->n_read_ops || k >= pcl->n_write || k >= RR_PCL_MAX_WRITE_CHUNKS)
+		return -1;
+	ch = &pcl->write[k];
+	if (!ulb_chunk_nonempty(ch))
+		return -1;
+	if (room)
+		*room = ch->length;
+	return (int)k;
+}
+
 uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl)
 {
 	/* xid, vers, credits, proc, empty Read list, Write list end */

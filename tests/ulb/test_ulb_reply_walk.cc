@@ -584,3 +584,21 @@ TEST(UlbReplyWalk, ZeroCopyPayloadBySeparateBuffer)
 	EXPECT_EQ(q.r, ULB_REPLY_INLINE_TOO_BIG);
 	EXPECT_FALSE(q.plan.deliverable);
 }
+
+TEST(UlbReplyWalk, ReadOpChunkForEncoders)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	rr_pcl pcl;
+	uint64_t room = 0;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 0);
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 0, &room), 0);
+	EXPECT_EQ(room, 8192u);
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 1, &room), -1); /* empty: inline */
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 2, &room), -1); /* beyond the list */
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 3, &room), -1); /* no such op */
+	EXPECT_EQ(ulb_read_op_chunk(&c, nullptr, 0, &room), -1);
+}
