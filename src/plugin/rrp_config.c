@@ -213,7 +213,7 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 int rrp_config_parse_string(const char *text, struct rrp_config *c)
 {
 	struct lexer lx = {.p = text, .line = 1};
-	char tok[256], key[128], val[256], block[128] = "";
+	char tok[256], key[256], val[256], block[256] = "";
 	int depth = 0, ret = 0;
 	bool in_rdma = false, saw_rdma = false;
 

@@ -6,7 +6,6 @@
  * Any failure here is logged in one line and leaves ganesha exactly as it
  * would be without the plugin: TCP service is never affected.
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

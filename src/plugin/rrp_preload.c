@@ -10,7 +10,6 @@
  *                                   rendezvous_cb gives a new transport
  *                                   ganesha's NFS dispatcher.
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,7 +32,7 @@ static void *real_sym(const char *name)
 	return p;
 }
 
-bool svc_init(struct svc_init_params *params)
+__attribute__((visibility("default"))) bool svc_init(struct svc_init_params *params)
 {
 	bool (*real)(struct svc_init_params *) = (bool (*)(struct svc_init_params *))real_sym("svc_init");
 
@@ -44,7 +43,8 @@ bool svc_init(struct svc_init_params *params)
 	return real(params);
 }
 
-int svc_rqst_evchan_reg(uint32_t chan_id, SVCXPRT *xprt, uint32_t flags)
+__attribute__((visibility("default"))) int svc_rqst_evchan_reg(uint32_t chan_id, SVCXPRT *xprt,
+							 uint32_t flags)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int (*real)(uint32_t, SVCXPRT *, uint32_t) =

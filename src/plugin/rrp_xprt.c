@@ -8,7 +8,6 @@
  * The Reply is encoded into buffers of ours with READ data by reference; the
  * Upper-Layer Binding decides which bytes go to which Write chunk.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +19,10 @@
 
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_plugin.h"
-#include "plugin/rrp_reply.h"
 #include "plugin/rrp_xdr.h"
+#include "ulb/ulb_call.h"
+#include "ulb/ulb_reply.h"
+#include "ulb/ulb_slots.h"
 
 void rrp_queue(struct rr_call *call);
 
@@ -29,6 +30,8 @@ struct rrp_xprt {
 	SVCXPRT xprt;			/* first: ganesha sees only this */
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
 	struct rr_conn *conn;
+	struct ulb_slots slots;		/* xid -> SEQUENCE slot while in flight */
+	bool slots_ok;
 };
 
 /* One request: the decode stream ganesha reads the Call from. */
@@ -37,6 +40,9 @@ struct rrp_req {
 	struct rr_call *call;
 	struct rrp_xprt *x;
 	bool replied;
+	bool scanned;			/* ulb holds a valid scan of the Call */
+	bool ddp_violation;		/* RFC 8267 section 2.5: GARBAGE_ARGS */
+	struct ulb_call ulb;
 };
 
 struct rrp_reply {
@@ -75,8 +81,16 @@ static enum xprt_stat x_decode(struct svc_req *req)
 		atomic_fetch_add(&rrp.dropped, 1);
 		return XPRT_IDLE;
 	}
-	if (req->rq_msg.rm_direction == CALL)
+	if (req->rq_msg.rm_direction == CALL) {
+		struct rrp_req *rq = (struct rrp_req *)xdrs;
+
+		if (rq->ddp_violation) {
+			/* A Read chunk not at a DDP-eligible item (RFC 8267 2.5). */
+			svcerr_decode(req);
+			return XPRT_IDLE;
+		}
 		return xprt->xp_dispatch.process_cb(req);
+	}
 	atomic_fetch_add(&rrp.dropped, 1);
 	return XPRT_IDLE;
 }
@@ -87,6 +101,26 @@ static void reply_done(void *arg)
 
 	rrp_xdr_enc_fini(&r->enc);
 	free(r);
+}
+
+/*
+ * The Upper-Layer Binding pairs the k-th NFS Read result with the k-th Write
+ * chunk and says whether the Reply can be delivered at all. A Call it could
+ * not scan (another program, RPCSEC_GSS privacy) has no payloads: the engine
+ * sends it inline or through the Reply chunk.
+ */
+static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
+		       struct rr_reply_plan *plan)
+{
+	struct ulb_reply_limits lim = {.inline_send = rr_conn_max_inline_send(rq->call->conn)};
+	struct ulb_reply_info info;
+
+	if (rq->scanned) {
+		ulb_reply_plan(&rq->ulb, iov, n, rq->call->pcl, &lim, plan, &info);
+		return;
+	}
+	plan->nspans = 0;
+	plan->deliverable = true;
 }
 
 static enum xprt_stat x_reply(struct svc_req *req)
@@ -114,9 +148,11 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	if (r->enc.failed)
 		goto fail;
 	n = rrp_xdr_enc_iov(&r->enc, iov);
-	rrp_reply_plan(rq->call, iov, n, &plan);
+	plan_reply(rq, iov, n, &plan);
 	rq->replied = true;
 	rr_reply(rq->call, iov, n, &plan, reply_done, r);
+	if (plan.deliverable && rq->x->slots_ok)
+		ulb_slot_reply_sent(&rq->x->slots, rq->call->xid);
 	return XPRT_IDLE;
 fail:
 	atomic_fetch_add(&rrp.replies_failed, 1);
@@ -155,6 +191,8 @@ static void x_destroy(SVCXPRT *xprt, u_int flags, const char *tag, const int lin
 	(void)line;
 	if (x->ops.xp_free_user_data)
 		x->ops.xp_free_user_data(xprt);
+	if (x->slots_ok)
+		ulb_slots_destroy(&x->slots);
 	pthread_mutex_destroy(&xprt->xp_lock);
 	free(x);
 }
@@ -178,6 +216,34 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 		return false;
 	}
 }
+
+/* ---- session slots (RFC 8267 section 4.5) ------------------------------ */
+
+/*
+ * The COMPOUND ran but its Reply could not be delivered: its slot's cached
+ * reply must not be replayed. ganesha 4.3 gives us no handle on its session
+ * table from here; until the host offers one this is counted and logged
+ * (issue: backchannel and slot retirement).
+ */
+static void slot_uncache(void *host, uint32_t xid, const struct ulb_sequence *seq)
+{
+	struct rrp_xprt *x = host;
+
+	fprintf(stderr, "rpcrdma: %s: xid %#x: reply not delivered (ERR_CHUNK), slot %u seq %u\n",
+		rr_conn_peer(x->conn), xid, seq->slotid, seq->sequenceid);
+}
+
+static void bc_slot_retire(void *host, uint32_t rdma_xid, const struct ulb_sequence *seq)
+{
+	(void)host;
+	(void)rdma_xid;
+	(void)seq;
+}
+
+static const struct ulb_host_ops rrp_slot_ops = {
+	.slot_uncache = slot_uncache,
+	.bc_slot_retire = bc_slot_retire,
+};
 
 /* ---- transports ------------------------------------------------------ */
 
@@ -203,6 +269,8 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	if (!x)
 		return NULL;
 	x->conn = conn;
+	x->slots_ok = ulb_slots_init(&x->slots, 2 * rrp.cfg.credits + 64, 64, &rrp_slot_ops,
+				     x) == 0;
 	x->ops.xp_recv = x_recv;
 	x->ops.xp_stat = x_stat;
 	x->ops.xp_decode = x_decode;
@@ -273,8 +341,12 @@ static void up_call(void *ctx, struct rr_call *call)
 
 static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
 {
+	struct rrp_xprt *x = rr_conn_get_upper(conn);
+
 	(void)ctx;
-	rrp_reply_not_delivered(conn, xid);
+	atomic_fetch_add(&rrp.replies_failed, 1);
+	if (x && x->slots_ok)
+		ulb_slot_reply_undelivered(&x->slots, xid);
 }
 
 const struct rr_upper_ops rrp_upper_ops = {
@@ -290,8 +362,11 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 {
 	struct rrp_req *rq = dec->owner;
 
-	if (!rq->replied)
+	if (!rq->replied) {
+		if (rq->x->slots_ok)
+			ulb_slot_forget(&rq->x->slots, rq->call->xid);
 		rr_call_release(rq->call);	/* the Call's own: no reply went */
+	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
 	free(rq);
 }
@@ -316,7 +391,13 @@ void rrp_process(struct rr_call *call)
 	rq->dec.owner = rq;
 	/* ganesha's decoded arguments may point into the Call until free_cb. */
 	rr_call_hold(call);
-	rrp_reply_track(call);
+	rq->scanned = ulb_call_scan(call->iov, call->iovcnt, call->pcl, &rq->ulb) == ULB_SCAN_OK;
+	if (rq->scanned) {
+		rq->ddp_violation =
+			ulb_call_check_read_chunks(&rq->ulb, call->pcl) == ULB_DDP_VIOLATION;
+		if (rq->ulb.has_sequence && x->slots_ok)
+			ulb_slot_track(&x->slots, call->xid, &rq->ulb.seq);
+	}
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
 	stat = SVC_DECODE(req);
