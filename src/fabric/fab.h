@@ -135,7 +135,14 @@ struct fab_cm_event {
 	int status;			/* negative errno where meaningful */
 	uint8_t private_data[FAB_PRIVATE_DATA_MAX];
 	uint8_t private_data_len;
-	uint8_t responder_resources;	/* peer's offer (CONNECT_REQUEST/ESTABLISHED) */
+	/*
+	 * RDMA Read depths from the receiver's point of view, as rdma_cm reports
+	 * them (IB CM swaps the REQ fields): on CONNECT_REQUEST, initiator_depth
+	 * is how many RDMA Reads we may have outstanding toward the peer (the
+	 * peer's responder_resources), responder_resources how many it may have
+	 * toward us (the peer's initiator_depth).
+	 */
+	uint8_t responder_resources;
 	uint8_t initiator_depth;
 };
 

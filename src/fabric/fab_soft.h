@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fab_soft.h - fault injection for the "soft" provider (tests and demos).
+ *
+ * A fault set on the fabric is the default copied into every connection
+ * created afterwards; a fault set on a connection applies to it alone. The
+ * environment variable RPCRDMA_SOFT_FAULT, read by fab_open("soft"), sets
+ * the fabric default for whole-process tests, e.g.
+ *   RPCRDMA_SOFT_FAULT="drop_after_bytes=65536,fail_next_read=1,delay_us=200"
+ */
+#ifndef RPCRDMA_FAB_SOFT_H
+#define RPCRDMA_FAB_SOFT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fabric/fab.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fab_soft_fault {
+	uint64_t drop_after_bytes;	/* 0: off; else drop the link once this many bytes went out */
+	uint64_t drop_after_wrs;	/* 0: off; else drop the link after this many send WRs went out */
+	bool fail_next_read;		/* next RDMA Read issued here fails: REM_ACCESS_ERR */
+	bool fail_next_write;		/* next RDMA Write issued here fails: REM_ACCESS_ERR */
+	uint32_t delay_us;		/* delay each completion delivered by the I/O thread */
+};
+
+/* Parse "key=value,..." (the RPCRDMA_SOFT_FAULT syntax); -EINVAL on a bad key or value. */
+int fab_soft_fault_parse(const char *spec, struct fab_soft_fault *out);
+/* Default for connections created from now on; -EINVAL if fab is not "soft". */
+int fab_soft_fault_set_fabric(struct fab_fabric *fab, const struct fab_soft_fault *f);
+/* This connection only, effective for work requests transmitted from now on. */
+int fab_soft_fault_set(struct fab_conn *c, const struct fab_soft_fault *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RPCRDMA_FAB_SOFT_H */

@@ -1,0 +1,741 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fab_soft_cm.c - the "soft" provider's connection management: the fabric,
+ * event channels, listeners (one accept thread each), connect / accept /
+ * reject / disconnect, connection teardown, and fault-injection settings.
+ *
+ * CM exchange on the stream: the active side sends CONN_REQ with its private
+ * data and RDMA Read depths; the passive side answers CONN_REP or CONN_REJ.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fabric/fab_soft_int.h"
+
+/* A peer that connects but never sends CONN_REQ must not stall the listener. */
+#define SOFT_HANDSHAKE_TIMEOUT_S 5
+
+/* --- event channel ------------------------------------------------------- */
+
+static int soft_channel_create(struct fab_fabric *fab, struct fab_channel **out)
+{
+	struct soft_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return fab_set_error(-ENOMEM, "soft: out of memory for channel");
+	ch->fab = fab;
+	ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ch->efd < 0) {
+		free(ch);
+		return fab_set_error(-errno, "soft: eventfd: %s", strerror(errno));
+	}
+	pthread_mutex_init(&ch->lock, NULL);
+	*out = (struct fab_channel *)ch;
+	return 0;
+}
+
+static void conn_free(struct soft_conn *c);
+
+static void soft_channel_destroy(struct fab_channel *fch)
+{
+	struct soft_channel *ch = (struct soft_channel *)fch;
+	struct soft_evnode *n;
+
+	/* Requests never handed out have no owner but us. */
+	while ((n = ch->head)) {
+		ch->head = n->next;
+		if (n->ev.type == FAB_CM_CONNECT_REQUEST)
+			conn_free((struct soft_conn *)n->ev.conn);
+		free(n);
+	}
+	close(ch->efd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+}
+
+static int soft_channel_fd(const struct fab_channel *ch)
+{
+	return ((const struct soft_channel *)ch)->efd;
+}
+
+/* The fd is readable exactly while events are queued. */
+void soft_event_push(struct soft_channel *ch, const struct fab_cm_event *ev)
+{
+	struct soft_evnode *n = malloc(sizeof(*n));
+	uint64_t one = 1;
+
+	if (!n)
+		return;
+	n->ev = *ev;
+	n->next = NULL;
+	pthread_mutex_lock(&ch->lock);
+	if (ch->tail)
+		ch->tail->next = n;
+	else
+		ch->head = n;
+	ch->tail = n;
+	if (write(ch->efd, &one, sizeof(one)) < 0) {
+		/* cannot overflow: one per event */
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+static int soft_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev)
+{
+	struct soft_channel *ch = (struct soft_channel *)fch;
+	struct soft_evnode *n;
+	uint64_t v;
+
+	pthread_mutex_lock(&ch->lock);
+	n = ch->head;
+	if (!n) {
+		pthread_mutex_unlock(&ch->lock);
+		return -EAGAIN;
+	}
+	ch->head = n->next;
+	if (!ch->head) {
+		ch->tail = NULL;
+		if (read(ch->efd, &v, sizeof(v)) < 0) {
+			/* already clear */
+		}
+	}
+	pthread_mutex_unlock(&ch->lock);
+	*ev = n->ev;
+	free(n);
+	return 0;
+}
+
+/* Drop queued events about a conn being destroyed ("no events follow"). */
+static void channel_forget(struct soft_channel *ch, struct soft_conn *c)
+{
+	struct soft_evnode **pp, *n;
+	uint64_t v;
+
+	pthread_mutex_lock(&ch->lock);
+	for (pp = &ch->head; (n = *pp);) {
+		if (n->ev.conn == (struct fab_conn *)c) {
+			*pp = n->next;
+			free(n);
+		} else {
+			pp = &n->next;
+		}
+	}
+	ch->tail = NULL;
+	for (n = ch->head; n; n = n->next)
+		ch->tail = n;
+	if (!ch->head && read(ch->efd, &v, sizeof(v)) < 0) {
+		/* already clear */
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, int status,
+			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id)
+{
+	struct fab_cm_event ev = {
+		.type = type,
+		.conn = (struct fab_conn *)c,
+		.listener = (struct fab_listener *)c->listener,
+		.status = status,
+		.private_data_len = plen,
+		.responder_resources = rr,
+		.initiator_depth = id,
+	};
+
+	if (type == FAB_CM_DISCONNECTED) {
+		if (c->disc_event)
+			return;
+		c->disc_event = true;
+	}
+	if (plen)
+		memcpy(ev.private_data, pdata, plen);
+	soft_event_push(c->ch, &ev);
+}
+
+/* --- addresses ------------------------------------------------------------ */
+
+struct soft_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool is_unix;
+};
+
+static int parse_addr(const char *addr, struct soft_addr *out, bool passive)
+{
+	char host[256], *port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!addr)
+		return fab_set_error(-EINVAL, "soft: no address");
+	if (strncmp(addr, "unix:", 5) == 0) {
+		struct sockaddr_un *sun = (struct sockaddr_un *)&out->ss;
+
+		if (strlen(addr + 5) == 0 || strlen(addr + 5) >= sizeof(sun->sun_path))
+			return fab_set_error(-EINVAL, "soft: bad unix path in \"%s\"", addr);
+		sun->sun_family = AF_UNIX;
+		strcpy(sun->sun_path, addr + 5);
+		out->len = sizeof(*sun);
+		out->is_unix = true;
+		return 0;
+	}
+	if (strncmp(addr, "tcp:", 4) == 0)
+		addr += 4;
+	if (strlen(addr) >= sizeof(host))
+		return fab_set_error(-EINVAL, "soft: address too long");
+	strcpy(host, addr);
+	port = strrchr(host, ':');
+	if (!port)
+		return fab_set_error(-EINVAL, "soft: \"%s\" has no port", addr);
+	*port++ = '\0';
+	if (host[0] == '[') {
+		size_t l = strlen(host);
+
+		if (l < 2 || host[l - 1] != ']')
+			return fab_set_error(-EINVAL, "soft: bad IPv6 address \"%s\"", addr);
+		host[l - 1] = '\0';
+		memmove(host, host + 1, l - 1);
+	}
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
+	if (rc)
+		return fab_set_error(-EADDRNOTAVAIL, "soft: cannot resolve \"%s\": %s", addr,
+				     gai_strerror(rc));
+	memcpy(&out->ss, ai->ai_addr, ai->ai_addrlen);
+	out->len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static void peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char h[INET6_ADDRSTRLEN] = "?";
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s->sin_addr, h, sizeof(h));
+		snprintf(buf, len, "%s:%u", h, ntohs(s->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, h, sizeof(h));
+		snprintf(buf, len, "[%s]:%u", h, ntohs(s->sin6_port));
+	} else {
+		snprintf(buf, len, "unix");
+	}
+}
+
+static void tune_socket(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));	/* fails on unix: fine */
+}
+
+/* --- connections ---------------------------------------------------------- */
+
+static struct soft_conn *conn_alloc(struct soft_fabric *sf, struct soft_channel *ch)
+{
+	struct soft_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->h.fab = &sf->base;
+	c->sf = sf;
+	c->ch = ch;
+	c->fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	pthread_mutex_lock(&sf->lock);
+	c->fault = sf->fault;
+	pthread_mutex_unlock(&sf->lock);
+	return c;
+}
+
+static void conn_free(struct soft_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	soft_qp_free(c);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static int start_threads(struct soft_conn *c)
+{
+	if (pthread_create(&c->reader, NULL, soft_reader, c))
+		return -EAGAIN;
+	if (pthread_create(&c->writer, NULL, soft_writer, c)) {
+		shutdown(c->fd, SHUT_RDWR);
+		pthread_join(c->reader, NULL);
+		return -EAGAIN;
+	}
+	c->threads = true;
+	return 0;
+}
+
+static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const void *pdata,
+		   uint8_t plen)
+{
+	struct {
+		struct soft_hdr h;
+		uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	} m;
+
+	memset(&m, 0, sizeof(m));
+	m.h.type = type;
+	m.h.len = htole32(plen);
+	if (p)
+		m.h.a = htole64((uint64_t)p->responder_resources |
+				(uint64_t)p->initiator_depth << 8);
+	m.h.b = htole32(SOFT_MAGIC);
+	if (plen)
+		memcpy(m.pd, pdata, plen);
+	return soft_io_full(fd, &m, sizeof(m.h) + plen, false) ? -EPIPE : 0;
+}
+
+static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
+			struct fab_cq *send_cq, struct fab_cq *recv_cq,
+			const struct fab_qp_caps *caps, const struct fab_conn_param *param,
+			struct fab_conn **out)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
+	struct soft_conn *c;
+	struct soft_addr sa;
+	int rc;
+
+	if (!fch || !caps || !out)
+		return fab_set_error(-EINVAL, "soft: connect needs a channel, caps and out");
+	rc = parse_addr(addr, &sa, false);
+	if (rc)
+		return rc;
+	c = conn_alloc(sf, (struct soft_channel *)fch);
+	if (!c)
+		return fab_set_error(-ENOMEM, "soft: out of memory for conn");
+	rc = soft_qp_alloc(c, send_cq, recv_cq, caps);
+	if (rc) {
+		conn_free(c);
+		return rc;
+	}
+	snprintf(c->peer, sizeof(c->peer), "%s", addr);
+	c->fd = socket(sa.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		rc = fab_set_error(-errno, "soft: socket: %s", strerror(errno));
+		conn_free(c);
+		return rc;
+	}
+	/* Loopback and namespaces answer at once; failure is reported as an event. */
+	if (connect(c->fd, (struct sockaddr *)&sa.ss, sa.len) < 0 ||
+	    send_cm(c->fd, SOFT_CONN_REQ, param, param ? param->private_data : NULL,
+		    param ? param->private_data_len : 0)) {
+		int err = errno ? -errno : -ECONNREFUSED;
+
+		fab_set_error(err, "soft: connect %s: %s", addr, strerror(-err));
+		c->state = SOFT_S_CLOSED;
+		pthread_mutex_lock(&c->lock);
+		soft_cm_deliver_locked(c, FAB_CM_CONNECT_ERROR, err, NULL, 0, 0, 0);
+		pthread_mutex_unlock(&c->lock);
+		*out = (struct fab_conn *)c;
+		return 0;
+	}
+	tune_socket(c->fd);
+	c->state = SOFT_S_CONNECTING;
+	rc = start_threads(c);
+	if (rc) {
+		conn_free(c);
+		return fab_set_error(rc, "soft: cannot start connection threads");
+	}
+	*out = (struct fab_conn *)c;
+	return 0;
+}
+
+static int soft_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq,
+			       struct fab_cq *recv_cq, const struct fab_qp_caps *caps)
+{
+	struct soft_conn *c = soft_conn(fc);
+
+	if (c->has_qp || c->state != SOFT_S_REQ || !caps)
+		return fab_set_error(-EINVAL, "soft: create_qp: not a fresh passive conn");
+	return soft_qp_alloc(c, send_cq, recv_cq, caps);
+}
+
+static int soft_accept(struct fab_conn *fc, const struct fab_conn_param *param)
+{
+	struct soft_conn *c = soft_conn(fc);
+	int rc;
+
+	if (c->state != SOFT_S_REQ || !c->has_qp)
+		return fab_set_error(-EINVAL, "soft: accept: no pending request or no QP");
+	rc = send_cm(c->fd, SOFT_CONN_REP, param, param ? param->private_data : NULL,
+		     param ? param->private_data_len : 0);
+	if (rc)
+		return fab_set_error(rc, "soft: accept: peer went away");
+	pthread_mutex_lock(&c->lock);
+	c->state = SOFT_S_EST;
+	pthread_mutex_unlock(&c->lock);
+	rc = start_threads(c);
+	if (rc) {
+		c->state = SOFT_S_CLOSED;
+		return fab_set_error(rc, "soft: cannot start connection threads");
+	}
+	pthread_mutex_lock(&c->lock);
+	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static int soft_reject(struct fab_conn *fc, const void *pdata, uint8_t len)
+{
+	struct soft_conn *c = soft_conn(fc);
+	int rc;
+
+	if (c->state != SOFT_S_REQ)
+		return fab_set_error(-EINVAL, "soft: reject: no pending request");
+	rc = send_cm(c->fd, SOFT_CONN_REJ, NULL, pdata, len);
+	c->state = SOFT_S_CLOSED;
+	shutdown(c->fd, SHUT_RDWR);
+	return rc ? fab_set_error(rc, "soft: reject: peer went away") : 0;
+}
+
+static int soft_disconnect(struct fab_conn *fc)
+{
+	struct soft_conn *c = soft_conn(fc);
+
+	pthread_mutex_lock(&c->lock);
+	if (c->state == SOFT_S_EST || c->state == SOFT_S_CONNECTING) {
+		bool est = c->state == SOFT_S_EST;
+
+		c->state = SOFT_S_CLOSED;
+		if (!c->dead)
+			soft_ctl_push_locked(c, SOFT_DISC, 0, 0, NULL);
+		soft_qp_error_locked(c, false);
+		if (est)
+			soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static void soft_conn_destroy(struct fab_conn *fc)
+{
+	struct soft_conn *c = soft_conn(fc);
+
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	if (c->threads) {
+		pthread_join(c->reader, NULL);
+		pthread_join(c->writer, NULL);
+	}
+	channel_forget(c->ch, c);
+	if (c->has_qp) {
+		soft_cq_forget(c->scq, c);
+		soft_cq_forget(c->rcq, c);
+	}
+	conn_free(c);
+}
+
+static struct fab_pd *soft_conn_pd(struct fab_conn *fc)
+{
+	return (struct fab_pd *)soft_conn(fc)->sf->pd;
+}
+
+static const char *soft_conn_peer(const struct fab_conn *fc)
+{
+	return ((const struct soft_conn *)fc)->peer;
+}
+
+/* --- listener -------------------------------------------------------------- */
+
+/* Read the CONN_REQ of a new stream and queue CONNECT_REQUEST. */
+static void listener_handshake(struct soft_listener *l, int fd)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)l->fab;
+	struct timeval tv = { .tv_sec = SOFT_HANDSHAKE_TIMEOUT_S };
+	struct timeval none = { 0 };
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	struct soft_hdr h;
+	struct soft_conn *c;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (soft_io_full(fd, &h, sizeof(h), true) || h.type != SOFT_CONN_REQ ||
+	    le32toh(h.b) != SOFT_MAGIC || le32toh(h.len) > FAB_PRIVATE_DATA_MAX ||
+	    soft_io_full(fd, pd, le32toh(h.len), true)) {
+		close(fd);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	tune_socket(fd);
+	c = conn_alloc(sf, l->ch);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->listener = l;
+	c->state = SOFT_S_REQ;
+	peer_name(fd, c->peer, sizeof(c->peer));
+	h.a = le64toh(h.a);
+	pthread_mutex_lock(&c->lock);
+	soft_cm_deliver_locked(c, FAB_CM_CONNECT_REQUEST, 0, pd, (uint8_t)le32toh(h.len),
+			       (uint8_t)h.a, (uint8_t)(h.a >> 8));
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void *listener_thread(void *arg)
+{
+	struct soft_listener *l = arg;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = l->fd, .events = POLLIN },
+				       { .fd = l->wake, .events = POLLIN } };
+		int fd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		fd = accept(l->fd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		listener_handshake(l, fd);
+	}
+	return NULL;
+}
+
+static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
+		       int backlog, struct fab_listener **out)
+{
+	struct soft_listener *l;
+	struct soft_addr sa;
+	int rc, one = 1;
+
+	if (!ch || !out)
+		return fab_set_error(-EINVAL, "soft: listen needs a channel");
+	rc = parse_addr(addr, &sa, true);
+	if (rc)
+		return rc;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return fab_set_error(-ENOMEM, "soft: out of memory for listener");
+	l->fab = fab;
+	l->ch = (struct soft_channel *)ch;
+	l->wake = eventfd(0, EFD_CLOEXEC);
+	l->fd = socket(sa.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l->fd < 0 || l->wake < 0) {
+		rc = fab_set_error(-errno, "soft: socket: %s", strerror(errno));
+		goto fail;
+	}
+	if (sa.is_unix) {
+		snprintf(l->path, sizeof(l->path), "%s",
+			 ((struct sockaddr_un *)&sa.ss)->sun_path);
+		unlink(l->path);
+	} else {
+		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	}
+	if (bind(l->fd, (struct sockaddr *)&sa.ss, sa.len) < 0) {
+		rc = fab_set_error(-errno, "soft: bind %s: %s", addr, strerror(errno));
+		l->path[0] = '\0';
+		goto fail;
+	}
+	if (listen(l->fd, backlog > 0 ? backlog : 16) < 0) {
+		rc = fab_set_error(-errno, "soft: listen %s: %s", addr, strerror(errno));
+		goto fail;
+	}
+	if (pthread_create(&l->thread, NULL, listener_thread, l)) {
+		rc = fab_set_error(-EAGAIN, "soft: cannot start listener thread");
+		goto fail;
+	}
+	*out = (struct fab_listener *)l;
+	return 0;
+fail:
+	if (l->path[0])
+		unlink(l->path);
+	if (l->fd >= 0)
+		close(l->fd);
+	if (l->wake >= 0)
+		close(l->wake);
+	free(l);
+	return rc;
+}
+
+static void soft_listener_destroy(struct fab_listener *fl)
+{
+	struct soft_listener *l = (struct soft_listener *)fl;
+	uint64_t one = 1;
+
+	if (write(l->wake, &one, sizeof(one)) < 0) {
+		/* cannot fail on a fresh eventfd */
+	}
+	pthread_join(l->thread, NULL);
+	close(l->fd);
+	close(l->wake);
+	if (l->path[0])
+		unlink(l->path);
+	free(l);
+}
+
+/* --- fabric and faults ------------------------------------------------------ */
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return (errno || end == s || *end) ? -EINVAL : 0;
+}
+
+int fab_soft_fault_parse(const char *spec, struct fab_soft_fault *out)
+{
+	char buf[512], *tok, *save = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!spec)
+		return 0;
+	if (strlen(spec) >= sizeof(buf))
+		return fab_set_error(-EINVAL, "soft: fault spec too long");
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		uint64_t v;
+
+		if (!eq || parse_u64(eq + 1, &v))
+			return fab_set_error(-EINVAL, "soft: bad fault item \"%s\"", tok);
+		*eq = '\0';
+		if (!strcmp(tok, "drop_after_bytes"))
+			out->drop_after_bytes = v;
+		else if (!strcmp(tok, "drop_after_wrs"))
+			out->drop_after_wrs = v;
+		else if (!strcmp(tok, "fail_next_read"))
+			out->fail_next_read = v != 0;
+		else if (!strcmp(tok, "fail_next_write"))
+			out->fail_next_write = v != 0;
+		else if (!strcmp(tok, "delay_us") && v <= 10000000)
+			out->delay_us = (uint32_t)v;
+		else
+			return fab_set_error(-EINVAL, "soft: unknown fault \"%s\"", tok);
+	}
+	return 0;
+}
+
+int fab_soft_fault_set_fabric(struct fab_fabric *fab, const struct fab_soft_fault *f)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
+
+	if (!fab || fab->ops != &fab_soft_ops || !f)
+		return fab_set_error(-EINVAL, "fault injection needs the soft provider");
+	pthread_mutex_lock(&sf->lock);
+	sf->fault = *f;
+	pthread_mutex_unlock(&sf->lock);
+	return 0;
+}
+
+int fab_soft_fault_set(struct fab_conn *fc, const struct fab_soft_fault *f)
+{
+	struct soft_conn *c = soft_conn(fc);
+
+	if (!fc || fab_of(fc)->ops != &fab_soft_ops || !f)
+		return fab_set_error(-EINVAL, "fault injection needs the soft provider");
+	pthread_mutex_lock(&c->lock);
+	c->fault = *f;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static void soft_close(struct fab_fabric *fab)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
+
+	pthread_mutex_destroy(&sf->lock);
+	free(sf->mrs);
+	free(sf->pd);
+	free(sf);
+}
+
+int fab_soft_open(struct fab_fabric **out)
+{
+	struct soft_fabric *sf = calloc(1, sizeof(*sf));
+	const char *env = getenv("RPCRDMA_SOFT_FAULT");
+	int rc;
+
+	if (!sf)
+		return fab_set_error(-ENOMEM, "soft: out of memory");
+	sf->base.ops = &fab_soft_ops;
+	sf->pd = calloc(1, sizeof(*sf->pd));
+	if (!sf->pd) {
+		free(sf);
+		return fab_set_error(-ENOMEM, "soft: out of memory");
+	}
+	sf->pd->fab = &sf->base;
+	pthread_mutex_init(&sf->lock, NULL);
+	if (env && *env) {
+		rc = fab_soft_fault_parse(env, &sf->fault);
+		if (rc) {
+			soft_close(&sf->base);
+			return rc;
+		}
+	}
+	*out = &sf->base;
+	return 0;
+}
+
+const struct fab_ops fab_soft_ops = {
+	.name = "soft",
+	.caps = FAB_CAP_SEND_WITH_INV,
+	.close = soft_close,
+	.channel_create = soft_channel_create,
+	.channel_destroy = soft_channel_destroy,
+	.channel_fd = soft_channel_fd,
+	.channel_get_event = soft_channel_get_event,
+	.listen = soft_listen,
+	.listener_destroy = soft_listener_destroy,
+	.connect = soft_connect,
+	.conn_create_qp = soft_conn_create_qp,
+	.accept = soft_accept,
+	.reject = soft_reject,
+	.disconnect = soft_disconnect,
+	.conn_destroy = soft_conn_destroy,
+	.conn_pd = soft_conn_pd,
+	.conn_peer = soft_conn_peer,
+	.pd_get = soft_pd_get,
+	.mr_reg = soft_mr_reg,
+	.mr_dereg = soft_mr_dereg,
+	.cq_create = soft_cq_create,
+	.cq_destroy = soft_cq_destroy,
+	.cq_fd = soft_cq_fd,
+	.cq_get_event = soft_cq_get_event,
+	.cq_arm = soft_cq_arm,
+	.cq_poll = soft_cq_poll,
+	.post_send = soft_post_send,
+	.post_recv = soft_post_recv,
+};

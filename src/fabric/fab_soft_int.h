@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fab_soft_int.h - private structures of the "soft" provider.
+ *
+ * One stream socket per RC connection. Each connected conn has a reader
+ * thread (applies incoming requests to local memory, matches responses to
+ * outstanding send WRs) and a writer thread (transmits send WRs straight from
+ * the user's SGEs and the responses the reader queued). The reader never
+ * blocks on the socket's send side, so two peers cannot deadlock with full
+ * buffers in both directions.
+ */
+#ifndef RPCRDMA_FAB_SOFT_INT_H
+#define RPCRDMA_FAB_SOFT_INT_H
+
+#include <pthread.h>
+
+#include "fabric/fab_internal.h"
+#include "fabric/fab_soft.h"
+
+/* Wire messages; all fields little-endian. */
+enum soft_msg_type {
+	SOFT_CONN_REQ = 1,	/* a: resp_res | init_depth << 8; len: private data */
+	SOFT_CONN_REP,		/* same as CONN_REQ */
+	SOFT_CONN_REJ,		/* len: private data */
+	SOFT_SEND,		/* len: payload; flags: WITH_INV; b: inv rkey */
+	SOFT_WRITE,		/* len: payload; a: remote addr; b: rkey */
+	SOFT_READ_REQ,		/* len: wanted; a: remote addr; b: rkey */
+	SOFT_ACK,		/* b: number of requests acknowledged */
+	SOFT_NAK,		/* status: enum fab_wc_status for the initiator */
+	SOFT_READ_RESP,		/* len: payload */
+	SOFT_QP_ERR,		/* sender's QP went to error */
+	SOFT_DISC,		/* sender disconnected */
+};
+
+#define SOFT_F_WITH_INV		0x01
+#define SOFT_F_FORCE_FAIL	0x02	/* fault injection: responder must refuse */
+#define SOFT_MAGIC		0x52524642u	/* "RRFB", in CONN_REQ b */
+
+struct soft_hdr {
+	uint8_t type;
+	uint8_t flags;
+	uint8_t status;
+	uint8_t pad;
+	uint32_t len;
+	uint64_t a;
+	uint32_t b;
+	uint32_t c;
+};
+
+struct soft_fabric {
+	struct fab_fabric base;
+	pthread_mutex_t lock;		/* MR table, default fault */
+	struct soft_mr **mrs;		/* indexed by key >> 8 */
+	uint32_t nmrs;
+	uint32_t gen;
+	struct fab_soft_fault fault;
+	struct soft_pd *pd;
+};
+
+struct soft_pd {
+	struct fab_fabric *fab;
+};
+
+struct soft_mr {
+	struct fab_fabric *fab;
+	struct fab_mr pub;
+	bool valid;			/* false after a remote invalidate */
+};
+
+struct soft_cq {
+	struct fab_fabric *fab;
+	pthread_mutex_t lock;
+	int efd;
+	bool armed;
+	struct fab_wc *ring;
+	uint32_t cap, head, n;
+};
+
+struct soft_evnode {
+	struct soft_evnode *next;
+	struct fab_cm_event ev;
+};
+
+struct soft_channel {
+	struct fab_fabric *fab;
+	pthread_mutex_t lock;
+	int efd;
+	struct soft_evnode *head, *tail;
+};
+
+struct soft_listener {
+	struct fab_fabric *fab;
+	struct soft_channel *ch;
+	int fd;
+	int wake;			/* eventfd that stops the accept thread */
+	char path[108];			/* unix socket path to unlink */
+	pthread_t thread;
+};
+
+enum soft_state {
+	SOFT_S_IDLE,
+	SOFT_S_CONNECTING,	/* active: CONN_REQ sent */
+	SOFT_S_REQ,		/* passive: CONNECT_REQUEST delivered */
+	SOFT_S_EST,
+	SOFT_S_CLOSED,
+};
+
+struct soft_swr {
+	uint64_t wr_id;
+	enum fab_wr_opcode op;
+	bool signaled;
+	bool done;
+	uint8_t busy;		/* SOFT_BUSY_*: a thread reads or fills its SGEs */
+	enum fab_wc_status st;
+	uint32_t inv_rkey, rkey;
+	uint64_t raddr;
+	uint32_t len;
+	int nsge;
+	struct fab_sge *sge;
+};
+
+#define SOFT_BUSY_TX 1
+#define SOFT_BUSY_RX 2
+
+struct soft_rwr {
+	uint64_t wr_id;
+	int nsge;
+	struct fab_sge *sge;
+};
+
+struct soft_ctl {
+	uint8_t type;
+	uint8_t status;
+	uint32_t n;		/* ACK count or READ_RESP length */
+	void *addr;		/* READ_RESP source */
+};
+
+struct soft_conn {
+	struct fab_conn_head h;
+	struct soft_fabric *sf;
+	struct soft_channel *ch;
+	struct soft_listener *listener;
+	int fd;
+	char peer[128];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum soft_state state;
+	bool has_qp, qp_err, stop, disc_event, dead, threads;
+	struct soft_cq *scq, *rcq;
+	struct fab_qp_caps caps;
+	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent */
+	struct soft_swr *sq;
+	struct fab_sge *sq_sge;
+	uint64_t sq_head, sq_resp, sq_tx, sq_tail;
+	/* receive queue */
+	struct soft_rwr *rq;
+	struct fab_sge *rq_sge;
+	uint64_t rq_head, rq_tail;
+	bool rx_busy;		/* reader is filling a receive it popped */
+	/* responses for the writer, in order */
+	struct soft_ctl *ctl;
+	uint32_t ctl_cap, ctl_head, ctl_n;
+	struct fab_soft_fault fault;
+	uint64_t tx_bytes, tx_wrs;
+	pthread_t reader, writer;
+};
+
+/* fab_soft_data.c */
+int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
+void soft_cq_destroy(struct fab_cq *cq);
+int soft_cq_fd(const struct fab_cq *cq);
+int soft_cq_get_event(struct fab_cq *cq);
+int soft_cq_arm(struct fab_cq *cq);
+int soft_cq_poll(struct fab_cq *cq, struct fab_wc *wc, int n);
+void soft_cq_push(struct soft_cq *cq, const struct fab_wc *wc);
+void soft_cq_forget(struct soft_cq *cq, struct soft_conn *c);
+int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out);
+int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
+		struct fab_mr **out);
+void soft_mr_dereg(struct fab_mr *mr);
+int soft_post_send(struct fab_conn *c, struct fab_send_wr *wr, struct fab_send_wr **bad);
+int soft_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
+int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
+		  const struct fab_qp_caps *caps);
+void soft_qp_free(struct soft_conn *c);
+void soft_qp_error_locked(struct soft_conn *c, bool tell_peer);
+void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n,
+			  void *addr);
+void *soft_reader(void *arg);
+void *soft_writer(void *arg);
+int soft_io_full(int fd, void *buf, size_t len, bool rd);
+
+/* fab_soft_cm.c */
+void soft_event_push(struct soft_channel *ch, const struct fab_cm_event *ev);
+/* Reader hit a CM message or EOF; called with c->lock held. */
+void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, int status,
+			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id);
+
+static inline struct soft_conn *soft_conn(const struct fab_conn *c)
+{
+	return (struct soft_conn *)c;
+}
+
+#endif /* RPCRDMA_FAB_SOFT_INT_H */

@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fab_verbs_cm.c - the "verbs" provider's connection management on
+ * librdmacm: the fabric (device discovery), event channels that also carry
+ * the devices' asynchronous events, listeners, connect (address and route
+ * resolution handled internally), accept / reject / disconnect, teardown.
+ *
+ * rdma-core rules kept here: every CM event is copied out (private data
+ * included) and acked before the caller can destroy the id it concerns; a QP
+ * is moved to error (flushing its work requests) before it is destroyed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "fabric/fab_verbs_int.h"
+
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool passive)
+{
+	char host[256], *port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV },
+			*ai;
+	int rc;
+
+	if (!addr || strlen(addr) >= sizeof(host))
+		return fab_set_error(-EINVAL, "verbs: bad address");
+	strcpy(host, addr);
+	port = strrchr(host, ':');
+	if (!port)
+		return fab_set_error(-EINVAL, "verbs: \"%s\" has no port", addr);
+	*port++ = '\0';
+	if (host[0] == '[') {
+		size_t l = strlen(host);
+
+		if (l < 2 || host[l - 1] != ']')
+			return fab_set_error(-EINVAL, "verbs: bad IPv6 address \"%s\"", addr);
+		host[l - 1] = '\0';
+		memmove(host, host + 1, l - 1);
+	}
+	if (passive)
+		hints.ai_flags |= AI_PASSIVE;
+	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
+	if (rc)
+		return fab_set_error(-EADDRNOTAVAIL, "verbs: cannot resolve \"%s\": %s", addr,
+				     gai_strerror(rc));
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static void peer_name(struct rdma_cm_id *id, char *buf, size_t len)
+{
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+	char h[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, h, sizeof(h));
+		snprintf(buf, len, "%s:%u", h, ntohs(rdma_get_dst_port(id)));
+	} else if (sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, h, sizeof(h));
+		snprintf(buf, len, "[%s]:%u", h, ntohs(rdma_get_dst_port(id)));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* --- channel -------------------------------------------------------------- */
+
+static int vb_channel_create(struct fab_fabric *fab, struct fab_channel **out)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)fab;
+	struct vb_channel *ch = calloc(1, sizeof(*ch));
+	struct epoll_event ee = { .events = EPOLLIN };
+	int fl;
+
+	if (!ch)
+		return fab_set_error(-ENOMEM, "verbs: out of memory");
+	ch->fab = fab;
+	ch->ec = rdma_create_event_channel();
+	if (!ch->ec) {
+		int err = errno ? -errno : -ENODEV;
+
+		free(ch);
+		return fab_set_error(err, "verbs: rdma_create_event_channel: %s", strerror(-err));
+	}
+	fl = fcntl(ch->ec->fd, F_GETFL);
+	fcntl(ch->ec->fd, F_SETFL, fl | O_NONBLOCK);
+	ch->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ch->epfd < 0) {
+		rdma_destroy_event_channel(ch->ec);
+		free(ch);
+		return fab_set_error(-errno, "verbs: epoll_create1 failed");
+	}
+	epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->ec->fd, &ee);
+	for (int i = 0; vf->list && vf->list[i]; i++)
+		epoll_ctl(ch->epfd, EPOLL_CTL_ADD, vf->list[i]->async_fd, &ee);
+	*out = (struct fab_channel *)ch;
+	return 0;
+}
+
+static void vb_channel_destroy(struct fab_channel *fch)
+{
+	struct vb_channel *ch = (struct vb_channel *)fch;
+
+	close(ch->epfd);
+	rdma_destroy_event_channel(ch->ec);
+	free(ch);
+}
+
+static int vb_channel_fd(const struct fab_channel *ch)
+{
+	return ((const struct vb_channel *)ch)->epfd;
+}
+
+static struct vb_conn *conn_alloc(struct vb_fabric *vf, struct vb_channel *ch)
+{
+	struct vb_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->h.fab = &vf->base;
+	c->kind = VB_CONN;
+	c->vf = vf;
+	c->ch = ch;
+	return c;
+}
+
+static void fill_conn_event(struct fab_cm_event *ev, const struct rdma_cm_event *e)
+{
+	uint8_t len = e->param.conn.private_data_len;
+
+	if (len > FAB_PRIVATE_DATA_MAX)
+		len = FAB_PRIVATE_DATA_MAX;
+	if (!e->param.conn.private_data)
+		len = 0;
+	memcpy(ev->private_data, e->param.conn.private_data, len);
+	ev->private_data_len = len;
+	ev->responder_resources = e->param.conn.responder_resources;
+	ev->initiator_depth = e->param.conn.initiator_depth;
+}
+
+/* The active side's internal steps: route, then QP + rdma_connect. */
+static int active_step(struct vb_conn *c, enum rdma_cm_event_type t)
+{
+	int rc;
+
+	if (t == RDMA_CM_EVENT_ADDR_RESOLVED)
+		return rdma_resolve_route(c->id, VB_RESOLVE_MS) ? -errno : 0;
+	rc = vb_create_qp(c, c->scq, c->rcq, &c->caps);
+	if (rc)
+		return rc;
+	c->param.private_data = c->pdata;
+	return rdma_connect(c->id, &c->param) ? -errno : 0;
+}
+
+/* Translate one CM event; returns 1 if *ev is for the caller, 0 if internal. */
+static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct fab_cm_event *ev,
+			struct rdma_cm_id **orphan)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
+	void *ctx = e->id->context;
+	struct vb_conn *c = ctx && ((struct vb_conn *)ctx)->kind == VB_CONN ? ctx : NULL;
+	int rc;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->conn = (struct fab_conn *)c;
+	ev->status = e->status;
+	switch (e->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		c = conn_alloc(vf, ch);
+		if (!c) {
+			rdma_reject(e->id, NULL, 0);
+			*orphan = e->id;	/* destroyed once the event is acked */
+			return 0;
+		}
+		c->id = e->id;
+		c->l = e->listen_id->context;
+		e->id->context = c;
+		peer_name(e->id, c->peer, sizeof(c->peer));
+		ev->type = FAB_CM_CONNECT_REQUEST;
+		ev->conn = (struct fab_conn *)c;
+		ev->listener = (struct fab_listener *)c->l;
+		fill_conn_event(ev, e);
+		return 1;
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (!c)
+			return 0;
+		rc = active_step(c, e->event);
+		if (!rc)
+			return 0;
+		fab_set_error(rc, "verbs: connect to %s failed: %s", c->peer, strerror(-rc));
+		ev->type = FAB_CM_CONNECT_ERROR;
+		ev->status = rc;
+		return 1;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		ev->type = FAB_CM_CONNECT_ERROR;
+		ev->status = e->status < 0 ? e->status : -EHOSTUNREACH;
+		return c != NULL;
+	case RDMA_CM_EVENT_REJECTED:
+		ev->type = FAB_CM_REJECTED;
+		ev->status = -ECONNREFUSED;
+		fill_conn_event(ev, e);
+		return c != NULL;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		ev->type = FAB_CM_ESTABLISHED;
+		if (c && c->l)
+			ev->listener = (struct fab_listener *)c->l;
+		fill_conn_event(ev, e);
+		return c != NULL;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		ev->type = FAB_CM_DISCONNECTED;
+		return c != NULL;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		ev->type = FAB_CM_DEVICE_REMOVAL;
+		if (!c && ctx)
+			ev->listener = ctx;
+		return 1;
+	default:
+		return 0;	/* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
+	}
+}
+
+/* QP fatal and device fatal async events become CM events. */
+static int poll_async(struct vb_fabric *vf, struct fab_cm_event *ev)
+{
+	for (int i = 0; vf->list && vf->list[i]; i++) {
+		struct ibv_async_event ae;
+		int out = 0;
+
+		while (!out && ibv_get_async_event(vf->list[i], &ae) == 0) {
+			memset(ev, 0, sizeof(*ev));
+			switch (ae.event_type) {
+			case IBV_EVENT_QP_FATAL:
+			case IBV_EVENT_QP_REQ_ERR:
+			case IBV_EVENT_QP_ACCESS_ERR:
+				ev->type = FAB_CM_QP_ERROR;
+				ev->conn = ae.element.qp->qp_context;
+				ev->status = -EIO;
+				out = 1;
+				break;
+			case IBV_EVENT_DEVICE_FATAL:
+				ev->type = FAB_CM_DEVICE_REMOVAL;
+				ev->status = -ENODEV;
+				out = 1;
+				break;
+			default:
+				break;
+			}
+			ibv_ack_async_event(&ae);
+		}
+		if (out)
+			return 1;
+	}
+	return 0;
+}
+
+static int vb_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev)
+{
+	struct vb_channel *ch = (struct vb_channel *)fch;
+	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
+	struct rdma_cm_event *e;
+
+	while (rdma_get_cm_event(ch->ec, &e) == 0) {
+		struct rdma_cm_id *orphan = NULL;
+		int mine = translate_cm(ch, e, ev, &orphan);
+
+		/* Everything needed is copied; ack before anyone can destroy the id. */
+		rdma_ack_cm_event(e);
+		if (orphan)
+			rdma_destroy_id(orphan);
+		if (mine)
+			return 0;
+	}
+	if (poll_async(vf, ev))
+		return 0;
+	return -EAGAIN;
+}
+
+/* --- listener / connect ------------------------------------------------------ */
+
+static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
+		     int backlog, struct fab_listener **out)
+{
+	struct vb_channel *ch = (struct vb_channel *)fch;
+	struct sockaddr_storage ss;
+	struct vb_listener *l;
+	int rc;
+
+	rc = parse_addr(addr, &ss, true);
+	if (rc)
+		return rc;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return fab_set_error(-ENOMEM, "verbs: out of memory");
+	l->h.fab = fab;
+	l->kind = VB_LISTENER;
+	l->ch = ch;
+	if (rdma_create_id(ch->ec, &l->id, NULL, RDMA_PS_TCP)) {
+		rc = fab_set_error(-errno, "verbs: rdma_create_id: %s", strerror(errno));
+		free(l);
+		return rc;
+	}
+	/* The id's context must tell listeners from conns: point at the kind field's owner. */
+	l->id->context = l;
+	if (rdma_bind_addr(l->id, (struct sockaddr *)&ss) ||
+	    rdma_listen(l->id, backlog > 0 ? backlog : 16)) {
+		rc = fab_set_error(-errno, "verbs: bind/listen %s: %s", addr, strerror(errno));
+		rdma_destroy_id(l->id);
+		free(l);
+		return rc;
+	}
+	*out = (struct fab_listener *)l;
+	return 0;
+}
+
+static void vb_listener_destroy(struct fab_listener *fl)
+{
+	struct vb_listener *l = (struct vb_listener *)fl;
+
+	rdma_destroy_id(l->id);
+	free(l);
+}
+
+static int vb_connect(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
+		      struct fab_cq *send_cq, struct fab_cq *recv_cq,
+		      const struct fab_qp_caps *caps, const struct fab_conn_param *param,
+		      struct fab_conn **out)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)fab;
+	struct vb_channel *ch = (struct vb_channel *)fch;
+	struct sockaddr_storage ss;
+	struct vb_conn *c;
+	int rc;
+
+	if (!caps || !send_cq || !recv_cq)
+		return fab_set_error(-EINVAL, "verbs: connect needs CQs and caps");
+	rc = parse_addr(addr, &ss, false);
+	if (rc)
+		return rc;
+	c = conn_alloc(vf, ch);
+	if (!c)
+		return fab_set_error(-ENOMEM, "verbs: out of memory");
+	snprintf(c->peer, sizeof(c->peer), "%s", addr);
+	c->scq = (struct vb_cq *)send_cq;
+	c->rcq = (struct vb_cq *)recv_cq;
+	c->caps = *caps;
+	if (param) {
+		c->param.private_data_len = param->private_data_len;
+		if (param->private_data_len)
+			memcpy(c->pdata, param->private_data, param->private_data_len);
+		c->param.responder_resources = param->responder_resources;
+		c->param.initiator_depth = param->initiator_depth;
+		c->param.rnr_retry_count = param->rnr_retry_count;
+		c->param.retry_count = param->retry_count;
+	}
+	c->param.private_data = c->pdata;
+	if (rdma_create_id(ch->ec, &c->id, c, RDMA_PS_TCP)) {
+		rc = fab_set_error(-errno, "verbs: rdma_create_id: %s", strerror(errno));
+		free(c);
+		return rc;
+	}
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&ss, VB_RESOLVE_MS)) {
+		rc = fab_set_error(-errno, "verbs: rdma_resolve_addr %s: %s", addr,
+				   strerror(errno));
+		rdma_destroy_id(c->id);
+		free(c);
+		return rc;
+	}
+	*out = (struct fab_conn *)c;
+	return 0;
+}
+
+static int vb_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq,
+			     struct fab_cq *recv_cq, const struct fab_qp_caps *caps)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (c->qp || !caps || !send_cq || !recv_cq)
+		return fab_set_error(-EINVAL, "verbs: create_qp: bad arguments");
+	return vb_create_qp(c, (struct vb_cq *)send_cq, (struct vb_cq *)recv_cq, caps);
+}
+
+static int vb_accept(struct fab_conn *fc, const struct fab_conn_param *param)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+	struct rdma_conn_param p = { 0 };
+
+	if (param) {
+		p.private_data = param->private_data;
+		p.private_data_len = param->private_data_len;
+		p.responder_resources = param->responder_resources;
+		p.initiator_depth = param->initiator_depth;
+		p.rnr_retry_count = param->rnr_retry_count;
+		p.retry_count = param->retry_count;
+	}
+	if (rdma_accept(c->id, &p))
+		return fab_set_error(-errno, "verbs: rdma_accept: %s", strerror(errno));
+	return 0;
+}
+
+static int vb_reject(struct fab_conn *fc, const void *pdata, uint8_t len)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (rdma_reject(c->id, pdata, len))
+		return fab_set_error(-errno, "verbs: rdma_reject: %s", strerror(errno));
+	return 0;
+}
+
+static int vb_disconnect(struct fab_conn *fc)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (rdma_disconnect(c->id) && errno != EINVAL)
+		return fab_set_error(-errno, "verbs: rdma_disconnect: %s", strerror(errno));
+	return 0;
+}
+
+static void vb_conn_destroy(struct fab_conn *fc)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (c->qp) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		/* Flush outstanding WRs before the QP goes away. */
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		vb_qpmap_del(c->vf, c->qp->qp_num);
+		rdma_destroy_qp(c->id);
+	}
+	rdma_destroy_id(c->id);
+	free(c);
+}
+
+static struct fab_pd *vb_conn_pd(struct fab_conn *fc)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	return (struct fab_pd *)vb_pd_for(c->vf, c->id->verbs);
+}
+
+static const char *vb_conn_peer(const struct fab_conn *fc)
+{
+	return ((const struct vb_conn *)fc)->peer;
+}
+
+/* --- fabric --------------------------------------------------------------------- */
+
+static void vb_close(struct fab_fabric *fab)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)fab;
+
+	for (int i = 0; i < vf->ndev; i++) {
+		ibv_dealloc_pd(vf->devs[i].pd->pd);
+		free(vf->devs[i].pd);
+	}
+	if (vf->list)
+		rdma_free_devices(vf->list);
+	free(vf->map);
+	pthread_mutex_destroy(&vf->lock);
+	free(vf);
+}
+
+int fab_verbs_open(struct fab_fabric **out)
+{
+	struct ibv_device **devs;
+	struct vb_fabric *vf;
+	int n = 0;
+
+	/* Look before librdmacm does: with no device it must fail cleanly. */
+	devs = ibv_get_device_list(&n);
+	if (devs)
+		ibv_free_device_list(devs);
+	if (!devs || n == 0)
+		return fab_set_error(-ENODEV, "verbs: no RDMA device found (ibv_get_device_list)");
+	vf = calloc(1, sizeof(*vf));
+	if (!vf)
+		return fab_set_error(-ENOMEM, "verbs: out of memory");
+	vf->base.ops = &fab_verbs_ops;
+	pthread_mutex_init(&vf->lock, NULL);
+	vf->list = rdma_get_devices(&n);
+	if (!vf->list || n == 0) {
+		vb_close(&vf->base);
+		return fab_set_error(-ENODEV, "verbs: librdmacm sees no RDMA device");
+	}
+	for (int i = 0; vf->list[i]; i++) {
+		int fl = fcntl(vf->list[i]->async_fd, F_GETFL);
+
+		fcntl(vf->list[i]->async_fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	*out = &vf->base;
+	return 0;
+}
+
+const struct fab_ops fab_verbs_ops = {
+	.name = "verbs",
+	.caps = FAB_CAP_SEND_WITH_INV,
+	.close = vb_close,
+	.channel_create = vb_channel_create,
+	.channel_destroy = vb_channel_destroy,
+	.channel_fd = vb_channel_fd,
+	.channel_get_event = vb_channel_get_event,
+	.listen = vb_listen,
+	.listener_destroy = vb_listener_destroy,
+	.connect = vb_connect,
+	.conn_create_qp = vb_conn_create_qp,
+	.accept = vb_accept,
+	.reject = vb_reject,
+	.disconnect = vb_disconnect,
+	.conn_destroy = vb_conn_destroy,
+	.conn_pd = vb_conn_pd,
+	.conn_peer = vb_conn_peer,
+	.pd_get = vb_pd_get,
+	.mr_reg = vb_mr_reg,
+	.mr_dereg = vb_mr_dereg,
+	.cq_create = vb_cq_create,
+	.cq_destroy = vb_cq_destroy,
+	.cq_fd = vb_cq_fd,
+	.cq_get_event = vb_cq_get_event,
+	.cq_arm = vb_cq_arm,
+	.cq_poll = vb_cq_poll,
+	.post_send = vb_post_send,
+	.post_recv = vb_post_recv,
+};

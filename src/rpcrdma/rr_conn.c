@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_conn.c - connection life cycle: accept (RFC 8797 private data, RDMA Read
+ * depth, credits within the receive-memory budget, receives posted before the
+ * accept), CM events, orderly close and the final teardown once nothing
+ * references the connection any more.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpcrdma/rr_internal.h"
+
+#define RR_SEND_SGE_PER_WR 16	/* what common HCAs and rxe accept */
+#define RR_CQ_POLL_BATCH 16
+
+void rr_conn_get(struct rr_conn *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+}
+
+void rr_conn_put(struct rr_conn *c)
+{
+	/* The last reference is reaped on the event thread. */
+	if (atomic_fetch_sub(&c->refs, 1) == 1)
+		rr_server_kick(c->srv);
+}
+
+/*
+ * Credits: the configured grant, shrunk (never below 1) when the receive
+ * buffers it needs would exceed what is left of the memory budget. Each
+ * connection keeps credits + bc_credits + recv_batch receives posted and as
+ * many again for calls in progress, so a requester within its grant never
+ * meets an empty receive queue.
+ */
+static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	uint32_t fixed = cfg->bc_credits + cfg->recv_batch;
+	uint32_t credits = cfg->credits;
+
+	if (cfg->recv_mem_budget) {
+		uint64_t left = cfg->recv_mem_budget > srv->recv_mem_used
+					? cfg->recv_mem_budget - srv->recv_mem_used
+					: 0;
+		uint64_t bufs = left / cfg->inline_size;
+
+		if (bufs < 2 + fixed)
+			return 0;
+		if (2ull * credits + fixed > bufs)
+			credits = (uint32_t)((bufs - fixed) / 2);
+	}
+	*nrecv = 2 * credits + fixed;
+	return credits;
+}
+
+static void conn_free_resources(struct rr_conn *c)
+{
+	if (c->cq) {
+		if (c->in_epoll)
+			rr_server_epoll_del(c->srv, fab_cq_fd(c->cq));
+	}
+	if (c->fc)
+		fab_conn_destroy(c->fc);
+	if (c->cq) {
+		struct fab_wc wc[RR_CQ_POLL_BATCH];
+
+		/* Only flushed receives can be left: they hold no reference. */
+		while (fab_cq_poll(c->cq, wc, RR_CQ_POLL_BATCH) > 0)
+			;
+		fab_cq_destroy(c->cq);
+	}
+	rr_pool_fini(&c->recv_pool);
+	rr_pool_fini(&c->send_pool);
+	free(c->calls);
+	free(c->sends);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	struct fab_qp_caps caps;
+	uint32_t i;
+	int ret;
+
+	c->nrecv = nrecv;
+	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
+	c->nsends = nrecv;
+	/* Reads are bounded by ord; replies queue when the SQ is short. */
+	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
+	c->sq_avail = c->sq_depth;
+
+	c->pd = fab_conn_pd(c->fc);
+	c->big = rr_server_bigpool(srv, c->pd);
+	if (!c->pd || !c->big)
+		return -ENOMEM;
+	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	ret = rr_pool_init(&c->send_pool, c->pd, cfg->inline_size, c->nsends,
+			   FAB_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	RR_STAT_ADD(c, registrations, 2);
+
+	c->calls = calloc(nrecv, sizeof(*c->calls));
+	c->sends = calloc(c->nsends, sizeof(*c->sends));
+	if (!c->calls || !c->sends)
+		return -ENOMEM;
+	for (i = 0; i < nrecv; i++) {
+		c->calls[i].conn = c;
+		c->calls[i].buf = rr_pool_get(&c->recv_pool);
+		c->calls[i].state = RR_CALL_FREE;
+		c->calls[i].next = c->free_calls;
+		c->free_calls = &c->calls[i];
+	}
+	for (i = 0; i < c->nsends; i++) {
+		c->sends[i].conn = c;
+		c->sends[i].hdr = rr_pool_get(&c->send_pool);
+		c->sends[i].next_free = c->free_sends;
+		c->free_sends = &c->sends[i];
+	}
+
+	ret = fab_cq_create(srv->fab, (int)(nrecv + c->sq_depth), &c->cq);
+	if (ret)
+		return ret;
+	caps.max_send_wr = c->sq_depth;
+	caps.max_recv_wr = nrecv;
+	caps.max_send_sge = RR_SEND_SGE_PER_WR;
+	caps.max_recv_sge = 1;
+	ret = fab_conn_create_qp(c->fc, c->cq, c->cq, &caps);
+	if (ret)
+		return ret;
+	ret = rr_server_epoll_add(srv, fab_cq_fd(c->cq), c);
+	if (ret)
+		return ret;
+	c->in_epoll = true;
+	fab_cq_arm(c->cq);
+
+	/* Receives go up before the accept: the client may send at once. */
+	rr_recv_refill(c);
+	return c->posted == c->post_target ? 0 : -EIO;
+}
+
+void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev)
+{
+	struct rr_conn *c;
+	struct rr_cm_private peer;
+	struct fab_conn_param param;
+	uint8_t pdata[RR_CM_PRIV_LEN];
+	uint32_t nrecv = 0;
+	int ret;
+
+	if (srv->nconns >= srv->cfg.max_conns) {
+		rr_log("%s: refused, %u connections already", fab_conn_peer(ev->conn),
+		       srv->nconns);
+		goto reject;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		goto reject;
+	c->srv = srv;
+	c->fc = ev->conn;
+	snprintf(c->peer, sizeof(c->peer), "%s", fab_conn_peer(ev->conn));
+	pthread_mutex_init(&c->lock, NULL);
+	atomic_store(&c->refs, 1);
+	c->state = RR_CONN_ACCEPTING;
+
+	rr_cm_private_decode(ev->private_data, ev->private_data_len, &peer);
+	rr_cm_negotiate(srv->cfg.inline_size, srv->cfg.inline_size, &peer, &c->inl);
+	c->send_w_inv = c->inl.send_w_inv && (fab_caps(srv->fab) & FAB_CAP_SEND_WITH_INV);
+
+	/* svcrdma: our RDMA Read depth is what the client will serve, capped. */
+	c->ord = ev->initiator_depth < srv->cfg.max_ord ? ev->initiator_depth : srv->cfg.max_ord;
+	if (c->ord == 0) {
+		rr_log("%s: refused, peer serves no RDMA Reads (responder_resources 0)", c->peer);
+		goto free_reject;
+	}
+
+	pthread_mutex_lock(&srv->lock);
+	c->credits = grant_credits(srv, &nrecv);
+	if (c->credits) {
+		c->recv_mem = (uint64_t)nrecv * srv->cfg.inline_size;
+		srv->recv_mem_used += c->recv_mem;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (!c->credits) {
+		rr_log("%s: refused, receive memory budget exhausted", c->peer);
+		goto free_reject;
+	}
+	RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
+	atomic_store(&c->st.credit_grant, c->credits);
+	atomic_store(&srv->st.credit_grant, c->credits);
+
+	fab_conn_set_context(c->fc, c);
+	ret = conn_setup(srv, c, nrecv);
+	if (ret) {
+		rr_log("%s: setup failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
+		goto undo_budget;
+	}
+
+	/* We expose no memory, so there is nothing for the client to invalidate
+	 * toward us: flags 0, as svcrdma. Our sizes are our inline buffers. */
+	rr_cm_private_encode(pdata, false, srv->cfg.inline_size, srv->cfg.inline_size);
+	memset(&param, 0, sizeof(param));
+	param.private_data = pdata;
+	param.private_data_len = sizeof(pdata);
+	param.initiator_depth = (uint8_t)c->ord;
+	param.responder_resources = 0;
+	param.rnr_retry_count = 0;
+	param.retry_count = 7;
+	ret = fab_accept(c->fc, &param);
+	if (ret) {
+		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
+		goto undo_budget;
+	}
+	c->next = srv->conns;
+	srv->conns = c;
+	srv->nconns++;
+	return;
+
+undo_budget:
+	pthread_mutex_lock(&srv->lock);
+	srv->recv_mem_used -= c->recv_mem;
+	pthread_mutex_unlock(&srv->lock);
+	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
+	fab_reject(c->fc, NULL, 0);
+	conn_free_resources(c);
+	return;
+free_reject:
+	fab_reject(c->fc, NULL, 0);
+	conn_free_resources(c);
+	return;
+reject:
+	fab_reject(ev->conn, NULL, 0);
+	fab_conn_destroy(ev->conn);
+}
+
+void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev)
+{
+	switch (ev->type) {
+	case FAB_CM_ESTABLISHED:
+		pthread_mutex_lock(&c->lock);
+		if (c->state == RR_CONN_ACCEPTING)
+			c->state = RR_CONN_UP;
+		pthread_mutex_unlock(&c->lock);
+		if (c->state != RR_CONN_UP)
+			break;
+		RR_STAT_ADD(c, conns_accepted, 1);
+		RR_STAT_ADD(c, conns_active, 1);
+		rr_log("%s: connected: credits %u, inline send %u recv %u, ord %u%s", c->peer,
+		       c->credits, c->inl.max_send, c->inl.max_recv, c->ord,
+		       c->send_w_inv ? ", send-with-invalidate" : "");
+		if (c->srv->ops.conn_up)
+			c->srv->ops.conn_up(c->srv->ctx, c);
+		break;
+	case FAB_CM_DISCONNECTED:
+		rr_conn_close(c, "peer disconnected");
+		break;
+	case FAB_CM_DEVICE_REMOVAL:
+		rr_conn_close(c, "device removed");
+		break;
+	case FAB_CM_QP_ERROR:
+		rr_conn_close(c, "QP error");
+		break;
+	default:
+		rr_conn_close(c, "connection error");
+		break;
+	}
+}
+
+void rr_conn_close(struct rr_conn *c, const char *why)
+{
+	enum rr_conn_state was;
+
+	pthread_mutex_lock(&c->lock);
+	was = c->state;
+	c->sq_avail = 0; /* nothing more is posted */
+	c->state = RR_CONN_CLOSING;
+	pthread_mutex_unlock(&c->lock);
+	if (was == RR_CONN_CLOSING)
+		return;
+	rr_log("%s: closing: %s", c->peer, why);
+	RR_STAT_ADD(c, disconnects, 1);
+	/* Moves the QP to error: every posted work request is flushed. */
+	fab_disconnect(c->fc);
+	rr_server_kick(c->srv);
+}
+
+/* Event thread: completions of one connection. */
+void rr_conn_poll_cq(struct rr_conn *c)
+{
+	struct fab_wc wc[RR_CQ_POLL_BATCH];
+	bool armed = false;
+
+	for (;;) {
+		int n = fab_cq_poll(c->cq, wc, RR_CQ_POLL_BATCH);
+
+		if (n < 0) {
+			rr_conn_close(c, "completion queue error");
+			return;
+		}
+		if (n == 0) {
+			if (armed)
+				return;
+			/* Arm, then poll once more to catch a race with the arm. */
+			fab_cq_arm(c->cq);
+			armed = true;
+			continue;
+		}
+		armed = false;
+		for (int i = 0; i < n; i++) {
+			switch (wc[i].wr_id & RR_WRID_MASK) {
+			case RR_WRID_RECV:
+				rr_recv_complete(c, &wc[i]);
+				break;
+			case RR_WRID_READ:
+				rr_read_complete(c, &wc[i]);
+				break;
+			default:
+				rr_send_complete(c, &wc[i]);
+				break;
+			}
+		}
+	}
+}
+
+/* Event thread: report closed connections up, free the unreferenced ones. */
+void rr_conn_reap(struct rr_server *srv)
+{
+	struct rr_conn **pp = &srv->conns;
+
+	while (*pp) {
+		struct rr_conn *c = *pp;
+
+		if (c->state != RR_CONN_CLOSING) {
+			pp = &c->next;
+			continue;
+		}
+		if (!c->down_reported) {
+			struct rr_call_ctx *q = c->read_head;
+
+			c->down_reported = true;
+			rr_send_drop_pending(c);
+			/* Calls still waiting to start their reads go now; those
+			 * with reads in flight go when the flushes arrive. */
+			c->read_head = c->read_tail = NULL;
+			while (q) {
+				struct rr_call_ctx *next = q->next;
+
+				q->next = NULL;
+				if (q->reads_posted == q->reads_done)
+					rr_call_free(q);
+				q = next;
+			}
+			if (atomic_load(&c->st.conns_active)) {
+				RR_STAT_SUB(c, conns_active, 1);
+				if (srv->ops.conn_down)
+					srv->ops.conn_down(srv->ctx, c);
+			}
+			rr_conn_put(c); /* the event thread's own reference */
+		}
+		/* Completions (flushes) may still release references. */
+		rr_conn_poll_cq(c);
+		if (atomic_load(&c->refs) > 0) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		srv->nconns--;
+		pthread_mutex_lock(&srv->lock);
+		srv->recv_mem_used -= c->recv_mem;
+		pthread_mutex_unlock(&srv->lock);
+		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
+		rr_log("%s: connection freed", c->peer);
+		conn_free_resources(c);
+	}
+}

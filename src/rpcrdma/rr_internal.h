@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rr_internal.h - private structures of the transport engine, shared by its
+ * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
+ * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
+ * rr_send.c (reply path and error replies), rr_pool.c (registered buffers).
+ */
+#ifndef RPCRDMA_RR_INTERNAL_H
+#define RPCRDMA_RR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fabric/fab.h"
+#include "rpcrdma/rr_cm_private.h"
+#include "rpcrdma/rr_xprt.h"
+
+/* ---- registered buffer pools (rr_pool.c) ---- */
+
+/* Fixed-size buffers carved from one registration, handed out LIFO. */
+struct rr_pool {
+	uint8_t *mem;
+	size_t buf_size;
+	uint32_t count;
+	struct fab_mr *mr;
+	pthread_mutex_t lock;
+	uint32_t nfree;
+	uint32_t *free_idx;
+};
+
+int rr_pool_init(struct rr_pool *p, struct fab_pd *pd, size_t buf_size, uint32_t count,
+		 unsigned int access);
+void rr_pool_fini(struct rr_pool *p);
+void *rr_pool_get(struct rr_pool *p);
+void rr_pool_put(struct rr_pool *p, void *buf);
+bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
+
+/*
+ * Large buffers (Read sinks, bounce buffers for Write and Reply chunks),
+ * shared by the connections of one protection domain. Grows one registered
+ * buffer at a time up to a cap, so steady state registers nothing.
+ */
+#define RR_BIG_MAX 256
+struct rr_bigpool {
+	struct fab_pd *pd;
+	size_t buf_size;
+	uint32_t max;
+	pthread_mutex_t lock;
+	uint32_t n;
+	uint32_t nfree;
+	void *buf[RR_BIG_MAX];
+	struct fab_mr *mr[RR_BIG_MAX];
+	uint32_t free_idx[RR_BIG_MAX];
+};
+
+void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint64_t *registrations);
+void rr_big_put(struct rr_bigpool *bp, void *buf);
+/* lkey of [addr, addr+len) if it lies in one big buffer, else false. */
+bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
+
+/* ---- counters ---- */
+
+struct rr_counters {
+	_Atomic uint64_t conns_accepted, conns_active, calls, calls_with_read_chunks, long_calls;
+	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
+	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
+	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
+	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_replies;
+	_Atomic uint32_t credit_grant;
+};
+
+#define RR_STAT_SUB(conn, field, n) RR_STAT_ADD(conn, field, -(uint64_t)(n))
+#define RR_STAT_ADD(conn, field, n)                                                                \
+	do {                                                                                       \
+		atomic_fetch_add_explicit(&(conn)->st.field, (n), memory_order_relaxed);           \
+		atomic_fetch_add_explicit(&(conn)->srv->st.field, (n), memory_order_relaxed);      \
+	} while (0)
+
+void rr_counters_read(struct rr_counters *c, struct rr_stats *out);
+
+/* ---- calls: one per receive buffer (rr_recv.c, rr_read.c) ---- */
+
+enum rr_call_state {
+	RR_CALL_FREE,		/* buffer idle, not posted */
+	RR_CALL_POSTED,		/* receive posted */
+	RR_CALL_READING,	/* waiting for / pulling Read chunks */
+	RR_CALL_UPPER,		/* handed to the upper layer */
+	RR_CALL_REPLYING,	/* reply posted, waiting for the Send completion */
+};
+
+struct rr_call_ctx {
+	struct rr_call call;		/* public part handed up */
+	struct rr_conn *conn;
+	enum rr_call_state state;
+	uint8_t *buf;			/* receive buffer (conn->recv_pool) */
+	uint32_t recv_len;
+	struct rr_pcl pcl;
+	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, big pool */
+	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
+	uint32_t reads_total;		/* segments to pull */
+	uint32_t reads_posted;
+	uint32_t reads_done;
+	bool read_failed;
+	bool queued;			/* on conn->read_head list */
+	bool has_ref;			/* holds a connection reference */
+	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
+};
+
+/* ---- sends (rr_send.c) ---- */
+
+#define RR_SEND_MAX_WR 64
+#define RR_SEND_MAX_SGE 128
+
+struct rr_send_ctx {
+	struct rr_conn *conn;
+	uint8_t *hdr;			/* conn->send_pool: header + inline body */
+	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* big pool buffers */
+	unsigned int nbounce;
+	struct rr_call_ctx *call;	/* released on completion; NULL for errors */
+	rr_reply_done_fn done;
+	void *done_arg;
+	uint32_t nwr;			/* send-queue slots this post holds */
+	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
+	struct fab_send_wr wr[RR_SEND_MAX_WR];
+	struct fab_sge sge[RR_SEND_MAX_SGE];
+	struct rr_send_ctx *next_free;
+};
+
+/* ---- connections (rr_conn.c) ---- */
+
+enum rr_conn_state {
+	RR_CONN_ACCEPTING,
+	RR_CONN_UP,
+	RR_CONN_CLOSING,	/* disconnect started; waiting for references */
+};
+
+struct rr_conn {
+	struct rr_server *srv;
+	struct fab_conn *fc;
+	struct fab_cq *cq;
+	struct fab_pd *pd;
+	struct rr_bigpool *big;
+	char peer[80];
+	void *upper;
+
+	pthread_mutex_t lock;		/* state, send queue, posting */
+	enum rr_conn_state state;
+	bool down_reported;
+	bool in_epoll;
+	_Atomic int refs;		/* event thread + calls + sends in flight */
+
+	uint32_t credits;		/* the grant carried in every message */
+	uint32_t nrecv;			/* receive buffers (= call contexts) */
+	uint32_t post_target;		/* receives kept posted */
+	uint32_t posted;		/* receives currently posted */
+	uint32_t sq_depth;
+	uint32_t sq_avail;
+	uint32_t ord;			/* RDMA Reads we may have outstanding */
+	uint32_t reads_in_flight;
+	struct rr_inline_limits inl;
+	bool send_w_inv;
+	uint64_t recv_mem;		/* bytes counted against the budget */
+
+	struct rr_pool recv_pool;
+	struct rr_pool send_pool;
+	struct rr_call_ctx *calls;	/* nrecv contexts */
+	struct rr_send_ctx *sends;
+	struct rr_send_ctx *free_sends;
+	uint32_t nsends;
+	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
+	struct rr_call_ctx *free_calls;			/* not posted (lock) */
+	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (lock) */
+
+	struct rr_counters st;
+	struct rr_conn *next;		/* srv->conns */
+};
+
+/* ---- server (rr_server.c) ---- */
+
+struct rr_server {
+	struct fab_fabric *fab;
+	struct rr_config cfg;
+	struct rr_upper_ops ops;
+	void *ctx;
+	struct fab_channel *ch;
+	struct fab_listener *listener;
+	int epfd;
+	int kickfd;			/* eventfd: wake the event thread */
+	pthread_t thread;
+	bool started;
+	_Atomic bool stopping;
+
+	pthread_mutex_t lock;		/* conns list, bigpools, budget */
+	struct rr_conn *conns;
+	uint32_t nconns;
+	uint64_t recv_mem_used;
+	struct rr_bigpool *bigpools[4];
+	unsigned int nbigpools;
+
+	struct rr_counters st;
+};
+
+void rr_server_kick(struct rr_server *srv);
+struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd);
+int rr_server_epoll_add(struct rr_server *srv, int fd, void *tag);
+void rr_server_epoll_del(struct rr_server *srv, int fd);
+
+/* connection stages */
+void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev);
+void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev);
+void rr_conn_close(struct rr_conn *c, const char *why);
+void rr_conn_get(struct rr_conn *c);
+void rr_conn_put(struct rr_conn *c);
+/* Reap connections whose references are gone (event thread). */
+void rr_conn_reap(struct rr_server *srv);
+void rr_conn_poll_cq(struct rr_conn *c);
+
+/* receive stages */
+int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx);
+void rr_recv_refill(struct rr_conn *c);
+void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc);
+void rr_call_dispatch(struct rr_call_ctx *ctx);
+void rr_call_free(struct rr_call_ctx *ctx);
+
+/* read stages */
+void rr_read_start(struct rr_call_ctx *ctx);
+void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc);
+void rr_read_pump(struct rr_conn *c);
+
+/* send stages */
+void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act);
+void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc);
+/* Closing: give back replies that never got send-queue room. */
+void rr_send_drop_pending(struct rr_conn *c);
+
+/* wr_id tags: low bits of the context pointers (all 8-byte aligned). */
+#define RR_WRID_RECV 0x1u
+#define RR_WRID_READ 0x2u
+#define RR_WRID_SEND 0x3u
+#define RR_WRID_WRITE 0x4u		/* unsignalled Writes: only errors complete */
+#define RR_WRID_MASK 0x7u
+
+void rr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_recv.c - the receive path: keep receives posted, decode each received
+ * transport header, answer header faults with RDMA_ERROR (never a
+ * disconnect), tell reverse-direction replies from calls by RPC msg_type
+ * (RFC 8167 section 4), and hand complete Calls up.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rpcrdma/rr_internal.h"
+
+#define RPC_MSG_TYPE_CALL 0u
+
+static uint32_t be32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
+{
+	struct fab_sge sge = {
+		.addr = ctx->buf,
+		.length = c->srv->cfg.inline_size,
+		.lkey = c->recv_pool.mr->lkey,
+	};
+	struct fab_recv_wr wr = {
+		.wr_id = (uintptr_t)ctx | RR_WRID_RECV,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	struct fab_recv_wr *bad;
+
+	ctx->state = RR_CALL_POSTED;
+	return fab_post_recv(c->fc, &wr, &bad);
+}
+
+/*
+ * Top the receive queue back up to its target. Called before a received
+ * message is processed, so the receive that a reply's credit promises is
+ * always posted before that reply is sent.
+ */
+void rr_recv_refill(struct rr_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->state != RR_CONN_CLOSING && c->posted < c->post_target && c->free_calls) {
+		struct rr_call_ctx *ctx = c->free_calls;
+
+		c->free_calls = ctx->next;
+		ctx->next = NULL;
+		if (rr_recv_post(c, ctx)) {
+			ctx->state = RR_CALL_FREE;
+			ctx->next = c->free_calls;
+			c->free_calls = ctx;
+			pthread_mutex_unlock(&c->lock);
+			rr_conn_close(c, "posting a receive failed");
+			return;
+		}
+		c->posted++;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Return a call context (and its Read sinks) to the connection. Any thread. */
+void rr_call_free(struct rr_call_ctx *ctx)
+{
+	struct rr_conn *c = ctx->conn;
+	bool had_ref = ctx->has_ref;
+
+	for (unsigned int i = 0; i < RR_PCL_MAX_READ_CHUNKS; i++) {
+		if (ctx->sink[i]) {
+			rr_big_put(c->big, ctx->sink[i]);
+			ctx->sink[i] = NULL;
+		}
+	}
+	ctx->has_ref = false;
+	ctx->queued = false;
+	pthread_mutex_lock(&c->lock);
+	ctx->state = RR_CALL_FREE;
+	ctx->next = c->free_calls;
+	c->free_calls = ctx;
+	pthread_mutex_unlock(&c->lock);
+	rr_recv_refill(c);
+	if (had_ref)
+		rr_conn_put(c);
+}
+
+void rr_call_release(struct rr_call *call)
+{
+	rr_call_free((struct rr_call_ctx *)call);
+}
+
+void rr_call_dispatch(struct rr_call_ctx *ctx)
+{
+	struct rr_conn *c = ctx->conn;
+	size_t len = 0;
+
+	for (int i = 0; i < ctx->call.iovcnt; i++)
+		len += ctx->call.iov[i].iov_len;
+	ctx->call.conn = c;
+	ctx->call.xid = ctx->pcl.xid;
+	ctx->call.pcl = &ctx->pcl;
+	ctx->call.len = len;
+	ctx->call.upper_priv = NULL;
+	ctx->state = RR_CALL_UPPER;
+	c->srv->ops.call(c->srv->ctx, &ctx->call);
+}
+
+/* RFC 8167 section 4.2: a reverse-direction Reply is an RDMA_MSG with no
+ * chunks whose RPC msg_type is REPLY; XIDs are not compared. */
+static bool is_bc_reply(const struct rr_call_ctx *ctx)
+{
+	const struct rr_pcl *p = &ctx->pcl;
+
+	return p->proc == RR_PROC_MSG && p->n_read == 0 && p->n_write == 0 && !p->has_reply &&
+	       ctx->recv_len >= p->hdr_len + 8 &&
+	       be32_at(ctx->buf + p->hdr_len + 4) != RPC_MSG_TYPE_CALL;
+}
+
+void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
+{
+	struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
+	enum rr_hdr_result r;
+	enum rr_hdr_action act;
+
+	pthread_mutex_lock(&c->lock);
+	c->posted--;
+	pthread_mutex_unlock(&c->lock);
+
+	if (wc->status != FAB_WC_SUCCESS) {
+		rr_call_free(ctx);
+		if (wc->status != FAB_WC_WR_FLUSH_ERR)
+			rr_conn_close(c, wc->status == FAB_WC_LOC_LEN_ERR
+						 ? "message larger than the receive buffer"
+						 : "receive failed");
+		return;
+	}
+	if (c->state == RR_CONN_CLOSING) {
+		rr_call_free(ctx);
+		return;
+	}
+	ctx->recv_len = wc->byte_len;
+	rr_recv_refill(c);
+
+	r = rr_hdr_decode_call(ctx->buf, ctx->recv_len, &c->srv->cfg.limits, &ctx->pcl);
+	act = rr_hdr_answer(r, ctx->recv_len);
+	if (act != RR_ACT_PROCESS) {
+		uint32_t xid = ctx->pcl.xid;
+
+		rr_call_free(ctx);
+		if (act == RR_ACT_DROP)
+			RR_STAT_ADD(c, dropped, 1);
+		else
+			rr_send_error(c, xid, act);
+		return;
+	}
+
+	if (is_bc_reply(ctx)) {
+		if (c->srv->ops.bc_reply) {
+			RR_STAT_ADD(c, bc_replies, 1);
+			c->srv->ops.bc_reply(c->srv->ctx, c, ctx->buf + ctx->pcl.hdr_len,
+					     ctx->recv_len - ctx->pcl.hdr_len, ctx->pcl.credits);
+		} else {
+			RR_STAT_ADD(c, dropped, 1);
+		}
+		rr_call_free(ctx);
+		return;
+	}
+
+	RR_STAT_ADD(c, calls, 1);
+	rr_conn_get(c);
+	ctx->has_ref = true;
+	if (ctx->pcl.n_read > 0) {
+		rr_read_start(ctx);
+		return;
+	}
+	ctx->call.iov[0].iov_base = ctx->buf + ctx->pcl.hdr_len;
+	ctx->call.iov[0].iov_len = ctx->recv_len - ctx->pcl.hdr_len;
+	ctx->call.iovcnt = 1;
+	rr_call_dispatch(ctx);
+}

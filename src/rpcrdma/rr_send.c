@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_send.c - the reply path (RFC 8166 sections 3.5.4-3.5.6). A Reply is the
+ * upper layer's encoded RPC Reply plus its payload plan:
+ *   - each payload span goes by RDMA Write into its Write chunk (exact bytes,
+ *     never the XDR pad; the echoed segment lengths say what was written);
+ *   - the rest goes inline after the transport header (RDMA_MSG) when it fits
+ *     the negotiated inline threshold, else by RDMA Write into the Reply chunk
+ *     with an RDMA_NOMSG Send carrying only the header;
+ *   - otherwise the Reply cannot be delivered: ERR_CHUNK goes instead and the
+ *     upper layer is told (RFC 8267 section 4.5: it retires the session slot).
+ * The Writes are chained ahead of one signalled Send on the same QP, so the
+ * client sees the data before the Send (RC ordering). Send With Invalidate is
+ * used when the client allows it and exactly one rkey appears in the call.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rpcrdma/rr_internal.h"
+#include "rpcrdma/rr_xdr.h"
+
+#define RR_SGE_PER_WR 16
+
+struct piece {
+	const uint8_t *addr;
+	uint32_t len;
+	uint32_t lkey;
+};
+
+#define RR_MAX_PIECES 64
+
+static struct rr_send_ctx *send_ctx_get(struct rr_conn *c)
+{
+	struct rr_send_ctx *s;
+
+	pthread_mutex_lock(&c->lock);
+	s = c->free_sends;
+	if (s)
+		c->free_sends = s->next_free;
+	pthread_mutex_unlock(&c->lock);
+	if (!s)
+		return NULL;
+	s->nbounce = 0;
+	s->call = NULL;
+	s->done = NULL;
+	s->done_arg = NULL;
+	s->nwr = 0;
+	s->next_pending = NULL;
+	rr_conn_get(c);
+	return s;
+}
+
+/* Give a send context back: bounce buffers, the caller's memory, the call. */
+static void send_ctx_release(struct rr_send_ctx *s)
+{
+	struct rr_conn *c = s->conn;
+
+	for (unsigned int i = 0; i < s->nbounce; i++)
+		rr_big_put(c->big, s->bounce[i]);
+	s->nbounce = 0;
+	if (s->done)
+		s->done(s->done_arg);
+	if (s->call)
+		rr_call_free(s->call);
+	pthread_mutex_lock(&c->lock);
+	s->next_free = c->free_sends;
+	c->free_sends = s;
+	pthread_mutex_unlock(&c->lock);
+	rr_conn_put(c);
+}
+
+/* Post a built chain now, or queue it behind earlier ones until the send
+ * queue has room: posting never blocks, so the event thread may reply. */
+static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
+{
+	struct fab_send_wr *bad;
+	int ret = 0;
+
+	s->wr[s->nwr - 1].next = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (c->state == RR_CONN_CLOSING) {
+		ret = -ENOTCONN;
+	} else if (!c->pend_head && c->sq_avail >= s->nwr) {
+		c->sq_avail -= s->nwr;
+		ret = fab_post_send(c->fc, &s->wr[0], &bad);
+		if (ret)
+			c->sq_avail += s->nwr;
+	} else {
+		if (c->pend_tail)
+			c->pend_tail->next_pending = s;
+		else
+			c->pend_head = s;
+		c->pend_tail = s;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ret) {
+		if (ret != -ENOTCONN)
+			rr_conn_close(c, "posting a Send failed");
+		send_ctx_release(s);
+	}
+}
+
+void rr_send_drop_pending(struct rr_conn *c)
+{
+	struct rr_send_ctx *s;
+
+	pthread_mutex_lock(&c->lock);
+	s = c->pend_head;
+	c->pend_head = c->pend_tail = NULL;
+	pthread_mutex_unlock(&c->lock);
+	while (s) {
+		struct rr_send_ctx *next = s->next_pending;
+
+		send_ctx_release(s);
+		s = next;
+	}
+}
+
+static struct fab_send_wr *next_wr(struct rr_send_ctx *s)
+{
+	struct fab_send_wr *wr;
+
+	if (s->nwr >= RR_SEND_MAX_WR)
+		return NULL;
+	wr = &s->wr[s->nwr];
+	memset(wr, 0, sizeof(*wr));
+	if (s->nwr)
+		s->wr[s->nwr - 1].next = wr;
+	s->nwr++;
+	return wr;
+}
+
+void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act)
+{
+	struct rr_send_ctx *s = send_ctx_get(c);
+	struct fab_send_wr *wr;
+	ssize_t len;
+
+	if (!s) {
+		RR_STAT_ADD(c, dropped, 1);
+		return;
+	}
+	if (act == RR_ACT_ERR_VERS) {
+		len = rr_hdr_encode_err_vers(s->hdr, c->srv->cfg.inline_size, xid, c->credits);
+		RR_STAT_ADD(c, err_vers_sent, 1);
+	} else {
+		len = rr_hdr_encode_err_chunk(s->hdr, c->srv->cfg.inline_size, xid, c->credits);
+		RR_STAT_ADD(c, err_chunk_sent, 1);
+	}
+	s->sge[0].addr = s->hdr;
+	s->sge[0].length = (uint32_t)len;
+	s->sge[0].lkey = c->send_pool.mr->lkey;
+	wr = next_wr(s);
+	wr->wr_id = (uintptr_t)s | RR_WRID_SEND;
+	wr->opcode = FAB_WR_SEND; /* error replies are never invalidating */
+	wr->sg_list = &s->sge[0];
+	wr->num_sge = 1;
+	wr->signaled = true;
+	post_or_queue(c, s);
+}
+
+/* lkey for memory the engine registered, or false. */
+static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey)
+{
+	if (rr_pool_owns(&c->recv_pool, addr, len)) {
+		*lkey = c->recv_pool.mr->lkey;
+		return true;
+	}
+	if (rr_pool_owns(&c->send_pool, addr, len)) {
+		*lkey = c->send_pool.mr->lkey;
+		return true;
+	}
+	return rr_big_lkey(c->big, addr, len, lkey);
+}
+
+/* A byte range of the Reply stream as registered pieces; false when some
+ * bytes are in memory we did not register (or too many pieces). */
+static bool stream_pieces(struct rr_conn *c, const struct iovec *iov, int iovcnt, uint64_t off,
+			  uint64_t len, struct piece *pc, int *npc)
+{
+	int n = 0;
+
+	for (int i = 0; i < iovcnt && len; i++) {
+		uint64_t l = iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		uint64_t take = l - off < len ? l - off : len;
+
+		while (take) {
+			uint32_t t = take > UINT32_MAX ? UINT32_MAX : (uint32_t)take;
+
+			if (n >= RR_MAX_PIECES)
+				return false;
+			pc[n].addr = (const uint8_t *)iov[i].iov_base + off;
+			pc[n].len = t;
+			if (!lkey_of(c, pc[n].addr, t, &pc[n].lkey))
+				return false;
+			n++;
+			off += t;
+			take -= t;
+			len -= t;
+		}
+		off = 0;
+	}
+	*npc = n;
+	return len == 0;
+}
+
+/* Copy a byte range of the Reply stream out to @dst. */
+static void stream_copy(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len,
+			uint8_t *dst)
+{
+	for (int i = 0; i < iovcnt && len; i++) {
+		uint64_t l = iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		uint64_t take = l - off < len ? l - off : len;
+
+		memcpy(dst, (const uint8_t *)iov[i].iov_base + off, take);
+		dst += take;
+		len -= take;
+		off = 0;
+	}
+}
+
+/* A registered bounce buffer of ours, as one piece (length set by the caller). */
+static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct piece *pc)
+{
+	struct rr_conn *c = s->conn;
+	uint64_t regs = 0;
+	uint32_t lkey;
+	void *buf;
+
+	if (len > c->big->buf_size || s->nbounce >= RR_PCL_MAX_WRITE_CHUNKS + 1)
+		return false;
+	buf = rr_big_get(c->big, &lkey, &regs);
+	if (regs)
+		RR_STAT_ADD(c, registrations, regs);
+	if (!buf)
+		return false;
+	s->bounce[s->nbounce++] = buf;
+	pc->addr = buf;
+	pc->len = (uint32_t)len;
+	pc->lkey = lkey;
+	return true;
+}
+
+/* A bounce buffer holding a copy of a stream range. */
+static bool bounce(struct rr_send_ctx *s, const struct iovec *iov, int iovcnt, uint64_t off,
+		   uint64_t len, struct piece *pc)
+{
+	if (!bounce_alloc(s, len, pc))
+		return false;
+	stream_copy(iov, iovcnt, off, len, (uint8_t *)pc->addr);
+	return true;
+}
+
+/*
+ * RDMA Writes placing the pieces into a chunk's segments in order. A Write
+ * targets one segment and gathers up to RR_SGE_PER_WR pieces. Returns false
+ * if the chunk is too small or the context runs out of WRs/SGEs.
+ */
+static bool emit_writes(struct rr_send_ctx *s, const struct rr_pcl *pcl, const struct rr_chunk *ch,
+			const struct piece *pc, int npc, unsigned int *nsge)
+{
+	unsigned int si = 0;
+	uint32_t so = 0;
+	int pi = 0;
+	uint32_t po = 0;
+
+	while (pi < npc) {
+		const struct rr_segment *seg;
+		struct fab_send_wr *wr;
+
+		if (si >= ch->nsegs)
+			return false;
+		seg = &pcl->segs[ch->first + si];
+		wr = next_wr(s);
+		if (!wr)
+			return false;
+		wr->wr_id = RR_WRID_WRITE;
+		wr->opcode = FAB_WR_RDMA_WRITE;
+		wr->remote_addr = seg->offset + so;
+		wr->rkey = seg->handle;
+		wr->sg_list = &s->sge[*nsge];
+		wr->num_sge = 0;
+		while (pi < npc && so < seg->length && wr->num_sge < RR_SGE_PER_WR) {
+			uint32_t take = pc[pi].len - po;
+
+			if (take > seg->length - so)
+				take = seg->length - so;
+			if (*nsge >= RR_SEND_MAX_SGE)
+				return false;
+			s->sge[*nsge].addr = (void *)(pc[pi].addr + po);
+			s->sge[*nsge].length = take;
+			s->sge[*nsge].lkey = pc[pi].lkey;
+			(*nsge)++;
+			wr->num_sge++;
+			so += take;
+			po += take;
+			if (po == pc[pi].len) {
+				pi++;
+				po = 0;
+			}
+		}
+		if (so == seg->length) {
+			si++;
+			so = 0;
+		}
+	}
+	return true;
+}
+
+/* The one rkey of the call, if exactly one distinct rkey appears in it. */
+static bool single_rkey(const struct rr_pcl *p, uint32_t *rkey)
+{
+	if (p->nsegs == 0)
+		return false;
+	for (unsigned int i = 1; i < p->nsegs; i++)
+		if (p->segs[i].handle != p->segs[0].handle)
+			return false;
+	*rkey = p->segs[0].handle;
+	return true;
+}
+
+/* Spans must be in stream order, inside the stream, one per Write chunk,
+ * each no larger than its chunk. */
+static bool plan_valid(const struct rr_pcl *p, const struct rr_reply_plan *plan, uint64_t total)
+{
+	uint64_t end = 0;
+	bool used[RR_PCL_MAX_WRITE_CHUNKS] = {false};
+
+	if (plan->nspans > RR_PCL_MAX_WRITE_CHUNKS)
+		return false;
+	for (unsigned int i = 0; i < plan->nspans; i++) {
+		const struct rr_payload_span *sp = &plan->spans[i];
+
+		if (sp->chunk >= p->n_write || used[sp->chunk] || sp->offset < end ||
+		    sp->offset + sp->length > total || sp->length > p->write[sp->chunk].length)
+			return false;
+		used[sp->chunk] = true;
+		end = sp->offset + sp->length;
+	}
+	return true;
+}
+
+/* Bytes of the stream that stay out of the Write chunks: payload plus its
+ * XDR pad (clipped to the stream) are skipped. */
+struct inline_range {
+	uint64_t off, len;
+};
+
+static int inline_ranges(const struct rr_reply_plan *plan, uint64_t total,
+			 struct inline_range *r, uint64_t *inline_len)
+{
+	uint64_t cur = 0, sum = 0;
+	int n = 0;
+
+	for (unsigned int i = 0; i < plan->nspans; i++) {
+		const struct rr_payload_span *sp = &plan->spans[i];
+		uint64_t skip_end = sp->offset + rr_xdr_roundup(sp->length);
+
+		if (skip_end > total)
+			skip_end = total;
+		if (sp->offset > cur) {
+			r[n].off = cur;
+			r[n].len = sp->offset - cur;
+			sum += r[n].len;
+			n++;
+		}
+		if (skip_end > cur)
+			cur = skip_end;
+	}
+	if (total > cur) {
+		r[n].off = cur;
+		r[n].len = total - cur;
+		sum += r[n].len;
+		n++;
+	}
+	*inline_len = sum;
+	return n;
+}
+
+static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_done_fn done,
+			  void *done_arg)
+{
+	uint32_t xid = ctx->pcl.xid;
+
+	RR_STAT_ADD(c, not_delivered, 1);
+	rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
+	if (done)
+		done(done_arg);
+	if (c->srv->ops.reply_not_delivered)
+		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
+	rr_call_free(ctx);
+}
+
+int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
+	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+{
+	static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
+	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
+	struct rr_conn *c = ctx->conn;
+	const struct rr_pcl *p = &ctx->pcl;
+	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
+	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS] = {0};
+	uint64_t total = 0, inline_len, write_bytes = 0;
+	uint32_t max_inline, rkey;
+	unsigned int nsge = 1; /* sge[0] is the Send's */
+	struct rr_send_ctx *s;
+	struct fab_send_wr *send;
+	ssize_t hdr_len;
+	int nranges;
+	bool use_reply_chunk;
+
+	if (!plan)
+		plan = &no_spans;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+
+	if (c->state != RR_CONN_UP) {
+		if (done)
+			done(done_arg);
+		rr_call_free(ctx);
+		return -ENOTCONN;
+	}
+	if (!plan->deliverable || !plan_valid(p, plan, total)) {
+		not_delivered(c, ctx, done, done_arg);
+		return 0;
+	}
+	s = send_ctx_get(c);
+	if (!s) {
+		if (done)
+			done(done_arg);
+		rr_call_free(ctx);
+		rr_conn_close(c, "no send context");
+		return -ENOMEM;
+	}
+
+	/* Payload spans by RDMA Write, zero-copy when registered. */
+	for (unsigned int i = 0; i < plan->nspans; i++) {
+		const struct rr_payload_span *sp = &plan->spans[i];
+		struct piece pc[RR_MAX_PIECES];
+		int npc = 0;
+
+		if (sp->length == 0)
+			continue;
+		if (!stream_pieces(c, iov, iovcnt, sp->offset, sp->length, pc, &npc)) {
+			if (!bounce(s, iov, iovcnt, sp->offset, sp->length, &pc[0]))
+				goto undeliverable;
+			npc = 1;
+			RR_STAT_ADD(c, payload_copies, sp->length);
+		}
+		if (!emit_writes(s, p, &p->write[sp->chunk], pc, npc, &nsge))
+			goto undeliverable;
+		written[sp->chunk] = sp->length;
+		write_bytes += sp->length;
+	}
+
+	nranges = inline_ranges(plan, total, ranges, &inline_len);
+	max_inline = c->inl.max_send < c->srv->cfg.inline_size ? c->inl.max_send
+							       : c->srv->cfg.inline_size;
+	hdr_len = rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits, RR_PROC_MSG,
+				      written, 0);
+	if (hdr_len < 0)
+		goto undeliverable;
+	use_reply_chunk = (uint64_t)hdr_len + inline_len > max_inline;
+	if (use_reply_chunk) {
+		struct piece pc;
+
+		/* Long Reply: everything but the payloads goes to the Reply chunk. */
+		if (!p->has_reply || inline_len > p->reply.length)
+			goto undeliverable;
+		if (!bounce_alloc(s, inline_len, &pc))
+			goto undeliverable;
+		{
+			uint8_t *dst = (uint8_t *)pc.addr;
+
+			for (int i = 0; i < nranges; i++) {
+				stream_copy(iov, iovcnt, ranges[i].off, ranges[i].len, dst);
+				dst += ranges[i].len;
+			}
+		}
+		if (inline_len && !emit_writes(s, p, &p->reply, &pc, 1, &nsge))
+			goto undeliverable;
+		hdr_len = rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits,
+					      RR_PROC_NOMSG, written, inline_len);
+		if (hdr_len < 0 || (uint64_t)hdr_len > max_inline)
+			goto undeliverable;
+		write_bytes += inline_len;
+	} else {
+		uint8_t *dst = s->hdr + hdr_len;
+
+		for (int i = 0; i < nranges; i++) {
+			stream_copy(iov, iovcnt, ranges[i].off, ranges[i].len, dst);
+			dst += ranges[i].len;
+		}
+	}
+
+	s->sge[0].addr = s->hdr;
+	s->sge[0].length = (uint32_t)hdr_len + (use_reply_chunk ? 0 : (uint32_t)inline_len);
+	s->sge[0].lkey = c->send_pool.mr->lkey;
+	send = next_wr(s);
+	if (!send)
+		goto undeliverable;
+	send->wr_id = (uintptr_t)s | RR_WRID_SEND;
+	send->opcode = FAB_WR_SEND;
+	send->sg_list = &s->sge[0];
+	send->num_sge = 1;
+	send->signaled = true;
+	if (c->send_w_inv && single_rkey(p, &rkey)) {
+		send->opcode = FAB_WR_SEND_WITH_INV;
+		send->invalidate_rkey = rkey;
+		RR_STAT_ADD(c, send_w_inv, 1);
+	}
+
+	if (use_reply_chunk)
+		RR_STAT_ADD(c, replies_reply_chunk, 1);
+	else
+		RR_STAT_ADD(c, replies_inline, 1);
+	if (plan->nspans)
+		RR_STAT_ADD(c, replies_write_chunk, 1);
+	RR_STAT_ADD(c, rdma_write_bytes, write_bytes);
+
+	s->call = ctx;
+	s->done = done;
+	s->done_arg = done_arg;
+	ctx->state = RR_CALL_REPLYING;
+	post_or_queue(c, s);
+	return 0;
+
+undeliverable:
+	/* Nothing was posted: drop the chain, answer ERR_CHUNK instead. */
+	s->nwr = 0;
+	send_ctx_release(s);
+	not_delivered(c, ctx, done, done_arg);
+	return 0;
+}
+
+void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
+{
+	struct rr_send_ctx *s;
+
+	if (wc->status != FAB_WC_SUCCESS) {
+		if (wc->status == FAB_WC_RNR_RETRY_EXC_ERR)
+			RR_STAT_ADD(c, rnr_disconnects, 1);
+		if (wc->status != FAB_WC_WR_FLUSH_ERR)
+			rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR
+						 ? "RDMA Write/Send: remote access error"
+						 : "Send failed");
+	}
+	/* A failed unsignalled Write carries no context; its chain's Send
+	 * completes (flushed) and releases everything. */
+	if ((wc->wr_id & RR_WRID_MASK) != RR_WRID_SEND)
+		return;
+	s = (struct rr_send_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
+
+	pthread_mutex_lock(&c->lock);
+	if (c->state != RR_CONN_CLOSING)
+		c->sq_avail += s->nwr;
+	/* Queued chains go out in order as room appears. */
+	while (c->state != RR_CONN_CLOSING && c->pend_head && c->sq_avail >= c->pend_head->nwr) {
+		struct rr_send_ctx *q = c->pend_head;
+		struct fab_send_wr *bad;
+
+		c->pend_head = q->next_pending;
+		if (!c->pend_head)
+			c->pend_tail = NULL;
+		c->sq_avail -= q->nwr;
+		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
+			/* Put it back; closing releases it. */
+			q->next_pending = c->pend_head;
+			c->pend_head = q;
+			if (!c->pend_tail)
+				c->pend_tail = q;
+			pthread_mutex_unlock(&c->lock);
+			rr_conn_close(c, "posting a Send failed");
+			pthread_mutex_lock(&c->lock);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	send_ctx_release(s);
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_server.c - the listener and the event thread: connection management
+ * events, completion queues and wake-ups are all handled on one thread, so
+ * the receive path needs no locks of its own. Upper layers answer calls from
+ * their own threads through rr_reply() (rr_send.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rpcrdma/rr_internal.h"
+
+#define TAG_CM ((void *)1)
+#define TAG_KICK ((void *)2)
+
+void rr_log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "rpcrdma: %s\n", line);
+}
+
+void rr_config_default(struct rr_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->credits = 64;	/* svcrdma's RPCRDMA_MAX_REQUESTS in 5.x/6.x */
+	cfg->bc_credits = 2;	/* RPCRDMA_MAX_BC_REQUESTS */
+	cfg->recv_batch = 8;
+	cfg->inline_size = 4096; /* RPCRDMA_DEF_INLINE_THRESH */
+	cfg->max_ord = 16;	/* svcrdma_ord */
+	cfg->max_conns = 1024;
+	rr_hdr_limits_default(&cfg->limits);
+}
+
+static int check_config(const struct rr_config *c)
+{
+	if (c->credits < 1 || c->credits > 16384)
+		return -EINVAL;
+	if (c->inline_size < 1024 || c->inline_size > 65536)
+		return -EINVAL;
+	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
+		return -EINVAL;
+	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
+	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||
+	    c->limits.max_segs > RR_PCL_MAX_SEGS)
+		return -EINVAL;
+	return 0;
+}
+
+void rr_server_kick(struct rr_server *srv)
+{
+	uint64_t one = 1;
+
+	if (write(srv->kickfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		rr_log("kick: %s", strerror(errno));
+}
+
+int rr_server_epoll_add(struct rr_server *srv, int fd, void *tag)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+
+	return epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+void rr_server_epoll_del(struct rr_server *srv, int fd)
+{
+	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
+{
+	struct rr_bigpool *bp = NULL;
+
+	pthread_mutex_lock(&srv->lock);
+	for (unsigned int i = 0; i < srv->nbigpools; i++)
+		if (srv->bigpools[i]->pd == pd)
+			bp = srv->bigpools[i];
+	if (!bp && srv->nbigpools < sizeof(srv->bigpools) / sizeof(srv->bigpools[0])) {
+		bp = calloc(1, sizeof(*bp));
+		if (bp) {
+			bp->pd = pd;
+			/* One chunk's worth plus room for an XDR pad. */
+			bp->buf_size = (srv->cfg.limits.max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
+			bp->max = RR_BIG_MAX;
+			pthread_mutex_init(&bp->lock, NULL);
+			srv->bigpools[srv->nbigpools++] = bp;
+		}
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return bp;
+}
+
+int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_config *cfg,
+		     const struct rr_upper_ops *ops, void *ctx, struct rr_server **out)
+{
+	struct rr_server *srv;
+	int ret;
+
+	ret = check_config(cfg);
+	if (ret)
+		return ret;
+	if (!ops || !ops->call)
+		return -EINVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->fab = fab;
+	srv->cfg = *cfg;
+	srv->ops = *ops;
+	srv->ctx = ctx;
+	srv->epfd = -1;
+	srv->kickfd = -1;
+	pthread_mutex_init(&srv->lock, NULL);
+
+	ret = fab_channel_create(fab, &srv->ch);
+	if (ret)
+		goto err;
+	ret = fab_listen(fab, srv->ch, addr, 128, &srv->listener);
+	if (ret) {
+		rr_log("listen on %s failed: %s (%s)", addr, strerror(-ret), fab_last_error());
+		goto err;
+	}
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	srv->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (srv->epfd < 0 || srv->kickfd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ret = rr_server_epoll_add(srv, fab_channel_fd(srv->ch), TAG_CM);
+	if (!ret)
+		ret = rr_server_epoll_add(srv, srv->kickfd, TAG_KICK);
+	if (ret)
+		goto err;
+	*out = srv;
+	return 0;
+err:
+	if (srv->listener)
+		fab_listener_destroy(srv->listener);
+	if (srv->ch)
+		fab_channel_destroy(srv->ch);
+	if (srv->epfd >= 0)
+		close(srv->epfd);
+	if (srv->kickfd >= 0)
+		close(srv->kickfd);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+	return ret;
+}
+
+static void handle_cm(struct rr_server *srv)
+{
+	struct fab_cm_event ev;
+
+	while (fab_channel_get_event(srv->ch, &ev) == 0) {
+		struct rr_conn *c;
+
+		if (ev.type == FAB_CM_CONNECT_REQUEST) {
+			if (atomic_load(&srv->stopping))
+				fab_reject(ev.conn, NULL, 0), fab_conn_destroy(ev.conn);
+			else
+				rr_conn_connect_request(srv, &ev);
+			continue;
+		}
+		c = ev.conn ? fab_conn_get_context(ev.conn) : NULL;
+		if (c)
+			rr_conn_cm_event(c, &ev);
+	}
+}
+
+/* Work that other threads asked for: refills and queued reads. */
+static void handle_kick(struct rr_server *srv)
+{
+	uint64_t v;
+	struct rr_conn *c;
+
+	if (read(srv->kickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		rr_log("kick read: %s", strerror(errno));
+	pthread_mutex_lock(&srv->lock);
+	for (c = srv->conns; c; c = c->next) {
+		if (c->state != RR_CONN_UP)
+			continue;
+		rr_recv_refill(c);
+		rr_read_pump(c);
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void close_all(struct rr_server *srv)
+{
+	struct rr_conn *c;
+
+	pthread_mutex_lock(&srv->lock);
+	for (c = srv->conns; c; c = c->next)
+		rr_conn_close(c, "server shutting down");
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void *event_thread(void *arg)
+{
+	struct rr_server *srv = arg;
+	struct epoll_event evs[32];
+	struct timespec deadline = {0};
+	bool closing = false;
+
+	for (;;) {
+		int n = epoll_wait(srv->epfd, evs, 32, 100);
+
+		for (int i = 0; i < n; i++) {
+			void *tag = evs[i].data.ptr;
+
+			if (tag == TAG_CM) {
+				handle_cm(srv);
+			} else if (tag == TAG_KICK) {
+				handle_kick(srv);
+			} else {
+				struct rr_conn *c = tag;
+
+				fab_cq_get_event(c->cq);
+				rr_conn_poll_cq(c);
+			}
+		}
+		rr_conn_reap(srv);
+
+		if (atomic_load(&srv->stopping)) {
+			struct timespec now;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (!closing) {
+				closing = true;
+				deadline = now;
+				deadline.tv_sec += 10;
+				close_all(srv);
+			}
+			if (srv->nconns == 0)
+				break;
+			if (now.tv_sec > deadline.tv_sec) {
+				rr_log("%u connection(s) still referenced at shutdown", srv->nconns);
+				break;
+			}
+		}
+	}
+	return NULL;
+}
+
+int rr_server_start(struct rr_server *srv)
+{
+	int ret = pthread_create(&srv->thread, NULL, event_thread, srv);
+
+	if (ret)
+		return -ret;
+	srv->started = true;
+	return 0;
+}
+
+void rr_server_destroy(struct rr_server *srv)
+{
+	if (!srv)
+		return;
+	atomic_store(&srv->stopping, true);
+	if (srv->started) {
+		rr_server_kick(srv);
+		pthread_join(srv->thread, NULL);
+	} else {
+		close_all(srv);
+	}
+	fab_listener_destroy(srv->listener);
+	for (unsigned int i = 0; i < srv->nbigpools; i++) {
+		struct rr_bigpool *bp = srv->bigpools[i];
+
+		for (uint32_t j = 0; j < bp->n; j++) {
+			fab_mr_dereg(bp->mr[j]);
+			free(bp->buf[j]);
+		}
+		pthread_mutex_destroy(&bp->lock);
+		free(bp);
+	}
+	fab_channel_destroy(srv->ch);
+	close(srv->epfd);
+	close(srv->kickfd);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}
+
+void rr_counters_read(struct rr_counters *c, struct rr_stats *o)
+{
+#define RD(f) o->f = atomic_load_explicit(&c->f, memory_order_relaxed)
+	RD(conns_accepted);
+	RD(conns_active);
+	RD(calls);
+	RD(calls_with_read_chunks);
+	RD(long_calls);
+	RD(replies_inline);
+	RD(replies_reply_chunk);
+	RD(replies_write_chunk);
+	RD(rdma_read_bytes);
+	RD(rdma_write_bytes);
+	RD(err_chunk_sent);
+	RD(err_vers_sent);
+	RD(dropped);
+	RD(not_delivered);
+	RD(rnr_disconnects);
+	RD(disconnects);
+	RD(send_w_inv);
+	RD(registrations);
+	RD(payload_copies);
+	RD(recv_mem_bytes);
+	RD(bc_replies);
+	RD(credit_grant);
+#undef RD
+}
+
+void rr_server_stats(struct rr_server *srv, struct rr_stats *out)
+{
+	rr_counters_read(&srv->st, out);
+}
+
+void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out)
+{
+	rr_counters_read(&conn->st, out);
+}

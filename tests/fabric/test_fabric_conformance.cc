@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_fabric_conformance.cc - RC semantics every fab.h provider must show.
+ *
+ * Written once against fab.h. CI runs it on "soft"; with a device, run it on
+ * "verbs" with RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=<local IP>. Cases that
+ * only make sense on "soft" (its fault hooks, unix sockets) skip on "verbs".
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "fabric/fab_soft.h"
+#include "fab_test_util.h"
+
+using namespace fabtest;
+
+namespace {
+
+class FabConf : public ::testing::Test {
+protected:
+	struct fab_fabric *fab = nullptr;
+	struct fab_channel *sch = nullptr, *cch = nullptr;
+	struct fab_cq *s_scq = nullptr, *s_rcq = nullptr, *c_scq = nullptr, *c_rcq = nullptr;
+	struct fab_listener *lis = nullptr;
+	struct fab_conn *sc = nullptr, *cc = nullptr;
+	struct fab_pd *pd = nullptr;
+	struct fab_qp_caps caps = { 32, 32, 4, 4 };
+	std::string addr;
+	bool soft = false;
+	struct fab_cm_event s_req = {}, c_est = {};
+
+	void SetUp() override
+	{
+		int rc = fab_open(nullptr, &fab);
+
+		if (rc == -ENODEV)
+			GTEST_SKIP() << "no RDMA device: " << fab_last_error();
+		ASSERT_EQ(rc, 0) << fab_last_error();
+		soft = provider_is_soft(fab);
+		ASSERT_EQ(fab_channel_create(fab, &sch), 0);
+		ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+		ASSERT_EQ(fab_cq_create(fab, 64, &s_scq), 0);
+		ASSERT_EQ(fab_cq_create(fab, 64, &s_rcq), 0);
+		ASSERT_EQ(fab_cq_create(fab, 64, &c_scq), 0);
+		ASSERT_EQ(fab_cq_create(fab, 64, &c_rcq), 0);
+		ASSERT_EQ(fab_pd_get(fab, &pd), 0);
+	}
+
+	void TearDown() override
+	{
+		fab_conn_destroy(sc);
+		fab_conn_destroy(cc);
+		fab_listener_destroy(lis);
+		fab_cq_destroy(s_scq);
+		fab_cq_destroy(s_rcq);
+		fab_cq_destroy(c_scq);
+		fab_cq_destroy(c_rcq);
+		fab_channel_destroy(sch);
+		fab_channel_destroy(cch);
+		fab_close(fab);
+	}
+
+	void listen(bool tcp = false)
+	{
+		addr = listen_addr(fab, tcp);
+		ASSERT_EQ(fab_listen(fab, sch, addr.c_str(), 8, &lis), 0) << fab_last_error();
+	}
+
+	/* Connect cc -> sc; before accepting, prepost server receives via prepost(). */
+	template <typename F>
+	void connect_pair(F prepost, const struct fab_conn_param *cp = nullptr,
+			  const struct fab_conn_param *ap = nullptr)
+	{
+		struct fab_conn_param def = {};
+		struct fab_cm_event ev;
+
+		def.responder_resources = 4;
+		def.initiator_depth = 4;
+		if (!lis)
+			listen();
+		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, cp ? cp : &def,
+				      &cc),
+			  0)
+			<< fab_last_error();
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &s_req));
+		sc = s_req.conn;
+		EXPECT_EQ(s_req.listener, lis);
+		ASSERT_EQ(fab_conn_create_qp(sc, s_scq, s_rcq, &caps), 0) << fab_last_error();
+		prepost();
+		ASSERT_EQ(fab_accept(sc, ap ? ap : &def), 0) << fab_last_error();
+		ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &c_est));
+		EXPECT_EQ(c_est.conn, cc);
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+		EXPECT_EQ(ev.conn, sc);
+	}
+
+	void connect_pair()
+	{
+		connect_pair([] {});
+	}
+
+	/* Expect the next completion on cq to be (id, status). */
+	void expect_wc(struct fab_cq *cq, uint64_t id, enum fab_wc_status st,
+		       struct fab_wc *out = nullptr)
+	{
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(cq, &wc)) << "no completion for wr_id " << id;
+		EXPECT_EQ(wc.wr_id, id);
+		EXPECT_EQ(wc.status, st) << "wr_id " << id;
+		if (out)
+			*out = wc;
+	}
+};
+
+TEST_F(FabConf, WriteThenSendOrdering)
+{
+	Buf target, msg, src, cmsg;
+
+	ASSERT_EQ(target.reg(pd, 256 * 1024, kAll), 0);
+	ASSERT_EQ(msg.reg(pd, 256, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, msg, 0, 256, 7), 0); });
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 256 * 1024, kAll), 0);
+	ASSERT_EQ(cmsg.reg(fab_conn_pd(cc), 256, kAll), 0);
+	src.fill(3);
+	cmsg.fill(9);
+	/* Four unsignalled Writes, then the Send that announces them. */
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, i * 65536, 65536, 100 + i,
+					false, target.raddr(i * 65536), target.mr->rkey),
+			  0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cmsg, 0, 64, 200), 0);
+	struct fab_wc wc;
+	expect_wc(s_rcq, 7, FAB_WC_SUCCESS, &wc);
+	EXPECT_EQ(wc.opcode, FAB_WC_RECV);
+	EXPECT_EQ(wc.byte_len, 64u);
+	EXPECT_EQ(wc.conn, sc);
+	EXPECT_TRUE(target.check(3)) << "Writes not visible when the Send arrived";
+	EXPECT_EQ(memcmp(msg.p(), cmsg.p(), 64), 0);
+	expect_wc(c_scq, 200, FAB_WC_SUCCESS, &wc);
+	EXPECT_EQ(wc.opcode, FAB_WC_SEND);
+	EXPECT_EQ(wc.conn, cc);
+	EXPECT_TRUE(cq_quiet(c_scq)) << "unsignalled Writes produced completions";
+
+	struct fab_stats st;
+	fab_get_stats(fab, &st);
+	EXPECT_GE(st.wr_posted[FAB_WR_RDMA_WRITE], 4u);
+	EXPECT_GE(st.bytes[FAB_WR_RDMA_WRITE], 4u * 65536);
+	EXPECT_GE(st.wr_posted[FAB_WR_SEND], 1u);
+	EXPECT_GE(st.registrations, 4u);
+}
+
+TEST_F(FabConf, RdmaRead)
+{
+	Buf remote, local;
+
+	ASSERT_EQ(remote.reg(pd, 100000, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ), 0);
+	remote.fill(5);
+	connect_pair();
+	ASSERT_EQ(local.reg(fab_conn_pd(cc), 100000, FAB_ACCESS_LOCAL_WRITE), 0);
+	/* Two SGEs on the local side scatter one Read. */
+	struct fab_sge sg[2] = { local.sge(0, 30000), local.sge(30000, 70000) };
+	struct fab_send_wr wr = {};
+	wr.wr_id = 11;
+	wr.opcode = FAB_WR_RDMA_READ;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	wr.signaled = true;
+	wr.remote_addr = remote.raddr();
+	wr.rkey = remote.mr->rkey;
+	ASSERT_EQ(fab_post_send(cc, &wr, nullptr), 0);
+	struct fab_wc wc;
+	expect_wc(c_scq, 11, FAB_WC_SUCCESS, &wc);
+	EXPECT_EQ(wc.opcode, FAB_WC_RDMA_READ);
+	EXPECT_TRUE(local.check(5));
+}
+
+TEST_F(FabConf, RnrMovesBothQpsToError)
+{
+	Buf b, sb;
+
+	ASSERT_EQ(b.reg(pd, 4096, kAll), 0);
+	connect_pair();	/* no receives posted on the server */
+	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
+	expect_wc(c_scq, 1, FAB_WC_RNR_RETRY_EXC_ERR);
+	/* The sender's QP is in error: what follows is flushed. */
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 2), 0);
+	expect_wc(c_scq, 2, FAB_WC_WR_FLUSH_ERR);
+	if (!soft)
+		return;	/* on IB the responder QP survives an RNR NAK */
+	ASSERT_EQ(post_one_recv(sc, b, 0, 4096, 3), 0);
+	expect_wc(s_rcq, 3, FAB_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(FabConf, BadRkeyIsRemoteAccessError)
+{
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 512, 1, true, target.raddr(),
+				target.mr->rkey ^ 0x00ffff00u),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 512, 2, true, target.raddr(),
+				target.mr->rkey),
+		  0);
+	expect_wc(c_scq, 2, FAB_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(FabConf, OutOfBoundsIsRemoteAccessError)
+{
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	/* Ends 8 bytes past the region. */
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_READ, src, 0, 64, 1, true, target.raddr(4096 - 56),
+				target.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(FabConf, WriteOutOfBoundsIsRemoteAccessError)
+{
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 8192, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 4097, 1, true, target.raddr(),
+				target.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(target.p()[0], 0) << "a failed Write touched memory";
+}
+
+TEST_F(FabConf, AccessRightsViolation)
+{
+	Buf ro, src;
+
+	/* Readable only: a Write must fail on the owning side. */
+	ASSERT_EQ(ro.reg(pd, 4096, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	src.fill(1);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 128, 1, true, ro.raddr(),
+				ro.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(ro.p()[0], 0);
+}
+
+TEST_F(FabConf, ReadNeedsRemoteReadRight)
+{
+	Buf wo, dst;
+
+	ASSERT_EQ(wo.reg(pd, 4096, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE), 0);
+	connect_pair();
+	ASSERT_EQ(dst.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_READ, dst, 0, 128, 1, true, wo.raddr(),
+				wo.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(FabConf, SendWithInvalidate)
+{
+	if (!soft)
+		GTEST_SKIP() << "remote invalidate needs FRWR-registered MRs on verbs";
+	Buf cbuf, crecv, smsg, ssrc;
+
+	connect_pair();
+	/* The requester (client) exposes cbuf; the responder invalidates it with its reply. */
+	ASSERT_EQ(cbuf.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(crecv.reg(fab_conn_pd(cc), 1024, kAll), 0);
+	ASSERT_EQ(smsg.reg(pd, 1024, kAll), 0);
+	ASSERT_EQ(ssrc.reg(pd, 4096, kAll), 0);
+	ASSERT_EQ(post_one_recv(cc, crecv, 0, 1024, 50), 0);
+	/* Before: the Write works. */
+	ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_WRITE, ssrc, 0, 256, 1, true, cbuf.raddr(),
+				cbuf.mr->rkey),
+		  0);
+	expect_wc(s_scq, 1, FAB_WC_SUCCESS);
+	ASSERT_EQ(post_one_send(sc, FAB_WR_SEND_WITH_INV, smsg, 0, 100, 2, true, 0, 0,
+				cbuf.mr->rkey),
+		  0);
+	expect_wc(s_scq, 2, FAB_WC_SUCCESS);
+	struct fab_wc wc;
+	expect_wc(c_rcq, 50, FAB_WC_SUCCESS, &wc);
+	EXPECT_TRUE(wc.with_inv);
+	EXPECT_EQ(wc.inv_rkey, cbuf.mr->rkey);
+	EXPECT_EQ(wc.byte_len, 100u);
+	/* After: the invalidated rkey is refused. */
+	ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_WRITE, ssrc, 0, 256, 3, true, cbuf.raddr(),
+				cbuf.mr->rkey),
+		  0);
+	expect_wc(s_scq, 3, FAB_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(FabConf, DisconnectFlushesEverything)
+{
+	Buf sb, cb;
+
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] {
+		for (int i = 0; i < 4; i++)
+			ASSERT_EQ(post_one_recv(sc, sb, i * 1024, 1024, 10 + i), 0);
+	});
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(post_one_recv(cc, cb, i * 1024, 1024, 20 + i), 0);
+	ASSERT_EQ(fab_disconnect(cc), 0);
+	struct fab_cm_event ev;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	EXPECT_EQ(ev.conn, cc);
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	EXPECT_EQ(ev.conn, sc);
+	for (int i = 0; i < 2; i++)
+		expect_wc(c_rcq, 20 + i, FAB_WC_WR_FLUSH_ERR);
+	if (soft) {
+		for (int i = 0; i < 4; i++)
+			expect_wc(s_rcq, 10 + i, FAB_WC_WR_FLUSH_ERR);
+	} else {
+		/* rdma_cm leaves the passive QP's state to the consumer. */
+		ASSERT_EQ(fab_disconnect(sc), 0);
+		for (int i = 0; i < 4; i++)
+			expect_wc(s_rcq, 10 + i, FAB_WC_WR_FLUSH_ERR);
+	}
+	/* A second disconnect is harmless and raises no new event. */
+	EXPECT_EQ(fab_disconnect(cc), 0);
+	EXPECT_FALSE(wait_event(cch, &ev, 100));
+}
+
+TEST_F(FabConf, PrivateDataOnConnectAndAccept)
+{
+	uint8_t req[FAB_PRIVATE_DATA_MAX], rep[40];
+	struct fab_conn_param cp = {}, ap = {};
+
+	for (size_t i = 0; i < sizeof(req); i++)
+		req[i] = (uint8_t)(0xa0 + i);
+	for (size_t i = 0; i < sizeof(rep); i++)
+		rep[i] = (uint8_t)(0x30 + i);
+	cp.private_data = req;
+	cp.private_data_len = sizeof(req);
+	cp.responder_resources = 3;
+	cp.initiator_depth = 5;
+	ap.private_data = rep;
+	ap.private_data_len = sizeof(rep);
+	ap.responder_resources = 5;
+	ap.initiator_depth = 3;
+	connect_pair([] {}, &cp, &ap);
+	ASSERT_GE(s_req.private_data_len, sizeof(req));
+	EXPECT_EQ(memcmp(s_req.private_data, req, sizeof(req)), 0);
+	EXPECT_EQ(s_req.responder_resources, 3);
+	EXPECT_EQ(s_req.initiator_depth, 5);
+	/* IB pads the REP's private data; the bytes sent come first. */
+	ASSERT_GE(c_est.private_data_len, sizeof(rep));
+	EXPECT_EQ(memcmp(c_est.private_data, rep, sizeof(rep)), 0);
+	EXPECT_EQ(c_est.responder_resources, 5);
+	EXPECT_EQ(c_est.initiator_depth, 3);
+	EXPECT_NE(std::string(fab_conn_peer(sc)), "");
+}
+
+TEST_F(FabConf, PrivateDataOnReject)
+{
+	uint8_t rej[20];
+	struct fab_cm_event ev;
+
+	for (size_t i = 0; i < sizeof(rej); i++)
+		rej[i] = (uint8_t)(0x11 * i);
+	listen();
+	struct fab_conn_param cp = {};
+	ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, &cp, &cc), 0);
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+	sc = ev.conn;
+	ASSERT_EQ(fab_reject(sc, rej, sizeof(rej)), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_REJECTED, &ev));
+	EXPECT_EQ(ev.conn, cc);
+	ASSERT_GE(ev.private_data_len, sizeof(rej));
+	EXPECT_EQ(memcmp(ev.private_data, rej, sizeof(rej)), 0);
+	/* Too much private data is refused up front. */
+	uint8_t big[FAB_PRIVATE_DATA_MAX + 1] = {};
+	EXPECT_EQ(fab_reject(sc, big, sizeof(big)), -EINVAL);
+}
+
+TEST_F(FabConf, ConnectToNobodyIsConnectError)
+{
+	if (!soft)
+		GTEST_SKIP() << "address resolution timing differs on verbs";
+	struct fab_cm_event ev;
+
+	ASSERT_EQ(fab_connect(fab, cch, "unix:/tmp/rr-fab-nobody-listens.sock", c_scq, c_rcq,
+			      &caps, nullptr, &cc),
+		  0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
+	EXPECT_EQ(ev.conn, cc);
+	EXPECT_LT(ev.status, 0);
+}
+
+TEST_F(FabConf, ReceiveTooSmallIsLengthError)
+{
+	Buf sb, cb;
+
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] {
+		ASSERT_EQ(post_one_recv(sc, sb, 0, 16, 1), 0);
+		ASSERT_EQ(post_one_recv(sc, sb, 16, 16, 2), 0);
+	});
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 64, 9), 0);
+	expect_wc(s_rcq, 1, FAB_WC_LOC_LEN_ERR);
+	expect_wc(s_rcq, 2, FAB_WC_WR_FLUSH_ERR);
+	struct fab_wc wc;
+	ASSERT_TRUE(wait_wc(c_scq, &wc));
+	EXPECT_EQ(wc.wr_id, 9u);
+	EXPECT_NE(wc.status, FAB_WC_SUCCESS);
+}
+
+TEST_F(FabConf, ChainWithOneSignalledCompletion)
+{
+	Buf target, msg, src;
+
+	ASSERT_EQ(target.reg(pd, 3 * 8192, kAll), 0);
+	ASSERT_EQ(msg.reg(pd, 256, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, msg, 0, 256, 1), 0); });
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 3 * 8192 + 256, kAll), 0);
+	src.fill(4);
+	struct fab_sge sg[4];
+	struct fab_send_wr wr[4] = {};
+	for (int i = 0; i < 3; i++) {
+		sg[i] = src.sge(i * 8192, 8192);
+		wr[i].wr_id = 100 + i;
+		wr[i].opcode = FAB_WR_RDMA_WRITE;
+		wr[i].remote_addr = target.raddr(i * 8192);
+		wr[i].rkey = target.mr->rkey;
+	}
+	sg[3] = src.sge(3 * 8192, 32);
+	wr[3].wr_id = 200;
+	wr[3].opcode = FAB_WR_SEND;
+	wr[3].signaled = true;
+	for (int i = 0; i < 4; i++) {
+		wr[i].sg_list = &sg[i];
+		wr[i].num_sge = 1;
+		wr[i].next = i < 3 ? &wr[i + 1] : nullptr;
+	}
+	ASSERT_EQ(fab_post_send(cc, wr, nullptr), 0);
+	expect_wc(c_scq, 200, FAB_WC_SUCCESS);
+	EXPECT_TRUE(cq_quiet(c_scq));
+	expect_wc(s_rcq, 1, FAB_WC_SUCCESS);
+	EXPECT_TRUE(target.check(4));
+}
+
+TEST_F(FabConf, CqFdBecomesReadableAfterArm)
+{
+	Buf sb, cb;
+
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(fab_cq_arm(s_rcq), 0);
+	struct pollfd p = { fab_cq_fd(s_rcq), POLLIN, 0 };
+	EXPECT_EQ(poll(&p, 1, 0), 0) << "fd readable with nothing completed";
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 8, 2), 0);
+	ASSERT_EQ(poll(&p, 1, 5000), 1);
+	EXPECT_EQ(fab_cq_get_event(s_rcq), 0);
+	struct fab_wc wc;
+	ASSERT_EQ(fab_cq_poll(s_rcq, &wc, 1), 1);
+	EXPECT_EQ(wc.wr_id, 1u);
+	EXPECT_EQ(poll(&p, 1, 0), 0);
+}
+
+/* --- soft-only: fault hooks -------------------------------------------------- */
+
+TEST_F(FabConf, SoftFaultFailNextRead)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	Buf remote, local;
+
+	ASSERT_EQ(remote.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(local.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	struct fab_soft_fault f = {};
+	f.fail_next_read = true;
+	ASSERT_EQ(fab_soft_fault_set(cc, &f), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_READ, local, 0, 64, 1, true, remote.raddr(),
+				remote.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(FabConf, SoftFaultDropAfterWrs)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	Buf target, src;
+	struct fab_soft_fault f = {};
+
+	ASSERT_EQ(target.reg(pd, 65536, kAll), 0);
+	f.drop_after_wrs = 2;
+	ASSERT_EQ(fab_soft_fault_set_fabric(fab, &f), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 65536, kAll), 0);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 1024, i, true,
+					target.raddr(), target.mr->rkey),
+			  0);
+	struct fab_cm_event ev;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	int ok = 0, flushed = 0;
+	struct fab_wc wc;
+	for (int i = 0; i < 4; i++) {
+		ASSERT_TRUE(wait_wc(c_scq, &wc));
+		EXPECT_EQ(wc.wr_id, (uint64_t)i) << "completions out of order";
+		ok += wc.status == FAB_WC_SUCCESS;
+		flushed += wc.status == FAB_WC_WR_FLUSH_ERR;
+	}
+	EXPECT_LE(ok, 2);
+	EXPECT_GE(flushed, 2);
+}
+
+TEST_F(FabConf, SoftFaultDelayAndParse)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	struct fab_soft_fault f;
+
+	ASSERT_EQ(fab_soft_fault_parse("drop_after_bytes=100,drop_after_wrs=3,fail_next_read=1,"
+				       "fail_next_write=1,delay_us=20000",
+				       &f),
+		  0);
+	EXPECT_EQ(f.drop_after_bytes, 100u);
+	EXPECT_EQ(f.drop_after_wrs, 3u);
+	EXPECT_TRUE(f.fail_next_read);
+	EXPECT_TRUE(f.fail_next_write);
+	EXPECT_EQ(f.delay_us, 20000u);
+	EXPECT_EQ(fab_soft_fault_parse("bogus=1", &f), -EINVAL);
+	EXPECT_EQ(fab_soft_fault_parse("delay_us=abc", &f), -EINVAL);
+
+	Buf target, src;
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	struct fab_soft_fault d = {};
+	d.delay_us = 50000;
+	ASSERT_EQ(fab_soft_fault_set(cc, &d), 0);
+	long t0 = now_ms();
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 64, 1, true, target.raddr(),
+				target.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_SUCCESS);
+	EXPECT_GE(now_ms() - t0, 45);
+}
+
+/* --- two processes --------------------------------------------------------------- */
+
+/*
+ * The helper (fab_peer_helper) connects to us, advertising a 64 KiB region in
+ * its private data. We Read it, Write a new pattern, then Send; it checks its
+ * memory and answers with a Send carrying 1 (good) or 0.
+ */
+class FabTwoProc : public FabConf {
+protected:
+	void run(bool tcp)
+	{
+		if (!soft)
+			GTEST_SKIP() << "the helper speaks the soft provider";
+		listen(tcp);
+		pid_t pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			execl(FAB_PEER_HELPER, FAB_PEER_HELPER, addr.c_str(), (char *)nullptr);
+			_exit(127);
+		}
+		Buf rmsg, smsg, local;
+		struct fab_cm_event ev;
+		ASSERT_EQ(rmsg.reg(pd, 256, kAll), 0);
+		ASSERT_EQ(smsg.reg(pd, 256, kAll), 0);
+		ASSERT_EQ(local.reg(pd, 65536, kAll), 0);
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &s_req));
+		sc = s_req.conn;
+		ASSERT_EQ(s_req.private_data_len, 16);
+		uint64_t raddr;
+		uint32_t rkey, rlen;
+		memcpy(&raddr, s_req.private_data, 8);
+		memcpy(&rkey, s_req.private_data + 8, 4);
+		memcpy(&rlen, s_req.private_data + 12, 4);
+		ASSERT_EQ(rlen, 65536u);
+		ASSERT_EQ(fab_conn_create_qp(sc, s_scq, s_rcq, &caps), 0);
+		ASSERT_EQ(post_one_recv(sc, rmsg, 0, 256, 1), 0);
+		struct fab_conn_param ap = {};
+		ASSERT_EQ(fab_accept(sc, &ap), 0);
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_READ, local, 0, 65536, 2, true, raddr,
+					rkey),
+			  0);
+		expect_wc(s_scq, 2, FAB_WC_SUCCESS);
+		EXPECT_TRUE(local.check(77)) << "Read did not fetch the helper's pattern";
+		local.fill(13);
+		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_WRITE, local, 0, 65536, 3, false, raddr,
+					rkey),
+			  0);
+		ASSERT_EQ(post_one_send(sc, FAB_WR_SEND, smsg, 0, 8, 4), 0);
+		expect_wc(s_scq, 4, FAB_WC_SUCCESS);
+		struct fab_wc wc;
+		expect_wc(s_rcq, 1, FAB_WC_SUCCESS, &wc);
+		EXPECT_EQ(wc.byte_len, 4u);
+		uint32_t verdict;
+		memcpy(&verdict, rmsg.p(), 4);
+		EXPECT_EQ(verdict, 1u) << "helper saw wrong data after Write-then-Send";
+		ASSERT_EQ(fab_disconnect(sc), 0);
+		int status = 0;
+		long end = now_ms() + 5000;
+		pid_t w;
+		while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() < end)
+			usleep(10000);
+		if (w == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			FAIL() << "helper did not exit";
+		}
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(WEXITSTATUS(status), 0);
+	}
+};
+
+TEST_F(FabTwoProc, UnixSocket)
+{
+	run(false);
+}
+
+TEST_F(FabTwoProc, TcpLoopback)
+{
+	run(true);
+}
+
+/* --- verbs without a device ----------------------------------------------------- */
+
+TEST(FabVerbs, NoDeviceIsCleanEnodev)
+{
+	struct fab_fabric *f = nullptr;
+	int rc = fab_open("verbs", &f);
+
+	if (rc == 0) {
+		fab_close(f);
+		GTEST_SKIP() << "an RDMA device is present";
+	}
+	EXPECT_EQ(rc, -ENODEV);
+	EXPECT_EQ(f, nullptr);
+	EXPECT_NE(std::string(fab_last_error()), "");
+}
+
+TEST(FabOpen, UnknownProviderAndEnvDefault)
+{
+	struct fab_fabric *f = nullptr;
+
+	EXPECT_EQ(fab_open("nonsense", &f), -EINVAL);
+	EXPECT_NE(std::string(fab_last_error()).find("nonsense"), std::string::npos);
+	ASSERT_EQ(fab_open("soft", &f), 0);
+	EXPECT_EQ(std::string(fab_name(f)), "soft");
+	EXPECT_TRUE(fab_caps(f) & FAB_CAP_SEND_WITH_INV);
+	fab_close(f);
+}
+
+} // namespace

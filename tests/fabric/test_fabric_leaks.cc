@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_fabric_leaks.cc - connections must not leak fds, threads or memory:
+ * count /proc/self/fd and /proc/self/task around many connect/close cycles
+ * (memory is LeakSanitizer's job in the sanitizer build).
+ */
+#include <dirent.h>
+
+#include "fab_test_util.h"
+
+using namespace fabtest;
+
+namespace {
+
+int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (struct dirent *e = readdir(d))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Threads exit asynchronously from the kernel's view: give them a moment. */
+int settled_tasks(int want)
+{
+	int n = count_dir("/proc/self/task");
+
+	for (int i = 0; i < 100 && n != want; i++) {
+		usleep(10000);
+		n = count_dir("/proc/self/task");
+	}
+	return n;
+}
+
+void one_cycle(struct fab_fabric *fab, struct fab_channel *sch, struct fab_channel *cch,
+	       struct fab_cq *cq, struct fab_listener *lis, const std::string &addr, int i)
+{
+	struct fab_qp_caps caps = { 8, 8, 1, 1 };
+	struct fab_conn *cc = nullptr, *sc;
+	struct fab_cm_event ev;
+	struct fab_pd *pd;
+	Buf sb, cb;
+
+	(void)lis;
+	ASSERT_EQ(fab_pd_get(fab, &pd), 0);
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	ASSERT_EQ(cb.reg(pd, 4096, kAll), 0);
+	ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), cq, cq, &caps, nullptr, &cc), 0);
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+	sc = ev.conn;
+	ASSERT_EQ(fab_conn_create_qp(sc, cq, cq, &caps), 0);
+	ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0);
+	ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 2), 0);
+	ASSERT_EQ(fab_accept(sc, nullptr), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 100, 3), 0);
+	/* Alternate who hangs up; odd cycles destroy with work still outstanding. */
+	if (i % 2 == 0) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(cq, &wc));
+		ASSERT_TRUE(wait_wc(cq, &wc));
+		ASSERT_EQ(fab_disconnect(sc), 0);
+		ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	}
+	fab_conn_destroy(cc);
+	fab_conn_destroy(sc);
+	struct fab_wc wc[16];
+	while (fab_cq_poll(cq, wc, 16) > 0)
+		;
+}
+
+TEST(FabLeaks, ConnectCloseCyclesLeaveNothingBehind)
+{
+	struct fab_fabric *fab;
+	struct fab_channel *sch, *cch;
+	struct fab_listener *lis;
+	struct fab_cq *cq;
+
+	if (fab_open(nullptr, &fab) == -ENODEV)
+		GTEST_SKIP() << "no RDMA device";
+	/* Warm up once so lazily created process state is not counted. */
+	ASSERT_EQ(fab_channel_create(fab, &sch), 0);
+	fab_channel_destroy(sch);
+
+	int fds0 = count_dir("/proc/self/fd"), tasks0 = count_dir("/proc/self/task");
+	for (int round = 0; round < 3; round++) {
+		std::string addr = listen_addr(fab);
+
+		ASSERT_EQ(fab_channel_create(fab, &sch), 0);
+		ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+		ASSERT_EQ(fab_cq_create(fab, 64, &cq), 0);
+		ASSERT_EQ(fab_listen(fab, sch, addr.c_str(), 8, &lis), 0) << fab_last_error();
+		for (int i = 0; i < 20; i++) {
+			one_cycle(fab, sch, cch, cq, lis, addr, i);
+			if (HasFatalFailure())
+				return;
+		}
+		/* A request nobody accepted is freed with its channel. */
+		struct fab_conn *cc;
+		struct fab_qp_caps caps = { 4, 4, 1, 1 };
+		struct fab_cm_event ev;
+		struct fab_conn *cc2;
+		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), cq, cq, &caps, nullptr, &cc), 0);
+		ASSERT_TRUE(wait_event(sch, &ev));
+		fab_conn_destroy(ev.conn);	/* taken, never accepted */
+		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), cq, cq, &caps, nullptr, &cc2), 0);
+		struct pollfd p = { fab_channel_fd(sch), POLLIN, 0 };
+		ASSERT_EQ(poll(&p, 1, 5000), 1);	/* queued, never taken */
+		fab_listener_destroy(lis);
+		fab_channel_destroy(sch);
+		fab_conn_destroy(cc);
+		fab_conn_destroy(cc2);
+		fab_cq_destroy(cq);
+		fab_channel_destroy(cch);
+	}
+	EXPECT_EQ(count_dir("/proc/self/fd"), fds0);
+	EXPECT_EQ(settled_tasks(tasks0), tasks0);
+	fab_close(fab);
+}
+
+} // namespace
