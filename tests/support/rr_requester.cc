@@ -161,7 +161,7 @@ int Requester::setup(const RequesterOptions &o)
 		cp.private_data_len = uint8_t(pd.size());
 	}
 	cp.responder_resources = o.responder_resources;
-	cp.initiator_depth = 0;
+	cp.initiator_depth = o.initiator_depth;
 	cp.rnr_retry_count = 0;	/* like the Linux client: every RNR is visible */
 	cp.retry_count = 7;
 	rc = fab_connect(fab_, ch_, o.addr.c_str(), cq_, cq_, &caps, &cp, &conn_);

@@ -27,13 +27,15 @@
 
 namespace rrtest {
 
+struct ServerOpts {
+	std::vector<std::string> args;	/* after the address */
+	std::map<std::string, std::string> env;	/* e.g. RPCRDMA_SOFT_FAULT */
+	bool tcp = false;
+};
+
 class ServerProc {
       public:
-	struct Opts {
-		std::vector<std::string> args;	/* after the address */
-		std::map<std::string, std::string> env;	/* e.g. RPCRDMA_SOFT_FAULT */
-		bool tcp = false;
-	};
+	using Opts = ServerOpts;
 
 	ServerProc() = default;
 	~ServerProc()
@@ -51,7 +53,7 @@ class ServerProc {
 	}
 
 	/* Start and wait for READY; false (with why()) on failure. */
-	bool start(const Opts &o = Opts())
+	bool start(const Opts &o)
 	{
 		static std::atomic<int> seq{0};
 		char buf[128];
@@ -236,6 +238,7 @@ class ServerProc {
 				return decode(st);
 			}
 			if (left(end) <= 0) {
+				dump_stacks();
 				kill(pid_, SIGKILL);
 				waitpid(pid_, nullptr, 0);
 				pid_ = -1;
@@ -243,6 +246,17 @@ class ServerProc {
 			}
 			usleep(10000);
 		}
+	}
+	/* A hung server: print its threads' stacks (if gdb is there) for the log. */
+	void dump_stacks()
+	{
+		if (getenv("RR_TEST_NO_GDB") || access("/usr/bin/gdb", X_OK))
+			return;
+		fprintf(stderr, "rr_test_server %d did not exit; its threads:\n", int(pid_));
+		std::string cmd = "/usr/bin/gdb -p " + std::to_string(pid_) +
+				  " -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)' >&2";
+		if (system(cmd.c_str()) != 0)
+			fprintf(stderr, "(gdb failed)\n");
 	}
 	static int decode(int st)
 	{

@@ -200,7 +200,7 @@ static void reply_stat(struct rr_call *call, uint32_t xid, uint32_t stat)
  * the chunk can hold it); otherwise it is plain reply bytes and the engine
  * chooses inline or Reply chunk.
  */
-static void reply_opaque(struct rr_call *call, uint32_t xid, struct reply_buf *rb,
+static void reply_opaque(struct rr_call *call, struct reply_buf *rb,
 			 const struct iovec *data, int ndata, uint32_t len)
 {
 	struct rr_reply_plan plan = {.nspans = 0, .deliverable = true};
@@ -230,35 +230,52 @@ static void reply_opaque(struct rr_call *call, uint32_t xid, struct reply_buf *r
 
 /* --- per-connection state: HOLD calls ---------------------------------------- */
 
+/*
+ * The test server keeps its own table of connections rather than using
+ * rr_conn_set_upper(), so that it depends on as little of the API as it can.
+ */
 struct conn_state {
-	pthread_mutex_t lock;
+	struct conn_state *next;
+	struct rr_conn *conn;
 	struct rr_call **held;
 	size_t nheld, cap;
 };
 
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn_state *conns;
+
+static struct conn_state *conn_find_locked(struct rr_conn *conn)
+{
+	struct conn_state *cs;
+
+	for (cs = conns; cs; cs = cs->next)
+		if (cs->conn == conn)
+			return cs;
+	return NULL;
+}
+
 static void hold_call(struct rr_call *call)
 {
-	struct conn_state *cs = rr_conn_get_upper(call->conn);
+	struct conn_state *cs;
 
-	if (!cs) {
-		rr_call_release(call);
-		return;
-	}
-	pthread_mutex_lock(&cs->lock);
-	if (cs->nheld == cs->cap) {
+	pthread_mutex_lock(&conns_lock);
+	cs = conn_find_locked(call->conn);
+	if (cs && cs->nheld == cs->cap) {
 		size_t ncap = cs->cap ? cs->cap * 2 : 64;
 		struct rr_call **n = realloc(cs->held, ncap * sizeof(*n));
 
-		if (!n) {
-			pthread_mutex_unlock(&cs->lock);
-			rr_call_release(call);
-			return;
+		if (n) {
+			cs->held = n;
+			cs->cap = ncap;
 		}
-		cs->held = n;
-		cs->cap = ncap;
 	}
-	cs->held[cs->nheld++] = call;
-	pthread_mutex_unlock(&cs->lock);
+	if (cs && cs->nheld < cs->cap) {
+		cs->held[cs->nheld++] = call;
+		call = NULL;
+	}
+	pthread_mutex_unlock(&conns_lock);
+	if (call)
+		rr_call_release(call);
 }
 
 static void on_conn_up(void *ctx, struct rr_conn *conn)
@@ -268,23 +285,31 @@ static void on_conn_up(void *ctx, struct rr_conn *conn)
 	(void)ctx;
 	if (!cs)
 		return;
-	pthread_mutex_init(&cs->lock, NULL);
-	rr_conn_set_upper(conn, cs);
+	cs->conn = conn;
+	pthread_mutex_lock(&conns_lock);
+	cs->next = conns;
+	conns = cs;
+	pthread_mutex_unlock(&conns_lock);
 }
 
 static void on_conn_down(void *ctx, struct rr_conn *conn)
 {
-	struct conn_state *cs = rr_conn_get_upper(conn);
+	struct conn_state **pp, *cs = NULL;
 
 	(void)ctx;
+	pthread_mutex_lock(&conns_lock);
+	for (pp = &conns; *pp; pp = &(*pp)->next) {
+		if ((*pp)->conn == conn) {
+			cs = *pp;
+			*pp = cs->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&conns_lock);
 	if (!cs)
 		return;
-	rr_conn_set_upper(conn, NULL);
-	pthread_mutex_lock(&cs->lock);
 	for (size_t i = 0; i < cs->nheld; i++)
 		rr_call_release(cs->held[i]);
-	pthread_mutex_unlock(&cs->lock);
-	pthread_mutex_destroy(&cs->lock);
 	free(cs->held);
 	free(cs);
 }
@@ -397,7 +422,7 @@ static void on_call(void *ctx, struct rr_call *call)
 			return;
 		}
 		/* zero-copy: the result points into the call's own buffers */
-		reply_opaque(call, xid, rb, data, n, len);
+		reply_opaque(call, rb, data, n, len);
 		return;
 	}
 	case RRT_PROC_SOURCE: {
@@ -424,7 +449,7 @@ static void on_call(void *ctx, struct rr_call *call)
 			rb->data[i] = rrt_pattern(seed, i);
 		struct iovec d = {.iov_base = rb->data, .iov_len = len};
 
-		reply_opaque(call, xid, rb, &d, len ? 1 : 0, len);
+		reply_opaque(call, rb, &d, len ? 1 : 0, len);
 		return;
 	}
 	case RRT_PROC_HOLD:

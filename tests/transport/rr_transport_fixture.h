@@ -171,13 +171,16 @@ class TransportTest : public ::testing::Test {
 	}
 	void TearDown() override
 	{
-		for (auto &r : reqs)
-			if (r)
+		for (auto &r : reqs) {
+			if (r) {
 				EXPECT_EQ(r->zero_grants(), 0u) << "the server granted 0 credits";
+			}
+		}
 		reqs.clear();
 		int rc = srv.stop(&final_stats);
-		if (server_must_exit_clean)
+		if (server_must_exit_clean) {
 			EXPECT_EQ(rc, 0) << "rr_test_server did not exit cleanly (ASan/LSan or crash)";
+		}
 	}
 
 	Requester *connect(RequesterOptions o = RequesterOptions())
