@@ -502,8 +502,10 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	peer_name(fd, c->peer, sizeof(c->peer));
 	h.a = le64toh(h.a);
 	pthread_mutex_lock(&c->lock);
+	/* Receiver's view, as rdma_cm reports it: the Reads we may issue are
+	 * the peer's responder_resources (fab.h). */
 	soft_cm_deliver_locked(c, FAB_CM_CONNECT_REQUEST, 0, pd, (uint8_t)le32toh(h.len),
-			       (uint8_t)h.a, (uint8_t)(h.a >> 8));
+			       (uint8_t)(h.a >> 8), (uint8_t)h.a);
 	pthread_mutex_unlock(&c->lock);
 }
 

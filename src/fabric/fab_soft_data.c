@@ -934,8 +934,9 @@ static int rx_cm(struct soft_conn *c, const struct soft_hdr *h)
 	}
 	if (h->type == SOFT_CONN_REP) {
 		c->state = SOFT_S_EST;
+		/* Receiver's view (fab.h): swapped, as IB CM reports a REP. */
 		soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, pd, (uint8_t)h->len,
-				       (uint8_t)h->a, (uint8_t)(h->a >> 8));
+				       (uint8_t)(h->a >> 8), (uint8_t)h->a);
 	} else {
 		c->state = SOFT_S_CLOSED;
 		soft_cm_deliver_locked(c, FAB_CM_REJECTED, -ECONNREFUSED, pd, (uint8_t)h->len, 0,

@@ -6,6 +6,7 @@
  * references the connection any more.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
