@@ -70,13 +70,7 @@ struct RequesterOptions {
 	uint32_t recv_bufs = 160;	/* receives kept posted */
 	uint32_t max_requests = 128;	/* rdma_credit asked for in our calls */
 	uint8_t responder_resources = 16;	/* RDMA Reads the server may have in flight */
-	/*
-	 * The Linux client sends 0. The default is 16 because fab.h does not say
-	 * whether CONNECT_REQUEST reports the peer's values as sent (soft) or
-	 * swapped to the receiver's view (rdma_cm/IB CM): a server reading either
-	 * field then sees an ORD. test_transport_shapes LinuxConnectParams uses 0.
-	 */
-	uint8_t initiator_depth = 16;
+	uint8_t initiator_depth = 0;	/* RDMA Reads we issue: none, like Linux */
 	int connect_timeout_ms = 5000;
 };
 

@@ -151,7 +151,7 @@ class ServerProc {
 	 * code, 128+signal when killed, -1 when it had to be killed after
 	 * @timeout_ms. @final gets the last stats.
 	 */
-	int stop(std::map<std::string, uint64_t> *final = nullptr, int timeout_ms = 10000)
+	int stop(std::map<std::string, uint64_t> *final = nullptr, int timeout_ms = 5000)
 	{
 		if (in_ >= 0) {
 			close(in_);

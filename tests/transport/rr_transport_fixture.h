@@ -178,6 +178,12 @@ class TransportTest : public ::testing::Test {
 		}
 		reqs.clear();
 		int rc = srv.stop(&final_stats);
+		if (HasFailure()) {
+			std::string line;
+			for (const auto &kv : final_stats)
+				line += " " + kv.first + "=" + std::to_string(kv.second);
+			fprintf(stderr, "server stats at exit:%s\n", line.c_str());
+		}
 		if (server_must_exit_clean) {
 			EXPECT_EQ(rc, 0) << "rr_test_server did not exit cleanly (ASan/LSan or crash)";
 		}

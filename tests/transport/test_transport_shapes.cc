@@ -193,6 +193,7 @@ TEST_F(Shapes, WriteChunkWithPadSegment)
 	echo(random_bytes(rng, 1001), s);
 
 	CallSpec s2;
+	s2.mode = CallSpec::READ;
 	s2.writes.push_back({{4096, 4096, 4096}, true});
 	echo(random_bytes(rng, 3 * 4096 - 3), s2);
 }
@@ -284,7 +285,7 @@ TEST_F(Shapes, EchoOneMiBReadChunkToWriteChunk)
 	s.mode = CallSpec::READ;
 	s.read_segs = 8;
 	WriteChunkSpec w;
-	w.segs.assign(256, 4096);
+	w.segs.assign(64, 16384);	/* 64 segments keep the header inline */
 	s.writes.push_back(w);
 	echo(d, s, false, 20000);
 }
