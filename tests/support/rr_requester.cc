@@ -134,6 +134,11 @@ std::unique_ptr<Requester> Requester::connect(const RequesterOptions &o, std::st
 int Requester::setup(const RequesterOptions &o)
 {
 	opt_ = o;
+	/* What the server will make of our private data (raw may be garbage). */
+	my_priv_ = o.priv;
+	my_priv_valid_ = o.priv.present;
+	if (o.priv.present && !o.priv.raw.empty())
+		my_priv_valid_ = my_priv_.decode(o.priv.raw.data(), o.priv.raw.size());
 	int rc = fab_open(o.provider, &fab_);
 	if (rc) {
 		err_ = std::string("fab_open: ") + fab_last_error();
@@ -297,10 +302,10 @@ int Requester::drain()
 			established_ = true;
 			connected_ = true;
 			srv_priv_valid_ = srv_priv_.decode(ev.private_data, ev.private_data_len);
-			if (srv_priv_valid_ && opt_.priv.present) {
+			if (srv_priv_valid_ && my_priv_valid_) {
 				/* RFC 8797 section 4.2: each side's limit is the smaller one */
-				inline_send_ = std::min(opt_.priv.send_size, srv_priv_.recv_size);
-				inline_recv_ = std::min(opt_.priv.recv_size, srv_priv_.send_size);
+				inline_send_ = std::min(my_priv_.send_size, srv_priv_.recv_size);
+				inline_recv_ = std::min(my_priv_.recv_size, srv_priv_.send_size);
 			} else {
 				inline_send_ = inline_recv_ = 1024;
 			}
@@ -643,7 +648,7 @@ void Requester::check_reply(Reply &r, Pending *pd)
 		v.push_back("Send of " + std::to_string(r.raw.size()) +
 			    " bytes exceeds our inline receive size " + std::to_string(inline_recv_));
 	if (r.with_inv) {
-		if (!(opt_.priv.present && (opt_.priv.flags & kCmPrivFlagSndWInvOk)))
+		if (!(my_priv_valid_ && (my_priv_.flags & kCmPrivFlagSndWInvOk)))
 			v.push_back("Send With Invalidate without SND_W_INV_OK");
 		else if (pd && !pd->rkeys.count(r.inv_rkey))
 			v.push_back("invalidated rkey " + std::to_string(r.inv_rkey) +

@@ -279,6 +279,8 @@ class Requester {
 	uint32_t xid_ = 0x10000000;
 	uint32_t grant_ = 1;	/* RFC 8166 section 3.3.3: one until the first reply */
 	uint64_t zero_grants_ = 0;
+	CmPriv my_priv_;
+	bool my_priv_valid_ = false;
 	CmPriv srv_priv_;
 	bool srv_priv_valid_ = false;
 	uint32_t inline_send_ = 1024;
