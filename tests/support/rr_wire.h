@@ -6,7 +6,9 @@
  */
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace rrtest {
@@ -21,6 +23,79 @@ struct ReadEntry {
 	uint32_t position;
 	Seg seg;
 };
+
+/* Reads big-endian XDR words from a byte range; any overrun sets bad. */
+class XdrReader {
+      public:
+	XdrReader(const uint8_t *p, size_t n) : p_(p), n_(n)
+	{
+	}
+	explicit XdrReader(const std::vector<uint8_t> &v) : p_(v.data()), n_(v.size())
+	{
+	}
+	bool bad = false;
+
+	uint32_t u32()
+	{
+		if (n_ - off_ < 4 || off_ > n_) {
+			bad = true;
+			off_ = n_;
+			return 0;
+		}
+		const uint8_t *q = p_ + off_;
+		off_ += 4;
+		return uint32_t(q[0]) << 24 | uint32_t(q[1]) << 16 | uint32_t(q[2]) << 8 | q[3];
+	}
+	uint64_t u64()
+	{
+		uint64_t hi = u32();
+		return hi << 32 | u32();
+	}
+	Seg seg()
+	{
+		Seg s;
+		s.handle = u32();
+		s.length = u32();
+		s.offset = u64();
+		return s;
+	}
+	/* Fixed-length opaque of n bytes plus its XDR pad. */
+	bool opaque(size_t n, std::vector<uint8_t> *out)
+	{
+		size_t padded = (n + 3) & ~size_t(3);
+		if (n_ - off_ < padded) {
+			bad = true;
+			off_ = n_;
+			return false;
+		}
+		if (out)
+			out->assign(p_ + off_, p_ + off_ + n);
+		off_ += padded;
+		return true;
+	}
+	size_t offset() const
+	{
+		return off_;
+	}
+	size_t left() const
+	{
+		return n_ - off_;
+	}
+	const uint8_t *cur() const
+	{
+		return p_ + off_;
+	}
+
+      private:
+	const uint8_t *p_;
+	size_t n_;
+	size_t off_ = 0;
+};
+
+inline bool operator==(const Seg &a, const Seg &b)
+{
+	return a.handle == b.handle && a.length == b.length && a.offset == b.offset;
+}
 
 class Wire {
       public:
@@ -81,6 +156,25 @@ class Wire {
 	{
 		b.insert(b.end(), v.begin(), v.end());
 		return *this;
+	}
+	Wire &bytes(const void *p, size_t n)
+	{
+		const uint8_t *q = static_cast<const uint8_t *>(p);
+		b.insert(b.end(), q, q + n);
+		return *this;
+	}
+	/* XDR variable-length opaque<>: length, bytes, zero pad to 4. */
+	Wire &opaque(const void *p, size_t n)
+	{
+		u32(uint32_t(n));
+		bytes(p, n);
+		while (b.size() & 3)
+			b.push_back(0);
+		return *this;
+	}
+	Wire &opaque(const std::vector<uint8_t> &v)
+	{
+		return opaque(v.data(), v.size());
 	}
 };
 

@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rr_test_server.c - the transport engine serving the test RPC program
+ * (tests/transport/rr_test_prog.h) over ONC RPC (RFC 5531), for the
+ * integration tests, which run it as a separate process.
+ *
+ *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N]
+ *
+ * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
+ * applies), listens on ADDR, prints "READY" on stdout, then reads commands
+ * on stdin: "stats" prints the server's rr_server_stats as one JSON line.
+ * On stdin EOF or SIGTERM it prints the stats once more, tears everything
+ * down and exits 0.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fabric/fab.h"
+#include "rpcrdma/rr_xprt.h"
+#include "transport/rr_test_prog.h"
+
+/* RFC 5531 section 9 */
+enum {
+	MSG_CALL = 0,
+	MSG_REPLY = 1,
+	MSG_ACCEPTED = 0,
+	MSG_DENIED = 1,
+	SUCCESS = 0,
+	PROG_UNAVAIL = 1,
+	PROG_MISMATCH = 2,
+	PROC_UNAVAIL = 3,
+	GARBAGE_ARGS = 4,
+	RPC_MISMATCH = 0,
+	MAX_AUTH_BYTES = 400,
+};
+
+static int sig_pipe[2] = {-1, -1};
+
+/* --- reading the Call: a byte stream over the call's iovecs --------------- */
+
+struct stream {
+	const struct rr_call *call;
+	size_t off;
+	bool bad;
+};
+
+/* Copy @n bytes at @off of the call into @dst; false past the end. */
+static bool call_copy(const struct rr_call *c, size_t off, void *dst, size_t n)
+{
+	uint8_t *d = dst;
+
+	if (off > c->len || n > c->len - off)
+		return false;
+	for (int i = 0; i < c->iovcnt && n; i++) {
+		size_t l = c->iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		size_t k = l - off < n ? l - off : n;
+
+		memcpy(d, (const uint8_t *)c->iov[i].iov_base + off, k);
+		d += k;
+		n -= k;
+		off = 0;
+	}
+	return n == 0;
+}
+
+/* iovecs naming bytes [off, off + n) of the call without copying them. */
+static int call_slice(const struct rr_call *c, size_t off, size_t n, struct iovec *out, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < c->iovcnt && n; i++) {
+		size_t l = c->iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		if (k == max)
+			return -1;
+		size_t take = l - off < n ? l - off : n;
+
+		out[k].iov_base = (uint8_t *)c->iov[i].iov_base + off;
+		out[k].iov_len = take;
+		k++;
+		n -= take;
+		off = 0;
+	}
+	return n ? -1 : k;
+}
+
+static uint32_t get32(struct stream *s)
+{
+	uint8_t b[4];
+
+	if (s->bad || !call_copy(s->call, s->off, b, 4)) {
+		s->bad = true;
+		return 0;
+	}
+	s->off += 4;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static void skip_opaque(struct stream *s, uint32_t len)
+{
+	size_t padded = ((size_t)len + 3) & ~(size_t)3;
+
+	if (s->bad || s->off + padded > s->call->len) {
+		s->bad = true;
+		return;
+	}
+	s->off += padded;
+}
+
+/* --- building the Reply ---------------------------------------------------- */
+
+#define REPLY_IOV_MAX (RR_CALL_MAX_IOV + 2)
+
+/* One reply's memory, freed by the engine's done callback. */
+struct reply_buf {
+	uint8_t hdr[64];	/* RPC reply header and small results */
+	size_t hdr_len;
+	uint8_t pad[4];		/* zero XDR pad after payload */
+	uint8_t *data;		/* SOURCE payload (malloc), or NULL */
+	struct iovec iov[REPLY_IOV_MAX];
+	int iovcnt;
+};
+
+static void reply_done(void *arg)
+{
+	struct reply_buf *rb = arg;
+
+	free(rb->data);
+	free(rb);
+}
+
+static void put32(struct reply_buf *rb, uint32_t v)
+{
+	uint8_t *p = rb->hdr + rb->hdr_len;
+
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+	rb->hdr_len += 4;
+}
+
+/* xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, @stat */
+static struct reply_buf *reply_start(uint32_t xid, uint32_t stat)
+{
+	struct reply_buf *rb = calloc(1, sizeof(*rb));
+
+	if (!rb)
+		return NULL;
+	put32(rb, xid);
+	put32(rb, MSG_REPLY);
+	put32(rb, MSG_ACCEPTED);
+	put32(rb, 0);
+	put32(rb, 0);
+	put32(rb, stat);
+	return rb;
+}
+
+static void send_reply(struct rr_call *call, struct reply_buf *rb, struct rr_reply_plan *plan)
+{
+	struct rr_reply_plan none = {.nspans = 0, .deliverable = true};
+
+	if (!rb) {
+		rr_call_release(call);
+		return;
+	}
+	if (rb->iovcnt == 0) {
+		rb->iov[0].iov_base = rb->hdr;
+		rb->iov[0].iov_len = rb->hdr_len;
+		rb->iovcnt = 1;
+	}
+	if (rr_reply(call, rb->iov, rb->iovcnt, plan ? plan : &none, reply_done, rb))
+		fprintf(stderr, "rr_test_server: rr_reply failed\n");
+}
+
+static void reply_stat(struct rr_call *call, uint32_t xid, uint32_t stat)
+{
+	send_reply(call, reply_start(xid, stat), NULL);
+}
+
+/*
+ * Reply whose results are one opaque<> of @len bytes given as @data iovecs.
+ * With a Write chunk the payload is span 0 for chunk 0 (deliverable only if
+ * the chunk can hold it); otherwise it is plain reply bytes and the engine
+ * chooses inline or Reply chunk.
+ */
+static void reply_opaque(struct rr_call *call, struct reply_buf *rb,
+			 const struct iovec *data, int ndata, uint32_t len)
+{
+	struct rr_reply_plan plan = {.nspans = 0, .deliverable = true};
+	uint32_t padlen = (4 - (len & 3)) & 3;
+
+	put32(rb, len);
+	rb->iov[0].iov_base = rb->hdr;
+	rb->iov[0].iov_len = rb->hdr_len;
+	rb->iovcnt = 1;
+	for (int i = 0; i < ndata; i++)
+		rb->iov[rb->iovcnt++] = data[i];
+	if (padlen) {
+		rb->iov[rb->iovcnt].iov_base = rb->pad;
+		rb->iov[rb->iovcnt].iov_len = padlen;
+		rb->iovcnt++;
+	}
+	if (call->pcl->n_write > 0) {
+		plan.nspans = 1;
+		plan.spans[0].chunk = 0;
+		plan.spans[0].offset = rb->hdr_len;
+		plan.spans[0].length = len;
+		if (len > call->pcl->write[0].length)
+			plan.deliverable = false;
+	}
+	send_reply(call, rb, &plan);
+}
+
+/* --- per-connection state: HOLD calls ---------------------------------------- */
+
+/*
+ * The test server keeps its own table of connections rather than using
+ * rr_conn_set_upper(), so that it depends on as little of the API as it can.
+ */
+struct conn_state {
+	struct conn_state *next;
+	struct rr_conn *conn;
+	struct rr_call **held;
+	size_t nheld, cap;
+};
+
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn_state *conns;
+
+static struct conn_state *conn_find_locked(struct rr_conn *conn)
+{
+	struct conn_state *cs;
+
+	for (cs = conns; cs; cs = cs->next)
+		if (cs->conn == conn)
+			return cs;
+	return NULL;
+}
+
+static void hold_call(struct rr_call *call)
+{
+	struct conn_state *cs;
+
+	pthread_mutex_lock(&conns_lock);
+	cs = conn_find_locked(call->conn);
+	if (cs && cs->nheld == cs->cap) {
+		size_t ncap = cs->cap ? cs->cap * 2 : 64;
+		struct rr_call **n = realloc(cs->held, ncap * sizeof(*n));
+
+		if (n) {
+			cs->held = n;
+			cs->cap = ncap;
+		}
+	}
+	if (cs && cs->nheld < cs->cap) {
+		cs->held[cs->nheld++] = call;
+		call = NULL;
+	}
+	pthread_mutex_unlock(&conns_lock);
+	if (call)
+		rr_call_release(call);
+}
+
+static void on_conn_up(void *ctx, struct rr_conn *conn)
+{
+	struct conn_state *cs = calloc(1, sizeof(*cs));
+
+	(void)ctx;
+	if (!cs)
+		return;
+	cs->conn = conn;
+	pthread_mutex_lock(&conns_lock);
+	cs->next = conns;
+	conns = cs;
+	pthread_mutex_unlock(&conns_lock);
+}
+
+static void on_conn_down(void *ctx, struct rr_conn *conn)
+{
+	struct conn_state **pp, *cs = NULL;
+
+	(void)ctx;
+	pthread_mutex_lock(&conns_lock);
+	for (pp = &conns; *pp; pp = &(*pp)->next) {
+		if ((*pp)->conn == conn) {
+			cs = *pp;
+			*pp = cs->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&conns_lock);
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->nheld; i++)
+		rr_call_release(cs->held[i]);
+	free(cs->held);
+	free(cs);
+}
+
+static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
+{
+	(void)ctx;
+	(void)conn;
+	(void)xid;
+}
+
+/* --- the program ------------------------------------------------------------ */
+
+static void on_call(void *ctx, struct rr_call *call)
+{
+	struct stream s = {.call = call};
+	uint32_t xid, mtype, rpcvers, prog, vers, proc, flavor, alen;
+
+	(void)ctx;
+	xid = get32(&s);
+	mtype = get32(&s);
+	if (s.bad || mtype != MSG_CALL) {
+		rr_call_release(call);	/* not a Call: drop (RFC 5531 gives no answer) */
+		return;
+	}
+	rpcvers = get32(&s);
+	prog = get32(&s);
+	vers = get32(&s);
+	proc = get32(&s);
+	for (int i = 0; i < 2; i++) {	/* credential, verifier */
+		flavor = get32(&s);
+		alen = get32(&s);
+		(void)flavor;
+		if (alen > MAX_AUTH_BYTES)
+			s.bad = true;
+		skip_opaque(&s, alen);
+	}
+	if (s.bad) {
+		reply_stat(call, xid, GARBAGE_ARGS);
+		return;
+	}
+	if (rpcvers != 2) {
+		struct reply_buf *rb = calloc(1, sizeof(*rb));
+
+		if (rb) {
+			put32(rb, xid);
+			put32(rb, MSG_REPLY);
+			put32(rb, MSG_DENIED);
+			put32(rb, RPC_MISMATCH);
+			put32(rb, 2);
+			put32(rb, 2);
+		}
+		send_reply(call, rb, NULL);
+		return;
+	}
+	if (prog != RRT_PROG) {
+		reply_stat(call, xid, PROG_UNAVAIL);
+		return;
+	}
+	if (vers != RRT_VERS) {
+		struct reply_buf *rb = reply_start(xid, PROG_MISMATCH);
+
+		if (rb) {
+			put32(rb, RRT_VERS);
+			put32(rb, RRT_VERS);
+		}
+		send_reply(call, rb, NULL);
+		return;
+	}
+
+	switch (proc) {
+	case RRT_PROC_NULL:
+		if (s.off != call->len) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		reply_stat(call, xid, SUCCESS);
+		return;
+	case RRT_PROC_ECHO:
+	case RRT_PROC_SINK: {
+		uint32_t len = get32(&s);
+		size_t at = s.off;
+		struct iovec data[RR_CALL_MAX_IOV];
+		int n;
+
+		skip_opaque(&s, len);
+		if (s.bad || len > RRT_MAX_DATA || s.off != call->len) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		n = call_slice(call, at, len, data, RR_CALL_MAX_IOV);
+		if (n < 0) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		struct reply_buf *rb = reply_start(xid, SUCCESS);
+
+		if (!rb) {
+			rr_call_release(call);
+			return;
+		}
+		if (proc == RRT_PROC_SINK) {
+			uint32_t h = RRT_FNV_INIT;
+
+			for (int i = 0; i < n; i++)
+				h = rrt_fnv1a(h, data[i].iov_base, data[i].iov_len);
+			put32(rb, len);
+			put32(rb, h);
+			send_reply(call, rb, NULL);
+			return;
+		}
+		/* zero-copy: the result points into the call's own buffers */
+		reply_opaque(call, rb, data, n, len);
+		return;
+	}
+	case RRT_PROC_SOURCE: {
+		uint32_t len = get32(&s);
+		uint32_t seed = get32(&s);
+
+		if (s.bad || len > RRT_MAX_DATA || s.off != call->len) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		struct reply_buf *rb = reply_start(xid, SUCCESS);
+
+		if (!rb) {
+			rr_call_release(call);
+			return;
+		}
+		rb->data = malloc(len ? len : 1);
+		if (!rb->data) {
+			free(rb);
+			rr_call_release(call);
+			return;
+		}
+		for (uint32_t i = 0; i < len; i++)
+			rb->data[i] = rrt_pattern(seed, i);
+		struct iovec d = {.iov_base = rb->data, .iov_len = len};
+
+		reply_opaque(call, rb, &d, len ? 1 : 0, len);
+		return;
+	}
+	case RRT_PROC_HOLD:
+		hold_call(call);
+		return;
+	default:
+		reply_stat(call, xid, PROC_UNAVAIL);
+		return;
+	}
+}
+
+/* --- main --------------------------------------------------------------------- */
+
+static void print_stats(struct rr_server *srv)
+{
+	struct rr_stats st;
+
+	memset(&st, 0, sizeof(st));
+	rr_server_stats(srv, &st);
+#define F(x) "\"" #x "\":%" PRIu64
+	printf("{" F(conns_accepted) "," F(conns_active) "," F(calls) "," F(calls_with_read_chunks)
+	       "," F(long_calls) "," F(replies_inline) "," F(replies_reply_chunk) ","
+	       F(replies_write_chunk) "," F(rdma_read_bytes) "," F(rdma_write_bytes) ","
+	       F(err_chunk_sent) "," F(err_vers_sent) "," F(dropped) "," F(not_delivered) ","
+	       F(rnr_disconnects) "," F(disconnects) "," F(send_w_inv) "," F(registrations) ","
+	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) ",\"credit_grant\":%u}\n",
+	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
+	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
+	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
+	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
+	       st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
+	       st.credit_grant);
+#undef F
+	fflush(stdout);
+}
+
+static void on_term(int sig)
+{
+	ssize_t rc;
+
+	(void)sig;
+	rc = write(sig_pipe[1], "x", 1);
+	(void)rc;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct rr_upper_ops ops = {
+		.call = on_call,
+		.reply_not_delivered = on_not_delivered,
+		.conn_up = on_conn_up,
+		.conn_down = on_conn_down,
+	};
+	struct fab_fabric *fab = NULL;
+	struct rr_server *srv = NULL;
+	struct rr_config cfg;
+	struct sigaction sa;
+	char line[256];
+	size_t used = 0;
+	int rc;
+
+	if (argc < 2)
+		return usage();
+	rr_config_default(&cfg);
+	for (int i = 2; i < argc; i++) {
+		if (i + 1 >= argc)
+			return usage();
+		unsigned long v = strtoul(argv[i + 1], NULL, 0);
+
+		if (!strcmp(argv[i], "--credits"))
+			cfg.credits = (uint32_t)v;
+		else if (!strcmp(argv[i], "--inline"))
+			cfg.inline_size = (uint32_t)v;
+		else if (!strcmp(argv[i], "--max-conns"))
+			cfg.max_conns = (uint32_t)v;
+		else
+			return usage();
+		i++;
+	}
+
+	if (pipe(sig_pipe))
+		return 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = fab_open(NULL, &fab);
+	if (rc) {
+		fprintf(stderr, "rr_test_server: fab_open: %s\n", fab_last_error());
+		return 1;
+	}
+	rc = rr_server_create(fab, argv[1], &cfg, &ops, NULL, &srv);
+	if (!rc)
+		rc = rr_server_start(srv);
+	if (rc) {
+		fprintf(stderr, "rr_test_server: cannot serve %s: %d (%s)\n", argv[1], rc,
+			fab_last_error());
+		if (srv)
+			rr_server_destroy(srv);
+		fab_close(fab);
+		return 1;
+	}
+	printf("READY\n");
+	fflush(stdout);
+
+	for (;;) {
+		struct pollfd fds[2] = {{0, POLLIN, 0}, {sig_pipe[0], POLLIN, 0}};
+
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[1].revents)
+			break;
+		if (!fds[0].revents)
+			continue;
+		ssize_t n = read(0, line + used, sizeof(line) - 1 - used);
+
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+		line[used] = 0;
+		char *nl;
+
+		while ((nl = strchr(line, '\n'))) {
+			*nl = 0;
+			if (!strcmp(line, "stats"))
+				print_stats(srv);
+			memmove(line, nl + 1, used - (size_t)(nl + 1 - line) + 1);
+			used -= (size_t)(nl + 1 - line);
+		}
+		if (used == sizeof(line) - 1)
+			used = 0;
+	}
+	print_stats(srv);
+	rr_server_destroy(srv);
+	fab_close(fab);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
+	return 0;
+}

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Every Call and Reply shape of RFC 8166 section 3.5 end to end, engine in
+ * its own process (rr_test_server), the independent requester here; every
+ * payload is checked byte for byte and every reply header by the requester.
+ */
+#include "transport/rr_transport_fixture.h"
+
+using namespace rrtest;
+
+namespace {
+
+class Shapes : public TransportTest {
+      protected:
+	std::mt19937 rng{12345};
+	Requester *q = nullptr;
+
+	void SetUp() override
+	{
+		TransportTest::SetUp();
+		q = connect();
+		ASSERT_NE(q, nullptr);
+		/* the first reply sets the grant (RFC 8166 section 3.3.3) */
+		ASSERT_TRUE(ping(q));
+	}
+
+	void echo(const std::vector<uint8_t> &data, CallSpec spec, bool auth_sys = false,
+		  int timeout_ms = 10000)
+	{
+		TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, data, auth_sys);
+		if (spec.mode != CallSpec::INLINE && spec.reads.empty())
+			spec.reads.push_back({c.data_pos, c.data_len});
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, spec, &r, timeout_ms)) << q->last_error();
+		EXPECT_TRUE(opaque_result(r, c.xid, data));
+	}
+};
+
+TEST_F(Shapes, ServerPrivateDataIsRfc8797)
+{
+	EXPECT_TRUE(q->server_priv_valid());
+	EXPECT_EQ(q->server_priv().magic, kCmPrivMagic);
+	EXPECT_EQ(q->server_priv().version, 1);
+	EXPECT_GE(q->server_priv().send_size, 1024u);
+	EXPECT_GE(q->server_priv().recv_size, 1024u);
+	EXPECT_GE(q->grant(), 1u);
+}
+
+/*
+ * The Linux client connects with responder_resources = its IRD and
+ * initiator_depth = 0; the server must take its ORD from the former
+ * (svcrdma-notes section 2, "RDMA Read depth").
+ */
+TEST_F(Shapes, LinuxConnectParams)
+{
+	RequesterOptions o;
+	o.responder_resources = 16;
+	o.initiator_depth = 0;
+	Requester *q2 = connect(o);
+	ASSERT_NE(q2, nullptr);
+	ASSERT_TRUE(ping(q2));
+	auto d = random_bytes(rng, 5000);
+	TestCall c = call_data(q2->next_xid(), RRT_PROC_SINK, d);
+	Reply r;
+	ASSERT_TRUE(q2->call(c.rpc, read_spec(c), &r));
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+}
+
+TEST_F(Shapes, NullInline)
+{
+	for (int i = 0; i < 10; i++)
+		EXPECT_TRUE(ping(q));
+}
+
+TEST_F(Shapes, EchoInlineAuthNoneAndAuthSys)
+{
+	for (size_t len : {0, 1, 3, 4, 100, 1001, 2048}) {
+		echo(random_bytes(rng, len), CallSpec(), false);
+		echo(random_bytes(rng, len), CallSpec(), true);
+	}
+}
+
+TEST_F(Shapes, SinkInlineHash)
+{
+	auto d = random_bytes(rng, 3000);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, CallSpec(), &r));
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+}
+
+/* Read chunk at a non-zero position: the opaque data of ECHO/SINK. */
+TEST_F(Shapes, ReadChunkAtNonZeroPosition)
+{
+	for (size_t len : {1, 5, 1000, 4097, 3 * 4096 + 1}) {
+		for (uint32_t segs : {1u, 3u}) {
+			auto d = random_bytes(rng, len);
+			TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d, segs == 3);
+			Reply r;
+			ASSERT_TRUE(q->call(c.rpc, read_spec(c, segs), &r)) << q->last_error();
+			size_t off;
+			ASSERT_TRUE(rpc_success(r, c.xid, &off)) << "len " << len;
+			XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+			EXPECT_EQ(x.u32(), d.size());
+			EXPECT_EQ(x.u32(), fnv(d)) << "len " << len << " segs " << segs;
+		}
+	}
+}
+
+/* RFC 8166 section 3.4.5.2: the chunk length may include the XDR roundup. */
+TEST_F(Shapes, ReadChunkLengthWithRoundup)
+{
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	s.read_len_roundup = true;
+	echo(random_bytes(rng, 1001), s);
+	echo(random_bytes(rng, 2050), s);
+}
+
+TEST_F(Shapes, ReadChunkEchoedInlineZeroCopy)
+{
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	s.read_segs = 2;
+	echo(random_bytes(rng, 3000), s);
+}
+
+TEST_F(Shapes, LongCallPositionZero)
+{
+	for (uint32_t pz : {1u, 4u}) {
+		CallSpec s;
+		s.mode = CallSpec::LONG;
+		s.pz_segs = pz;
+		/* a Call larger than the inline threshold, whole in the PZRC */
+		auto d = random_bytes(rng, 3000);
+		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d, true);
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, s, &r)) << q->last_error();
+		size_t off;
+		ASSERT_TRUE(rpc_success(r, c.xid, &off));
+		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+		EXPECT_EQ(x.u32(), d.size());
+		EXPECT_EQ(x.u32(), fnv(d));
+	}
+}
+
+TEST_F(Shapes, LongCallWithReadChunkAtNonZeroPosition)
+{
+	auto d = random_bytes(rng, 100000);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d, true);
+	CallSpec s;
+	s.mode = CallSpec::LONG;
+	s.pz_segs = 2;
+	s.reads.push_back({c.data_pos, c.data_len});
+	s.read_segs = 3;
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r)) << q->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+}
+
+TEST_F(Shapes, ReadListOutOfOrderOnTheWire)
+{
+	auto d = random_bytes(rng, 8192);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+	CallSpec s;
+	s.mode = CallSpec::LONG;
+	s.reads.push_back({c.data_pos, c.data_len});
+	s.reads_reversed = true;	/* the data chunk before the PZRC */
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r)) << q->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+}
+
+/* Write chunk of several segments plus the Linux 4-byte pad segment: the pad
+ * is never written and comes back with length 0. */
+TEST_F(Shapes, WriteChunkWithPadSegment)
+{
+	CallSpec s;
+	s.writes.push_back({{512, 489}, true});
+	echo(random_bytes(rng, 1001), s);
+
+	CallSpec s2;
+	s2.mode = CallSpec::READ;
+	s2.writes.push_back({{4096, 4096, 4096}, true});
+	echo(random_bytes(rng, 3 * 4096 - 3), s2);
+}
+
+TEST_F(Shapes, WriteChunkLargerThanPayloadIsPartlyFilled)
+{
+	CallSpec s;
+	s.writes.push_back({{1000, 1000, 1000}, false});
+	echo(random_bytes(rng, 1500), s);
+}
+
+/* A Write chunk the reply does not use is echoed with zero lengths. */
+TEST_F(Shapes, UnusedWriteChunkEchoedZero)
+{
+	auto d = random_bytes(rng, 500);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+	CallSpec s;
+	s.writes.push_back({{4096, 4096}, true});
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	ASSERT_EQ(r.write_echo.size(), 1u);
+	for (const auto &sg : r.write_echo[0])
+		EXPECT_EQ(sg.length, 0u);
+	EXPECT_TRUE(r.write_data[0].empty());
+
+	/* two chunks offered, the payload uses chunk 0, chunk 1 comes back zero */
+	CallSpec s2;
+	s2.writes.push_back({{2048}, false});
+	s2.writes.push_back({{1024, 1024}, true});
+	TestCall c2 = call_data(q->next_xid(), RRT_PROC_ECHO, random_bytes(rng, 2000));
+	Reply r2;
+	ASSERT_TRUE(q->call(c2.rpc, s2, &r2));
+	std::vector<uint8_t> want(c2.rpc.begin() + c2.data_pos,
+				  c2.rpc.begin() + c2.data_pos + c2.data_len);
+	EXPECT_TRUE(opaque_result(r2, c2.xid, want));
+	ASSERT_EQ(r2.write_echo.size(), 2u);
+	EXPECT_EQ(r2.write_echo[0][0].length, 2000u);
+	for (const auto &sg : r2.write_echo[1])
+		EXPECT_EQ(sg.length, 0u);
+}
+
+/* Long Reply: the whole RPC reply through the Reply chunk, RDMA_NOMSG. */
+TEST_F(Shapes, ReplyChunkLongReply)
+{
+	for (uint32_t len : {5000u, 20001u}) {
+		TestCall c = call_source(q->next_xid(), len, len);
+		CallSpec s;
+		s.reply = {8192, 8192, 8192};
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, s, &r));
+		EXPECT_EQ(r.proc, RDMA_NOMSG) << r.describe();
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(len, len)));
+	}
+}
+
+/* A Reply chunk offered for a reply that fits inline: either is correct. */
+TEST_F(Shapes, ReplyChunkOfferedSmallReply)
+{
+	TestCall c = call_source(q->next_xid(), 100, 7);
+	CallSpec s;
+	s.reply = {4096};
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(7, 100)));
+}
+
+TEST_F(Shapes, SourceOneMiBViaWriteChunk)
+{
+	for (uint32_t len : {1u << 20, (1u << 20) - 3}) {
+		TestCall c = call_source(q->next_xid(), len, 99);
+		CallSpec s;
+		WriteChunkSpec w;
+		w.segs.assign(16, 65536);
+		w.pad = (len & 3) != 0;
+		s.writes.push_back(w);
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, s, &r, 20000)) << q->last_error();
+		EXPECT_EQ(r.proc, RDMA_MSG);
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(99, len)));
+	}
+}
+
+TEST_F(Shapes, EchoOneMiBReadChunkToWriteChunk)
+{
+	auto d = random_bytes(rng, 1 << 20);
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	s.read_segs = 8;
+	WriteChunkSpec w;
+	w.segs.assign(64, 16384);	/* 64 segments keep the header inline */
+	s.writes.push_back(w);
+	echo(d, s, false, 20000);
+}
+
+TEST_F(Shapes, SourceWriteChunkAndReplyChunkTogether)
+{
+	TestCall c = call_source(q->next_xid(), 70000, 3);
+	CallSpec s;
+	s.writes.push_back({{65536, 8192}, true});
+	s.reply = {1024};
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(3, 70000)));
+}
+
+/* Reply too big for the Reply chunk offered: ERR_CHUNK, not_delivered. */
+TEST_F(Shapes, ReplyTooBigForReplyChunkIsErrChunk)
+{
+	TestCall c = call_source(q->next_xid(), 20000, 1);
+	CallSpec s;
+	s.reply = {2048, 2048};
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(is_err_chunk(r, c.xid));
+	auto st = srv.stats();
+	EXPECT_GE(st["not_delivered"], 1u);
+	EXPECT_GE(st["err_chunk_sent"], 1u);
+	EXPECT_TRUE(ping(q));
+}
+
+TEST_F(Shapes, ReplyTooBigForInlineWithoutReplyChunkIsErrChunk)
+{
+	TestCall c = call_source(q->next_xid(), 3 * q->inline_recv(), 1);
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, CallSpec(), &r));
+	EXPECT_TRUE(is_err_chunk(r, c.xid));
+	auto st = srv.stats();
+	EXPECT_GE(st["not_delivered"], 1u);
+	EXPECT_TRUE(ping(q));
+}
+
+/* The upper layer says a payload does not fit its Write chunk. */
+TEST_F(Shapes, PayloadLargerThanWriteChunkIsErrChunk)
+{
+	TestCall c = call_source(q->next_xid(), 10000, 1);
+	CallSpec s;
+	s.writes.push_back({{4096, 4096}, false});
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(is_err_chunk(r, c.xid));
+	EXPECT_GE(srv.stats()["not_delivered"], 1u);
+	EXPECT_TRUE(ping(q));
+}
+
+TEST_F(Shapes, GarbageArgsAndProcUnavail)
+{
+	Wire w = rpc_call_header(q->next_xid(), RRT_PROG, RRT_VERS, RRT_PROC_ECHO);
+	uint32_t xid = XdrReader(w.b).u32();
+	w.u32(1000).u32(0xdeadbeef);	/* opaque<1000> with 4 bytes */
+	Reply r;
+	ASSERT_TRUE(q->call(w.b, CallSpec(), &r));
+	ASSERT_TRUE(r.ok()) << r.describe();
+	RpcReply p = rpc_parse_reply(r.rpc);
+	ASSERT_TRUE(p.parsed);
+	EXPECT_EQ(p.xid, xid);
+	EXPECT_EQ(p.accept_stat, RPC_GARBAGE_ARGS);
+
+	Wire w2 = rpc_call_header(q->next_xid(), RRT_PROG, RRT_VERS, 77);
+	ASSERT_TRUE(q->call(w2.b, CallSpec(), &r));
+	p = rpc_parse_reply(r.rpc);
+	ASSERT_TRUE(p.parsed);
+	EXPECT_EQ(p.accept_stat, RPC_PROC_UNAVAIL);
+}
+
+/* RFC 8797: with SND_W_INV_OK and one rkey in the call, the reply invalidates it. */
+TEST_F(Shapes, SendWithInvalidateOfTheOneRkey)
+{
+	TestCall c = call_source(q->next_xid(), 3000, 5);
+	CallSpec s;
+	s.writes.push_back({{4096}, false});
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(5, 3000)));
+	ASSERT_EQ(r.call_rkeys.size(), 1u);
+	EXPECT_TRUE(r.with_inv) << "reply not sent with invalidate: " << r.describe();
+	EXPECT_EQ(r.inv_rkey, *r.call_rkeys.begin());
+	EXPECT_GE(srv.stats()["send_w_inv"], 1u);
+
+	/* two rkeys (data + pad segment): no remote invalidation */
+	TestCall c2 = call_source(q->next_xid(), 3001, 5);
+	CallSpec s2;
+	s2.writes.push_back({{4096}, true});
+	ASSERT_TRUE(q->call(c2.rpc, s2, &r));
+	EXPECT_TRUE(opaque_result(r, c2.xid, pattern(5, 3001)));
+	EXPECT_FALSE(r.with_inv);
+}
+
+TEST_F(Shapes, NoSendWithInvalidateWithoutTheFlag)
+{
+	RequesterOptions o;
+	o.priv.flags = 0;
+	Requester *q2 = connect(o);
+	ASSERT_NE(q2, nullptr);
+	ASSERT_TRUE(ping(q2));
+	TestCall c = call_source(q2->next_xid(), 3000, 5);
+	CallSpec s;
+	s.writes.push_back({{4096}, false});
+	Reply r;
+	ASSERT_TRUE(q2->call(c.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(5, 3000)));	/* checks !with_inv */
+	EXPECT_FALSE(r.with_inv);
+}
+
+/* RFC 8797 section 4.2: no private data means 1024-byte inline both ways. */
+TEST_F(Shapes, NoPrivateDataMeans1024Inline)
+{
+	RequesterOptions o;
+	o.priv.present = false;
+	Requester *q2 = connect(o);
+	ASSERT_NE(q2, nullptr);
+	EXPECT_EQ(q2->inline_recv(), 1024u);
+	ASSERT_TRUE(ping(q2));
+	/* fits in 4096 but not in 1024: must come back as ERR_CHUNK, not a big Send */
+	TestCall c = call_source(q2->next_xid(), 2000, 1);
+	Reply r;
+	ASSERT_TRUE(q2->call(c.rpc, CallSpec(), &r));
+	EXPECT_TRUE(is_err_chunk(r, c.xid));
+	/* and with a Reply chunk it is delivered */
+	TestCall c2 = call_source(q2->next_xid(), 2000, 1);
+	CallSpec s;
+	s.reply = {4096};
+	ASSERT_TRUE(q2->call(c2.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c2.xid, pattern(1, 2000)));
+}
+
+TEST_F(Shapes, PipelinedCallsUpToTheGrant)
+{
+	uint32_t g = q->grant();
+	ASSERT_GE(g, 2u);
+	std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+	for (uint32_t i = 0; i < g; i++) {
+		auto d = random_bytes(rng, 64 + i * 7);
+		TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, d);
+		ASSERT_GE(q->post(c.rpc, CallSpec()), 0);
+		inflight.push_back({c.xid, d});
+	}
+	TestCall extra = call_null(q->next_xid());
+	EXPECT_EQ(q->post(extra.rpc, CallSpec()), -EAGAIN) << "requester must respect the grant";
+	for (auto &p : inflight) {
+		Reply r;
+		ASSERT_TRUE(q->wait(p.first, &r));
+		EXPECT_TRUE(opaque_result(r, p.first, p.second));
+	}
+}
+
+TEST_F(Shapes, ServerStatsCountShapes)
+{
+	auto before = srv.stats();
+	ASSERT_FALSE(before.empty());
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	echo(random_bytes(rng, 2000), s);
+	CallSpec l;
+	l.mode = CallSpec::LONG;
+	echo(random_bytes(rng, 100), l);
+	auto after = srv.stats();
+	EXPECT_GE(after["calls"], before["calls"] + 2);
+	EXPECT_GE(after["calls_with_read_chunks"], before["calls_with_read_chunks"] + 2);
+	EXPECT_GE(after["long_calls"], before["long_calls"] + 1);
+	EXPECT_GE(after["rdma_read_bytes"], before["rdma_read_bytes"] + 2000);
+	EXPECT_EQ(after["conns_active"], 1u);
+}
+
+} // namespace
