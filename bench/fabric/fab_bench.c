@@ -33,7 +33,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
 	fprintf(stderr, "fab_bench: %s: %s\n", what, fab_last_error());
 	exit(1);

@@ -472,6 +472,7 @@ TEST_F(FabConf, CqFdBecomesReadableAfterArm)
 	ASSERT_EQ(fab_cq_poll(s_rcq, &wc, 1), 1);
 	EXPECT_EQ(wc.wr_id, 1u);
 	EXPECT_EQ(poll(&p, 1, 0), 0);
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS);	/* cb stays ours until then */
 }
 
 /* --- soft-only: fault hooks -------------------------------------------------- */
