@@ -475,6 +475,115 @@ TEST_F(FabConf, CqFdBecomesReadableAfterArm)
 	expect_wc(c_scq, 2, FAB_WC_SUCCESS);	/* cb stays ours until then */
 }
 
+TEST_F(FabConf, BadLkeyIsLocalProtectionError)
+{
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	struct fab_sge s = src.sge(0, 64);
+	s.lkey ^= 0x00ffff00u;
+	struct fab_send_wr wr = {};
+	wr.wr_id = 1;
+	wr.opcode = FAB_WR_RDMA_WRITE;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.signaled = true;
+	wr.remote_addr = target.raddr();
+	wr.rkey = target.mr->rkey;
+	int rc = fab_post_send(cc, &wr, nullptr);
+	if (rc == 0)
+		expect_wc(c_scq, 1, FAB_WC_LOC_PROT_ERR);
+	else
+		EXPECT_EQ(rc, -EINVAL);
+}
+
+TEST_F(FabConf, DisconnectFlushesOutstandingSends)
+{
+	if (!soft)
+		GTEST_SKIP() << "needs the soft completion-delay hook";
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 65536, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 65536, kAll), 0);
+	struct fab_soft_fault f = {};
+	f.delay_us = 200000;	/* answers arrive after we hang up */
+	ASSERT_EQ(fab_soft_fault_set(cc, &f), 0);
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 1024, i, false,
+					target.raddr(), target.mr->rkey),
+			  0);
+	ASSERT_EQ(fab_disconnect(cc), 0);
+	for (int i = 0; i < 3; i++)
+		expect_wc(c_scq, i, FAB_WC_WR_FLUSH_ERR);	/* unsignalled, but failed */
+	struct fab_cm_event ev;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	/* Posting on a disconnected QP flushes at once. */
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, src, 0, 8, 9), 0);
+	expect_wc(c_scq, 9, FAB_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(FabConf, TwoConnsShareOneCq)
+{
+	Buf sb, cb;
+	struct fab_conn *cc2, *sc2;
+	struct fab_cm_event ev;
+
+	ASSERT_EQ(sb.reg(pd, 8192, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, nullptr, &cc2), 0);
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+	sc2 = ev.conn;
+	ASSERT_EQ(fab_conn_create_qp(sc2, s_scq, s_rcq, &caps), 0);
+	ASSERT_EQ(post_one_recv(sc2, sb, 4096, 4096, 2), 0);
+	ASSERT_EQ(fab_accept(sc2, nullptr), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	fab_conn_set_context(sc2, &cb);
+	EXPECT_EQ(fab_conn_get_context(sc2), &cb);
+	ASSERT_EQ(post_one_send(cc2, FAB_WR_SEND, cb, 0, 10, 20), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 10, 10), 0);
+	for (int i = 0; i < 2; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(s_rcq, &wc));
+		EXPECT_EQ(wc.status, FAB_WC_SUCCESS);
+		EXPECT_EQ(wc.conn, wc.wr_id == 1 ? sc : sc2);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(c_scq, &wc));
+		EXPECT_EQ(wc.conn, wc.wr_id == 10 ? cc : cc2);
+	}
+	fab_conn_destroy(cc2);
+	fab_conn_destroy(sc2);
+}
+
+TEST_F(FabConf, StatsCountReceivesAndRegistrations)
+{
+	Buf sb, cb;
+	struct fab_stats a, b;
+
+	fab_get_stats(fab, &a);
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 300, 2), 0);
+	expect_wc(s_rcq, 1, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS);
+	fab_get_stats(fab, &b);
+	EXPECT_EQ(b.registrations - a.registrations, 2u);
+	EXPECT_EQ(b.recv_posted - a.recv_posted, 1u);
+	EXPECT_EQ(b.recv_bytes - a.recv_bytes, 300u);
+	EXPECT_EQ(b.wr_posted[FAB_WR_SEND] - a.wr_posted[FAB_WR_SEND], 1u);
+	EXPECT_EQ(b.bytes[FAB_WR_SEND] - a.bytes[FAB_WR_SEND], 300u);
+}
+
 /* --- soft-only: fault hooks -------------------------------------------------- */
 
 TEST_F(FabConf, SoftFaultFailNextRead)
@@ -557,6 +666,93 @@ TEST_F(FabConf, SoftFaultDelayAndParse)
 		  0);
 	expect_wc(c_scq, 1, FAB_WC_SUCCESS);
 	EXPECT_GE(now_ms() - t0, 45);
+}
+
+TEST_F(FabConf, SoftFaultDropAfterBytes)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	Buf target, src;
+	struct fab_soft_fault f = {};
+
+	ASSERT_EQ(target.reg(pd, 1 << 20, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 1 << 20, kAll), 0);
+	f.drop_after_bytes = 100000;
+	ASSERT_EQ(fab_soft_fault_set(cc, &f), 0);
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 65536, i, true,
+					target.raddr(), target.mr->rkey),
+			  0);
+	struct fab_cm_event ev;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	int ok = 0;
+	for (int i = 0; i < 8; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(c_scq, &wc));
+		ok += wc.status == FAB_WC_SUCCESS;
+	}
+	EXPECT_LE(ok, 2);
+}
+
+TEST_F(FabConf, SoftFaultFromEnvironment)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	struct fab_fabric *f2;
+
+	setenv("RPCRDMA_SOFT_FAULT", "fail_next_write=1", 1);
+	int rc = fab_open("soft", &f2);
+	unsetenv("RPCRDMA_SOFT_FAULT");
+	ASSERT_EQ(rc, 0);
+	setenv("RPCRDMA_SOFT_FAULT", "nonsense=1", 1);
+	struct fab_fabric *bad = nullptr;
+	EXPECT_EQ(fab_open("soft", &bad), -EINVAL);
+	unsetenv("RPCRDMA_SOFT_FAULT");
+
+	/* Rebuild the fixture on the faulty fabric. */
+	TearDown();
+	sch = cch = nullptr;
+	s_scq = s_rcq = c_scq = c_rcq = nullptr;
+	sc = cc = nullptr;
+	lis = nullptr;
+	fab = f2;
+	ASSERT_EQ(fab_channel_create(fab, &sch), 0);
+	ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &s_scq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &s_rcq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &c_scq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &c_rcq), 0);
+	ASSERT_EQ(fab_pd_get(fab, &pd), 0);
+	Buf target, src;
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 64, 1, true, target.raddr(),
+				target.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(FabConf, SoftTcpIpv6Loopback)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft address syntax";
+	Buf sb, cb;
+
+	addr = "tcp:[::1]:" + std::to_string(30000 + (getpid() * 16 + 15) % 20000);
+	int rc = fab_listen(fab, sch, addr.c_str(), 4, &lis);
+	if (rc)
+		GTEST_SKIP() << "no IPv6 loopback: " << fab_last_error();
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	EXPECT_EQ(std::string(fab_conn_peer(sc)).rfind("[::1]:", 0), 0u) << fab_conn_peer(sc);
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 32, 2), 0);
+	expect_wc(s_rcq, 1, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS);
 }
 
 /* --- two processes --------------------------------------------------------------- */
