@@ -21,13 +21,14 @@
 
 #include "fabric/fab.h"
 
-namespace fabtest {
+namespace fabtest
+{
 
 inline long now_ms()
 {
 	return std::chrono::duration_cast<std::chrono::milliseconds>(
-		       std::chrono::steady_clock::now().time_since_epoch())
-		.count();
+		   std::chrono::steady_clock::now().time_since_epoch())
+	    .count();
 }
 
 inline bool provider_is_soft(struct fab_fabric *fab)
@@ -38,7 +39,7 @@ inline bool provider_is_soft(struct fab_fabric *fab)
 /* A fresh listen address: unix socket on "soft", RPCRDMA_FABRIC_ADDR:port on "verbs". */
 inline std::string listen_addr(struct fab_fabric *fab, bool tcp = false)
 {
-	static std::atomic<int> seq{ 0 };
+	static std::atomic<int> seq{0};
 	int n = seq++;
 
 	if (!provider_is_soft(fab)) {
@@ -66,7 +67,7 @@ inline bool wait_event(struct fab_channel *ch, struct fab_cm_event *ev, int time
 		long left = end - now_ms();
 		if (left <= 0)
 			return false;
-		struct pollfd p = { fab_channel_fd(ch), POLLIN, 0 };
+		struct pollfd p = {fab_channel_fd(ch), POLLIN, 0};
 		poll(&p, 1, (int)left);
 	}
 }
@@ -94,7 +95,7 @@ inline bool wait_wc(struct fab_cq *cq, struct fab_wc *wc, int timeout_ms = 5000)
 		long left = end - now_ms();
 		if (left <= 0)
 			return false;
-		struct pollfd p = { fab_cq_fd(cq), POLLIN, 0 };
+		struct pollfd p = {fab_cq_fd(cq), POLLIN, 0};
 		if (poll(&p, 1, (int)left) > 0)
 			fab_cq_get_event(cq);
 	}
@@ -136,7 +137,7 @@ struct Buf {
 	}
 	struct fab_sge sge(size_t off, uint32_t len)
 	{
-		struct fab_sge s = { mem.data() + off, len, mr->lkey };
+		struct fab_sge s = {mem.data() + off, len, mr->lkey};
 		return s;
 	}
 	void fill(uint8_t seed)
@@ -155,8 +156,7 @@ struct Buf {
 	}
 };
 
-const unsigned int kAll = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ |
-			  FAB_ACCESS_REMOTE_WRITE;
+const unsigned int kAll = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE;
 
 inline int post_one_recv(struct fab_conn *c, Buf &b, size_t off, uint32_t len, uint64_t id)
 {

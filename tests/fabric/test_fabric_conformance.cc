@@ -15,17 +15,19 @@
 
 using namespace fabtest;
 
-namespace {
+namespace
+{
 
-class FabConf : public ::testing::Test {
-protected:
+class FabConf : public ::testing::Test
+{
+      protected:
 	struct fab_fabric *fab = nullptr;
 	struct fab_channel *sch = nullptr, *cch = nullptr;
 	struct fab_cq *s_scq = nullptr, *s_rcq = nullptr, *c_scq = nullptr, *c_rcq = nullptr;
 	struct fab_listener *lis = nullptr;
 	struct fab_conn *sc = nullptr, *cc = nullptr;
 	struct fab_pd *pd = nullptr;
-	struct fab_qp_caps caps = { 32, 32, 4, 4 };
+	struct fab_qp_caps caps = {32, 32, 4, 4};
 	std::string addr;
 	bool soft = false;
 	struct fab_cm_event s_req = {}, c_est = {};
@@ -79,10 +81,10 @@ protected:
 		def.initiator_depth = 4;
 		if (!lis)
 			listen();
-		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, cp ? cp : &def,
-				      &cc),
-			  0)
-			<< fab_last_error();
+		ASSERT_EQ(
+		    fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, cp ? cp : &def, &cc),
+		    0)
+		    << fab_last_error();
 		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &s_req));
 		sc = s_req.conn;
 		EXPECT_EQ(s_req.listener, lis);
@@ -160,7 +162,7 @@ TEST_F(FabConf, RdmaRead)
 	connect_pair();
 	ASSERT_EQ(local.reg(fab_conn_pd(cc), 100000, FAB_ACCESS_LOCAL_WRITE), 0);
 	/* Two SGEs on the local side scatter one Read. */
-	struct fab_sge sg[2] = { local.sge(0, 30000), local.sge(30000, 70000) };
+	struct fab_sge sg[2] = {local.sge(0, 30000), local.sge(30000, 70000)};
 	struct fab_send_wr wr = {};
 	wr.wr_id = 11;
 	wr.opcode = FAB_WR_RDMA_READ;
@@ -181,7 +183,7 @@ TEST_F(FabConf, RnrMovesBothQpsToError)
 	Buf b, sb;
 
 	ASSERT_EQ(b.reg(pd, 4096, kAll), 0);
-	connect_pair();	/* no receives posted on the server */
+	connect_pair(); /* no receives posted on the server */
 	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
 	expect_wc(c_scq, 1, FAB_WC_RNR_RETRY_EXC_ERR);
@@ -189,7 +191,7 @@ TEST_F(FabConf, RnrMovesBothQpsToError)
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 2), 0);
 	expect_wc(c_scq, 2, FAB_WC_WR_FLUSH_ERR);
 	if (!soft)
-		return;	/* on IB the responder QP survives an RNR NAK */
+		return; /* on IB the responder QP survives an RNR NAK */
 	ASSERT_EQ(post_one_recv(sc, b, 0, 4096, 3), 0);
 	expect_wc(s_rcq, 3, FAB_WC_WR_FLUSH_ERR);
 }
@@ -248,9 +250,8 @@ TEST_F(FabConf, AccessRightsViolation)
 	connect_pair();
 	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	src.fill(1);
-	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 128, 1, true, ro.raddr(),
-				ro.mr->rkey),
-		  0);
+	ASSERT_EQ(
+	    post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 128, 1, true, ro.raddr(), ro.mr->rkey), 0);
 	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
 	EXPECT_EQ(ro.p()[0], 0);
 }
@@ -262,9 +263,8 @@ TEST_F(FabConf, ReadNeedsRemoteReadRight)
 	ASSERT_EQ(wo.reg(pd, 4096, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE), 0);
 	connect_pair();
 	ASSERT_EQ(dst.reg(fab_conn_pd(cc), 4096, kAll), 0);
-	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_READ, dst, 0, 128, 1, true, wo.raddr(),
-				wo.mr->rkey),
-		  0);
+	ASSERT_EQ(
+	    post_one_send(cc, FAB_WR_RDMA_READ, dst, 0, 128, 1, true, wo.raddr(), wo.mr->rkey), 0);
 	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
 }
 
@@ -286,9 +286,8 @@ TEST_F(FabConf, SendWithInvalidate)
 				cbuf.mr->rkey),
 		  0);
 	expect_wc(s_scq, 1, FAB_WC_SUCCESS);
-	ASSERT_EQ(post_one_send(sc, FAB_WR_SEND_WITH_INV, smsg, 0, 100, 2, true, 0, 0,
-				cbuf.mr->rkey),
-		  0);
+	ASSERT_EQ(
+	    post_one_send(sc, FAB_WR_SEND_WITH_INV, smsg, 0, 100, 2, true, 0, 0, cbuf.mr->rkey), 0);
 	expect_wc(s_scq, 2, FAB_WC_SUCCESS);
 	struct fab_wc wc;
 	expect_wc(c_rcq, 50, FAB_WC_SUCCESS, &wc);
@@ -394,8 +393,8 @@ TEST_F(FabConf, ConnectToNobodyIsConnectError)
 		GTEST_SKIP() << "address resolution timing differs on verbs";
 	struct fab_cm_event ev;
 
-	ASSERT_EQ(fab_connect(fab, cch, "unix:/tmp/rr-fab-nobody-listens.sock", c_scq, c_rcq,
-			      &caps, nullptr, &cc),
+	ASSERT_EQ(fab_connect(fab, cch, "unix:/tmp/rr-fab-nobody-listens.sock", c_scq, c_rcq, &caps,
+			      nullptr, &cc),
 		  0);
 	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
 	EXPECT_EQ(ev.conn, cc);
@@ -463,7 +462,7 @@ TEST_F(FabConf, CqFdBecomesReadableAfterArm)
 	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
 	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	ASSERT_EQ(fab_cq_arm(s_rcq), 0);
-	struct pollfd p = { fab_cq_fd(s_rcq), POLLIN, 0 };
+	struct pollfd p = {fab_cq_fd(s_rcq), POLLIN, 0};
 	EXPECT_EQ(poll(&p, 1, 0), 0) << "fd readable with nothing completed";
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 8, 2), 0);
 	ASSERT_EQ(poll(&p, 1, 5000), 1);
@@ -472,7 +471,7 @@ TEST_F(FabConf, CqFdBecomesReadableAfterArm)
 	ASSERT_EQ(fab_cq_poll(s_rcq, &wc, 1), 1);
 	EXPECT_EQ(wc.wr_id, 1u);
 	EXPECT_EQ(poll(&p, 1, 0), 0);
-	expect_wc(c_scq, 2, FAB_WC_SUCCESS);	/* cb stays ours until then */
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS); /* cb stays ours until then */
 }
 
 TEST_F(FabConf, BadLkeyIsLocalProtectionError)
@@ -509,7 +508,7 @@ TEST_F(FabConf, DisconnectFlushesOutstandingSends)
 	connect_pair();
 	ASSERT_EQ(src.reg(fab_conn_pd(cc), 65536, kAll), 0);
 	struct fab_soft_fault f = {};
-	f.delay_us = 200000;	/* answers arrive after we hang up */
+	f.delay_us = 200000; /* answers arrive after we hang up */
 	ASSERT_EQ(fab_soft_fault_set(cc, &f), 0);
 	for (int i = 0; i < 3; i++)
 		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 1024, i, false,
@@ -517,7 +516,7 @@ TEST_F(FabConf, DisconnectFlushesOutstandingSends)
 			  0);
 	ASSERT_EQ(fab_disconnect(cc), 0);
 	for (int i = 0; i < 3; i++)
-		expect_wc(c_scq, i, FAB_WC_WR_FLUSH_ERR);	/* unsignalled, but failed */
+		expect_wc(c_scq, i, FAB_WC_WR_FLUSH_ERR); /* unsignalled, but failed */
 	struct fab_cm_event ev;
 	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
 	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
@@ -762,8 +761,9 @@ TEST_F(FabConf, SoftTcpIpv6Loopback)
  * its private data. We Read it, Write a new pattern, then Send; it checks its
  * memory and answers with a Send carrying 1 (good) or 0.
  */
-class FabTwoProc : public FabConf {
-protected:
+class FabTwoProc : public FabConf
+{
+      protected:
 	void run(bool tcp)
 	{
 		if (!soft)
@@ -794,15 +794,14 @@ protected:
 		struct fab_conn_param ap = {};
 		ASSERT_EQ(fab_accept(sc, &ap), 0);
 		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
-		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_READ, local, 0, 65536, 2, true, raddr,
-					rkey),
-			  0);
+		ASSERT_EQ(
+		    post_one_send(sc, FAB_WR_RDMA_READ, local, 0, 65536, 2, true, raddr, rkey), 0);
 		expect_wc(s_scq, 2, FAB_WC_SUCCESS);
 		EXPECT_TRUE(local.check(77)) << "Read did not fetch the helper's pattern";
 		local.fill(13);
-		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_WRITE, local, 0, 65536, 3, false, raddr,
-					rkey),
-			  0);
+		ASSERT_EQ(
+		    post_one_send(sc, FAB_WR_RDMA_WRITE, local, 0, 65536, 3, false, raddr, rkey),
+		    0);
 		ASSERT_EQ(post_one_send(sc, FAB_WR_SEND, smsg, 0, 8, 4), 0);
 		expect_wc(s_scq, 4, FAB_WC_SUCCESS);
 		struct fab_wc wc;

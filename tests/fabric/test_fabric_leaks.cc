@@ -10,7 +10,8 @@
 
 using namespace fabtest;
 
-namespace {
+namespace
+{
 
 int count_dir(const char *path)
 {
@@ -41,7 +42,7 @@ int settled_tasks(int want)
 void one_cycle(struct fab_fabric *fab, struct fab_channel *sch, struct fab_channel *cch,
 	       struct fab_cq *cq, struct fab_listener *lis, const std::string &addr, int i)
 {
-	struct fab_qp_caps caps = { 8, 8, 1, 1 };
+	struct fab_qp_caps caps = {8, 8, 1, 1};
 	struct fab_conn *cc = nullptr, *sc;
 	struct fab_cm_event ev;
 	struct fab_pd *pd;
@@ -93,7 +94,7 @@ TEST(FabLeaks, ConnectCloseCyclesLeaveNothingBehind)
 
 	int fds0 = count_dir("/proc/self/fd"), tasks0 = count_dir("/proc/self/task");
 	for (int round = 0; round < 3; round++) {
-		std::string addr = listen_addr(fab);
+		std::string addr = listen_addr(fab, round == 1); /* round 1: TCP */
 
 		ASSERT_EQ(fab_channel_create(fab, &sch), 0);
 		ASSERT_EQ(fab_channel_create(fab, &cch), 0);
@@ -106,15 +107,15 @@ TEST(FabLeaks, ConnectCloseCyclesLeaveNothingBehind)
 		}
 		/* A request nobody accepted is freed with its channel. */
 		struct fab_conn *cc;
-		struct fab_qp_caps caps = { 4, 4, 1, 1 };
+		struct fab_qp_caps caps = {4, 4, 1, 1};
 		struct fab_cm_event ev;
 		struct fab_conn *cc2;
 		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), cq, cq, &caps, nullptr, &cc), 0);
 		ASSERT_TRUE(wait_event(sch, &ev));
-		fab_conn_destroy(ev.conn);	/* taken, never accepted */
+		fab_conn_destroy(ev.conn); /* taken, never accepted */
 		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), cq, cq, &caps, nullptr, &cc2), 0);
-		struct pollfd p = { fab_channel_fd(sch), POLLIN, 0 };
-		ASSERT_EQ(poll(&p, 1, 5000), 1);	/* queued, never taken */
+		struct pollfd p = {fab_channel_fd(sch), POLLIN, 0};
+		ASSERT_EQ(poll(&p, 1, 5000), 1); /* queued, never taken */
 		fab_listener_destroy(lis);
 		fab_channel_destroy(sch);
 		fab_conn_destroy(cc);
