@@ -2,8 +2,10 @@
 /*
  * fab_bench.c - fabric throughput between two processes, beside memcpy.
  *
- * Usage: fab_bench [-t] [-s SECONDS] [-q DEPTH]
+ * Usage: fab_bench [-t] [-a ADDR] [-S | -C] [-s SECONDS] [-q DEPTH]
  *   -t  TCP on 127.0.0.1 instead of a unix socket
+ *   -a  fabric address to use (e.g. tcp:10.0.0.1:20049 between namespaces)
+ *   -S  run only the target (serving side); -C only the driver (connects to -a)
  * The provider comes from RPCRDMA_FABRIC (default soft). The process forks:
  * the child owns a 16 MiB registered region and echoes 64-byte Sends; the
  * parent drives RDMA Write and RDMA Read at 4 KiB, 64 KiB and 1 MiB with DEPTH
@@ -191,9 +193,16 @@ int main(int argc, char **argv)
 	char addr[128];
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "ts:q:")) != -1) {
+	const char *user_addr = NULL;
+	int only = 0;
+
+	while ((opt = getopt(argc, argv, "ta:SCs:q:")) != -1) {
 		if (opt == 't')
 			tcp = 1;
+		else if (opt == 'a')
+			user_addr = optarg;
+		else if (opt == 'S' || opt == 'C')
+			only = opt;
 		else if (opt == 's')
 			secs = atof(optarg);
 		else if (opt == 'q')
@@ -207,10 +216,16 @@ int main(int argc, char **argv)
 		snprintf(addr, sizeof(addr), "tcp:127.0.0.1:%d", 40000 + getpid() % 20000);
 	else
 		snprintf(addr, sizeof(addr), "unix:/tmp/rr-fab-bench-%d.sock", (int)getpid());
-	pid = fork();
+	if (user_addr)
+		snprintf(addr, sizeof(addr), "%s", user_addr);
+	if (only == 'S')
+		return target(addr);
+	if ((only == 'C') && !user_addr)
+		return 2;
+	pid = only == 'C' ? 0 : fork();
 	if (pid < 0)
 		return 1;
-	if (pid == 0)
+	if (pid == 0 && only != 'C')
 		return target(addr);
 
 	struct fab_fabric *fab;
@@ -347,7 +362,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)(st1.registrations - st0.registrations - 1));
 
 	fab_disconnect(c);
-	{
+	if (pid > 0) {
 		int status;
 
 		waitpid(pid, &status, 0);

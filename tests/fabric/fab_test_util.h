@@ -12,6 +12,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <errno.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -54,6 +56,22 @@ inline std::string listen_addr(struct fab_fabric *fab, bool tcp = false)
 	if (tcp)
 		return "tcp:127.0.0.1:" + std::to_string(30000 + (getpid() * 16 + n) % 20000);
 	return "unix:/tmp/rr-fab-" + std::to_string(getpid()) + "-" + std::to_string(n) + ".sock";
+}
+
+/*
+ * Listen on a fresh address; the machine is shared, so a TCP port another
+ * process holds (-EADDRINUSE) just means: try the next one.
+ */
+inline int listen_any(struct fab_fabric *fab, struct fab_channel *ch, bool tcp, std::string *addr,
+		      struct fab_listener **out)
+{
+	int rc = -EADDRINUSE;
+
+	for (int i = 0; i < 32 && rc == -EADDRINUSE; i++) {
+		*addr = listen_addr(fab, tcp);
+		rc = fab_listen(fab, ch, addr->c_str(), 8, out);
+	}
+	return rc;
 }
 
 /* Next CM event on ch within timeout_ms; false on timeout. */

@@ -65,8 +65,7 @@ class FabConf : public ::testing::Test
 
 	void listen(bool tcp = false)
 	{
-		addr = listen_addr(fab, tcp);
-		ASSERT_EQ(fab_listen(fab, sch, addr.c_str(), 8, &lis), 0) << fab_last_error();
+		ASSERT_EQ(listen_any(fab, sch, tcp, &addr, &lis), 0) << fab_last_error();
 	}
 
 	/* Connect cc -> sc; before accepting, prepost server receives via prepost(). */
