@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,19 +76,58 @@ inline int listen_any(struct fab_fabric *fab, struct fab_channel *ch, bool tcp, 
 	return rc;
 }
 
+/*
+ * CM event pump. On "verbs" the active side's address and route steps only
+ * advance while its channel is read, so a test waiting on the server's
+ * channel must keep reading the client's too. Channels registered here are
+ * all read while waiting; events for the others are kept for later.
+ */
+inline std::map<struct fab_channel *, std::deque<struct fab_cm_event>> &cm_pending()
+{
+	static std::map<struct fab_channel *, std::deque<struct fab_cm_event>> m;
+	return m;
+}
+
+inline void pump_register(struct fab_channel *ch)
+{
+	cm_pending()[ch];
+}
+
+inline void pump_unregister(struct fab_channel *ch)
+{
+	cm_pending().erase(ch);
+}
+
 /* Next CM event on ch within timeout_ms; false on timeout. */
 inline bool wait_event(struct fab_channel *ch, struct fab_cm_event *ev, int timeout_ms = 5000)
 {
+	auto &pend = cm_pending();
 	long end = now_ms() + timeout_ms;
 
 	for (;;) {
+		auto it = pend.find(ch);
+		if (it != pend.end() && !it->second.empty()) {
+			*ev = it->second.front();
+			it->second.pop_front();
+			return true;
+		}
 		if (fab_channel_get_event(ch, ev) == 0)
 			return true;
+		std::vector<struct pollfd> p;
+		p.push_back({fab_channel_fd(ch), POLLIN, 0});
+		for (auto &kv : pend) {
+			struct fab_cm_event o;
+
+			if (kv.first == ch)
+				continue;
+			while (fab_channel_get_event(kv.first, &o) == 0)
+				kv.second.push_back(o);
+			p.push_back({fab_channel_fd(kv.first), POLLIN, 0});
+		}
 		long left = end - now_ms();
 		if (left <= 0)
 			return false;
-		struct pollfd p = {fab_channel_fd(ch), POLLIN, 0};
-		poll(&p, 1, (int)left);
+		poll(p.data(), p.size(), (int)(left < 20 ? left : 20));
 	}
 }
 

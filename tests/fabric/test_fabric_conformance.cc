@@ -42,6 +42,8 @@ class FabConf : public ::testing::Test
 		soft = provider_is_soft(fab);
 		ASSERT_EQ(fab_channel_create(fab, &sch), 0);
 		ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+		pump_register(sch);
+		pump_register(cch);
 		ASSERT_EQ(fab_cq_create(fab, 64, &s_scq), 0);
 		ASSERT_EQ(fab_cq_create(fab, 64, &s_rcq), 0);
 		ASSERT_EQ(fab_cq_create(fab, 64, &c_scq), 0);
@@ -58,6 +60,8 @@ class FabConf : public ::testing::Test
 		fab_cq_destroy(s_rcq);
 		fab_cq_destroy(c_scq);
 		fab_cq_destroy(c_rcq);
+		pump_unregister(sch);
+		pump_unregister(cch);
 		fab_channel_destroy(sch);
 		fab_channel_destroy(cch);
 		fab_close(fab);
@@ -719,6 +723,8 @@ TEST_F(FabConf, SoftFaultFromEnvironment)
 	fab = f2;
 	ASSERT_EQ(fab_channel_create(fab, &sch), 0);
 	ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+	pump_register(sch);
+	pump_register(cch);
 	ASSERT_EQ(fab_cq_create(fab, 64, &s_scq), 0);
 	ASSERT_EQ(fab_cq_create(fab, 64, &s_rcq), 0);
 	ASSERT_EQ(fab_cq_create(fab, 64, &c_scq), 0);

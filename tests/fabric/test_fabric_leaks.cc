@@ -98,6 +98,8 @@ TEST(FabLeaks, ConnectCloseCyclesLeaveNothingBehind)
 
 		ASSERT_EQ(fab_channel_create(fab, &sch), 0);
 		ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+		pump_register(sch);
+		pump_register(cch);
 		ASSERT_EQ(fab_cq_create(fab, 64, &cq), 0);
 		/* round 1: TCP */
 		ASSERT_EQ(listen_any(fab, sch, round == 1, &addr, &lis), 0) << fab_last_error();
@@ -117,6 +119,8 @@ TEST(FabLeaks, ConnectCloseCyclesLeaveNothingBehind)
 		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), cq, cq, &caps, nullptr, &cc2), 0);
 		struct pollfd p = {fab_channel_fd(sch), POLLIN, 0};
 		ASSERT_EQ(poll(&p, 1, 5000), 1); /* queued, never taken */
+		pump_unregister(sch);
+		pump_unregister(cch);
 		fab_listener_destroy(lis);
 		fab_channel_destroy(sch);
 		fab_conn_destroy(cc);
