@@ -586,6 +586,38 @@ TEST_F(FabConf, StatsCountReceivesAndRegistrations)
 	EXPECT_EQ(b.bytes[FAB_WR_SEND] - a.bytes[FAB_WR_SEND], 300u);
 }
 
+/* Both sides pull and push megabytes at each other at once: nobody may stall. */
+TEST_F(FabConf, BidirectionalBulkDoesNotDeadlock)
+{
+	const size_t MB = 1 << 20;
+	const int N = 8;
+	Buf sbuf, cbuf;
+
+	ASSERT_EQ(sbuf.reg(pd, 2 * N * MB, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(cbuf.reg(fab_conn_pd(cc), 2 * N * MB, kAll), 0);
+	sbuf.fill(21);
+	cbuf.fill(42);
+	/* First half of each buffer is the source the peer reads; second half is written into. */
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_READ, sbuf, (N + i) * MB, MB, 100 + i, true,
+					cbuf.raddr(i * MB), cbuf.mr->rkey),
+			  0);
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, cbuf, i * MB, MB, 200 + i, true,
+					sbuf.raddr(i * MB), sbuf.mr->rkey),
+			  0);
+	}
+	for (int i = 0; i < N; i++) {
+		expect_wc(s_scq, 100 + i, FAB_WC_SUCCESS);
+		expect_wc(c_scq, 200 + i, FAB_WC_SUCCESS);
+	}
+	/* Server read the client's pattern; the client wrote its own pattern over the server's. */
+	for (size_t i = 0; i < N * MB; i += 4093) {
+		ASSERT_EQ(sbuf.p()[N * MB + i], (uint8_t)(i * 7 + 42)) << i;
+		ASSERT_EQ(sbuf.p()[i], (uint8_t)(i * 7 + 42)) << i;
+	}
+}
+
 /* --- soft-only: fault hooks -------------------------------------------------- */
 
 TEST_F(FabConf, SoftFaultFailNextRead)
