@@ -827,10 +827,12 @@ class FabTwoProc : public FabConf
 		memcpy(&rlen, s_req.private_data + 12, 4);
 		ASSERT_EQ(rlen, 65536u);
 		ASSERT_EQ(fab_conn_create_qp(sc, s_scq, s_rcq, &caps), 0);
-		ASSERT_EQ(post_one_recv(sc, rmsg, 0, 256, 1), 0);
+		ASSERT_EQ(post_one_recv(sc, rmsg, 128, 128, 5), 0); /* hello */
+		ASSERT_EQ(post_one_recv(sc, rmsg, 0, 128, 1), 0);   /* verdict */
 		struct fab_conn_param ap = {};
 		ASSERT_EQ(fab_accept(sc, &ap), 0);
 		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+		expect_wc(s_rcq, 5, FAB_WC_SUCCESS);
 		ASSERT_EQ(
 		    post_one_send(sc, FAB_WR_RDMA_READ, local, 0, 65536, 2, true, raddr, rkey), 0);
 		expect_wc(s_scq, 2, FAB_WC_SUCCESS);
