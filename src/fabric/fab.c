@@ -180,8 +180,7 @@ int fab_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	return fab->ops->pd_get(fab, out);
 }
 
-int fab_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
-	       struct fab_mr **out)
+int fab_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out)
 {
 	return fab_of(pd)->ops->mr_reg(pd, addr, len, access, out);
 }

@@ -146,13 +146,13 @@ void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, in
 			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id)
 {
 	struct fab_cm_event ev = {
-		.type = type,
-		.conn = (struct fab_conn *)c,
-		.listener = (struct fab_listener *)c->listener,
-		.status = status,
-		.private_data_len = plen,
-		.responder_resources = rr,
-		.initiator_depth = id,
+	    .type = type,
+	    .conn = (struct fab_conn *)c,
+	    .listener = (struct fab_listener *)c->listener,
+	    .status = status,
+	    .private_data_len = plen,
+	    .responder_resources = rr,
+	    .initiator_depth = id,
 	};
 
 	if (type == FAB_CM_DISCONNECTED) {
@@ -176,7 +176,7 @@ struct soft_addr {
 static int parse_addr(const char *addr, struct soft_addr *out, bool passive)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -250,7 +250,7 @@ static void tune_socket(int fd)
 {
 	int one = 1;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));	/* fails on unix: fine */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails on unix: fine */
 }
 
 /* --- connections ---------------------------------------------------------- */
@@ -308,8 +308,8 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 	m.h.type = type;
 	m.h.len = htole32(plen);
 	if (p)
-		m.h.a = htole64((uint64_t)p->responder_resources |
-				(uint64_t)p->initiator_depth << 8);
+		m.h.a =
+		    htole64((uint64_t)p->responder_resources | (uint64_t)p->initiator_depth << 8);
 	m.h.b = htole32(SOFT_MAGIC);
 	if (plen)
 		memcpy(m.pd, pdata, plen);
@@ -371,8 +371,8 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 	return 0;
 }
 
-static int soft_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq,
-			       struct fab_cq *recv_cq, const struct fab_qp_caps *caps)
+static int soft_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq, struct fab_cq *recv_cq,
+			       const struct fab_qp_caps *caps)
 {
 	struct soft_conn *c = soft_conn(fc);
 
@@ -392,17 +392,16 @@ static int soft_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 		     param ? param->private_data_len : 0);
 	if (rc)
 		return fab_set_error(rc, "soft: accept: peer went away");
+	/* Queue ESTABLISHED before the reader can queue a DISCONNECTED. */
 	pthread_mutex_lock(&c->lock);
 	c->state = SOFT_S_EST;
+	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
 	pthread_mutex_unlock(&c->lock);
 	rc = start_threads(c);
 	if (rc) {
 		c->state = SOFT_S_CLOSED;
 		return fab_set_error(rc, "soft: cannot start connection threads");
 	}
-	pthread_mutex_lock(&c->lock);
-	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
-	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -508,8 +507,8 @@ static int soft_conn_addrs(const struct fab_conn *fc, struct sockaddr_storage *l
 static void listener_handshake(struct soft_listener *l, int fd)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)l->fab;
-	struct timeval tv = { .tv_sec = SOFT_HANDSHAKE_TIMEOUT_S };
-	struct timeval none = { 0 };
+	struct timeval tv = {.tv_sec = SOFT_HANDSHAKE_TIMEOUT_S};
+	struct timeval none = {0};
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
 	struct soft_hdr h;
 	struct soft_conn *c;
@@ -546,8 +545,8 @@ static void *listener_thread(void *arg)
 	struct soft_listener *l = arg;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = l->fd, .events = POLLIN },
-				       { .fd = l->wake, .events = POLLIN } };
+		struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN},
+				      {.fd = l->wake, .events = POLLIN}};
 		int fd;
 
 		if (poll(p, 2, -1) < 0) {
@@ -590,8 +589,7 @@ static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const cha
 		goto fail;
 	}
 	if (sa.is_unix) {
-		snprintf(l->path, sizeof(l->path), "%s",
-			 ((struct sockaddr_un *)&sa.ss)->sun_path);
+		snprintf(l->path, sizeof(l->path), "%s", ((struct sockaddr_un *)&sa.ss)->sun_path);
 		unlink(l->path);
 	} else {
 		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -744,33 +742,33 @@ int fab_soft_open(struct fab_fabric **out)
 }
 
 const struct fab_ops fab_soft_ops = {
-	.name = "soft",
-	.caps = FAB_CAP_SEND_WITH_INV,
-	.close = soft_close,
-	.channel_create = soft_channel_create,
-	.channel_destroy = soft_channel_destroy,
-	.channel_fd = soft_channel_fd,
-	.channel_get_event = soft_channel_get_event,
-	.listen = soft_listen,
-	.listener_destroy = soft_listener_destroy,
-	.connect = soft_connect,
-	.conn_create_qp = soft_conn_create_qp,
-	.accept = soft_accept,
-	.reject = soft_reject,
-	.disconnect = soft_disconnect,
-	.conn_destroy = soft_conn_destroy,
-	.conn_pd = soft_conn_pd,
-	.conn_peer = soft_conn_peer,
-	.conn_addrs = soft_conn_addrs,
-	.pd_get = soft_pd_get,
-	.mr_reg = soft_mr_reg,
-	.mr_dereg = soft_mr_dereg,
-	.cq_create = soft_cq_create,
-	.cq_destroy = soft_cq_destroy,
-	.cq_fd = soft_cq_fd,
-	.cq_get_event = soft_cq_get_event,
-	.cq_arm = soft_cq_arm,
-	.cq_poll = soft_cq_poll,
-	.post_send = soft_post_send,
-	.post_recv = soft_post_recv,
+    .name = "soft",
+    .caps = FAB_CAP_SEND_WITH_INV,
+    .close = soft_close,
+    .channel_create = soft_channel_create,
+    .channel_destroy = soft_channel_destroy,
+    .channel_fd = soft_channel_fd,
+    .channel_get_event = soft_channel_get_event,
+    .listen = soft_listen,
+    .listener_destroy = soft_listener_destroy,
+    .connect = soft_connect,
+    .conn_create_qp = soft_conn_create_qp,
+    .accept = soft_accept,
+    .reject = soft_reject,
+    .disconnect = soft_disconnect,
+    .conn_destroy = soft_conn_destroy,
+    .conn_pd = soft_conn_pd,
+    .conn_peer = soft_conn_peer,
+    .conn_addrs = soft_conn_addrs,
+    .pd_get = soft_pd_get,
+    .mr_reg = soft_mr_reg,
+    .mr_dereg = soft_mr_dereg,
+    .cq_create = soft_cq_create,
+    .cq_destroy = soft_cq_destroy,
+    .cq_fd = soft_cq_fd,
+    .cq_get_event = soft_cq_get_event,
+    .cq_arm = soft_cq_arm,
+    .cq_poll = soft_cq_poll,
+    .post_send = soft_post_send,
+    .post_recv = soft_post_recv,
 };

@@ -149,8 +149,7 @@ int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	return 0;
 }
 
-int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
-		struct fab_mr **out)
+int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab_of(pd);
 	struct soft_mr *mr;
@@ -359,11 +358,11 @@ static void sq_progress_locked(struct soft_conn *c)
 		}
 		if (e->signaled || e->st != FAB_WC_SUCCESS) {
 			struct fab_wc wc = {
-				.wr_id = e->wr_id,
-				.status = e->st,
-				.opcode = wc_opcode(e->op),
-				.byte_len = e->len,
-				.conn = (struct fab_conn *)c,
+			    .wr_id = e->wr_id,
+			    .status = e->st,
+			    .opcode = wc_opcode(e->op),
+			    .byte_len = e->len,
+			    .conn = (struct fab_conn *)c,
 			};
 			soft_cq_push(c->scq, &wc);
 		}
@@ -382,10 +381,10 @@ static void rq_flush_locked(struct soft_conn *c)
 	while (c->rq_head < c->rq_tail) {
 		struct soft_rwr *r = &c->rq[c->rq_head % c->caps.max_recv_wr];
 		struct fab_wc wc = {
-			.wr_id = r->wr_id,
-			.status = FAB_WC_WR_FLUSH_ERR,
-			.opcode = FAB_WC_RECV,
-			.conn = (struct fab_conn *)c,
+		    .wr_id = r->wr_id,
+		    .status = FAB_WC_WR_FLUSH_ERR,
+		    .opcode = FAB_WC_RECV,
+		    .conn = (struct fab_conn *)c,
 		};
 
 		soft_cq_push(c->rcq, &wc);
@@ -407,8 +406,7 @@ void soft_qp_error_locked(struct soft_conn *c, bool tell_peer)
 	pthread_cond_broadcast(&c->cond);
 }
 
-void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n,
-			  void *addr)
+void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n, void *addr)
 {
 	struct soft_ctl *it;
 
@@ -454,8 +452,8 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 	for (; wr; wr = wr->next) {
 		struct soft_swr *e;
 
-		if (!c->has_qp || (!c->qp_err && c->state != SOFT_S_EST &&
-				   c->state != SOFT_S_CONNECTING)) {
+		if (!c->has_qp ||
+		    (!c->qp_err && c->state != SOFT_S_EST && c->state != SOFT_S_CONNECTING)) {
 			rc = fab_set_error(-EINVAL, "soft: QP not ready to send");
 			break;
 		}
@@ -485,7 +483,7 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 			e->len += wr->sg_list[i].length;
 		}
 		if (!local_ok(c->sf, e->sge, e->nsge, e->op == FAB_WR_RDMA_READ))
-			e->st = FAB_WC_LOC_PROT_ERR;	/* the writer fails it in order */
+			e->st = FAB_WC_LOC_PROT_ERR; /* the writer fails it in order */
 		fab_count_send(&c->sf->base, wr);
 		c->sq_tail++;
 	}
@@ -513,7 +511,8 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 		}
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > c->caps.max_recv_sge ||
 		    !local_ok(c->sf, wr->sg_list, wr->num_sge, true)) {
-			rc = fab_set_error(-EINVAL, "soft: bad receive WR (sge count, lkey or access)");
+			rc = fab_set_error(-EINVAL,
+					   "soft: bad receive WR (sge count, lkey or access)");
 			break;
 		}
 		if (c->rq_tail - c->rq_head >= c->caps.max_recv_wr) {
@@ -562,7 +561,7 @@ int soft_io_full(int fd, void *buf, size_t len, bool rd)
 static int sendv_full(int fd, struct iovec *iov, int cnt, bool raw)
 {
 	while (cnt) {
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 		ssize_t n = raw ? syscall(SYS_sendmsg, fd, &mh, MSG_NOSIGNAL)
 				: sendmsg(fd, &mh, MSG_NOSIGNAL);
 
@@ -621,7 +620,7 @@ static int rx_scatter(int fd, const struct fab_sge *sge, int nsge, uint32_t len)
 
 static int send_ctl(struct soft_conn *c, const struct soft_ctl *it)
 {
-	struct soft_hdr h = { .type = it->type, .status = it->status };
+	struct soft_hdr h = {.type = it->type, .status = it->status};
 	struct iovec iov[2];
 	int cnt = 1;
 
@@ -643,7 +642,7 @@ static int send_ctl(struct soft_conn *c, const struct soft_ctl *it)
 static int send_wr(struct soft_conn *c, const struct soft_swr *e, uint8_t flags)
 {
 	struct iovec iov[1 + 32];
-	struct soft_hdr h = { .flags = flags };
+	struct soft_hdr h = {.flags = flags};
 	int cnt = 1;
 
 	switch (e->op) {
@@ -774,7 +773,7 @@ static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 {
 	struct soft_rwr *r;
 	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
-	struct fab_wc wc = { .opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c };
+	struct fab_wc wc = {.opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c};
 	uint64_t cap = 0;
 	int nsge, rc;
 
@@ -893,8 +892,8 @@ static int rx_answer(struct soft_conn *c, const struct soft_hdr *h)
 	if (h->type == SOFT_NAK) {
 		c->sq_resp++;
 		e->done = true;
-		e->st = h->status <= FAB_WC_GENERAL_ERR && h->status ? h->status
-								     : FAB_WC_GENERAL_ERR;
+		e->st =
+		    h->status <= FAB_WC_GENERAL_ERR && h->status ? h->status : FAB_WC_GENERAL_ERR;
 		soft_qp_error_locked(c, false);
 		pthread_mutex_unlock(&c->lock);
 		return 0;
@@ -991,7 +990,7 @@ void *soft_reader(void *arg)
 			pthread_mutex_unlock(&c->lock);
 			break;
 		default:
-			rc = -1;	/* protocol violation: drop the link */
+			rc = -1; /* protocol violation: drop the link */
 			break;
 		}
 	}

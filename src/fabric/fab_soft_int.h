@@ -19,22 +19,22 @@
 
 /* Wire messages; all fields little-endian. */
 enum soft_msg_type {
-	SOFT_CONN_REQ = 1,	/* a: resp_res | init_depth << 8; len: private data */
-	SOFT_CONN_REP,		/* same as CONN_REQ */
-	SOFT_CONN_REJ,		/* len: private data */
-	SOFT_SEND,		/* len: payload; flags: WITH_INV; b: inv rkey */
-	SOFT_WRITE,		/* len: payload; a: remote addr; b: rkey */
-	SOFT_READ_REQ,		/* len: wanted; a: remote addr; b: rkey */
-	SOFT_ACK,		/* b: number of requests acknowledged */
-	SOFT_NAK,		/* status: enum fab_wc_status for the initiator */
-	SOFT_READ_RESP,		/* len: payload */
-	SOFT_QP_ERR,		/* sender's QP went to error */
-	SOFT_DISC,		/* sender disconnected */
+	SOFT_CONN_REQ = 1, /* a: resp_res | init_depth << 8; len: private data */
+	SOFT_CONN_REP,	   /* same as CONN_REQ */
+	SOFT_CONN_REJ,	   /* len: private data */
+	SOFT_SEND,	   /* len: payload; flags: WITH_INV; b: inv rkey */
+	SOFT_WRITE,	   /* len: payload; a: remote addr; b: rkey */
+	SOFT_READ_REQ,	   /* len: wanted; a: remote addr; b: rkey */
+	SOFT_ACK,	   /* b: number of requests acknowledged */
+	SOFT_NAK,	   /* status: enum fab_wc_status for the initiator */
+	SOFT_READ_RESP,	   /* len: payload */
+	SOFT_QP_ERR,	   /* sender's QP went to error */
+	SOFT_DISC,	   /* sender disconnected */
 };
 
-#define SOFT_F_WITH_INV		0x01
-#define SOFT_F_FORCE_FAIL	0x02	/* fault injection: responder must refuse */
-#define SOFT_MAGIC		0x52524642u	/* "RRFB", in CONN_REQ b */
+#define SOFT_F_WITH_INV 0x01
+#define SOFT_F_FORCE_FAIL 0x02 /* fault injection: responder must refuse */
+#define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
 	uint8_t type;
@@ -49,8 +49,8 @@ struct soft_hdr {
 
 struct soft_fabric {
 	struct fab_fabric base;
-	pthread_mutex_t lock;		/* MR table, default fault */
-	struct soft_mr **mrs;		/* indexed by key >> 8 */
+	pthread_mutex_t lock; /* MR table, default fault */
+	struct soft_mr **mrs; /* indexed by key >> 8 */
 	uint32_t nmrs;
 	uint32_t gen;
 	struct fab_soft_fault fault;
@@ -64,7 +64,7 @@ struct soft_pd {
 struct soft_mr {
 	struct fab_fabric *fab;
 	struct fab_mr pub;
-	bool valid;			/* false after a remote invalidate */
+	bool valid; /* false after a remote invalidate */
 };
 
 struct soft_cq {
@@ -92,15 +92,15 @@ struct soft_listener {
 	struct fab_fabric *fab;
 	struct soft_channel *ch;
 	int fd;
-	int wake;			/* eventfd that stops the accept thread */
-	char path[108];			/* unix socket path to unlink */
+	int wake;	/* eventfd that stops the accept thread */
+	char path[108]; /* unix socket path to unlink */
 	pthread_t thread;
 };
 
 enum soft_state {
 	SOFT_S_IDLE,
-	SOFT_S_CONNECTING,	/* active: CONN_REQ sent */
-	SOFT_S_REQ,		/* passive: CONNECT_REQUEST delivered */
+	SOFT_S_CONNECTING, /* active: CONN_REQ sent */
+	SOFT_S_REQ,	   /* passive: CONNECT_REQUEST delivered */
 	SOFT_S_EST,
 	SOFT_S_CLOSED,
 };
@@ -110,7 +110,7 @@ struct soft_swr {
 	enum fab_wr_opcode op;
 	bool signaled;
 	bool done;
-	uint8_t busy;		/* SOFT_BUSY_*: a thread reads or fills its SGEs */
+	uint8_t busy; /* SOFT_BUSY_*: a thread reads or fills its SGEs */
 	enum fab_wc_status st;
 	uint32_t inv_rkey, rkey;
 	uint64_t raddr;
@@ -131,8 +131,8 @@ struct soft_rwr {
 struct soft_ctl {
 	uint8_t type;
 	uint8_t status;
-	uint32_t n;		/* ACK count or READ_RESP length */
-	void *addr;		/* READ_RESP source */
+	uint32_t n; /* ACK count or READ_RESP length */
+	void *addr; /* READ_RESP source */
 };
 
 struct soft_conn {
@@ -156,7 +156,7 @@ struct soft_conn {
 	struct soft_rwr *rq;
 	struct fab_sge *rq_sge;
 	uint64_t rq_head, rq_tail;
-	bool rx_busy;		/* reader is filling a receive it popped */
+	bool rx_busy; /* reader is filling a receive it popped */
 	/* responses for the writer, in order */
 	struct soft_ctl *ctl;
 	uint32_t ctl_cap, ctl_head, ctl_n;
