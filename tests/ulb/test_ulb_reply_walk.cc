@@ -602,3 +602,52 @@ TEST(UlbReplyWalk, ReadOpChunkForEncoders)
 	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 3, &room), -1); /* no such op */
 	EXPECT_EQ(ulb_read_op_chunk(&c, nullptr, 0, &room), -1);
 }
+
+TEST(UlbReplyWalk, GssIntegrityAndPrivacy)
+{
+	/* krb5i: the results sit in rpc_gss_integ_data (length, seq_num, results) */
+	Xdr call;
+	rpc_call_header_gss(call, 0x900, PROG_NFS, 3, 6, 0, 2);
+	call.u32(4 + 36 + 12);
+	call.u32(5);
+	call.opaque(pattern(32));
+	call.u64(0);
+	call.u32(4096);
+	call.opaque(pattern(16));
+	ulb_call c = call_of(call.buf);
+	ASSERT_EQ(c.gss_service, 2u);
+
+	Xdr r;
+	r.u32(0x900);
+	r.u32(1);
+	r.u32(0);
+	r.u32(RPCSEC_GSS); /* verf: a MIC */
+	r.opaque(pattern(20));
+	r.u32(0);	  /* SUCCESS */
+	r.u32(0);	  /* databody_integ length (not checked) */
+	r.u32(5);	  /* seq_num */
+	r.u32(0);	  /* NFS3_OK */
+	r.boolean(false); /* post_op_attr */
+	r.u32(100);
+	r.boolean(true);
+	Item it = r.item(pattern(100));
+	r.opaque(pattern(16)); /* checksum */
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096);
+	Planned p = plan_of(c, one(r.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, it.stream_offset);
+
+	/* krb5p: nothing can be found; all inline */
+	Xdr pc;
+	rpc_call_header_gss(pc, 0x901, PROG_NFS, 3, 6, 0, 3);
+	pc.fixed_fill(64, 1);
+	ulb_call cp;
+	auto iov = one(pc.buf);
+	ASSERT_EQ(ulb_call_scan(iov.data(), 1, nullptr, &cp), ULB_SCAN_OPAQUE);
+	Planned q = plan_of(cp, one(r.buf), &pcl);
+	EXPECT_EQ(q.r, ULB_REPLY_OK);
+	EXPECT_EQ(q.plan.nspans, 0);
+}
