@@ -74,6 +74,12 @@ static void conn_free_resources(struct rr_conn *c)
 	rr_pool_fini(&c->recv_pool);
 	rr_pool_fini(&c->send_pool);
 	free(c->calls);
+	for (uint32_t i = 0; c->sends && i < c->nsends; i++) {
+		if (c->sends[i].wr != c->sends[i].wr_small)
+			free(c->sends[i].wr);
+		if (c->sends[i].sge != c->sends[i].sge_small)
+			free(c->sends[i].sge);
+	}
 	free(c->sends);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -118,6 +124,10 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		c->free_calls = &c->calls[i];
 	}
 	for (i = 0; i < c->nsends; i++) {
+		c->sends[i].wr = c->sends[i].wr_small;
+		c->sends[i].sge = c->sends[i].sge_small;
+		c->sends[i].max_wr = RR_SEND_SMALL_WR;
+		c->sends[i].max_sge = RR_SEND_SMALL_SGE;
 		c->sends[i].conn = c;
 		c->sends[i].hdr = rr_pool_get(&c->send_pool);
 		c->sends[i].next_free = c->free_sends;

@@ -111,8 +111,13 @@ struct rr_call_ctx {
 
 /* ---- sends (rr_send.c) ---- */
 
-#define RR_SEND_MAX_WR 64
-#define RR_SEND_MAX_SGE 128
+/* Work requests of one reply: small replies use the arrays inside the
+ * context; a reply naming many segments grows them once, and the context
+ * keeps them, so steady state allocates nothing. */
+#define RR_SEND_SMALL_WR 16
+#define RR_SEND_SMALL_SGE 32
+#define RR_SEND_MAX_WR (RR_PCL_MAX_SEGS + 72)
+#define RR_SEND_MAX_SGE (RR_PCL_MAX_SEGS + 144)
 
 struct rr_send_ctx {
 	struct rr_conn *conn;
@@ -124,8 +129,11 @@ struct rr_send_ctx {
 	void *done_arg;
 	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
-	struct fab_send_wr wr[RR_SEND_MAX_WR];
-	struct fab_sge sge[RR_SEND_MAX_SGE];
+	struct fab_send_wr *wr;		/* wr_small or a grown array */
+	struct fab_sge *sge;
+	uint32_t max_wr, max_sge;
+	struct fab_send_wr wr_small[RR_SEND_SMALL_WR];
+	struct fab_sge sge_small[RR_SEND_SMALL_SGE];
 	struct rr_send_ctx *next_free;
 };
 

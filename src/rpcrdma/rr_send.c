@@ -14,6 +14,7 @@
  * used when the client allows it and exactly one rkey appears in the call.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rpcrdma/rr_internal.h"
@@ -116,11 +117,42 @@ void rr_send_drop_pending(struct rr_conn *c)
 	}
 }
 
+/* Make room for @nwr work requests and @nsge SGEs before building a chain
+ * (growing moves the arrays, so never in the middle of one). */
+static bool reserve(struct rr_send_ctx *s, uint32_t nwr, uint32_t nsge)
+{
+	if (nwr > RR_SEND_MAX_WR)
+		nwr = RR_SEND_MAX_WR;
+	if (nsge > RR_SEND_MAX_SGE)
+		nsge = RR_SEND_MAX_SGE;
+	if (nwr > s->max_wr) {
+		struct fab_send_wr *w = calloc(nwr, sizeof(*w));
+
+		if (!w)
+			return false;
+		if (s->wr != s->wr_small)
+			free(s->wr);
+		s->wr = w;
+		s->max_wr = nwr;
+	}
+	if (nsge > s->max_sge) {
+		struct fab_sge *g = calloc(nsge, sizeof(*g));
+
+		if (!g)
+			return false;
+		if (s->sge != s->sge_small)
+			free(s->sge);
+		s->sge = g;
+		s->max_sge = nsge;
+	}
+	return true;
+}
+
 static struct fab_send_wr *next_wr(struct rr_send_ctx *s)
 {
 	struct fab_send_wr *wr;
 
-	if (s->nwr >= RR_SEND_MAX_WR)
+	if (s->nwr >= s->max_wr)
 		return NULL;
 	wr = &s->wr[s->nwr];
 	memset(wr, 0, sizeof(*wr));
@@ -295,7 +327,7 @@ static bool emit_writes(struct rr_send_ctx *s, const struct rr_pcl *pcl, const s
 
 			if (take > seg->length - so)
 				take = seg->length - so;
-			if (*nsge >= RR_SEND_MAX_SGE)
+			if (*nsge >= s->max_sge)
 				return false;
 			s->sge[*nsge].addr = (void *)(pc[pi].addr + po);
 			s->sge[*nsge].length = take;
@@ -441,6 +473,18 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		rr_call_put(ctx);
 		rr_conn_close(c, "no send context");
 		return -ENOMEM;
+	}
+
+	/* Worst case: every segment used gets its own Write, and a span's
+	 * pieces (at most RR_MAX_PIECES) split a few more. */
+	{
+		uint32_t segs = p->has_reply ? p->reply.nsegs : 0;
+
+		for (unsigned int i = 0; i < plan->nspans; i++)
+			segs += p->write[plan->spans[i].chunk].nsegs;
+		if (!reserve(s, segs + 8 * plan->nspans + 4,
+			     segs + RR_MAX_PIECES * plan->nspans + 8))
+			goto undeliverable;
 	}
 
 	/* Payload spans by RDMA Write, zero-copy when registered. */
