@@ -34,6 +34,7 @@ void rrp_config_default(struct rrp_config *c)
 	c->max_ord = 16;
 	c->workers = 8;
 	c->nfs_port = 2049;
+	snprintf(c->stats_socket, sizeof(c->stats_socket), "/run/rpcrdma/stats.sock");
 }
 
 struct lexer {
@@ -161,6 +162,8 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 		return set_string(key, v, c->listen_addr, sizeof(c->listen_addr), line);
 	if (!strcasecmp(key, "Listen_Addr_v6"))
 		return set_string(key, v, c->listen_addr_v6, sizeof(c->listen_addr_v6), line);
+	if (!strcasecmp(key, "Stats_Socket"))
+		return set_string(key, v, c->stats_socket, sizeof(c->stats_socket), line);
 	if (!strcasecmp(key, "Soft_Socket"))
 		return set_string(key, v, c->soft_socket, sizeof(c->soft_socket), line);
 	if (!strcasecmp(key, "Fabric")) {

@@ -153,6 +153,8 @@ void rrp_plugin_start(void)
 		snprintf(addr, sizeof(addr), "[%s]:%u", rrp.cfg.listen_addr_v6, rrp.cfg.port);
 		start_server(addr, 1);
 	}
+	if (rrp.cfg.stats_socket[0])
+		rrp_stats_start(rrp.cfg.stats_socket);
 }
 
 /* Queue a Call for the workers (engine thread: must not block). */

@@ -39,6 +39,9 @@ struct rrp_plugin {
 
 extern struct rrp_plugin rrp;
 
+/* The stats socket (rrp_stats.c). */
+int rrp_stats_start(const char *path);
+
 /* Upper-layer callbacks given to the engine (rrp_xprt.c). */
 extern const struct rr_upper_ops rrp_upper_ops;
 /* Run one Call through ganesha on a worker thread (rrp_xprt.c). */

@@ -114,6 +114,14 @@ int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
 void rr_conn_set_upper(struct rr_conn *conn, void *priv);
 void *rr_conn_get_upper(const struct rr_conn *conn);
 
+/* Every counter of struct rr_stats, for code that walks them (JSON, tables). */
+#define RR_STATS_FIELDS(X)                                                                         \
+	X(conns_accepted) X(conns_active) X(calls) X(calls_with_read_chunks) X(long_calls)         \
+	X(replies_inline) X(replies_reply_chunk) X(replies_write_chunk) X(rdma_read_bytes)       \
+	X(rdma_write_bytes) X(err_chunk_sent) X(err_vers_sent) X(dropped) X(not_delivered)       \
+	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(registrations) X(payload_copies)       \
+	X(recv_mem_bytes) X(bc_replies) X(credit_grant)
+
 struct rr_stats {
 	uint64_t conns_accepted;
 	uint64_t conns_active;
@@ -140,6 +148,11 @@ struct rr_stats {
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
 void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
+/* Call @fn for every connection with its counters (under the server's lock:
+ * @fn must not call back into the engine). */
+void rr_server_foreach_conn(struct rr_server *srv,
+			    void (*fn)(void *arg, struct rr_conn *conn, const struct rr_stats *st),
+			    void *arg);
 
 #ifdef __cplusplus
 }
