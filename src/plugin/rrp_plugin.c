@@ -73,7 +73,7 @@ static void *worker(void *arg)
 		if (!rrp.head)
 			rrp.tail = NULL;
 		pthread_mutex_unlock(&rrp.lock);
-		rrp_process(w->call);
+		w->fn(w->arg);
 		free(w);
 	}
 }
@@ -157,17 +157,14 @@ void rrp_plugin_start(void)
 		rrp_stats_start(rrp.cfg.stats_socket);
 }
 
-/* Queue a Call for the workers (engine thread: must not block). */
-void rrp_queue(struct rr_call *call)
+bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
 {
 	struct rrp_work *w = malloc(sizeof(*w));
 
-	if (!w) {
-		atomic_fetch_add(&rrp.dropped, 1);
-		rr_call_release(call);
-		return;
-	}
-	w->call = call;
+	if (!w)
+		return false;
+	w->fn = fn;
+	w->arg = arg;
 	w->next = NULL;
 	pthread_mutex_lock(&rrp.lock);
 	if (rrp.tail)
@@ -177,4 +174,19 @@ void rrp_queue(struct rr_call *call)
 	rrp.tail = w;
 	pthread_cond_signal(&rrp.cond);
 	pthread_mutex_unlock(&rrp.lock);
+	return true;
+}
+
+static void process_call(void *arg)
+{
+	rrp_process(arg);
+}
+
+/* Queue a Call for the workers (engine thread: must not block). */
+void rrp_queue(struct rr_call *call)
+{
+	if (!rrp_queue_fn(process_call, call)) {
+		atomic_fetch_add(&rrp.dropped, 1);
+		rr_call_release(call);
+	}
 }

@@ -24,8 +24,6 @@
 #include "ulb/ulb_reply.h"
 #include "ulb/ulb_slots.h"
 
-void rrp_queue(struct rr_call *call);
-
 struct rrp_xprt {
 	SVCXPRT xprt;			/* first: ganesha sees only this */
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
@@ -284,7 +282,9 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	x->xprt.xp_fd = -1;
 	x->xprt.xp_fd_send = -1;
 	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
-	x->xprt.xp_type = XPRT_RDMA;
+	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type, and
+	 * its export checks test only UDP and TCP (so RDMA is not filtered). */
+	x->xprt.xp_type = XPRT_UNKNOWN;
 	x->xprt.xp_netid = (char *)"rdma";
 	x->xprt.xp_tp = (char *)"rpcrdma";
 	x->xprt.xp_parent = &rrp.listener; /* rendezvous ends with SVC_STAT(xp_parent) */
@@ -315,6 +315,8 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 	if (!x)
 		return;
 	rr_conn_set_upper(conn, NULL);
+	rrp_bc_conn_down(conn);
+	x->conn = NULL;
 	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
 }
 
@@ -349,9 +351,21 @@ static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
 		ulb_slot_reply_undelivered(&x->slots, xid);
 }
 
+bool rrp_is_our_xprt(SVCXPRT *xprt)
+{
+	return xprt && xprt->xp_ops && xprt->xp_ops->xp_recv == x_recv;
+}
+
+struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt)
+{
+	return XP(xprt)->conn;
+}
+
 const struct rr_upper_ops rrp_upper_ops = {
 	.call = up_call,
 	.reply_not_delivered = up_not_delivered,
+	.bc_reply = rrp_bc_reply,
+	.bc_error = rrp_bc_error,
 	.conn_up = up_conn_up,
 	.conn_down = up_conn_down,
 };
