@@ -220,7 +220,7 @@ static bool mr_covers(const struct soft_mr *mr, uint64_t addr, uint64_t len)
 	       len <= mr->pub.length - (addr - start);
 }
 
-/* Responder side check of an incoming RDMA Read/Write (IB spec 9.7.5.1.3-ish). */
+/* Responder-side check of an incoming RDMA Read/Write: valid rkey, in bounds, right granted. */
 bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32_t len,
 		    unsigned int need)
 {
