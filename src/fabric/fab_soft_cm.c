@@ -311,6 +311,8 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 		m.h.a =
 		    htole64((uint64_t)p->responder_resources | (uint64_t)p->initiator_depth << 8);
 	m.h.b = htole32(SOFT_MAGIC);
+	if (p)
+		m.h.c = htole32(p->rnr_retry_count);
 	if (plen)
 		memcpy(m.pd, pdata, plen);
 	return soft_io_full(fd, &m, sizeof(m.h) + plen, false) ? -EPIPE : 0;
@@ -498,6 +500,7 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	c->fd = fd;
 	c->listener = l;
 	c->state = SOFT_S_REQ;
+	c->peer_rnr_retry = (uint8_t)le32toh(h.c);
 	peer_name(fd, c->peer, sizeof(c->peer));
 	h.a = le64toh(h.a);
 	pthread_mutex_lock(&c->lock);

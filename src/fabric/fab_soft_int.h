@@ -34,6 +34,9 @@ enum soft_msg_type {
 
 #define SOFT_F_WITH_INV 0x01
 #define SOFT_F_FORCE_FAIL 0x02 /* fault injection: responder must refuse */
+/* RNR: 7 retries mean "forever" (IB); each other retry stands for one RNR timer of this long. */
+#define SOFT_RNR_INFINITE 7
+#define SOFT_RNR_STEP_MS 20
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
@@ -162,6 +165,7 @@ struct soft_conn {
 	uint32_t ctl_cap, ctl_head, ctl_n;
 	struct fab_soft_fault fault;
 	uint64_t tx_bytes, tx_wrs;
+	uint8_t peer_rnr_retry; /* the peer's rnr_retry_count: how long its Sends wait for us */
 	pthread_t reader, writer;
 };
 

@@ -17,8 +17,13 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "fabric/fab_soft_int.h"
+
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000 /* Linux: peer shut down its writing half (needs _GNU_SOURCE) */
+#endif
 
 /* --- socket I/O ---------------------------------------------------------- */
 
@@ -200,6 +205,10 @@ void *soft_writer(void *arg)
 				c->dead = true;
 			else
 				check_drop_locked(c);
+			/* Nothing follows a DISC; the half-close also reaches a peer stuck in RNR.
+			 */
+			if (!rc && it.type == SOFT_DISC)
+				shutdown(c->fd, SHUT_WR);
 			continue;
 		}
 		if (c->state == SOFT_S_EST && !c->qp_err && !c->dead && c->sq_tx < c->sq_tail) {
@@ -255,6 +264,43 @@ static void delay_completion(struct soft_conn *c)
 		usleep(us);
 }
 
+/*
+ * No receive posted and the sender retries RNRs: hold this Send (and, as the
+ * sender would retransmit in order, everything behind it) until one is.
+ */
+static void rnr_wait_locked(struct soft_conn *c)
+{
+	long left_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
+			   ? -1
+			   : (long)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+
+	while (c->rq_head == c->rq_tail && !c->qp_err && !c->stop && left_ms != 0) {
+		struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+		struct timespec until;
+
+		/*
+		 * The peer's DISC sits behind this Send in the stream; its
+		 * half-close (sent right after DISC) is visible now.
+		 */
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			soft_qp_error_locked(c, false);
+			if (c->state == SOFT_S_EST)
+				soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
+			c->state = SOFT_S_CLOSED;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 10 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->cond, &c->lock, &until);
+		if (left_ms > 0)
+			left_ms = left_ms > 10 ? left_ms - 10 : 0;
+	}
+}
+
 /* Incoming Send: consume the next posted receive (RNR if none). */
 static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 {
@@ -269,8 +315,14 @@ static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 		pthread_mutex_unlock(&c->lock);
 		return drain(c->fd, h->len);
 	}
+	if (c->rq_head == c->rq_tail && c->peer_rnr_retry)
+		rnr_wait_locked(c);
+	if (c->qp_err || c->stop) {
+		pthread_mutex_unlock(&c->lock);
+		return drain(c->fd, h->len);
+	}
 	if (c->rq_head == c->rq_tail) {
-		/* RNR with rnr_retry 0: fatal for both QPs. */
+		/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both QPs. */
 		soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
 		soft_qp_error_locked(c, false);
 		pthread_mutex_unlock(&c->lock);
@@ -420,6 +472,7 @@ static int rx_cm(struct soft_conn *c, const struct soft_hdr *h)
 	}
 	if (h->type == SOFT_CONN_REP) {
 		c->state = SOFT_S_EST;
+		c->peer_rnr_retry = (uint8_t)h->c;
 		soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, pd, (uint8_t)h->len, (uint8_t)h->a,
 				       (uint8_t)(h->a >> 8));
 	} else {

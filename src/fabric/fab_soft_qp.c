@@ -275,6 +275,7 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 	if (rc && bad)
 		*bad = wr;
 	soft_rq_flush_locked(c);
+	pthread_cond_broadcast(&c->cond); /* a reader may wait out an RNR */
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
