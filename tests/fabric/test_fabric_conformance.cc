@@ -442,6 +442,11 @@ TEST_F(FabConf, ConnectToNobodyIsConnectError)
 	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
 	EXPECT_EQ(ev.conn, cc);
 	EXPECT_LT(ev.status, 0);
+	fab_conn_destroy(cc);
+	cc = nullptr;
+	ASSERT_EQ(fab_connect(fab, cch, "tcp:127.0.0.1:1", c_scq, c_rcq, &caps, nullptr, &cc), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
+	EXPECT_EQ(ev.status, -ECONNREFUSED);
 }
 
 TEST_F(FabConf, ReceiveTooSmallIsLengthError)
