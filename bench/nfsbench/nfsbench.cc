@@ -6,7 +6,7 @@
  *
  *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT --export PATH]
  *            --op null|getattr|read4k|write4k|read1m|write1m
- *            [--qd N] [--count N | --secs S] [--warmup N]
+ *            [--qd N] [--count N | --secs S] [--warmup N] [--sync]
  *   nfsbench --rdma FABADDR --idle N --hold S     open N idle connections
  *
  * With --mount it gets the export's root handle by MOUNT v3 over TCP, creates
@@ -16,7 +16,11 @@
  * WRITE moves the data in a Read chunk when the Call exceeds the inline size
  * (as the Linux client does). Prints one JSON line: ops, seconds, ops/s, MB/s,
  * and over RDMA the smallest credit grant seen in any reply and how many
- * replies carried a zero grant or a protocol violation.
+ * replies carried a zero grant or a protocol violation. With --sync it
+ * prints "WARM" after set-up and warm-up and waits for a line on stdin before
+ * the measured calls, and prints "END" after its JSON line and waits again
+ * before disconnecting (so a profiler can be zeroed and dumped around
+ * exactly the measured calls).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -351,14 +355,20 @@ class TcpClient : public Client
 class RdmaClient : public Client
 {
       public:
-	explicit RdmaClient(const std::string &addr)
+	explicit RdmaClient(const std::string &addr, std::string *why = nullptr)
 	{
 		rrtest::RequesterOptions o;
 		o.addr = addr;
 		std::string err;
 		r_ = rrtest::Requester::connect(o, &err);
-		if (!r_)
+		if (!r_ && why)
+			*why = err;
+		else if (!r_)
 			die("rdma connect " + addr + ": " + err);
+	}
+	bool ok() const
+	{
+		return r_ != nullptr;
 	}
 	void post(const Op &op, uint32_t) override
 	{
@@ -466,14 +476,27 @@ struct Opts {
 	unsigned qd = 1, idle = 0;
 	uint64_t count = 0, warmup = 0;
 	double secs = 0, hold = 0;
+	bool sync = false;
 };
+
+/* --sync: tell the driver on stdout, wait for a line on stdin. */
+void sync_point(const Opts &o, const char *what)
+{
+	if (!o.sync)
+		return;
+	printf("%s\n", what);
+	fflush(stdout);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin))
+		return;
+}
 
 void usage()
 {
 	fprintf(stderr,
 		"usage: nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT]"
 		" [--export PATH] --op null|getattr|read4k|write4k|read1m|write1m [--qd N]"
-		" [--count N | --secs S] [--warmup N]\n"
+		" [--count N | --secs S] [--warmup N] [--sync]\n"
 		"       nfsbench --rdma FABADDR --idle N --hold SECONDS\n");
 	exit(2);
 }
@@ -482,15 +505,24 @@ int idle_conns(const Opts &o)
 {
 	std::vector<std::unique_ptr<RdmaClient>> v;
 	Stats st;
+	unsigned refused = 0;
+	std::string why;
 	for (unsigned i = 0; i < o.idle; i++) {
-		v.emplace_back(new RdmaClient(o.rdma));
+		std::unique_ptr<RdmaClient> c(new RdmaClient(o.rdma, &why));
+		if (!c->ok()) {
+			refused++; /* e.g. the receive-memory budget is spent */
+			continue;
+		}
+		v.push_back(std::move(c));
 		uint32_t xid = v.back()->req()->next_xid();
 		v.back()->post(build(Spec{"null", {}, 0, {}}, xid, 0), xid);
 		Bytes r;
 		v.back()->complete(&r, &st);
 	}
-	printf("{\"idle_conns\":%u,\"min_credit\":%u,\"max_credit\":%u,\"zero_grants\":%llu}\n",
-	       o.idle, st.min_credit, st.max_credit, (unsigned long long)st.zero);
+	printf("{\"idle_conns\":%u,\"connected\":%zu,\"refused\":%u,\"min_credit\":%u,"
+	       "\"max_credit\":%u,\"zero_grants\":%llu,\"refusal\":\"%s\"}\n",
+	       o.idle, v.size(), refused, st.min_credit == UINT32_MAX ? 0 : st.min_credit,
+	       st.max_credit, (unsigned long long)st.zero, refused ? why.substr(0, 80).c_str() : "");
 	fflush(stdout);
 	/* Keep every connection serviced while held. */
 	double end = now() + o.hold;
@@ -536,6 +568,8 @@ int main(int argc, char **argv)
 			o.idle = unsigned(std::stoul(val()));
 		else if (a == "--hold")
 			o.hold = std::stod(val());
+		else if (a == "--sync")
+			o.sync = true;
 		else
 			usage();
 	}
@@ -608,6 +642,7 @@ int main(int argc, char **argv)
 		reap();
 	}
 	done = 0;
+	sync_point(o, "WARM");
 	double t0 = now(), end = o.secs > 0 ? t0 + o.secs : 0;
 	uint64_t target = o.count;
 	for (;;) {
@@ -631,5 +666,7 @@ int main(int argc, char **argv)
 	       done / dt, bytes / dt / 1e6, (unsigned long long)st.errors,
 	       st.min_credit == UINT32_MAX ? 0 : st.min_credit, st.max_credit,
 	       (unsigned long long)st.zero, (unsigned long long)st.viol, st.first_err.c_str());
+	fflush(stdout);
+	sync_point(o, "END");
 	return st.errors || st.zero || st.viol ? 1 : 0;
 }

@@ -69,14 +69,18 @@ for r in jlines(os.path.join(W, "cgsplit.jsonl")):
 LAY = ["fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha", "other"]
 if "idle" in split and "idle" in runs:
     idle = split["idle"]
-    idle_rate = {l: idle["layers"][l] / runs["idle"]["secs"] for l in LAY}
+    idle_total_rate = idle["total"] / runs["idle"]["secs"]
+    idle_rate = {l: 0.0 for l in LAY}  # reported, not subtracted
     p("Method: ganesha.nfsd runs under `valgrind --tool=callgrind` with the plugin preloaded. "
-      "For each operation and transport the client runs N and then 2N calls at queue depth 1, "
-      "each on a fresh connection (MOUNT, CREATE, a 1 MiB fill WRITE, then the calls); the "
-      "counters are zeroed before and dumped after each run. Per-op cost = (dump(2N) - dump(N) "
-      "- idle rate x extra seconds) / N, so connection set-up, the fill and warm-up cancel. "
-      f"Idle rate measured in the same process: {fmt(sum(idle['layers'].values()) / runs['idle']['secs'])} "
-      "instructions/s. Layers: our source folders / prefixes (fabric = soft provider, rpcrdma, "
+      "For each operation and transport the client opens one connection, does its set-up "
+      "(MOUNT, CREATE, a 1 MiB fill WRITE) and a warm-up of N/4+2 calls, then run.sh zeroes the "
+      "counters (`callgrind_control -z`), the client makes N calls at queue depth 1, and the "
+      "counters are dumped (`callgrind_control -d`) before it disconnects. Per-op cost = "
+      "dump / N. Idle ganesha in the same process, measured after the runs: "
+      f"{fmt(idle_total_rate)} instructions/s, i.e. at most "
+      f"{fmt(max(idle_total_rate * runs[k]['secs'] / runs[k]['n'] for k in runs if 'n' in runs[k]))} "
+      "per op in any window here (not subtracted). "
+      "Layers: our source folders / prefixes (fabric = soft provider, rpcrdma, "
       "ulb, plugin), ntirpc = libntirpc.so (Debian's is stripped, so its TCP transport path "
       "cannot be separated by name from its XDR/auth/dispatch code), ganesha = ganesha.nfsd + "
       "libganesha_nfsd + FSAL MEM; each layered function is also charged the libc it calls "
@@ -88,18 +92,16 @@ if "idle" in split and "idle" in runs:
     tops = {}
     for op in OPS:
         for tr in ("rdma", "tcp"):
-            a, b = f"{tr}-{op}-1", f"{tr}-{op}-2"
-            if a not in split or b not in split or a not in runs or b not in runs:
+            a = f"{tr}-{op}"
+            if a not in split or a not in runs:
                 continue
-            n = runs[b]["n"] - runs[a]["n"]
-            dt = runs[b]["secs"] - runs[a]["secs"]
-            per[(tr, op)] = {l: (split[b]["layers"][l] - split[a]["layers"][l] - idle_rate[l] * dt) / n
-                             for l in LAY}
+            n = runs[a]["n"]
+            dt = runs[a]["secs"]
+            per[(tr, op)] = {l: (split[a]["layers"][l] - idle_rate[l] * dt) / n for l in LAY}
             t = {}
             for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
-                fa = dict((fn, ir) for fn, ir in split[a]["top"].get(l, []))
-                for fn, ir in split[b]["top"].get(l, []):
-                    t[(l, fn)] = (ir - fa.get(fn, 0)) / n
+                for fn, ir in split[a]["top"].get(l, []):
+                    t[(l, fn)] = ir / n
             tops[(tr, op)] = t
     p("Instructions per operation:")
     p("")
@@ -132,7 +134,7 @@ if "idle" in split and "idle" in runs:
       f"not met for: {', '.join(OPNAME[o] for o in miss) or 'none'}.")
     p("")
     p("Top functions of our layers per operation over RDMA (instructions per op, incl. libc "
-      "they call; from the same differential dumps):")
+      "they call; from the same dumps):")
     p("")
     for op in OPS:
         t = tops.get(("rdma", op))
@@ -275,6 +277,15 @@ for budget in sorted({int(re.search(r"idle-(\d+)-", f).group(1))
         if not a or not b:
             continue
         rows.append((budget, n, a, b, c or {}))
+def client_col(c):
+    if "idle_conns" not in c:
+        return c.get("error", "failed")[:80]
+    r = f"{c['connected']} up, grants {c['min_credit']}..{c['max_credit']}"
+    if c.get("refused"):
+        r += f", {c['refused']} refused ({c.get('refusal', '')})"
+    return r
+
+
 if rows:
     p("`bench_engine` (soft fabric, default 64 credits + 2 backchannel + 8 batch receives of "
       "4 KiB) with N idle client connections held by `nfsbench --idle N` (each made one NULL "
@@ -282,7 +293,7 @@ if rows:
       "connections the server counts. The soft provider runs 2 threads per connection, so RSS "
       "includes two thread stacks' touched pages per connection.")
     p("")
-    p("| Receive_Memory_Budget | N asked | connected | recv_mem_bytes | per conn | RSS delta | RSS per conn | grant min..max | client |")
+    p("| Receive_Memory_Budget | N asked | connected | recv_mem_bytes | per conn | RSS delta | RSS per conn | server grant min..max | client |")
     p("|---|---:|---:|---:|---:|---:|---:|---|---|")
     for budget, n, a, b, c in rows:
         conns = b.get("conns_active", 0)
@@ -291,7 +302,12 @@ if rows:
         p(f"| {'none' if budget == 0 else f'{budget >> 20} MiB'} | {n} | {conns} | {fmt(rm)} | "
           f"{fmt(rm / conns if conns else None)} | {fmt(drss)} | {fmt(drss / conns if conns else None)} | "
           f"{b.get('conn_grant_min')}..{b.get('conn_grant_max')} | "
-          f"{'ok' if 'idle_conns' in c else c.get('error', 'failed')[:80]} |")
+          f"{client_col(c)} |")
+    p("")
+    p("The budget is first come, first served: connections get the full grant while the "
+      "budget lasts, the one at the edge gets a smaller grant (never 0), later ones are "
+      "refused (`rr_conn.c: grant_credits`). It bounds the total; it does not spread the "
+      "memory over many connections with smaller grants.")
     p("")
     p("Shared receive queue (SRQ, `Use_SRQ`): not implemented - every connection posts its own "
       "receives (credits + backchannel + batch). Receive_Memory_Budget is what bounds receive "
