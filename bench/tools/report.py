@@ -144,6 +144,39 @@ if "idle" in split and "idle" in runs:
                        if l in ("fabric", "rpcrdma", "ulb", "plugin") and v > 0), reverse=True)[:8]
         p(f"- {OPNAME[op]}: " + "; ".join(f"`{fn}` ({l}) {fmt(v)}" for v, l, fn in best))
     p("")
+
+    def f(op, fn):
+        t = tops.get(("rdma", op), {})
+        return fmt(sum(v for (l, name), v in t.items() if name == fn))
+
+    if ("rdma", "getattr") in tops:
+        p("What stands in the way of the target (read from the top functions and the plugin "
+          "source; figures are this run's, GETATTR unless named):")
+        p("")
+        p(f"- Per-call allocation in the plugin: `rrp_process` ({f('getattr', 'rrp_process')}/op) "
+          "is mostly `calloc` of `struct rrp_req` (it embeds `struct ulb_call`, zeroed every "
+          "call) beside ganesha's own request allocation; the reply's 8 KiB encode buffer is "
+          "`malloc`ed per reply (`enc_newbuf`) and both are freed again (`free` charged to the "
+          f"plugin: {f('getattr', 'free')}/op). A per-connection free list of requests and "
+          "encode buffers would remove most of this.")
+        p(f"- The ULB scan walks every Call's XDR (`ulb_call_scan` + `ulb_xdr_advance`: "
+          f"{f('getattr', 'ulb_call_scan')} + {f('getattr', 'ulb_xdr_advance')}/op, even for "
+          "NULL) and plans every Reply (`ulb_reply_plan`); for NFSv3 only READ/WRITE/READLINK/"
+          "SYMLINK have DDP-eligible items, so other procedures could skip the walk.")
+        p(f"- `x_checksum` (DRC key, byte-at-a-time FNV over 256 bytes): "
+          f"{f('getattr', 'x_checksum')}/op.")
+        p(f"- Payload copies: READ data is bounced into registered memory (`stream_copy`, "
+          f"{f('read1m', 'stream_copy')}/op at 1 MiB: the whole payload, matching "
+          "payload_copies in C); WRITE data is copied out of the registered Read-chunk buffer "
+          f"by the plugin's XDR decoder (`dec_getbytes`, {f('write1m', 'dec_getbytes')}/op at "
+          "1 MiB; ntirpc's TCP path copies the same bytes, so WRITE is at parity). This WRITE "
+          "copy is not counted by payload_copies.")
+        p("- The comparison itself: ntirpc's TCP path leaves its byte moving to the kernel "
+          "(recv/writev), which callgrind does not count, while the soft fabric (shown apart, "
+          "not in \"ours\") does it in user space. On a verbs device the fabric column goes "
+          "to the NIC; TCP's kernel share stays. The ratio here is therefore against the "
+          "user-space part of the TCP path only.")
+        p("")
 else:
     p("Not measured in this run (ganesha under callgrind did not start).")
     p("")
@@ -174,6 +207,13 @@ if tp:
             mt = statistics.median(x[key] for x in t)
             p(f"| {OPNAME[op]} | {qd} | {fmt(mr, 1)} {unit} | {fmt(mt, 1)} {unit} | "
               f"{fmt(mr / mt if mt else None, 2)} | {len(r)}+{len(t)} |")
+    p("")
+    p("Reading it: at queue depth 1 a small call over the soft fabric crosses more threads "
+      "than over TCP (soft reader thread -> engine event thread -> plugin worker -> soft "
+      "writer thread, and a WRITE adds an RDMA Read round trip through the client's soft "
+      "threads) where ntirpc has its epoll thread -> worker -> writev; on 2 shared cores each "
+      "hop is a scheduler wake-up, which is the likely reason small-op QD 1 favours TCP. With "
+      "depth the hops overlap. Not measured per hop here.")
     p("")
 try:
     with open(os.path.join(W, "fab_bench.txt")) as f:
