@@ -10,6 +10,7 @@
  * stdout: the server's counters, the smallest and largest per-connection
  * credit grant, and its own VmRSS in KiB. Exits on SIGTERM/SIGINT.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
