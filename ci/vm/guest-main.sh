@@ -1,0 +1,140 @@
+#!/bin/sh
+# Runs inside the VM (started by ci/vm/init). Order:
+#   0. Soft-RoCE: rxe0 on dummy0, 192.168.77.1
+#   1. fabric conformance suite (verbs provider on rxe0), if built
+#   2. knfsd over RDMA (reference): guest-tests.sh for NFSv3, v4.1, v4.2
+#   3. ganesha + librpcrdma_ganesha.so (LD_PRELOAD) over RDMA, same tests, if the plugin is built
+# Every result is a line "RESULT <server> <vers> <test> <pass|fail|na> <seconds> [note]" in
+# /out/results (and on the console); ci/vm/run.sh turns them into the table.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+HERE=$(dirname "$0")
+IP=192.168.77.1
+VERSIONS=${VM_VERSIONS:-3 4.1 4.2}
+H=/hostroot
+up() { cut -d' ' -f1 /proc/uptime; }
+step() { echo "=== STEP $* (uptime $(up))"; }
+result() { echo "RESULT $*" | tee -a /out/results; }
+secs() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
+
+step rxe
+modprobe crc32_generic; modprobe crc32_pclmul
+for m in rdma_rxe ib_uverbs rdma_ucm rpcrdma nfsd nfsv3 nfsv4; do modprobe $m || echo "FAIL modprobe $m"; done
+ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy
+ip addr add $IP/24 dev dummy0; ip link set dummy0 up
+t0=$(up)
+if rdma link add rxe0 type rxe netdev dummy0 && ibv_devices | grep -q rxe0; then
+	result setup - rxe0 pass "$(secs $t0)"
+else
+	result setup - rxe0 fail "$(secs $t0)" "rdma link add failed"
+fi
+
+# The host root, shared read-only, is the chroot for host-built programs (fabric suite, ganesha):
+# their libraries (libibverbs, librdmacm, the rxe provider, libntirpc, FSALs) all come from there.
+# Guest-side writable places are mounted over it.
+chroot_setup() {
+	for d in proc sys dev; do mount --bind /$d $H/$d; done
+	mount -t tmpfs tmp $H/tmp; mount --bind /run $H/run
+	mount -t tmpfs varlib $H/var/lib/nfs 2>/dev/null || true
+	mount -t tmpfs varlog $H/var/log 2>/dev/null || true
+}
+chroot_setup
+
+# ---------------------------------------------------------------- part 1: fabric conformance
+step fabric
+FAB=$BUILDDIR/tests/fabric/test_fabric_conformance
+if [ -x "$H$FAB" ]; then
+	t0=$(up)
+	timeout -s KILL 300 chroot $H env RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=$IP \
+		"$FAB" --gtest_output=xml:/tmp/fabric.xml > /out/fabric.log 2>&1
+	rc=$?
+	cp $H/tmp/fabric.xml /out/fabric.xml 2>/dev/null
+	tail -30 /out/fabric.log
+	n=$(grep -c '^\[       OK \]' /out/fabric.log); f=$(grep -c '^\[  FAILED  \]' /out/fabric.log)
+	if [ $rc = 0 ]; then st=pass; else st=fail; fi
+	result fabric verbs conformance $st "$(secs $t0)" "rc=$rc ok=$n failed_lines=$f"
+else
+	result fabric verbs conformance na 0 "no $FAB"
+fi
+
+# ---------------------------------------------------------------- part 2: knfsd reference
+step knfsd-start
+mount -t nfsd nfsd /proc/fs/nfsd
+mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
+mount -t tmpfs -o size=256m tmpfs /export
+echo '/export *(rw,no_root_squash,fsid=1,insecure,no_subtree_check)' > /etc/exports
+touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+mkdir -p /run/rpcbind; chown _rpc /run/rpcbind
+rpcbind -w || echo "FAIL rpcbind"
+exportfs -ra
+rpc.mountd --no-udp || echo "FAIL mountd"
+echo 10 > /proc/fs/nfsd/nfsv4leasetime; echo 10 > /proc/fs/nfsd/nfsv4gracetime
+rpc.nfsd --no-udp 4 || echo "FAIL nfsd"
+echo "rdma 20049" > /proc/fs/nfsd/portlist || echo "FAIL portlist"
+cat /proc/fs/nfsd/portlist
+step knfsd-grace; sleep 11
+for V in $VERSIONS; do
+	step "knfsd v$V"
+	sh $HERE/guest-tests.sh knfsd $V rdma /export
+done
+step knfsd-stop
+rpc.nfsd 0; exportfs -ua; killall rpc.mountd 2>/dev/null
+killall rpcbind 2>/dev/null; sleep 1
+umount /export
+
+# ---------------------------------------------------------------- part 3: ganesha + rpcrdma
+PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
+# GANESHA_PROTO=tcp runs the list against ganesha's own TCP transport (no plugin): a control
+# that proves the ganesha half of this harness.
+run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
+	label=$1; proto=$2; pre=$3
+	step "ganesha-start $label"
+	rpcbind -w || echo "FAIL rpcbind"
+	mkdir -p $H/tmp/export $H/run/ganesha $H/var/lib/nfs/ganesha
+	sed "s|@EXPORT@|/tmp/export|" $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
+	t0=$(up)
+	# LD_PRELOAD only when given; RPCRDMA_STATS_FILE: where the plugin may dump its counters
+	timeout -s KILL 1200 chroot $H env ${pre:+LD_PRELOAD=$pre} RPCRDMA_STATS_FILE=/tmp/rpcrdma.stats \
+		/usr/bin/ganesha.nfsd -F -L /tmp/ganesha.log -f /tmp/ganesha.conf -p /run/ganesha/pid &
+	gpid=$!
+	# ready when it listens on 2049 (and 20049 for rdma) or after 60 s
+	ok=0
+	for i in $(seq 60); do
+		kill -0 $gpid 2>/dev/null || break
+		if netstat -ltn 2>/dev/null | grep -q ':2049 '; then
+			if [ $proto = tcp ] || netstat -ltn 2>/dev/null | grep -q ':20049 ' ||
+			   grep -qi 'rdma.*listen\|listen.*20049' $H/tmp/ganesha.log 2>/dev/null; then ok=1; break; fi
+			[ $i -ge 20 ] && { ok=1; break; }	# rdma_cm listeners show in no socket table
+		fi
+		sleep 1
+	done
+	if [ $ok = 1 ]; then
+		result $label - start pass "$(secs $t0)"
+		for V in $VERSIONS; do
+			step "$label v$V"
+			sh $HERE/guest-tests.sh $label $V $proto $H/tmp/export
+		done
+	else
+		result $label - start fail "$(secs $t0)" "ganesha did not come up"
+	fi
+	step "ganesha-stop $label"
+	kill $gpid 2>/dev/null; sleep 2; kill -9 $gpid 2>/dev/null; wait $gpid 2>/dev/null
+	cp $H/tmp/ganesha.log /out/$label.log 2>/dev/null
+	[ -f $H/tmp/rpcrdma.stats ] && cp $H/tmp/rpcrdma.stats /out/$label.stats
+	grep -iE 'rpcrdma|rdma' $H/tmp/ganesha.log 2>/dev/null | grep -iE 'stat|count' > /out/$label.counters
+	killall rpcbind 2>/dev/null; sleep 1
+	rm -rf $H/tmp/export $H/var/lib/nfs/ganesha/*
+}
+if [ "${GANESHA_CONTROL:-0}" = 1 ]; then
+	run_ganesha ganesha-tcp tcp ""
+fi
+if [ -f "$H$PLUGIN" ]; then
+	run_ganesha ganesha rdma "$PLUGIN"
+else
+	result ganesha - start na 0 "no $PLUGIN"
+fi
+
+step done
+dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe' | grep -iE 'err|fail|warn|flush|disconnect|timeout' \
+	> /out/dmesg-errors.txt
+dmesg > /out/dmesg.txt
+echo "GUEST-MAIN-DONE"
