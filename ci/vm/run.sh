@@ -60,7 +60,7 @@ get() { # server vers test -> "status secs"
 	awk -v s="$1" -v v="$2" -v t="$3" '$1==s && $2==v && $3==t {print $4, $5; f=1; exit} END{if(!f) print "-", ""}' "$R"
 }
 cell() { local st secs; read -r st secs <<<"$(get "$@")"
-	if [ "$st" = - ]; then printf '%-16s' "n-a"; else printf '%-16s' "$st ${secs}s"; fi; }
+	if [ "$st" = - ]; then printf '%-18s' "n-a"; else printf '%-18s' "$st ${secs}s"; fi; }
 
 echo
 echo "================ interop VM results ================"
@@ -76,7 +76,7 @@ esac
 
 COLS="knfsd ganesha"
 [ "${RPCRDMA_VM_GANESHA_TCP:-0}" = 1 ] && COLS="knfsd ganesha-tcp ganesha"
-declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp(ctl)")
+declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)")
 gst=$(get ganesha - start | cut -d' ' -f1)
 gnote=$(awk '$1=="ganesha" && $3=="start"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
 case "$gst" in
@@ -85,7 +85,7 @@ fail) printf '%-28s %s\n' "ganesha+rpcrdma start" "FAIL $gnote" ;;
 *) printf '%-28s %s\n' "ganesha+rpcrdma" "not available  $gnote" ;;
 esac
 echo
-printf '%-6s %-14s' vers test; for c in $COLS; do printf '%-16s' "${HDR[$c]}"; done; echo
+printf '%-6s %-14s' vers test; for c in $COLS; do printf '%-18s' "${HDR[$c]}"; done; echo
 VERS=$(awk '$1=="knfsd"{print $2}' "$R" | awk '!s[$0]++')
 [ -n "$VERS" ] || VERS=${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}
 TESTS=$(awk '$1=="knfsd"{print $3}' "$R" | awk '!s[$0]++')
