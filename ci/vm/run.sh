@@ -65,11 +65,14 @@ cell() { local st secs; read -r st secs <<<"$(get "$@")"
 echo
 echo "================ interop VM results ================"
 printf '%-28s %s\n' "rxe0 setup" "$(cell setup - rxe0)"
+printf '%-28s %s\n' "rping via host root (chroot)" "$(cell setup - host_rping)"
 read -r st secs note <<<"$(awk '$1=="fabric"{print $4, $5; exit}' "$R")"
 fnote=$(awk '$1=="fabric"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
 case "${st:-}" in
 pass) printf '%-28s %s\n' "fabric conformance (verbs)" "pass ${secs}s  $fnote" ;;
-fail) printf '%-28s %s\n' "fabric conformance (verbs)" "FAIL ${secs}s  $fnote"; fail=1; why+=("fabric suite failed") ;;
+fail) printf '%-28s %s\n' "fabric conformance (verbs)" "FAIL ${secs}s  $fnote"; fail=1; why+=("fabric suite failed")
+      grep -aE '^\[  FAILED  \]|Failure|Segmentation|Abort' "$OUT/fabric.log" | head -8 | sed 's/^/    /'
+      echo "    (full log: $OUT/fabric.log)" ;;
 *) printf '%-28s %s\n' "fabric conformance (verbs)" "not available  ${fnote}" ;;
 esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
