@@ -85,6 +85,7 @@ echo 10 > /proc/fs/nfsd/nfsv4leasetime; echo 10 > /proc/fs/nfsd/nfsv4gracetime
 rpc.nfsd --no-udp 4 || echo "FAIL nfsd"
 echo "rdma 20049" > /proc/fs/nfsd/portlist || echo "FAIL portlist"
 cat /proc/fs/nfsd/portlist
+rdma resource show cm_id 2>/dev/null | grep -i listen
 step knfsd-grace; sleep 11
 for V in $VERSIONS; do
 	step "knfsd v$V"
@@ -115,9 +116,11 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 	for i in $(seq 60); do
 		kill -0 $gpid 2>/dev/null || break
 		if netstat -ltn 2>/dev/null | grep -q ':2049 '; then
-			if [ $proto = tcp ] || netstat -ltn 2>/dev/null | grep -q ':20049 ' ||
-			   grep -qi 'rdma.*listen\|listen.*20049' $H/tmp/ganesha.log 2>/dev/null; then ok=1; break; fi
-			[ $i -ge 20 ] && { ok=1; break; }	# rdma_cm listeners show in no socket table
+			# an rdma_cm listener shows in the rdma tool's cm_id table, not in netstat
+			if [ $proto = tcp ] || rdma resource show cm_id 2>/dev/null | grep -qi 'listen.*:20049'; then
+				ok=1; break
+			fi
+			[ $i -ge 30 ] && { ok=1; echo "no rdma_cm listener on :20049 seen; trying anyway"; break; }
 		fi
 		sleep 1
 	done
@@ -131,14 +134,18 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 		result $label - start fail "$(secs $t0)" "ganesha did not come up"
 	fi
 	step "ganesha-stop $label"
-	kill $gpid 2>/dev/null; sleep 2; kill -9 $gpid 2>/dev/null; wait $gpid 2>/dev/null
+	rdma resource show cm_id 2>/dev/null | grep -i listen
+	# SIGTERM: a clean shutdown gives the plugin its chance to write its counters
+	kill $gpid 2>/dev/null
+	for i in $(seq 15); do kill -0 $gpid 2>/dev/null || break; sleep 1; done
+	kill -9 $gpid 2>/dev/null; wait $gpid 2>/dev/null
 	cp $H/tmp/ganesha.log /out/$label.log 2>/dev/null
 	[ -f $H/tmp/rpcrdma.stats ] && cp $H/tmp/rpcrdma.stats /out/$label.stats
 	grep -iE 'rpcrdma|rdma' $H/tmp/ganesha.log 2>/dev/null | grep -iE 'stat|count' > /out/$label.counters
 	killall rpcbind 2>/dev/null; sleep 1
 	rm -rf $H/tmp/export $H/var/lib/nfs/ganesha/*
 }
-if [ "${GANESHA_CONTROL:-0}" = 1 ]; then
+if [ "${GANESHA_CONTROL:-1}" = 1 ]; then
 	run_ganesha ganesha-tcp tcp ""
 fi
 if [ -f "$H$PLUGIN" ]; then
@@ -148,7 +155,7 @@ else
 fi
 
 step done
-dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe' | grep -iE 'err|fail|warn|flush|disconnect|timeout' \
+dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server' | grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding' \
 	> /out/dmesg-errors.txt
 dmesg > /out/dmesg.txt
 echo "GUEST-MAIN-DONE"

@@ -23,7 +23,7 @@ KDIR=$W/kernel-$KV
 # 1. kernel + modules (cached per version)
 if [ ! -f "$KDIR/.done" ]; then
 	log "downloading $KPKG"
-	(cd "$W/debs" && ls ${KPKG}_*.deb >/dev/null 2>&1 || apt-get download -q "$KPKG" >/dev/null)
+	(cd "$W/debs" && ls ${KPKG}_*.deb >/dev/null 2>&1 || apt-get download -q "$KPKG" 2>&1 | grep -v unsandboxed >&2 || true)
 	rm -rf "$KDIR"; mkdir -p "$KDIR"
 	M=./lib/modules/$KV
 	dpkg-deb --fsys-tarfile "$W"/debs/${KPKG}_*.deb | tar -x -C "$KDIR" --wildcards \
@@ -35,7 +35,7 @@ if [ ! -f "$KDIR/.done" ]; then
 fi
 
 # 2. knfsd user space (download only)
-(cd "$W/debs" && ls nfs-kernel-server_*.deb >/dev/null 2>&1 || apt-get download -q nfs-kernel-server >/dev/null)
+(cd "$W/debs" && ls nfs-kernel-server_*.deb >/dev/null 2>&1 || apt-get download -q nfs-kernel-server 2>&1 | grep -v unsandboxed >&2 || true)
 NKS=$(ls "$W"/debs/nfs-kernel-server_*.deb | tail -1)
 
 # 3. initramfs, keyed by its inputs
