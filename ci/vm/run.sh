@@ -84,7 +84,7 @@ declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="
 gst=$(get ganesha - start | cut -d' ' -f1)
 gnote=$(awk '$1=="ganesha" && $3=="start"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
 case "$gst" in
-pass) printf '%-28s %s\n' "ganesha+rpcrdma start" "pass" ;;
+pass) printf '%-28s %s\n' "ganesha+rpcrdma start" "pass $gnote" ;;
 fail) printf '%-28s %s\n' "ganesha+rpcrdma start" "FAIL $gnote"
       tail -8 "$OUT/ganesha.log" 2>/dev/null | sed 's/^/    /' ;;
 *) printf '%-28s %s\n' "ganesha+rpcrdma" "not available  $gnote" ;;
