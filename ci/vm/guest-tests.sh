@@ -180,7 +180,7 @@ for T in $TESTS; do
 	if [ $T != mount ] && [ $mounted = 0 ]; then
 		echo "RESULT $SERVER $VERS $T fail 0 no-mount" | tee -a /out/results; continue
 	fi
-	timeout -s KILL 120 sh "$0" --one $T "$SERVER" "$VERS" "$PROTO" "$EXPORT_DIR"
+	timeout -s KILL ${VM_TEST_TIMEOUT:-240} sh "$0" --one $T "$SERVER" "$VERS" "$PROTO" "$EXPORT_DIR"
 	rc=$?
 	if [ $rc = 0 ]; then st=pass; else st=fail; fi
 	[ $T = mount ] && [ $rc = 0 ] && mounted=1

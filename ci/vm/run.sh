@@ -8,8 +8,10 @@
 #      RPCRDMA_VM_WORK     cache/work dir (default: ci/vm/work)
 #      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500)
 #      RPCRDMA_VM_VERSIONS NFS versions (default "3 4.1 4.2")
-#      RPCRDMA_VM_GANESHA_TCP=0  skip the control run of the list against ganesha's own TCP
-#                          transport (default on: tells ganesha/config trouble from plugin trouble)
+#      RPCRDMA_VM_GANESHA_TCP  control run of the list against ganesha's own TCP transport (tells
+#                          ganesha/config trouble from plugin trouble): 1 (default) NFSv4.1 only,
+#                          all = every version, 0 = skip
+#      RPCRDMA_VM_TEST_TIMEOUT seconds per test (default 240)
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 # Exit: 0 if the rxe setup and every knfsd test pass, the fabric suite passes (or is not built),
 # and no test passes on knfsd but fails on ganesha+rpcrdma; 1 otherwise.
@@ -35,7 +37,8 @@ BUILDDIR='$BUILDDIR'
 GUEST_TIMEOUT=$GT
 VM_VERSIONS='${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}'
 GANESHA_CONTROL=${RPCRDMA_VM_GANESHA_TCP:-1}
-export VM_VERSIONS GANESHA_CONTROL
+VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
+export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT
 EOF
 APPEND="console=ttyS0 panic=-1 quiet"
 [ "${RPCRDMA_VM_SHELL:-0}" = 1 ] && APPEND="$APPEND shell"
@@ -79,7 +82,7 @@ esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
 
 COLS="knfsd ganesha"
-[ "${RPCRDMA_VM_GANESHA_TCP:-1}" = 1 ] && COLS="knfsd ganesha-tcp ganesha"
+[ "${RPCRDMA_VM_GANESHA_TCP:-1}" != 0 ] && COLS="knfsd ganesha-tcp ganesha"
 declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)")
 gst=$(get ganesha - start | cut -d' ' -f1)
 gnote=$(awk '$1=="ganesha" && $3=="start"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
