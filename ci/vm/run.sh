@@ -118,6 +118,10 @@ if [[ $COLS == *ganesha-tcp* ]]; then
 	[ "$bad" = 0 ] || echo "note: the ganesha/tcp control has $bad non-passing rows (ganesha or config trouble," \
 		"not the RDMA transport; log: $OUT/ganesha-tcp.log); it does not change the exit status"
 fi
+# why each failing row failed (the guest's "[test] FAIL: ..." line just before its RESULT line)
+reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail") print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
+	"$OUT/guest.log" 2>/dev/null | sed 's/  \[[a-z_0-9]*\]//g')
+[ -n "$reasons" ] && { echo; echo "-- failures (details: $OUT/guest.log)"; echo "$reasons" | head -40; }
 for c in ganesha-tcp ganesha; do
 	[ -s "$OUT/$c.stats" ] && { echo; echo "-- $c: plugin counters ($OUT/$c.stats)"; cat "$OUT/$c.stats"; }
 	[ -s "$OUT/$c.counters" ] && { echo; echo "-- $c: counter lines from the ganesha log"; cat "$OUT/$c.counters"; }
