@@ -119,7 +119,7 @@ if [[ $COLS == *ganesha-tcp* ]]; then
 		"not the RDMA transport; log: $OUT/ganesha-tcp.log); it does not change the exit status"
 fi
 # why each failing row failed (the guest's "[test] FAIL: ..." line just before its RESULT line)
-reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail") print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
+reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail" && $2!="fabric") print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
 	"$OUT/guest.log" 2>/dev/null | sed 's/  \[[a-z_0-9]*\]//g')
 [ -n "$reasons" ] && { echo; echo "-- failures (details: $OUT/guest.log)"; echo "$reasons" | head -40; }
 for c in ganesha-tcp ganesha; do
