@@ -103,8 +103,8 @@ umount /export
 
 # ---------------------------------------------------------------- part 3: ganesha + rpcrdma
 PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
-# GANESHA_PROTO=tcp runs the list against ganesha's own TCP transport (no plugin): a control
-# that proves the ganesha half of this harness.
+# run_ganesha ganesha-tcp tcp "" runs the list against ganesha's own TCP transport (no plugin):
+# the control that proves the ganesha half of this harness (GANESHA_CONTROL: 1, all or 0).
 run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 	label=$1; proto=$2; pre=$3
 	step "ganesha-start $label"
@@ -116,7 +116,8 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 	timeout -s KILL 1200 chroot $H env ${pre:+LD_PRELOAD=$pre} RPCRDMA_STATS_FILE=/tmp/rpcrdma.stats \
 		/usr/bin/ganesha.nfsd -F -L /tmp/ganesha.log -f /tmp/ganesha.conf -p /run/ganesha/pid &
 	gpid=$!
-	# ready when it listens on 2049 (and 20049 for rdma) or after 60 s
+	# ready when it listens on 2049 and, for rdma, has an rdma_cm listener on 20049; if that
+	# listener never shows, go on after 30 s anyway (the mounts will tell)
 	ok=0
 	for i in $(seq 60); do
 		kill -0 $gpid 2>/dev/null || break
