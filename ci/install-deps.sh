@@ -16,7 +16,7 @@ PKGS="
  liburcu-dev
  libntirpc-dev libntirpc4.3
  nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs
- rpcbind nfs-common iproute2 procps psmisc
+ rpcbind nfs-common iproute2 procps psmisc python3
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils
 "

@@ -112,8 +112,8 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 	mkdir -p $H/tmp/export $H/run/ganesha $H/var/lib/nfs/ganesha
 	sed "s|@EXPORT@|/tmp/export|" $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
 	t0=$(up)
-	# LD_PRELOAD only when given; RPCRDMA_STATS_FILE: where the plugin may dump its counters
-	timeout -s KILL 1200 chroot $H env ${pre:+LD_PRELOAD=$pre} RPCRDMA_STATS_FILE=/tmp/rpcrdma.stats \
+	# LD_PRELOAD only when given; the plugin's counters come from its Stats_Socket
+	timeout -s KILL 1200 chroot $H env ${pre:+LD_PRELOAD=$pre} \
 		/usr/bin/ganesha.nfsd -F -L /tmp/ganesha.log -f /tmp/ganesha.conf -p /run/ganesha/pid &
 	gpid=$!
 	# ready when it listens on 2049 and, for rdma, has an rdma_cm listener on 20049; if that
@@ -145,12 +145,22 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 	fi
 	step "ganesha-stop $label"
 	rdma resource show cm_id 2>/dev/null | grep -i listen
+	# the plugin's counters (one JSON object from its stats socket), before it stops
+	[ -S $H/tmp/rpcrdma-stats.sock ] && timeout 10 chroot $H python3 -c '
+import json, socket
+s = socket.socket(socket.AF_UNIX); s.connect("/tmp/rpcrdma-stats.sock"); d = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    d += b
+j = json.loads(d)
+print(" ".join("%s=%s" % kv for kv in sorted(j["global"].items())))
+print("plugin:", " ".join("%s=%s" % kv for kv in sorted(j["plugin"].items())))' > /out/$label.stats 2>&1
 	# SIGTERM: a clean shutdown gives the plugin its chance to write its counters
 	kill $gpid 2>/dev/null
 	for i in $(seq 15); do kill -0 $gpid 2>/dev/null || break; sleep 1; done
 	kill -9 $gpid 2>/dev/null; wait $gpid 2>/dev/null
 	cp $H/tmp/ganesha.log /out/$label.log 2>/dev/null
-	[ -f $H/tmp/rpcrdma.stats ] && cp $H/tmp/rpcrdma.stats /out/$label.stats
 	grep -iE 'rpcrdma|rdma' $H/tmp/ganesha.log 2>/dev/null | grep -iE 'stat|count' > /out/$label.counters
 	killall rpcbind 2>/dev/null; sleep 1
 	rm -rf $H/tmp/export $H/var/lib/nfs/ganesha/*
