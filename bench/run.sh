@@ -114,6 +114,9 @@ start_ganesha() {
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 
+# cpu_ticks PID: user + system clock ticks of the process, its exited threads included.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 stats_json() { # stats_json SOCKET -> the plugin's JSON on stdout
 	python3 -c '
 import socket, sys
@@ -214,8 +217,11 @@ if start_ganesha "$G" "$PB"; then
 				if [ $((r % 2)) = 1 ]; then order="rdma tcp"; else order="tcp rdma"; fi
 				for tr in $order; do
 					if [ $tr = rdma ]; then addr=(--rdma "unix:$G/rdma.sock"); else addr=(--tcp 127.0.0.1:$PB); fi
+					c0=$(cpu_ticks "$gp")
 					nb "tp-$tr-$op-$qd-$r" "${addr[@]}" --mount 127.0.0.1:$((PB + 1)) \
 						--op "$op" --qd "$qd" --secs "$SECS" --warmup 8
+					echo "{\"ticks\":$(($(cpu_ticks "$gp") - c0)),\"hz\":$(getconf CLK_TCK)}" \
+						>"$W/tp-$tr-$op-$qd-$r.cpu"
 				done
 			done
 		done

@@ -188,6 +188,9 @@ tp = {}
 for f in glob.glob(os.path.join(W, "tp-*.json")):
     j = jload(f)
     if j:
+        c = jload(f[:-5] + ".cpu")
+        if c and j.get("ops"):
+            j["cpu_us"] = c["ticks"] / c["hz"] / j["ops"] * 1e6
         tp.setdefault((j["transport"], j["op"], j["qd"]), []).append(j)
 if tp:
     p("Same client, same FSAL MEM ganesha process, runs interleaved (RDMA then TCP, then TCP "
@@ -195,8 +198,8 @@ if tp:
       "warm-up. The soft fabric carries RDMA over a unix-domain socket, so \"RDMA\" here is "
       "bounded by the socket path plus a copy on each side (see fab_bench below).")
     p("")
-    p("| op | QD | RDMA | TCP | RDMA / TCP | runs |")
-    p("|---|---:|---:|---:|---:|---:|")
+    p("| op | QD | RDMA | TCP | RDMA / TCP | server CPU us/op RDMA | TCP | RDMA / TCP | runs |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for op in ("read1m", "write1m", "read4k", "write4k"):
         for qd in (1, 16, 64):
             r, t = tp.get(("rdma", op, qd), []), tp.get(("tcp", op, qd), [])
@@ -205,8 +208,20 @@ if tp:
             key, unit = ("MBps", "MB/s") if op.endswith("1m") else ("ops_per_s", "ops/s")
             mr = statistics.median(x[key] for x in r)
             mt = statistics.median(x[key] for x in t)
+            cr_ = [x["cpu_us"] for x in r if "cpu_us" in x]
+            ct_ = [x["cpu_us"] for x in t if "cpu_us" in x]
+            cr_m = statistics.median(cr_) if cr_ else None
+            ct_m = statistics.median(ct_) if ct_ else None
             p(f"| {OPNAME[op]} | {qd} | {fmt(mr, 1)} {unit} | {fmt(mt, 1)} {unit} | "
-              f"{fmt(mr / mt if mt else None, 2)} | {len(r)}+{len(t)} |")
+              f"{fmt(mr / mt if mt else None, 2)} | {fmt(cr_m, 1)} | {fmt(ct_m, 1)} | "
+              f"{fmt(cr_m / ct_m if cr_m and ct_m else None, 2)} | {len(r)}+{len(t)} |")
+    p("")
+    p("Server CPU per op: ganesha's user + system time (`/proc/PID/stat`, clock ticks, exited "
+      "threads included) over each run divided by its calls; it includes the run's set-up "
+      "(MOUNT, CREATE, one 1 MiB WRITE, 8 warm-up calls) and, for RDMA, the soft fabric's own "
+      "threads and socket I/O inside ganesha (work a verbs NIC would do) - unlike A, kernel "
+      "time counts here, so TCP's socket copies are in. Tick resolution is 10 ms: short "
+      "(quick-mode) runs are coarse.")
     p("")
     p("Reading it: at queue depth 1 a small call over the soft fabric crosses more threads "
       "than over TCP (soft reader thread -> engine event thread -> plugin worker -> soft "
