@@ -228,7 +228,9 @@ if tp:
       "writer thread, and a WRITE adds an RDMA Read round trip through the client's soft "
       "threads) where ntirpc has its epoll thread -> worker -> writev; on 2 shared cores each "
       "hop is a scheduler wake-up, which is the likely reason small-op QD 1 favours TCP. With "
-      "depth the hops overlap. Not measured per hop here.")
+      "depth the hops overlap. Server CPU per op at QD 1 is higher over RDMA too, "
+      "consistent with a fixed cost per wake-up (poll, re-arm, futex) that completion "
+      "batching amortizes at depth; not measured per hop here.")
     p("")
 try:
     with open(os.path.join(W, "fab_bench.txt")) as f:
