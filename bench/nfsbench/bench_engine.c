@@ -8,7 +8,7 @@
  *
  * Prints "READY" when listening. On SIGUSR1 it writes one JSON line to
  * stdout: the server's counters, the smallest and largest per-connection
- * credit grant, and its own VmRSS in KiB. Exits on SIGTERM/SIGINT.
+ * credit grant, its own VmRSS in KiB and its thread count. Exits on SIGTERM/SIGINT.
  */
 #include <endian.h>
 #include <errno.h>
@@ -77,19 +77,21 @@ static void conn_grant(void *arg, struct rr_conn *conn, const struct rr_stats *s
 	g->n++;
 }
 
-static long rss_kib(void)
+/* A "Name: value" field of /proc/self/status (VmRSS in KiB, Threads). */
+static long proc_status(const char *field)
 {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
-	long kb = -1;
+	size_t n = strlen(field);
+	long v = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kb = strtol(line + 6, NULL, 10);
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
 	fclose(f);
-	return kb;
+	return v;
 }
 
 static void print_stats(struct rr_server *srv)
@@ -104,8 +106,8 @@ static void print_stats(struct rr_server *srv)
 	RR_STATS_FIELDS(P)
 #undef P
 	printf("\"conn_grant_min\":%u,\"conn_grant_max\":%u,\"conns\":%" PRIu64
-	       ",\"rss_kib\":%ld}\n",
-	       g.n ? g.min : 0, g.max, g.n, rss_kib());
+	       ",\"rss_kib\":%ld,\"threads\":%ld}\n",
+	       g.n ? g.min : 0, g.max, g.n, proc_status("VmRSS"), proc_status("Threads"));
 	fflush(stdout);
 }
 

@@ -178,7 +178,10 @@ if "idle" in split and "idle" in runs:
           "user-space part of the TCP path only.")
         p("")
 else:
-    p("Not measured in this run (ganesha under callgrind did not start).")
+    have = jload(os.path.join(W, "have.json")) or {}
+    p("Not measured in this run (" + ("valgrind is not installed" if have.get("callgrind") == 0
+      else "ganesha.nfsd is not installed" if have.get("ganesha") == 0
+      else "ganesha under callgrind did not start") + ").")
     p("")
 
 # ------------------------------------------------------------------ B
@@ -272,6 +275,10 @@ if rows:
         p(f"| {OPNAME[op]} | {fmt(per['registrations'], 2)} | {fmt(per['payload_copies'])} | "
           f"{fmt(per['rdma_read_bytes'])} | {fmt(per['rdma_write_bytes'])} | "
           f"{whole['calls']} calls, {whole['registrations']} reg, {whole['payload_copies']:,} B |")
+    p("")
+    regs = sorted({int(w["registrations"]) for _, _, w, _ in rows})
+    p(f"Registrations in a whole 2N run (one connection, set-up included): "
+      f"{', '.join(map(str, regs))} - made at connection set-up, none per I/O.")
     p("")
     last = jload(os.path.join(W, "ctr-write1m-2-after.json"))
     if last:
@@ -369,14 +376,15 @@ if rows:
       "connections the server counts. The soft provider runs 2 threads per connection, so RSS "
       "includes two thread stacks' touched pages per connection.")
     p("")
-    p("| Receive_Memory_Budget | N asked | connected | recv_mem_bytes | per conn | RSS delta | RSS per conn | server grant min..max | client |")
-    p("|---|---:|---:|---:|---:|---:|---:|---|---|")
+    p("| Receive_Memory_Budget | N asked | connected | recv_mem_bytes | per conn | RSS delta | RSS per conn | server threads | server grant min..max | client |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for budget, n, a, b, c in rows:
         conns = b.get("conns_active", 0)
         rm = b["recv_mem_bytes"]
         drss = (b["rss_kib"] - a["rss_kib"]) * 1024
         p(f"| {'none' if budget == 0 else f'{budget >> 20} MiB'} | {n} | {conns} | {fmt(rm)} | "
           f"{fmt(rm / conns if conns else None)} | {fmt(drss)} | {fmt(drss / conns if conns else None)} | "
+          f"{b.get('threads', '-')} | "
           f"{b.get('conn_grant_min')}..{b.get('conn_grant_max')} | "
           f"{client_col(c)} |")
     p("")
