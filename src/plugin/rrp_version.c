@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 #include <ntirpc/version.h>
 
@@ -133,10 +134,17 @@ static void check_once(void)
 	char why[512];
 
 	version_ok = rrp_version_check(&built, why, sizeof(why)) == 0;
-	if (!version_ok)
-		fprintf(stderr, "rpcrdma: version mismatch: %s: plugin inactive, RDMA not served, "
-				"ganesha runs without it\n",
-			why);
+	if (version_ok)
+		return;
+	fprintf(stderr, "rpcrdma: version mismatch: %s: plugin inactive, RDMA not served, "
+			"ganesha runs without it\n",
+		why);
+	/* Under the stock unit ganesha has daemonized by now, stderr is
+	 * /dev/null: the same line goes to the journal through syslog. */
+	syslog(LOG_DAEMON | LOG_WARNING,
+	       "rpcrdma: version mismatch: %s: plugin inactive, RDMA not served, "
+	       "ganesha runs without it",
+	       why);
 }
 
 bool rrp_version_ok(void)

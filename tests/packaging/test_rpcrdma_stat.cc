@@ -203,9 +203,19 @@ TEST(RpcrdmaStat, WatchShowsRates)
 		<< r.out;
 	// First refresh: no rate yet; later ones: ~100 calls/s, ~2 MiB/s.
 	EXPECT_TRUE(has_line(r.out, {"TOTAL", " 32 ", " 100 ", " - "})) << r.out;
-	// CREDITS CALLS CALLS/s INLINE REPLY_CH WRITE_CH RDMA_RD RDMA_RD/s RDMA_WR RDMA_WR/s
-	EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(TOTAL +32 +150 +(9\d|10\d) +90 +7 +3 +512 +0 +3\.0M +(1\.9|2\.0)M )")))
+	// CREDITS CALLS CALLS/s INLINE REPLY_CH WRITE_CH RDMA_RD RDMA_RD/s RDMA_WR RDMA_WR/s:
+	// 50 calls and 1 MiB per refresh of at least 0.5 s (longer on a loaded machine).
+	std::smatch m;
+	ASSERT_TRUE(std::regex_search(
+		r.out, m,
+		std::regex(R"(TOTAL +32 +150 +(\d+) +90 +7 +3 +512 +0 +3\.0M +(\d+(\.\d)?)([KM]) )")))
 		<< r.out;
+	int calls_rate = std::stoi(m[1]);
+	double wr_rate = std::stod(m[2]) * (m[4] == "M" ? 1024 * 1024 : 1024);
+	EXPECT_GE(calls_rate, 10) << r.out;
+	EXPECT_LE(calls_rate, 100) << r.out;
+	EXPECT_GE(wr_rate, 0.2 * 1024 * 1024) << r.out;
+	EXPECT_LE(wr_rate, 2.05 * 1024 * 1024) << r.out;
 	EXPECT_TRUE(has_line(r.out, {"192.0.2.7:40001", " 200 "})) << r.out;
 }
 
