@@ -192,6 +192,9 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 
 	pthread_mutex_lock(&srv->lock);
 	c->credits = grant_credits(srv, &nrecv);
+	/* Until the client's first reverse-direction Reply states its grant,
+	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
+	c->bc_grant = 1;
 	if (c->credits) {
 		c->recv_mem = (uint64_t)nrecv * srv->cfg.inline_size;
 		srv->recv_mem_used += c->recv_mem;
