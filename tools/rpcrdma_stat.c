@@ -398,7 +398,7 @@ static const struct column columns[] = {
 	{"ERR_VERS", "err_vers_sent", C_COUNT, false},
 	{"REGS", "registrations", C_COUNT, false},
 	{"RECV_MEM", "recv_mem_bytes", C_BYTES, false},
-	{"BC_REPL", "bc_replies", C_COUNT, false},
+	{"BC_CALLS", "bc_calls", C_COUNT, false},
 };
 #define NCOLS (sizeof(columns) / sizeof(columns[0]))
 #define PEER_WIDTH 24
@@ -528,13 +528,12 @@ static void print_table(const struct jval *root, struct history *hist, double no
 	if (jcount(global, "disconnects", &v))
 		printf(", %llu disconnects", v);
 	printf("\n");
-	if (plugin) {
-		static const char *const pf[] = {"requests", "dropped", "replies_failed", "workers"};
-
+	if (plugin && plugin->type == J_OBJ) {
+		/* Whatever counters the plugin reports, in its order. */
 		printf("plugin:");
-		for (size_t i = 0; i < sizeof(pf) / sizeof(pf[0]); i++)
-			if (jcount(plugin, pf[i], &v))
-				printf(" %s %llu", pf[i], v);
+		for (const struct jval *m = plugin->child; m; m = m->next)
+			if (m->type == J_NUM && m->is_uint)
+				printf(" %s %llu", m->key, m->u);
 		printf("\n");
 	}
 	printf("\n");
@@ -579,8 +578,8 @@ static void usage(FILE *f)
 		"Columns: CREDITS current grant; CALLS; INLINE / REPLY_CH / WRITE_CH replies\n"
 		"sent inline, through a Reply chunk, with Write-chunk payload; RDMA_RD / RDMA_WR\n"
 		"bytes moved by RDMA Read / Write; ERR_CHUNK / ERR_VERS errors sent; REGS memory\n"
-		"registrations; RECV_MEM registered receive memory; BC_REPL backchannel replies\n"
-		"received (callbacks answered). TOTAL is the server-wide row.\n");
+		"registrations; RECV_MEM registered receive memory; BC_CALLS backchannel\n"
+		"(callback) calls sent. TOTAL is the server-wide row.\n");
 }
 
 int main(int argc, char **argv)

@@ -181,6 +181,36 @@ public:
 	pid_t pid = -1;
 };
 
+// An NFSv3 NULL call over TCP straight to @port (no rpcbind): accepted, SUCCESS?
+bool nfs3_null(uint16_t port)
+{
+	const uint32_t call[] = {0x80000000u | 40, 0x12345678, 0, 2, 100003, 3, 0, 0, 0, 0, 0};
+	uint32_t wire[11], reply[7];
+	for (int i = 0; i < 11; i++)
+		wire[i] = htonl(call[i]);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in sin = {};
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct timeval tv = {5, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	bool ok = connect(fd, (sockaddr *)&sin, sizeof(sin)) == 0 &&
+		  write(fd, wire, sizeof(wire)) == (ssize_t)sizeof(wire);
+	size_t got = 0;
+	while (ok && got < sizeof(reply)) {
+		ssize_t r = read(fd, (char *)reply + got, sizeof(reply) - got);
+		if (r <= 0)
+			ok = false;
+		else
+			got += (size_t)r;
+	}
+	close(fd);
+	// mark, xid, REPLY, MSG_ACCEPTED, verf AUTH_NONE (flavor, len), SUCCESS
+	return ok && ntohl(reply[1]) == 0x12345678 && ntohl(reply[2]) == 1 && reply[3] == 0 &&
+	       reply[6] == 0;
+}
+
 std::string run(const std::string &cmd, int *status)
 {
 	FILE *p = popen((cmd + " 2>&1").c_str(), "r");
@@ -246,7 +276,5 @@ TEST(GaneshaPackaging, WrongGaneshaVersionLeavesGaneshaAlone)
 	EXPECT_FALSE(unix_connectable(g.dir + "/rdma.sock"));
 	EXPECT_FALSE(unix_connectable(g.stats));
 	EXPECT_TRUE(tcp_connectable(g.nfs_port));
-	int st;
-	std::string out = run("rpcinfo -t 127.0.0.1 -n " + std::to_string(g.nfs_port) + " nfs 3", &st);
-	EXPECT_EQ(st, 0) << out;
+	EXPECT_TRUE(nfs3_null(g.nfs_port));
 }

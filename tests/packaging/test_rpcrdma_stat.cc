@@ -89,6 +89,7 @@ private:
 			if (c < 0)
 				return;
 			std::string s = answer_(n);
+			served_++; /* before the answer: the client may exit at EOF */
 			size_t off = 0;
 			while (off < s.size()) {
 				ssize_t w = write(c, s.data() + off, s.size() - off);
@@ -97,7 +98,6 @@ private:
 				off += (size_t)w;
 			}
 			close(c);
-			served_++;
 		}
 	}
 	std::function<std::string(int)> answer_;
@@ -119,7 +119,7 @@ std::string counters(unsigned long long calls, unsigned long long rd, unsigned l
 		 "\"rdma_write_bytes\":%llu,\"err_chunk_sent\":2,\"err_vers_sent\":1,\"dropped\":0,"
 		 "\"not_delivered\":0,\"rnr_disconnects\":0,\"disconnects\":1,\"send_w_inv\":0,"
 		 "\"registrations\":5,\"payload_copies\":0,\"recv_mem_bytes\":1048576,"
-		 "\"bc_replies\":6,\"credit_grant\":%u",
+		 "\"bc_calls\":6,\"bc_replies\":5,\"bc_errors\":0,\"credit_grant\":%u",
 		 calls, rd, wr, grant);
 	return b;
 }
@@ -171,10 +171,10 @@ TEST(RpcrdmaStat, TableFromFakeServer)
 		<< r.out;
 	EXPECT_TRUE(has_line(r.out, {"PEER", "CREDITS", "CALLS", "INLINE", "REPLY_CH", "WRITE_CH",
 				     "RDMA_RD", "RDMA_WR", "ERR_CHUNK", "ERR_VERS", "REGS",
-				     "RECV_MEM", "BC_REPL"}))
+				     "RECV_MEM", "BC_CALLS"}))
 		<< r.out;
 	// credits 32, calls 100, inline 90, reply 7, write 3, read 512 B, write 2 MiB,
-	// ERR_CHUNK 2, ERR_VERS 1, 5 registrations, 1 MiB receive memory, 6 bc replies
+	// ERR_CHUNK 2, ERR_VERS 1, 5 registrations, 1 MiB receive memory, 6 bc calls
 	EXPECT_TRUE(has_line(r.out, {"192.0.2.7:40001", " 32 ", " 100 ", " 90 ", " 7 ", " 3 ",
 				     " 512 ", " 2.0M ", " 2 ", " 1 ", " 5 ", " 1.0M ", " 6"}))
 		<< r.out;
