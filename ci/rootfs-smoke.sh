@@ -51,6 +51,10 @@ done
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 [ -s "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$root/etc/hosts"
 
+# A root from an earlier run: remove the package so the steps install this one.
+if chroot "$root" dpkg -s rpcrdma >/dev/null 2>&1; then
+	chroot "$root" dpkg --purge rpcrdma >/dev/null
+fi
 echo "== Containerfile steps in the chroot"
 # Join continuation lines, drop comments; FROM/ARG/EXPOSE/ENTRYPOINT need no step.
 awk '/^[ \t]*#/ {next} /\\$/ {sub(/\\$/, ""); buf = buf $0 " "; next}

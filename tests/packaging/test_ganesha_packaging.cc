@@ -19,9 +19,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#ifdef RPCRDMA_HAVE_REQUESTER
+#include "support/rr_onc.h"
+#include "support/rr_requester.h"
+#endif
 
 namespace {
 
@@ -278,3 +284,55 @@ TEST(GaneshaPackaging, WrongGaneshaVersionLeavesGaneshaAlone)
 	EXPECT_TRUE(tcp_connectable(g.nfs_port));
 	EXPECT_TRUE(nfs3_null(g.nfs_port));
 }
+
+#ifdef RPCRDMA_HAVE_REQUESTER
+// A client on the soft fabric (the independent test requester): NFSv3 NULL
+// calls and one message with rdma_vers 2; rpcrdma-stat shows its row.
+TEST(GaneshaPackaging, RpcrdmaStatShowsAClient)
+{
+	SKIP_WITHOUT_GANESHA();
+	Ganesha g;
+	std::string err;
+	ASSERT_TRUE(g.start(RPCRDMA_PLUGIN_SO, "rpcrdma: NFS over RDMA listening on unix:", &err))
+		<< err;
+	rrtest::RequesterOptions o;
+	o.addr = "unix:" + g.dir + "/rdma.sock";
+	o.provider = "soft";
+	auto rq = rrtest::Requester::connect(o, &err);
+	ASSERT_TRUE(rq) << err;
+	for (int i = 0; i < 5; i++) {
+		rrtest::Reply r;
+		uint32_t xid = rq->next_xid();
+		ASSERT_TRUE(rq->call(rrtest::rpc_call_header(xid, 100003, 3, 0).b, {}, &r));
+		rrtest::RpcReply rp = rrtest::rpc_parse_reply(r.rpc);
+		ASSERT_TRUE(rp.parsed) << rp.why;
+		EXPECT_EQ(rp.accept_stat, rrtest::RPC_SUCCESS);
+	}
+	rrtest::CallSpec bad;
+	bad.vers = 2;
+	rrtest::Reply r;
+	ASSERT_TRUE(rq->call(rrtest::rpc_call_header(rq->next_xid(), 100003, 3, 0).b, bad, &r));
+	EXPECT_EQ(r.err, rrtest::ERR_VERS);
+
+	int st;
+	std::string out = run(std::string(RPCRDMA_STAT_BIN) + " -s " + g.stats, &st);
+	ASSERT_EQ(st, 0) << out;
+	printf("%s", out.c_str()); /* for the test log */
+	EXPECT_NE(out.find("rpcrdma: fabric soft, 1 connection, 1 accepted"), std::string::npos)
+		<< out;
+	// PEER CREDITS CALLS INLINE REPLY_CH WRITE_CH RDMA_RD RDMA_WR ERR_CHUNK ERR_VERS
+	std::smatch m;
+	ASSERT_TRUE(std::regex_search(out, m,
+				      std::regex(R"(\n(\S+) +(\d+) +5 +5 +0 +0 +0 +0 +0 +1 )")))
+		<< out;
+	EXPECT_NE(m[1], "TOTAL");
+	EXPECT_GE(std::stoi(m[2]), 1);
+	EXPECT_TRUE(std::regex_search(out, std::regex(R"(\nTOTAL +\d+ +5 +5 +0 +0 +0 +0 +0 +1 )")))
+		<< out;
+	out = run(std::string(RPCRDMA_STAT_BIN) + " --json -s " + g.stats, &st);
+	EXPECT_NE(out.find("\"connections\":[{\"peer\":\"" + std::string(m[1]) + "\""),
+		  std::string::npos)
+		<< out;
+	rq->disconnect();
+}
+#endif
