@@ -35,12 +35,12 @@ enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
 
 struct jval {
 	enum jtype type;
-	char *key;		/* member name when inside an object */
-	char *str;		/* J_STR */
-	double num;		/* J_NUM */
-	unsigned long long u;	/* J_NUM when a non-negative integer */
+	char *key;	      /* member name when inside an object */
+	char *str;	      /* J_STR */
+	double num;	      /* J_NUM */
+	unsigned long long u; /* J_NUM when a non-negative integer */
 	bool is_uint, b;
-	struct jval *child, *next;	/* J_ARR / J_OBJ members, in order */
+	struct jval *child, *next; /* J_ARR / J_OBJ members, in order */
 };
 
 struct jparser {
@@ -101,12 +101,25 @@ static char *jparse_string(struct jparser *jp)
 				goto bad;
 			c = (unsigned char)*jp->p++;
 			switch (c) {
-			case '"': case '\\': case '/': break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
+			case '"':
+			case '\\':
+			case '/':
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
+			case 'n':
+				c = '\n';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 't':
+				c = '\t';
+				break;
 			case 'u':
 				c = 0;
 				for (int i = 0; i < 4; i++) {
@@ -329,11 +342,12 @@ static char *fetch(const char *path, size_t *len)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr,
-			"rpcrdma-stat: cannot connect to %s: %s\n"
-			"  (is ganesha running with the rpcrdma plugin and RDMA { Stats_Socket } set? "
-			"The socket is root only.)\n",
-			path, strerror(errno));
+		fprintf(
+		    stderr,
+		    "rpcrdma-stat: cannot connect to %s: %s\n"
+		    "  (is ganesha running with the rpcrdma plugin and RDMA { Stats_Socket } set? "
+		    "The socket is root only.)\n",
+		    path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -382,23 +396,23 @@ struct column {
 	const char *head;
 	const char *field;
 	enum col_kind kind;
-	bool rate;		/* shown per second under --watch */
+	bool rate; /* shown per second under --watch */
 };
 
 /* One row per connection and a total row from "global". */
 static const struct column columns[] = {
-	{"CREDITS", "credit_grant", C_COUNT, false},
-	{"CALLS", "calls", C_COUNT, true},
-	{"INLINE", "replies_inline", C_COUNT, false},
-	{"REPLY_CH", "replies_reply_chunk", C_COUNT, false},
-	{"WRITE_CH", "replies_write_chunk", C_COUNT, false},
-	{"RDMA_RD", "rdma_read_bytes", C_BYTES, true},
-	{"RDMA_WR", "rdma_write_bytes", C_BYTES, true},
-	{"ERR_CHUNK", "err_chunk_sent", C_COUNT, false},
-	{"ERR_VERS", "err_vers_sent", C_COUNT, false},
-	{"REGS", "registrations", C_COUNT, false},
-	{"RECV_MEM", "recv_mem_bytes", C_BYTES, false},
-	{"BC_CALLS", "bc_calls", C_COUNT, false},
+    {"CREDITS", "credit_grant", C_COUNT, false},
+    {"CALLS", "calls", C_COUNT, true},
+    {"INLINE", "replies_inline", C_COUNT, false},
+    {"REPLY_CH", "replies_reply_chunk", C_COUNT, false},
+    {"WRITE_CH", "replies_write_chunk", C_COUNT, false},
+    {"RDMA_RD", "rdma_read_bytes", C_BYTES, true},
+    {"RDMA_WR", "rdma_write_bytes", C_BYTES, true},
+    {"ERR_CHUNK", "err_chunk_sent", C_COUNT, false},
+    {"ERR_VERS", "err_vers_sent", C_COUNT, false},
+    {"REGS", "registrations", C_COUNT, false},
+    {"RECV_MEM", "recv_mem_bytes", C_BYTES, false},
+    {"BC_CALLS", "bc_calls", C_COUNT, false},
 };
 #define NCOLS (sizeof(columns) / sizeof(columns[0]))
 #define PEER_WIDTH 24
@@ -434,7 +448,7 @@ static void fmt_cell(char *out, size_t size, const struct column *c, const struc
 
 /* Counters of the previous sample, for --watch rates. */
 struct sample {
-	char *peer;		/* NULL for the global row */
+	char *peer; /* NULL for the global row */
 	unsigned long long v[NCOLS];
 	bool have[NCOLS];
 };
@@ -551,8 +565,7 @@ static void print_table(const struct jval *root, struct history *hist, double no
 		}
 	}
 	if (next.s)
-		print_row("TOTAL", global, watch, hist_find(hist, NULL), dt,
-			  &next.s[next.n++]);
+		print_row("TOTAL", global, watch, hist_find(hist, NULL), dt, &next.s[next.n++]);
 	hist_free(hist);
 	*hist = next;
 	hist->when = now;
@@ -585,12 +598,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"socket", required_argument, NULL, 's'},
-		{"json", no_argument, NULL, 'j'},
-		{"watch", optional_argument, NULL, 'w'},
-		{"count", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+	    {"watch", optional_argument, NULL, 'w'},  {"count", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	const char *path = DEFAULT_SOCKET;
 	struct history hist = {0};
@@ -657,7 +667,8 @@ int main(int argc, char **argv)
 		}
 		root = jparse(text, len);
 		if (!root || root->type != J_OBJ) {
-			fprintf(stderr, "rpcrdma-stat: %s did not answer with a JSON object\n", path);
+			fprintf(stderr, "rpcrdma-stat: %s did not answer with a JSON object\n",
+				path);
 			jfree(root);
 			free(text);
 			status = 1;
@@ -679,8 +690,9 @@ int main(int argc, char **argv)
 		free(text);
 		if (count < 0 || n + 1 < count)
 			if (watch) {
-				struct timespec ts = {.tv_sec = (time_t)interval,
-						      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
+				struct timespec ts = {
+				    .tv_sec = (time_t)interval,
+				    .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
 
 				while (nanosleep(&ts, &ts) && errno == EINTR)
 					;

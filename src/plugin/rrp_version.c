@@ -30,8 +30,8 @@
 #define RRP_NTIRPC_SONAME "libntirpc.so." NTIRPC_VERSION
 
 struct soname_walk {
-	const char *prefix;	/* "libntirpc.so." */
-	char found[128];	/* soname of the first object that starts with it */
+	const char *prefix; /* "libntirpc.so." */
+	char found[128];    /* soname of the first object that starts with it */
 };
 
 /* The soname of a loaded object: DT_SONAME, or the file's base name. */
@@ -43,7 +43,7 @@ static void object_soname(const struct dl_phdr_info *info, char *out, size_t len
 	snprintf(out, len, "%s", name);
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const ElfW(Dyn) *d;
+		const ElfW(Dyn) * d;
 		ElfW(Addr) strtab = 0, soname = 0;
 		bool have_soname = false;
 
@@ -127,17 +127,18 @@ static bool version_ok;
 static void check_once(void)
 {
 	static const struct rrp_version_expect built = {
-		.ntirpc_tag = RRP_NTIRPC_TAG,
-		.ntirpc_soname = RRP_NTIRPC_SONAME,
-		.ganesha_soname = RRP_GANESHA_SONAME,
+	    .ntirpc_tag = RRP_NTIRPC_TAG,
+	    .ntirpc_soname = RRP_NTIRPC_SONAME,
+	    .ganesha_soname = RRP_GANESHA_SONAME,
 	};
 	char why[512];
 
 	version_ok = rrp_version_check(&built, why, sizeof(why)) == 0;
 	if (version_ok)
 		return;
-	fprintf(stderr, "rpcrdma: version mismatch: %s: plugin inactive, RDMA not served, "
-			"ganesha runs without it\n",
+	fprintf(stderr,
+		"rpcrdma: version mismatch: %s: plugin inactive, RDMA not served, "
+		"ganesha runs without it\n",
 		why);
 	/* Under the stock unit ganesha has daemonized by now, stderr is
 	 * /dev/null: the same line goes to the journal through syslog. */

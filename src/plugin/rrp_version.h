@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 struct rrp_version_expect {
-	const char *ntirpc_tag;		/* symbol version node, "NTIRPC_4.3" */
-	const char *ntirpc_soname;	/* "libntirpc.so.4.3" */
-	const char *ganesha_soname;	/* "libganesha_nfsd.so.4.3" */
+	const char *ntirpc_tag;	    /* symbol version node, "NTIRPC_4.3" */
+	const char *ntirpc_soname;  /* "libntirpc.so.4.3" */
+	const char *ganesha_soname; /* "libganesha_nfsd.so.4.3" */
 };
 
 /* Check this process against @e: 0 when it matches, else -1 with the reason
