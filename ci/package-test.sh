@@ -67,6 +67,21 @@ echo "$env_lines" | sed 's/^/   /'
 memlock=$(sed -n 's/^LimitMEMLOCK=//p' "$dropin")
 [ "$memlock" = infinity ] || fail "LimitMEMLOCK is '$memlock', not infinity"
 
+unit=/lib/systemd/system/nfs-ganesha.service
+if command -v systemd-analyze >/dev/null && [ -f "$unit" ]; then
+	step "systemd-analyze verify nfs-ganesha.service + the drop-in"
+	mkdir -p "$work/units/nfs-ganesha.service.d"
+	cp "$unit" "$work/units/"
+	cp "$dropin" "$work/units/nfs-ganesha.service.d/"
+	SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify \
+		"$work/units/nfs-ganesha.service" >"$work/verify.log" 2>&1 || true
+	if grep -q "rpcrdma.conf" "$work/verify.log"; then
+		cat "$work/verify.log"
+		fail "systemd does not accept the drop-in"
+	fi
+	echo "   ok"
+fi
+
 step "ganesha.nfsd with the drop-in's environment, RDMA block on the soft fabric"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
 nfs=$(port); mnt=$(port); nlm=$(port); rq=$(port)
