@@ -1,0 +1,1 @@
+#include "plugin/plugin_common.h"
