@@ -29,6 +29,7 @@ enum : uint32_t {
 	SP4_NONE = 0,
 	NFS4ERR_SEQ_MISORDERED = 10063,
 	NFS4ERR_RETRY_UNCACHED_REP = 10068,
+	NFS4ERR_SEQ_FALSE_RETRY = 10076,
 	/* RFC 8881 section 5.8 attribute numbers */
 	FATTR4_TYPE = 1,
 	FATTR4_SIZE = 4,
@@ -186,19 +187,27 @@ int Nfs4::send(Comp &c, std::unique_ptr<Dec> *d, bool with_seq)
 		uint32_t status = r.u32();
 		r.string(NFS4_MAXNAME); /* tag */
 		uint32_t n = r.u32();
+		if (getenv("NFSC_DEBUG"))
+			fprintf(stderr, "nfsc: COMPOUND status %u, %u results\n", status, n);
 		if (!r.ok())
 			return fail(r.why());
 		if (n > c.nops || (n == 0 && status == 0))
 			return fail("COMPOUND returned " + std::to_string(n) + " results for " +
 				    std::to_string(c.nops) + " ops");
-		if (n == 0)
+		if (n == 0 && !with_seq)
 			return int(status);
 		if (!with_seq)
 			return 0;
-		int st = res(r, nfsxdr::SEQUENCE);
+		/* ganesha 4.3 answers an uncached retry with no results at all */
+		int st = n == 0 ? int(status) : res(r, nfsxdr::SEQUENCE);
 		if (st < 0)
 			return st;
-		if ((st == NFS4ERR_RETRY_UNCACHED_REP || st == NFS4ERR_SEQ_MISORDERED) &&
+		/* what the Linux client does after a lost reply (svcrdma-notes 6) */
+		if (getenv("NFSC_DEBUG"))
+			fprintf(stderr, "nfsc: SEQUENCE seqid %u attempt %d status %d\n", seqid_,
+				attempt, st);
+		if ((st == NFS4ERR_RETRY_UNCACHED_REP || st == NFS4ERR_SEQ_MISORDERED ||
+		     st == NFS4ERR_SEQ_FALSE_RETRY) &&
 		    attempt < 2) {
 			seqid_++;
 			seq_recoveries++;
@@ -222,6 +231,15 @@ int Nfs4::send(Comp &c, std::unique_ptr<Dec> *d, bool with_seq)
 		if (memcmp(sid, sessionid_, 16) || sq != seqid_ || slot != 0)
 			return fail("SEQUENCE result does not echo session/seqid/slot");
 		seqid_++;
+		/* RFC 8881 section 2.10.6.1.3: a retry answered from a cached SEQUENCE
+		 * result alone carries NFS4ERR_RETRY_UNCACHED_REP on the next op */
+		if (status == NFS4ERR_RETRY_UNCACHED_REP && attempt < 2) {
+			seq_recoveries++;
+			uint32_t xid = t_.next_xid();
+			put32(c.x.buf, 0, xid);
+			c.xid = xid;
+			continue;
+		}
 		if (n < 2 && c.nops > 1)
 			return int(status);
 		return 0;
