@@ -27,6 +27,7 @@
 
 /* A peer that connects but never sends CONN_REQ must not stall the listener. */
 #define SOFT_HANDSHAKE_TIMEOUT_S 5
+#define SOFT_CONNECT_TIMEOUT_S 5
 
 /* --- event channel ------------------------------------------------------- */
 
@@ -311,9 +312,35 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 		m.h.a =
 		    htole64((uint64_t)p->responder_resources | (uint64_t)p->initiator_depth << 8);
 	m.h.b = htole32(SOFT_MAGIC);
+	if (p)
+		m.h.c = htole32(p->rnr_retry_count);
 	if (plen)
 		memcpy(m.pd, pdata, plen);
 	return soft_io_full(fd, &m, sizeof(m.h) + plen, false) ? -EPIPE : 0;
+}
+
+/* connect(2) bounded by SOFT_CONNECT_TIMEOUT_S, so an unreachable host cannot stall the caller. */
+static int connect_timed(int fd, const struct soft_addr *sa)
+{
+	int fl = fcntl(fd, F_GETFL), err = 0, rc;
+	socklen_t el = sizeof(err);
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	rc = connect(fd, (const struct sockaddr *)&sa->ss, sa->len);
+	if (rc < 0 && (errno == EINPROGRESS || errno == EAGAIN)) {
+		rc = poll(&p, 1, SOFT_CONNECT_TIMEOUT_S * 1000);
+		if (rc == 0) {
+			errno = ETIMEDOUT;
+			rc = -1;
+		} else if (rc > 0) {
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			errno = err;
+			rc = err ? -1 : 0;
+		}
+	}
+	fcntl(fd, F_SETFL, fl);
+	return rc;
 }
 
 static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
@@ -347,7 +374,7 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 		return rc;
 	}
 	/* Loopback and namespaces answer at once; failure is reported as an event. */
-	if (connect(c->fd, (struct sockaddr *)&sa.ss, sa.len) < 0 ||
+	if (connect_timed(c->fd, &sa) < 0 ||
 	    send_cm(c->fd, SOFT_CONN_REQ, param, param ? param->private_data : NULL,
 		    param ? param->private_data_len : 0)) {
 		int err = errno ? -errno : -ECONNREFUSED;
@@ -530,6 +557,7 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	c->fd = fd;
 	c->listener = l;
 	c->state = SOFT_S_REQ;
+	c->peer_rnr_retry = (uint8_t)le32toh(h.c);
 	peer_name(fd, c->peer, sizeof(c->peer));
 	h.a = le64toh(h.a);
 	pthread_mutex_lock(&c->lock);

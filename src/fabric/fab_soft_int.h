@@ -34,6 +34,9 @@ enum soft_msg_type {
 
 #define SOFT_F_WITH_INV 0x01
 #define SOFT_F_FORCE_FAIL 0x02 /* fault injection: responder must refuse */
+/* RNR: 7 retries mean "forever" (IB); each other retry stands for one RNR timer of this long. */
+#define SOFT_RNR_INFINITE 7
+#define SOFT_RNR_STEP_MS 20
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
@@ -162,10 +165,11 @@ struct soft_conn {
 	uint32_t ctl_cap, ctl_head, ctl_n;
 	struct fab_soft_fault fault;
 	uint64_t tx_bytes, tx_wrs;
+	uint8_t peer_rnr_retry; /* the peer's rnr_retry_count: how long its Sends wait for us */
 	pthread_t reader, writer;
 };
 
-/* fab_soft_data.c */
+/* fab_soft_mem.c */
 int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
 void soft_cq_destroy(struct fab_cq *cq);
 int soft_cq_fd(const struct fab_cq *cq);
@@ -178,6 +182,12 @@ int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out);
 int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
 		struct fab_mr **out);
 void soft_mr_dereg(struct fab_mr *mr);
+bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32_t len,
+		    unsigned int need);
+bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, bool write);
+void soft_invalidate_rkey(struct soft_fabric *sf, uint32_t rkey);
+
+/* fab_soft_qp.c */
 int soft_post_send(struct fab_conn *c, struct fab_send_wr *wr, struct fab_send_wr **bad);
 int soft_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
 int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
@@ -186,6 +196,10 @@ void soft_qp_free(struct soft_conn *c);
 void soft_qp_error_locked(struct soft_conn *c, bool tell_peer);
 void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n,
 			  void *addr);
+void soft_sq_progress_locked(struct soft_conn *c);
+void soft_rq_flush_locked(struct soft_conn *c);
+
+/* fab_soft_io.c */
 void *soft_reader(void *arg);
 void *soft_writer(void *arg);
 int soft_io_full(int fd, void *buf, size_t len, bool rd);
@@ -195,6 +209,11 @@ void soft_event_push(struct soft_channel *ch, const struct fab_cm_event *ev);
 /* Reader hit a CM message or EOF; called with c->lock held. */
 void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, int status,
 			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id);
+
+static inline struct soft_swr *soft_sq_at(struct soft_conn *c, uint64_t i)
+{
+	return &c->sq[i % c->caps.max_send_wr];
+}
 
 static inline struct soft_conn *soft_conn(const struct fab_conn *c)
 {

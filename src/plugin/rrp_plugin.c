@@ -14,6 +14,7 @@
 
 #include "fabric/fab.h"
 #include "plugin/rrp_host.h"
+#include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
 
 struct rrp_plugin rrp = {
@@ -73,7 +74,7 @@ static void *worker(void *arg)
 		if (!rrp.head)
 			rrp.tail = NULL;
 		pthread_mutex_unlock(&rrp.lock);
-		rrp_process(w->call);
+		w->fn(w->arg);
 		free(w);
 	}
 }
@@ -82,6 +83,24 @@ static enum xprt_stat listener_stat(SVCXPRT *xprt)
 {
 	(void)xprt;
 	return XPRT_IDLE;
+}
+
+static void *payload_base;
+static size_t payload_len;
+
+/* Half the pool in 64 KiB buffers, half in 1 MiB ones (see rrp_payload.c). */
+static void payload_pool_init(void)
+{
+	size_t bytes = (size_t)rrp.cfg.payload_pool_mb << 20;
+	size_t small = bytes / 2 / RRP_PAYLOAD_SMALL;
+	size_t large = bytes / 2 / RRP_PAYLOAD_LARGE;
+
+	if (!bytes || rrp_payload_init(small, large, &payload_base, &payload_len)) {
+		payload_len = 0;
+		return;
+	}
+	fprintf(stderr, "rpcrdma: READ payload pool: %zu x 64 KiB + %zu x 1 MiB, registered once\n",
+		small, large);
 }
 
 static int start_server(const char *addr, int slot)
@@ -100,6 +119,12 @@ static int start_server(const char *addr, int slot)
 		fprintf(stderr, "rpcrdma: cannot listen on %s (%s): %s\n", addr, rrp.cfg.fabric,
 			fab_last_error());
 		return ret;
+	}
+	if (payload_len) {
+		ret = rr_server_add_region(rrp.srv[slot], payload_base, payload_len);
+		if (ret)
+			fprintf(stderr, "rpcrdma: cannot register the payload pool: %s "
+					"(READ data will be copied)\n", fab_last_error());
 	}
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret)
@@ -137,6 +162,7 @@ void rrp_plugin_start(void)
 	rrp.listener.xp_type = XPRT_RDMA_RENDEZVOUS;
 	rrp.listener.xp_fd = -1;
 
+	payload_pool_init();
 	rrp.nworkers = rrp.cfg.workers;
 	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)
@@ -153,19 +179,18 @@ void rrp_plugin_start(void)
 		snprintf(addr, sizeof(addr), "[%s]:%u", rrp.cfg.listen_addr_v6, rrp.cfg.port);
 		start_server(addr, 1);
 	}
+	if (rrp.cfg.stats_socket[0])
+		rrp_stats_start(rrp.cfg.stats_socket);
 }
 
-/* Queue a Call for the workers (engine thread: must not block). */
-void rrp_queue(struct rr_call *call)
+bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
 {
 	struct rrp_work *w = malloc(sizeof(*w));
 
-	if (!w) {
-		atomic_fetch_add(&rrp.dropped, 1);
-		rr_call_release(call);
-		return;
-	}
-	w->call = call;
+	if (!w)
+		return false;
+	w->fn = fn;
+	w->arg = arg;
 	w->next = NULL;
 	pthread_mutex_lock(&rrp.lock);
 	if (rrp.tail)
@@ -175,4 +200,19 @@ void rrp_queue(struct rr_call *call)
 	rrp.tail = w;
 	pthread_cond_signal(&rrp.cond);
 	pthread_mutex_unlock(&rrp.lock);
+	return true;
+}
+
+static void process_call(void *arg)
+{
+	rrp_process(arg);
+}
+
+/* Queue a Call for the workers (engine thread: must not block). */
+void rrp_queue(struct rr_call *call)
+{
+	if (!rrp_queue_fn(process_call, call)) {
+		atomic_fetch_add(&rrp.dropped, 1);
+		rr_call_release(call);
+	}
 }

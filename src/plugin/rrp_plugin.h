@@ -17,7 +17,8 @@
 
 struct rrp_work {
 	struct rrp_work *next;
-	struct rr_call *call;
+	void (*fn)(void *arg);
+	void *arg;
 };
 
 struct rrp_plugin {
@@ -39,9 +40,23 @@ struct rrp_plugin {
 
 extern struct rrp_plugin rrp;
 
+/* The stats socket (rrp_stats.c). */
+int rrp_stats_start(const char *path);
+
 /* Upper-layer callbacks given to the engine (rrp_xprt.c). */
 extern const struct rr_upper_ops rrp_upper_ops;
 /* Run one Call through ganesha on a worker thread (rrp_xprt.c). */
 void rrp_process(struct rr_call *call);
+/* Queue work for the pool (never blocks); false if it could not be queued. */
+bool rrp_queue_fn(void (*fn)(void *arg), void *arg);
+void rrp_queue(struct rr_call *call);
+
+/* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
+struct rrp_xprt;
+bool rrp_is_our_xprt(SVCXPRT *xprt);
+/* Engine upcalls for reverse-direction answers, and connection loss. */
+void rrp_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len, uint32_t credits);
+void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err);
+void rrp_bc_conn_down(struct rr_conn *conn);
 
 #endif

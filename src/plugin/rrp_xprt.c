@@ -19,12 +19,11 @@
 
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_plugin.h"
+#include "plugin/rrp_slots.h"
 #include "plugin/rrp_xdr.h"
 #include "ulb/ulb_call.h"
 #include "ulb/ulb_reply.h"
 #include "ulb/ulb_slots.h"
-
-void rrp_queue(struct rr_call *call);
 
 struct rrp_xprt {
 	SVCXPRT xprt;			/* first: ganesha sees only this */
@@ -221,16 +220,16 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 
 /*
  * The COMPOUND ran but its Reply could not be delivered: its slot's cached
- * reply must not be replayed. ganesha 4.3 gives us no handle on its session
- * table from here; until the host offers one this is counted and logged
- * (issue: backchannel and slot retirement).
+ * reply must not be replayed (rrp_slots.c answers the retry).
  */
 static void slot_uncache(void *host, uint32_t xid, const struct ulb_sequence *seq)
 {
 	struct rrp_xprt *x = host;
 
-	fprintf(stderr, "rpcrdma: %s: xid %#x: reply not delivered (ERR_CHUNK), slot %u seq %u\n",
-		rr_conn_peer(x->conn), xid, seq->slotid, seq->sequenceid);
+	fprintf(stderr, "rpcrdma: %s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
+			"will answer NFS4ERR_RETRY_UNCACHED_REP\n",
+		x->conn ? rr_conn_peer(x->conn) : "?", xid, seq->slotid, seq->sequenceid);
+	rrp_slots_uncache(seq);
 }
 
 static void bc_slot_retire(void *host, uint32_t rdma_xid, const struct ulb_sequence *seq)
@@ -284,7 +283,9 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	x->xprt.xp_fd = -1;
 	x->xprt.xp_fd_send = -1;
 	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
-	x->xprt.xp_type = XPRT_RDMA;
+	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type, and
+	 * its export checks test only UDP and TCP (so RDMA is not filtered). */
+	x->xprt.xp_type = XPRT_UNKNOWN;
 	x->xprt.xp_netid = (char *)"rdma";
 	x->xprt.xp_tp = (char *)"rpcrdma";
 	x->xprt.xp_parent = &rrp.listener; /* rendezvous ends with SVC_STAT(xp_parent) */
@@ -315,6 +316,8 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 	if (!x)
 		return;
 	rr_conn_set_upper(conn, NULL);
+	rrp_bc_conn_down(conn);
+	x->conn = NULL;
 	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
 }
 
@@ -349,9 +352,21 @@ static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
 		ulb_slot_reply_undelivered(&x->slots, xid);
 }
 
+bool rrp_is_our_xprt(SVCXPRT *xprt)
+{
+	return xprt && xprt->xp_ops && xprt->xp_ops->xp_recv == x_recv;
+}
+
+struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt)
+{
+	return XP(xprt)->conn;
+}
+
 const struct rr_upper_ops rrp_upper_ops = {
 	.call = up_call,
 	.reply_not_delivered = up_not_delivered,
+	.bc_reply = rrp_bc_reply,
+	.bc_error = rrp_bc_error,
 	.conn_up = up_conn_up,
 	.conn_down = up_conn_down,
 };
@@ -369,6 +384,32 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
 	free(rq);
+}
+
+/* A retry of a COMPOUND whose Reply was lost to ERR_CHUNK: answered here. */
+static void answer_uncached(struct rrp_req *rq)
+{
+	struct rrp_reply *r = malloc(sizeof(*r));
+	struct rr_reply_plan plan = {.nspans = 0, .deliverable = true};
+	struct iovec iov;
+	int n;
+
+	if (!r || rrp_xdr_enc_init(&r->enc)) {
+		free(r);
+		rq->dec.destroy(&rq->dec);
+		return;
+	}
+	n = rrp_slots_encode_uncached(rq->call, &rq->ulb, r->enc.seg[0].base, r->enc.seg[0].cap);
+	if (n < 0) {
+		reply_done(r);
+		rq->dec.destroy(&rq->dec);
+		return;
+	}
+	r->enc.xdrs.x_data = r->enc.seg[0].base + n;
+	rrp_xdr_enc_iov(&r->enc, &iov);
+	rq->replied = true;
+	rr_reply(rq->call, &iov, 1, &plan, reply_done, r);
+	rq->dec.destroy(&rq->dec);
 }
 
 void rrp_process(struct rr_call *call)
@@ -391,7 +432,13 @@ void rrp_process(struct rr_call *call)
 	rq->dec.owner = rq;
 	/* ganesha's decoded arguments may point into the Call until free_cb. */
 	rr_call_hold(call);
-	rq->scanned = ulb_call_scan(call->iov, call->iovcnt, call->pcl, &rq->ulb) == ULB_SCAN_OK;
+	/* The engine hands over the Call with chunk data in place: pcl NULL. */
+	rq->scanned = ulb_call_scan(call->iov, call->iovcnt, NULL, &rq->ulb) == ULB_SCAN_OK;
+	if (rq->scanned && rrp_slots_check(&rq->ulb) == RRP_SLOT_RETRY_UNCACHED) {
+		answer_uncached(rq);
+		SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);
+		return;
+	}
 	if (rq->scanned) {
 		rq->ddp_violation =
 			ulb_call_check_read_chunks(&rq->ulb, call->pcl) == ULB_DDP_VIOLATION;

@@ -192,6 +192,9 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 
 	pthread_mutex_lock(&srv->lock);
 	c->credits = grant_credits(srv, &nrecv);
+	/* Until the client's first reverse-direction Reply states its grant,
+	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
+	c->bc_grant = 1;
 	if (c->credits) {
 		c->recv_mem = (uint64_t)nrecv * srv->cfg.inline_size;
 		srv->recv_mem_used += c->recv_mem;
@@ -227,9 +230,13 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
 		goto undo_budget;
 	}
+	/* The list is walked by the event thread; srv->lock guards it against
+	 * readers elsewhere (rr_server_foreach_conn). */
+	pthread_mutex_lock(&srv->lock);
 	c->next = srv->conns;
 	srv->conns = c;
 	srv->nconns++;
+	pthread_mutex_unlock(&srv->lock);
 	return;
 
 undo_budget:
@@ -379,9 +386,9 @@ void rr_conn_reap(struct rr_server *srv)
 			pp = &c->next;
 			continue;
 		}
+		pthread_mutex_lock(&srv->lock);
 		*pp = c->next;
 		srv->nconns--;
-		pthread_mutex_lock(&srv->lock);
 		srv->recv_mem_used -= c->recv_mem;
 		pthread_mutex_unlock(&srv->lock);
 		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);

@@ -67,7 +67,7 @@ struct rr_counters {
 	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
 	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
 	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
-	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_replies;
+	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
 	_Atomic uint32_t credit_grant;
 };
 
@@ -171,6 +171,8 @@ struct rr_conn {
 	struct rr_inline_limits inl;
 	bool send_w_inv;
 	uint64_t recv_mem;		/* bytes counted against the budget */
+	uint32_t bc_grant;		/* client's backchannel credits (RFC 8167 section 3) */
+	uint32_t bc_outstanding;	/* reverse-direction calls awaiting an answer */
 
 	struct rr_pool recv_pool;
 	struct rr_pool send_pool;
@@ -207,6 +209,9 @@ struct rr_server {
 	uint64_t recv_mem_used;
 	struct rr_bigpool *bigpools[4];
 	unsigned int nbigpools;
+	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
+	struct fab_pd *region_pd;
+	unsigned int nregions;
 
 	struct rr_counters st;
 };

@@ -202,7 +202,19 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 		*lkey = c->send_pool.mr->lkey;
 		return true;
 	}
-	return rr_big_lkey(c->big, addr, len, lkey);
+	if (rr_big_lkey(c->big, addr, len, lkey))
+		return true;
+	/* The upper layer's registered payload pools (same PD only). */
+	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
+		const struct fab_mr *mr = c->srv->regions[i];
+		const uint8_t *a = addr, *b = mr->addr;
+
+		if (a >= b && a + len <= b + mr->length) {
+			*lkey = mr->lkey;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* A byte range of the Reply stream as registered pieces; false when some
@@ -631,4 +643,63 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	}
 	pthread_mutex_unlock(&c->lock);
 	send_ctx_release(s);
+}
+
+int rr_conn_bc_send(struct rr_conn *c, uint32_t xid, const struct iovec *iov, int iovcnt)
+{
+	struct rr_send_ctx *s;
+	struct fab_send_wr *wr;
+	uint64_t len = 0;
+	uint32_t max = rr_conn_max_inline_send(c);
+	uint8_t *dst;
+	struct rr_pcl hdr = {0};
+	ssize_t hdr_len;
+
+	for (int i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	/* RFC 8167 section 5: callbacks are inline only. */
+	if (len + RR_HDR_MSG_MIN_LEN > max)
+		return -EMSGSIZE;
+	pthread_mutex_lock(&c->lock);
+	if (c->state == RR_CONN_CLOSING) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOTCONN;
+	}
+	if (c->bc_outstanding >= c->bc_grant) {
+		pthread_mutex_unlock(&c->lock);
+		return -EAGAIN;
+	}
+	c->bc_outstanding++;
+	pthread_mutex_unlock(&c->lock);
+
+	s = send_ctx_get(c);
+	if (!s) {
+		pthread_mutex_lock(&c->lock);
+		c->bc_outstanding--;
+		pthread_mutex_unlock(&c->lock);
+		return -ENOMEM;
+	}
+	/* rdma_credit of a call asks for credits: we ask for our provisioning. */
+	hdr.xid = xid;
+	hdr.vers = RR_VERSION;
+	hdr.credits = c->srv->cfg.bc_credits;
+	hdr.proc = RR_PROC_MSG;
+	hdr_len = rr_hdr_encode_call(s->hdr, c->srv->cfg.inline_size, &hdr);
+	dst = s->hdr + hdr_len;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	s->sge[0].addr = s->hdr;
+	s->sge[0].length = (uint32_t)(hdr_len + len);
+	s->sge[0].lkey = c->send_pool.mr->lkey;
+	wr = next_wr(s);
+	wr->wr_id = (uintptr_t)s | RR_WRID_SEND;
+	wr->opcode = FAB_WR_SEND;
+	wr->sg_list = &s->sge[0];
+	wr->num_sge = 1;
+	wr->signaled = true;
+	RR_STAT_ADD(c, bc_calls, 1);
+	post_or_queue(c, s);
+	return 0;
 }

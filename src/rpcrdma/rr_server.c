@@ -147,6 +147,8 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 err:
 	if (srv->listener)
 		fab_listener_destroy(srv->listener);
+	for (unsigned int i = 0; i < srv->nregions; i++)
+		fab_mr_dereg(srv->regions[i]);
 	if (srv->ch)
 		fab_channel_destroy(srv->ch);
 	if (srv->epfd >= 0)
@@ -186,24 +188,21 @@ static void handle_kick(struct rr_server *srv)
 
 	if (read(srv->kickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		rr_log("kick read: %s", strerror(errno));
-	pthread_mutex_lock(&srv->lock);
+	/* Only this thread changes the list: no lock needed to walk it. */
 	for (c = srv->conns; c; c = c->next) {
 		if (c->state == RR_CONN_CLOSING)
 			continue;
 		rr_recv_refill(c);
 		rr_read_pump(c);
 	}
-	pthread_mutex_unlock(&srv->lock);
 }
 
 static void close_all(struct rr_server *srv)
 {
 	struct rr_conn *c;
 
-	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next)
 		rr_conn_close(c, "server shutting down");
-	pthread_mutex_unlock(&srv->lock);
 }
 
 static void *event_thread(void *arg)
@@ -253,6 +252,27 @@ static void *event_thread(void *arg)
 	return NULL;
 }
 
+int rr_server_add_region(struct rr_server *srv, void *addr, size_t len)
+{
+	int ret;
+
+	if (srv->nregions >= RR_MAX_REGIONS || srv->started)
+		return -EINVAL;
+	if (!srv->region_pd) {
+		ret = fab_pd_get(srv->fab, &srv->region_pd);
+		if (ret)
+			return ret;
+	}
+	/* The client never sees this memory: local access only. */
+	ret = fab_mr_reg(srv->region_pd, addr, len, FAB_ACCESS_LOCAL_WRITE,
+			 &srv->regions[srv->nregions]);
+	if (ret)
+		return ret;
+	srv->nregions++;
+	atomic_fetch_add(&srv->st.registrations, 1);
+	return 0;
+}
+
 int rr_server_start(struct rr_server *srv)
 {
 	int ret = pthread_create(&srv->thread, NULL, event_thread, srv);
@@ -275,6 +295,8 @@ void rr_server_destroy(struct rr_server *srv)
 		close_all(srv);
 	}
 	fab_listener_destroy(srv->listener);
+	for (unsigned int i = 0; i < srv->nregions; i++)
+		fab_mr_dereg(srv->regions[i]);
 	for (unsigned int i = 0; i < srv->nbigpools; i++) {
 		struct rr_bigpool *bp = srv->bigpools[i];
 
@@ -294,29 +316,8 @@ void rr_server_destroy(struct rr_server *srv)
 
 void rr_counters_read(struct rr_counters *c, struct rr_stats *o)
 {
-#define RD(f) o->f = atomic_load_explicit(&c->f, memory_order_relaxed)
-	RD(conns_accepted);
-	RD(conns_active);
-	RD(calls);
-	RD(calls_with_read_chunks);
-	RD(long_calls);
-	RD(replies_inline);
-	RD(replies_reply_chunk);
-	RD(replies_write_chunk);
-	RD(rdma_read_bytes);
-	RD(rdma_write_bytes);
-	RD(err_chunk_sent);
-	RD(err_vers_sent);
-	RD(dropped);
-	RD(not_delivered);
-	RD(rnr_disconnects);
-	RD(disconnects);
-	RD(send_w_inv);
-	RD(registrations);
-	RD(payload_copies);
-	RD(recv_mem_bytes);
-	RD(bc_replies);
-	RD(credit_grant);
+#define RD(f) o->f = atomic_load_explicit(&c->f, memory_order_relaxed);
+	RR_STATS_FIELDS(RD)
 #undef RD
 }
 
@@ -328,4 +329,18 @@ void rr_server_stats(struct rr_server *srv, struct rr_stats *out)
 void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out)
 {
 	rr_counters_read(&conn->st, out);
+}
+
+void rr_server_foreach_conn(struct rr_server *srv,
+			    void (*fn)(void *arg, struct rr_conn *conn, const struct rr_stats *st),
+			    void *arg)
+{
+	struct rr_stats st;
+
+	pthread_mutex_lock(&srv->lock);
+	for (struct rr_conn *c = srv->conns; c; c = c->next) {
+		rr_counters_read(&c->st, &st);
+		fn(arg, c, &st);
+	}
+	pthread_mutex_unlock(&srv->lock);
 }

@@ -199,6 +199,46 @@ TEST_F(FabConf, RnrMovesBothQpsToError)
 	expect_wc(s_rcq, 3, FAB_WC_WR_FLUSH_ERR);
 }
 
+/* With rnr_retry_count 7 (retry forever) a Send waits for the receive instead. */
+TEST_F(FabConf, RnrRetryWaitsForAReceive)
+{
+	Buf b, sb;
+	struct fab_conn_param cp = {};
+
+	cp.responder_resources = 4;
+	cp.initiator_depth = 4;
+	cp.rnr_retry_count = 7;
+	ASSERT_EQ(b.reg(pd, 4096, kAll), 0);
+	connect_pair([] {}, &cp);
+	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	sb.fill(8);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
+	EXPECT_TRUE(cq_quiet(c_scq, 50));
+	ASSERT_EQ(post_one_recv(sc, b, 0, 4096, 2), 0);
+	expect_wc(s_rcq, 2, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 1, FAB_WC_SUCCESS);
+	EXPECT_EQ(memcmp(b.p(), sb.p(), 64), 0);
+}
+
+/* A Send stuck retrying RNR does not hide the sender's disconnect from the receiver. */
+TEST_F(FabConf, DisconnectDuringRnrRetry)
+{
+	Buf sb;
+	struct fab_conn_param cp = {};
+	struct fab_cm_event ev;
+
+	cp.rnr_retry_count = 7;
+	connect_pair([] {}, &cp);
+	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
+	usleep(30000);
+	ASSERT_EQ(fab_disconnect(cc), 0);
+	expect_wc(c_scq, 1, FAB_WC_WR_FLUSH_ERR);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	EXPECT_EQ(ev.conn, sc);
+}
+
 TEST_F(FabConf, BadRkeyIsRemoteAccessError)
 {
 	Buf target, src;
@@ -404,6 +444,11 @@ TEST_F(FabConf, ConnectToNobodyIsConnectError)
 	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
 	EXPECT_EQ(ev.conn, cc);
 	EXPECT_LT(ev.status, 0);
+	fab_conn_destroy(cc);
+	cc = nullptr;
+	ASSERT_EQ(fab_connect(fab, cch, "tcp:127.0.0.1:1", c_scq, c_rcq, &caps, nullptr, &cc), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
+	EXPECT_EQ(ev.status, -ECONNREFUSED);
 }
 
 TEST_F(FabConf, ReceiveTooSmallIsLengthError)

@@ -1,1 +1,295 @@
-#include <gtest/gtest.h>
+// SPDX-License-Identifier: MIT
+/*
+ * Credit overrun and disconnects in the middle of RDMA Reads and Writes: the
+ * connection concerned goes away, nothing crashes, the server keeps serving
+ * the others and exits cleanly (its exit status is checked, so ASan/LSan
+ * findings in the server fail the test too).
+ *
+ * Faults come from the soft fabric: RPCRDMA_SOFT_FAULT in the server process
+ * (a default for every connection it accepts) or fab_soft_fault_set() on the
+ * requester's own connection.
+ */
+#include "fabric/fab_soft.h"
+#include "transport/rr_transport_fixture.h"
+
+using namespace rrtest;
+
+namespace {
+
+class Faults : public TransportTest {
+      protected:
+	std::mt19937 rng{777};
+
+	/* A SINK of @len bytes through a Read chunk; returns the xid or < 0. */
+	int64_t post_sink_read(Requester *q, size_t len, uint32_t segs = 4)
+	{
+		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, random_bytes(rng, len));
+		return q->post(c.rpc, read_spec(c, segs));
+	}
+	int64_t post_source_write(Requester *q, uint32_t len)
+	{
+		TestCall c = call_source(q->next_xid(), len, 42);
+		CallSpec s;
+		WriteChunkSpec w;
+		w.segs.assign((len + 65535) / 65536, 65536);
+		s.writes.push_back(w);
+		return q->post(c.rpc, s);
+	}
+	::testing::AssertionResult big_read_ok(Requester *q)
+	{
+		auto d = random_bytes(rng, 1 << 20);
+		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+		Reply r;
+		if (!q->call(c.rpc, read_spec(c, 8), &r, 20000))
+			return ::testing::AssertionFailure() << "no reply: " << q->last_error();
+		size_t off;
+		auto a = rpc_success(r, c.xid, &off);
+		if (!a)
+			return a;
+		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+		if (x.u32() != d.size() || x.u32() != fnv(d))
+			return ::testing::AssertionFailure() << "SINK hash mismatch";
+		return ::testing::AssertionSuccess();
+	}
+	::testing::AssertionResult big_write_ok(Requester *q)
+	{
+		int64_t x = post_source_write(q, 1 << 20);
+		if (x < 0)
+			return ::testing::AssertionFailure() << "post " << x;
+		Reply r;
+		if (!q->wait(uint32_t(x), &r, 20000))
+			return ::testing::AssertionFailure() << "no reply: " << q->last_error();
+		return opaque_result(r, uint32_t(x), pattern(42, 1 << 20));
+	}
+};
+
+class CreditOverrun : public Faults {
+      protected:
+	CreditOverrun()
+	{
+		sopts.args = {"--credits", "4"};
+	}
+};
+
+/* A client that sends past its grant (and past every receive the server
+ * posted) loses its connection; another connection is untouched. */
+TEST_F(CreditOverrun, OnlyThatConnectionCloses)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	EXPECT_EQ(a->grant(), 4u);
+	/* HOLD calls are never answered: each keeps its receive buffer. */
+	CallSpec force;
+	force.force = true;
+	int sent = 0;
+	for (int i = 0; i < 200 && a->connected(); i++) {
+		if (a->post(call_hold(a->next_xid()).rpc, force) < 0)
+			break;
+		sent++;
+		a->progress(0);
+	}
+	EXPECT_TRUE(a->wait_disconnected(5000))
+		<< "sent " << sent << " HOLD calls on a grant of 4; still connected";
+	EXPECT_TRUE(ping(b));
+	EXPECT_TRUE(big_read_ok(b));
+	Requester *c = connect();
+	ASSERT_NE(c, nullptr);
+	EXPECT_TRUE(ping(c));
+	/* On soft (as on IB) the RNR fails the sender's QP: the server sees a
+	 * disconnect, which it may count a moment later. */
+	uint64_t d = 0;
+	for (int i = 0; i < 40 && !d; i++) {
+		auto st = srv.stats();
+		d = st["disconnects"] + st["rnr_disconnects"];
+		if (!d)
+			usleep(50000);
+	}
+	EXPECT_GE(d, 1u);
+}
+
+/* Calls the upper layer still holds are released at conn_down (LSan would
+ * report them at server exit otherwise). */
+TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
+{
+	Requester *a = connect();
+	ASSERT_NE(a, nullptr);
+	ASSERT_TRUE(ping(a));
+	for (int i = 0; i < 3; i++)
+		ASSERT_GE(a->post(call_hold(a->next_xid()).rpc, CallSpec()), 0);
+	a->progress(50);
+	a->disconnect();
+	Requester *b = connect();
+	ASSERT_NE(b, nullptr);
+	EXPECT_TRUE(ping(b));
+}
+
+/* The requester's link drops while the server is pulling a Read chunk. */
+TEST_F(Faults, ClientLinkDropsDuringRdmaRead)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	fab_soft_fault f = {};
+	f.drop_after_bytes = 200000;	/* Read responses are bytes a sends */
+	ASSERT_EQ(fab_soft_fault_set(a->conn(), &f), 0);
+	ASSERT_GE(post_sink_read(a, 1 << 20), 0);
+	EXPECT_TRUE(a->wait_disconnected(5000));
+	EXPECT_TRUE(ping(b));
+	EXPECT_TRUE(big_read_ok(b));
+}
+
+/* The requester goes away (MRs and all) with a big Read in flight. */
+TEST_F(Faults, ClientVanishesDuringRdmaRead)
+{
+	for (int i = 0; i < 5; i++) {
+		std::string err;
+		RequesterOptions o;
+		o.addr = srv.addr();
+		auto a = Requester::connect(o, &err);
+		ASSERT_TRUE(a) << err;
+		ASSERT_TRUE(ping(a.get()));
+		ASSERT_GE(post_sink_read(a.get(), 1 << 20, 16), 0);
+		a->progress(i);	/* vary how far the Read got */
+		a.reset();
+	}
+	Requester *b = connect();
+	ASSERT_NE(b, nullptr);
+	EXPECT_TRUE(ping(b));
+	EXPECT_TRUE(big_read_ok(b));
+}
+
+/* The requester goes away with a big RDMA Write toward it in flight. */
+TEST_F(Faults, ClientVanishesDuringRdmaWrite)
+{
+	for (int i = 0; i < 5; i++) {
+		std::string err;
+		RequesterOptions o;
+		o.addr = srv.addr();
+		auto a = Requester::connect(o, &err);
+		ASSERT_TRUE(a) << err;
+		ASSERT_TRUE(ping(a.get()));
+		ASSERT_GE(post_source_write(a.get(), 1 << 20), 0);
+		a->progress(i);
+		a.reset();
+	}
+	Requester *b = connect();
+	ASSERT_NE(b, nullptr);
+	EXPECT_TRUE(ping(b));
+	EXPECT_TRUE(big_write_ok(b));
+}
+
+class ServerReadFails : public Faults {
+      protected:
+	ServerReadFails()
+	{
+		sopts.env["RPCRDMA_SOFT_FAULT"] = "fail_next_read=1";
+	}
+};
+
+/* The server's RDMA Read fails: that connection is closed (svcrdma: "signal
+ * the loss to the client by closing"), the server keeps serving. */
+TEST_F(ServerReadFails, ConnectionClosedServerSurvives)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	int64_t x = post_sink_read(a, 100000);
+	ASSERT_GE(x, 0);
+	Reply r;
+	EXPECT_FALSE(a->wait(uint32_t(x), &r, 5000)) << "got a reply: " << r.describe();
+	EXPECT_TRUE(a->wait_disconnected(5000));
+	EXPECT_TRUE(ping(b));	/* b's own first Read would fail too: inline only */
+	Requester *c = connect();
+	ASSERT_NE(c, nullptr);
+	EXPECT_TRUE(ping(c));
+}
+
+class ServerWriteFails : public Faults {
+      protected:
+	ServerWriteFails()
+	{
+		sopts.env["RPCRDMA_SOFT_FAULT"] = "fail_next_write=1";
+	}
+};
+
+TEST_F(ServerWriteFails, ConnectionClosedServerSurvives)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	int64_t x = post_source_write(a, 100000);
+	ASSERT_GE(x, 0);
+	Reply r;
+	EXPECT_FALSE(a->wait(uint32_t(x), &r, 5000)) << "got a reply: " << r.describe();
+	EXPECT_TRUE(a->wait_disconnected(5000));
+	EXPECT_TRUE(ping(b));
+	Requester *c = connect();
+	ASSERT_NE(c, nullptr);
+	EXPECT_TRUE(ping(c));
+}
+
+class ServerLinkDrops : public Faults {
+      protected:
+	ServerLinkDrops()
+	{
+		sopts.env["RPCRDMA_SOFT_FAULT"] = "drop_after_bytes=300000";
+	}
+};
+
+/* The server's link drops in the middle of a 1 MiB RDMA Write. */
+TEST_F(ServerLinkDrops, DuringRdmaWrite)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	int64_t x = post_source_write(a, 1 << 20);
+	ASSERT_GE(x, 0);
+	Reply r;
+	EXPECT_FALSE(a->wait(uint32_t(x), &r, 5000)) << "got a reply: " << r.describe();
+	EXPECT_TRUE(a->wait_disconnected(5000));
+	for (int i = 0; i < 5; i++)
+		EXPECT_TRUE(ping(b));
+}
+
+/* Connections come and go with calls in flight; the server's connection
+ * count returns to what is really connected. */
+TEST_F(Faults, ConnectionChurn)
+{
+	Requester *keep = connect();
+	ASSERT_NE(keep, nullptr);
+	ASSERT_TRUE(ping(keep));
+	for (int i = 0; i < 20; i++) {
+		std::string err;
+		RequesterOptions o;
+		o.addr = srv.addr();
+		auto a = Requester::connect(o, &err);
+		ASSERT_TRUE(a) << err;
+		ASSERT_TRUE(ping(a.get()));
+		for (int k = 0; k < 3; k++) {
+			TestCall c = call_data(a->next_xid(), RRT_PROC_ECHO, random_bytes(rng, 500));
+			a->post(c.rpc, CallSpec());
+		}
+		a.reset();
+	}
+	EXPECT_TRUE(ping(keep));
+	uint64_t active = ~0ull;
+	for (int i = 0; i < 50 && active != 1; i++) {
+		active = srv.stats()["conns_active"];
+		if (active != 1)
+			usleep(100000);
+	}
+	EXPECT_EQ(active, 1u);
+	EXPECT_EQ(srv.stats()["conns_accepted"], 21u);
+}
+
+} // namespace
