@@ -1,1 +1,287 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_plugin_robust.cc - real ganesha + rpcrdma plugin: TCP clients are
+ * served before, during and after RDMA traffic; an RDMA client SIGKILLed in
+ * the middle of big WRITEs leaks nothing (the server keeps serving and the
+ * stats socket's connection list drains to empty); the stats socket's
+ * counters: no registrations per I/O in steady state, payload copies reported.
+ */
 #include "plugin/plugin_common.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+using namespace nfsc;
+
+namespace rrplug
+{
+namespace
+{
+
+class Robust : public PluginTest
+{
+      protected:
+	void SetUp() override
+	{
+		PluginTest::SetUp();
+		if (IsSkipped() || HasFatalFailure())
+			return;
+		root = mount3();
+		ASSERT_FALSE(root.empty());
+		tt = tcp_nfs();
+		ASSERT_TRUE(tt);
+		tc.reset(new Nfs3(*tt));
+		NFS_OK(*tc, tc->mkdir(root, unique("r"), 0755, &dir));
+	}
+	/* one WRITE + READ + checksum over TCP */
+	void tcp_roundtrip(Nfs3 &c, const std::string &name, size_t n)
+	{
+		Fh f;
+		NFS_OK(c, c.create(dir, name, 0644, &f));
+		Bytes data = test_data(n, uint32_t(n));
+		NFS_OK(c, c.write(f, 0, data));
+		Bytes back;
+		bool eof;
+		NFS_OK(c, c.read(f, 0, uint32_t(n), &back, &eof));
+		ASSERT_EQ(crc32c(back), crc32c(data));
+	}
+	Fh root, dir;
+	std::unique_ptr<TcpTransport> tt;
+	std::unique_ptr<Nfs3> tc;
+};
+
+TEST_F(Robust, TcpServedBeforeDuringAfterRdma)
+{
+	tcp_roundtrip(*tc, "before", 100000);
+	std::atomic<bool> stop{false};
+	std::atomic<int> tcp_ok{0}, tcp_bad{0};
+	std::string tcp_err;
+	std::thread th([&] {
+		std::string err;
+		auto t2 = TcpTransport::connect("127.0.0.1", srv->nfs_port, &err);
+		if (!t2) {
+			tcp_err = err;
+			tcp_bad++;
+			return;
+		}
+		Nfs3 c(*t2);
+		Fh f;
+		if (c.create(dir, "during-tcp", 0644, &f)) {
+			tcp_err = c.err();
+			tcp_bad++;
+			return;
+		}
+		for (int i = 0; !stop && i < 100000; i++) {
+			Bytes data = test_data(65536 + i, uint32_t(i));
+			Bytes back;
+			bool eof;
+			if (c.write(f, 0, data) || c.read(f, 0, uint32_t(data.size()), &back, &eof) ||
+			    crc32c(back.data(), data.size()) != crc32c(data)) {
+				tcp_err = c.err();
+				tcp_bad++;
+				return;
+			}
+			tcp_ok++;
+		}
+	});
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	Nfs3 rc(*t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Fh f;
+	EXPECT_EQ(rc.create(dir, "during-rdma", 0644, &f), 0) << rc.err();
+	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+	int rdma_ok = 0;
+	while (std::chrono::steady_clock::now() < until || rdma_ok < 5) {
+		Bytes data = test_data(300000 + rdma_ok, uint32_t(rdma_ok));
+		Bytes back;
+		bool eof;
+		ASSERT_EQ(rc.write(f, 0, data), 0) << rc.err();
+		ASSERT_EQ(rc.read(f, 0, uint32_t(data.size()), &back, &eof), 0) << rc.err();
+		ASSERT_EQ(crc32c(back), crc32c(data));
+		rdma_ok++;
+		if (rdma_ok > 1000)
+			break;
+	}
+	stop = true;
+	th.join();
+	EXPECT_EQ(tcp_bad, 0) << tcp_err;
+	EXPECT_GT(tcp_ok, 0);
+	printf("concurrent: %d RDMA and %d TCP write+read round trips\n", rdma_ok, tcp_ok.load());
+	t.reset();
+	tcp_roundtrip(*tc, "after", 100000);
+}
+
+/* Child: connect over RDMA and WRITE 1 MiB through Read chunks until killed. */
+[[noreturn]] static void writer_child(const std::string &addr, const Fh &f, int notify_fd)
+{
+	std::string err;
+	auto t = RdmaTransport::connect(addr, &err);
+	if (!t)
+		_exit(2);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	Nfs3 c(*t);
+	Bytes data = test_data(1 << 20, 1);
+	for (int i = 0;; i++) {
+		/* tell the parent once the first WRITE worked, then keep writing */
+		if (c.write(f, uint64_t(i % 2) << 20, data))
+			_exit(3);
+		if (i == 0 && write(notify_fd, "x", 1) != 1)
+			_exit(4);
+	}
+}
+
+static size_t connections(const Json &j)
+{
+	const Json *c = j.get("connections");
+	return c && c->kind == Json::ARR ? c->arr.size() : size_t(-1);
+}
+
+TEST_F(Robust, KilledRdmaClientMidWriteLeaksNothing)
+{
+	Fh f;
+	NFS_OK(*tc, tc->create(dir, "victim", 0644, &f));
+	for (int round = 0; round < 3; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		int p[2];
+		ASSERT_EQ(pipe(p), 0);
+		pid_t child = fork();
+		ASSERT_GE(child, 0);
+		if (child == 0) {
+			close(p[0]);
+			writer_child(srv->rdma_addr, f, p[1]);
+		}
+		close(p[1]);
+		char x;
+		ASSERT_EQ(read(p[0], &x, 1), 1) << "the child's first WRITE failed";
+		close(p[0]);
+		std::this_thread::sleep_for(std::chrono::milliseconds(15 + 20 * round));
+		kill(child, SIGKILL);
+		int st;
+		ASSERT_EQ(waitpid(child, &st, 0), child);
+		ASSERT_TRUE(WIFSIGNALED(st)) << "the child ended by itself: " << st;
+	}
+	ASSERT_TRUE(srv->alive()) << srv->logs();
+	/* the server keeps serving RDMA and TCP */
+	{
+		auto t = rdma();
+		ASSERT_TRUE(t);
+		Nfs3 c(*t);
+		NFS_OK(c, c.null());
+		Bytes data = test_data((1 << 20) + 3, 8);
+		NFS_OK(c, c.write(f, 0, data));
+		Bytes back;
+		bool eof;
+		NFS_OK(c, c.read(f, 0, uint32_t(data.size()), &back, &eof));
+		EXPECT_EQ(crc32c(back), crc32c(data));
+	}
+	tcp_roundtrip(*tc, "after-kill", 4096);
+	Json j;
+	std::string why;
+	if (!stats(&j, &why))
+		GTEST_SKIP() << "server survived and serves; connection count not checked: " << why;
+	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (connections(j) != 0 && std::chrono::steady_clock::now() < until) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		ASSERT_TRUE(stats(&j, &why)) << why;
+	}
+	EXPECT_EQ(connections(j), 0u) << "RDMA connections still listed after every client left";
+}
+
+/* Counters from the stats socket across a batch of same-sized I/Os. */
+TEST_F(Robust, SteadyStateCounters)
+{
+	Json j0;
+	std::string why;
+	if (!stats(&j0, &why))
+		GTEST_SKIP() << "no stats socket: " << why;
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs3 c3(*t);
+	Nfs4 c4(*t);
+	NFS_OK(c4, c4.mount());
+	Fh f3, f4, d4;
+	NFS_OK(c3, c3.create(dir, "steady3", 0644, &f3));
+	Fh r4;
+	NFS_OK(c4, c4.lookup_path("/mem", &r4));
+	Stateid sid;
+	std::string d4name = unique("s4");
+	Fh d3;
+	NFS_OK(c3, c3.mkdir(root, d4name, 0755, &d3));
+	NFS_OK(c4, c4.lookup(r4, d4name, &d4)); /* v3 and v4 handles differ */
+	NFS_OK(c4, c4.open_create(d4, "steady4", &f4, &sid));
+	const size_t n = 256 * 1024;
+	Bytes data = test_data(n, 77);
+	enum Kind { W3, R3, W4, R4 };
+	const char *names[] = {"NFSv3 WRITE", "NFSv3 READ", "NFSv4.1 WRITE", "NFSv4.1 READ"};
+	auto one = [&](Kind k) {
+		Bytes back;
+		bool eof;
+		switch (k) {
+		case W3:
+			ASSERT_EQ(c3.write(f3, 0, data), 0) << c3.err();
+			break;
+		case R3:
+			ASSERT_EQ(c3.read(f3, 0, uint32_t(n), &back, &eof), 0) << c3.err();
+			ASSERT_EQ(crc32c(back), crc32c(data));
+			break;
+		case W4:
+			ASSERT_EQ(c4.write(f4, sid, 0, data), 0) << c4.err();
+			break;
+		case R4:
+			ASSERT_EQ(c4.read(f4, sid, 0, uint32_t(n), &back, &eof), 0) << c4.err();
+			ASSERT_EQ(crc32c(back), crc32c(data));
+			break;
+		}
+	};
+	for (int i = 0; i < 16; i++) /* warm-up: pools grow to what a sequential client needs */
+		for (Kind k : {W3, R3, W4, R4})
+			one(k);
+	if (HasFatalFailure())
+		return;
+	const int ios = 8;
+	printf("steady state, %d I/Os of %zu bytes each through Read/Write chunks:\n", ios, n);
+	for (Kind k : {W3, R3, W4, R4}) {
+		Json a, b;
+		std::string raw;
+		ASSERT_TRUE(read_stats(srv->stats_path, &a, &raw, &why)) << why;
+		for (int i = 0; i < ios; i++)
+			one(k);
+		if (HasFatalFailure())
+			return;
+		ASSERT_TRUE(read_stats(srv->stats_path, &b, &raw, &why)) << why;
+		auto delta = [&](const char *key) {
+			std::string p = std::string("global.") + key;
+			EXPECT_GE(a.at(p), 0) << p << " missing from the stats: " << raw;
+			return b.at(p) - a.at(p);
+		};
+		double regs = delta("registrations"), copies = delta("payload_copies");
+		double calls = delta("calls");
+		double rd = delta("rdma_read_bytes"), wr = delta("rdma_write_bytes");
+		printf("  %-14s calls %+4g  registrations/IO %.3f  payload_copies/IO %.1f  "
+		       "rdma_read_bytes/IO %.0f  rdma_write_bytes/IO %.0f\n",
+		       names[k], calls, regs / ios, copies / ios, rd / ios, wr / ios);
+		std::string tag = std::string(names[k]).substr(0, 5) + (k == W3 || k == W4 ? "w" : "r");
+		RecordProperty(tag + "_registrations_per_io", std::to_string(regs / ios));
+		RecordProperty(tag + "_payload_copies_per_io", std::to_string(copies / ios));
+		EXPECT_EQ(calls, ios) << names[k];
+		EXPECT_EQ(regs, 0) << names[k] << ": registrations per I/O in steady state must be 0";
+		if (k == W3 || k == W4)
+			EXPECT_GE(rd, double(n) * ios) << names[k] << ": data pulled by RDMA Read";
+		else
+			EXPECT_GE(wr, double(n) * ios) << names[k] << ": data pushed by RDMA Write";
+	}
+	NFS_OK(c4, c4.close(f4, sid));
+	NFS_OK(c4, c4.destroy_session());
+}
+
+} // namespace
+} // namespace rrplug
