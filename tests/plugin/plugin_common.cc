@@ -89,6 +89,17 @@ bool PluginTest::stats(nfsc::Json *j, std::string *why)
 	return nfsc::read_stats(srv->stats_path, j, &raw, why);
 }
 
+double PluginTest::stat(const std::string &key)
+{
+	nfsc::Json j;
+	std::string why;
+	if (!stats(&j, &why))
+		return -1;
+	double v = j.at("global." + key);
+	EXPECT_GE(v, 0) << "global." << key << " missing from the stats socket";
+	return v;
+}
+
 std::string PluginTest::unique(const std::string &prefix)
 {
 	static std::atomic<unsigned> n{0};

@@ -169,8 +169,12 @@ TEST_F(Nfs3Rdma, BigReaddirThroughReplyChunk)
 	}
 	std::vector<DirEntry> ents;
 	bool eof = false;
+	double rch = stat("replies_reply_chunk");
 	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
 	EXPECT_EQ(c->last().shape, "inline -> reply-chunk");
+	if (rch >= 0) {
+		EXPECT_EQ(stat("replies_reply_chunk"), rch + 1);
+	}
 	EXPECT_FALSE(t->last_spec.reply.empty());
 	NFS_OK(*c, c->readdir(dir, &ents, 65536));
 	std::set<std::string> got;
@@ -205,7 +209,11 @@ TEST_F(Nfs3Rdma, LongCallWrite)
 	NFS_OK(*c, c->create(dir, "long", 0644, &f));
 	t->policy.long_call = true;
 	Bytes data = test_data(12345, 11);
+	double lc = stat("long_calls");
 	NFS_OK(*c, c->write(f, 0, data));
+	if (lc >= 0) {
+		EXPECT_EQ(stat("long_calls"), lc + 1);
+	}
 	EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::LONG);
 	EXPECT_EQ(c->last().shape, "long-call -> inline");
 	/* a Long Call GETATTR too */
@@ -230,7 +238,11 @@ TEST_F(Nfs3Rdma, ReplyTooBigForReplyChunkGetsErrChunk)
 	t->policy.reply_chunk = 64; /* far too small for the listing */
 	std::vector<DirEntry> ents;
 	bool eof;
+	double errs = stat("err_chunk_sent");
 	int rc = c->readdir_once(dir, 0, 65536, &ents, &eof);
+	if (errs >= 0) {
+		EXPECT_EQ(stat("err_chunk_sent"), errs + 1);
+	}
 	EXPECT_EQ(rc, E_RDMA_ERROR) << c->err() << " [" << c->last().shape << "]";
 	EXPECT_TRUE(c->last().rdma_error);
 	EXPECT_EQ(c->last().rdma_err, uint32_t(rrtest::ERR_CHUNK));

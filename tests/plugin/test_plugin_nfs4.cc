@@ -211,7 +211,11 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 		std::vector<DirEntry> ents;
 		bool eof;
 		uint32_t seq_before = c->slot_seqid();
+		double errs = stat("err_chunk_sent");
 		int rc = c->readdir_once(dir, 0, 65536, &ents, &eof);
+		if (errs >= 0) {
+			EXPECT_EQ(stat("err_chunk_sent"), errs + 1);
+		}
 		EXPECT_EQ(rc, E_RDMA_ERROR) << c->err() << " [" << c->last().shape << "]";
 		EXPECT_EQ(c->last().rdma_err, uint32_t(rrtest::ERR_CHUNK));
 		EXPECT_EQ(c->slot_seqid(), seq_before) << "like Linux: no seqid bump after ERR_CHUNK";

@@ -192,6 +192,8 @@ TEST_F(Robust, KilledRdmaClientMidWriteLeaksNothing)
 		ASSERT_TRUE(stats(&j, &why)) << why;
 	}
 	EXPECT_EQ(connections(j), 0u) << "RDMA connections still listed after every client left";
+	EXPECT_EQ(j.at("global.conns_active"), 0) << "global.conns_active after every client left";
+	EXPECT_GE(j.at("global.conns_accepted"), 4);
 }
 
 /* Counters from the stats socket across a batch of same-sized I/Os. */
