@@ -38,13 +38,25 @@ double ms_since(Clock::time_point t)
 	return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
+void row(const char *what, const char *extra)
+{
+	printf("  %-40s ok  %s\n", what, extra);
+}
+
+void rate(const char *what, double ms, unsigned mib, const Client &c)
+{
+	printf("  %-40s ok  %9.2f ms %8.1f MiB/s  [%s]\n", what, ms, mib / (ms / 1000),
+	       c.last().shape.c_str());
+}
+
 bool step(const char *what, int rc, const Client &c, Clock::time_point t0)
 {
 	if (rc == 0) {
-		printf("  %-44s ok      %8.2f ms  [%s]\n", what, ms_since(t0), c.last().shape.c_str());
+		printf("  %-40s ok  %9.2f ms                 [%s]\n", what, ms_since(t0),
+		       c.last().shape.c_str());
 		return true;
 	}
-	printf("  %-44s FAILED  (%d) %s [%s]\n", what, rc, c.err().c_str(), c.last().shape.c_str());
+	printf("  %-40s FAILED (%d) %s [%s]\n", what, rc, c.err().c_str(), c.last().shape.c_str());
 	return false;
 }
 
@@ -99,7 +111,7 @@ bool run_v4(const Args &a, RdmaTransport &t)
 		if (rc)
 			return step(("OPEN " + name).c_str(), rc, c, t0);
 	}
-	printf("  OPEN (create) %u files of %u MiB                      ok\n", files, a.file_mib);
+	row(("OPEN (create) " + std::to_string(files) + " files").c_str(), "");
 	auto t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes data = test_data(fsize, 1000 + i);
@@ -112,8 +124,8 @@ bool run_v4(const Args &a, RdmaTransport &t)
 		}
 	}
 	double wms = ms_since(t0);
-	printf("  WRITE %u MiB (1 MiB FILE_SYNC4 WRITEs)          ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, wms, files * a.file_mib / (wms / 1000), c.last().shape.c_str());
+	rate(("WRITE " + std::to_string(files * a.file_mib) + " MiB, 1 MiB FILE_SYNC4").c_str(), wms,
+	     files * a.file_mib, c);
 	t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes all;
@@ -132,15 +144,15 @@ bool run_v4(const Args &a, RdmaTransport &t)
 		}
 	}
 	double rms = ms_since(t0);
-	printf("  READ  %u MiB (1 MiB READs), crc32c verified     ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, rms, files * a.file_mib / (rms / 1000), c.last().shape.c_str());
+	rate(("READ " + std::to_string(files * a.file_mib) + " MiB + crc32c check").c_str(), rms,
+	     files * a.file_mib, c);
 	for (unsigned i = 0; i < files; i++) {
 		auto t1 = Clock::now();
 		int rc = c.close(fh[i], sid[i]);
 		if (rc)
 			return step("CLOSE", rc, c, t1);
 	}
-	printf("  CLOSE %u files                                     ok\n", files);
+	row(("CLOSE " + std::to_string(files) + " files").c_str(), "");
 	STEP("DESTROY_SESSION", c, c.destroy_session());
 	return true;
 }
@@ -171,7 +183,7 @@ bool run_v3(const Args &a, RdmaTransport &t)
 		if (rc)
 			return step(("CREATE " + name).c_str(), rc, c, t0);
 	}
-	printf("  CREATE %u files                                    ok\n", files);
+	row(("CREATE " + std::to_string(files) + " files").c_str(), "");
 	std::vector<uint32_t> sum(files);
 	auto t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
@@ -185,8 +197,8 @@ bool run_v3(const Args &a, RdmaTransport &t)
 		}
 	}
 	double wms = ms_since(t0);
-	printf("  WRITE %u MiB (1 MiB FILE_SYNC WRITEs)           ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, wms, files * a.file_mib / (wms / 1000), c.last().shape.c_str());
+	rate(("WRITE " + std::to_string(files * a.file_mib) + " MiB, 1 MiB FILE_SYNC").c_str(), wms,
+	     files * a.file_mib, c);
 	t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes all;
@@ -204,8 +216,8 @@ bool run_v3(const Args &a, RdmaTransport &t)
 		}
 	}
 	double rms = ms_since(t0);
-	printf("  READ  %u MiB (1 MiB READs), crc32c verified     ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, rms, files * a.file_mib / (rms / 1000), c.last().shape.c_str());
+	rate(("READ " + std::to_string(files * a.file_mib) + " MiB + crc32c check").c_str(), rms,
+	     files * a.file_mib, c);
 	for (unsigned i = 0; i < files; i++) {
 		auto t1 = Clock::now();
 		int rc = c.remove(root, "demo-v3-" + std::to_string(getpid()) + "-" +
@@ -213,7 +225,7 @@ bool run_v3(const Args &a, RdmaTransport &t)
 		if (rc)
 			return step("REMOVE", rc, c, t1);
 	}
-	printf("  REMOVE %u files                                    ok\n", files);
+	row(("REMOVE " + std::to_string(files) + " files").c_str(), "");
 	return true;
 }
 
