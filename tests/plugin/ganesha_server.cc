@@ -171,6 +171,23 @@ static bool tcp_connectable(uint16_t port)
 
 bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 {
+	/*
+	 * ganesha unsets and re-sets its rpcbind registrations at start-up; two
+	 * instances starting at once (parallel ctest, other users of this host)
+	 * can make one exit with "Cannot register NFS V3 on UDP". That is the
+	 * host's shared rpcbind, not the plugin: start again after a pause.
+	 */
+	for (int attempt = 0;; attempt++) {
+		if (start_once(o, err))
+			return true;
+		if (attempt >= 4 || err->find("Cannot register") == std::string::npos)
+			return false;
+		std::this_thread::sleep_for(std::chrono::milliseconds(200 + (getpid() % 7) * 100));
+	}
+}
+
+bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
+{
 	if (!available(err))
 		return false;
 	if (!ensure_rpcbind(err))

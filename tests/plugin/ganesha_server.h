@@ -55,6 +55,9 @@ class GaneshaServer
 	uint16_t nfs_port = 0;
 	uint16_t mnt_port = 0;
 	pid_t pid = -1;
+
+      private:
+	bool start_once(const GaneshaOptions &o, std::string *err);
 };
 
 /* Start rpcbind (-w) unless it answers on /run/rpcbind.sock. */
