@@ -27,6 +27,7 @@ void PluginTest::SetUpTestSuite()
 void PluginTest::TearDownTestSuite()
 {
 	srv.reset();
+	options = GaneshaOptions(); /* the next suite starts from the defaults */
 }
 
 void PluginTest::SetUp()

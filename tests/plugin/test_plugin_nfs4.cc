@@ -235,5 +235,28 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 	NFS_OK(*c, c->null());
 }
 
+/* The same client with minorversion 2 (RFC 7862): session, I/O through chunks. */
+TEST_F(PluginTest, Nfs42SessionAndChunkedIo)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs4 c(*t, 2);
+	NFS_OK(c, c.mount());
+	Fh root, f;
+	NFS_OK(c, c.lookup_path("/mem", &root));
+	Stateid sid;
+	NFS_OK(c, c.open_create(root, unique("v42"), &f, &sid));
+	Bytes data = test_data((1 << 20) + 1, 42);
+	NFS_OK(c, c.write(f, sid, 0, data));
+	Bytes back;
+	bool eof;
+	NFS_OK(c, c.read(f, sid, 0, uint32_t(data.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	NFS_OK(c, c.close(f, sid));
+	NFS_OK(c, c.destroy_session());
+}
+
 } // namespace
 } // namespace rrplug
