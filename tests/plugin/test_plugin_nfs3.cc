@@ -227,6 +227,51 @@ TEST_F(Nfs3Rdma, LongCallWrite)
 	EXPECT_EQ(crc32c(back), crc32c(data));
 }
 
+/* Multi-segment chunks: Read chunk in 5 segments, Write chunk in 8 (+ pad),
+ * Reply chunk in 3; a Long Call whose WRITE data rides in its own Read chunk
+ * positioned in the Position-Zero stream. */
+TEST_F(Nfs3Rdma, MultiSegmentChunksAndLongCallWithDataChunk)
+{
+	Fh f;
+	NFS_OK(*c, c->create(dir, "segs", 0644, &f));
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	t->policy.read_segs = 5;
+	t->policy.write_segs = 8;
+	Bytes data = test_data((1 << 20) + 3, 21);
+	NFS_OK(*c, c->write(f, 0, data));
+	Bytes back;
+	bool eof;
+	NFS_OK(*c, c->read(f, 0, uint32_t(data.size()), &back, &eof));
+	ASSERT_EQ(t->last_spec.writes.size(), 1u);
+	EXPECT_EQ(t->last_spec.writes[0].segs.size(), 8u);
+	EXPECT_TRUE(t->last_spec.writes[0].pad);
+	EXPECT_EQ(crc32c(back), crc32c(data));
+
+	for (int i = 0; i < 60; i++) {
+		Fh x;
+		NFS_OK(*c, c->create(dir, "m" + std::to_string(i) + std::string(90, 'r'), 0644, &x));
+	}
+	t->policy.reply_segs = 3;
+	std::vector<DirEntry> ents;
+	NFS_OK(*c, c->readdir_once(dir, 0, 32768, &ents, &eof));
+	EXPECT_EQ(t->last_spec.reply.size(), 3u);
+	EXPECT_EQ(c->last().shape, "inline -> reply-chunk");
+	EXPECT_TRUE(eof);
+	EXPECT_EQ(ents.size(), 63u);
+
+	t->policy.long_call = true;
+	t->policy.long_call_items = true;
+	t->policy.read_segs = 1;
+	Bytes d2 = test_data(70001, 22);
+	NFS_OK(*c, c->write(f, 0, d2));
+	EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::LONG);
+	EXPECT_EQ(t->last_spec.reads.size(), 1u);
+	t->policy.long_call = false;
+	NFS_OK(*c, c->read(f, 0, uint32_t(d2.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(d2));
+}
+
 /* A reply that fits neither inline nor the offered Reply chunk gets ERR_CHUNK;
  * the connection and the server carry on. */
 TEST_F(Nfs3Rdma, ReplyTooBigForReplyChunkGetsErrChunk)

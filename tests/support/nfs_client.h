@@ -103,7 +103,10 @@ struct RdmaPolicy {
 	bool long_call = false;	   /* every call as RDMA_NOMSG + Position-Zero Read chunk */
 	bool pad = true;	   /* Linux's 4-byte pad segment after unaligned Write chunks */
 	int reply_chunk = -1;	   /* -1: when the reply may not fit inline; 0: never; n: n bytes */
+	bool long_call_items = false; /* Long Call keeps data items in their own Read chunks */
 	uint32_t read_segs = 1;	   /* segments per Read chunk */
+	uint32_t write_segs = 1;   /* segments per Write chunk (before the pad) */
+	uint32_t reply_segs = 1;   /* segments of the Reply chunk */
 	int timeout_ms = 30000;
 };
 
