@@ -308,6 +308,18 @@ class Nfs4 : public Client
 		 bool *eof);
 	int write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data,
 		  uint32_t *count = nullptr);
+	/* one COMPOUND: PUTFH and a READ per (offset, count); Write chunks pair in order */
+	int read_multi(const Fh &fh, const Stateid &sid,
+		       const std::vector<std::pair<uint64_t, uint32_t>> &reads,
+		       std::vector<Bytes> *data);
+	/*
+	 * READ_PLUS (RFC 7862 section 15.10), data contents only. READ_PLUS is not
+	 * DDP-eligible (RFC 8267 section 6): with @offer_chunk a Write chunk is
+	 * offered anyway and must come back unused, the data inline or in the
+	 * Reply chunk.
+	 */
+	int read_plus(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count,
+		      bool offer_chunk, Bytes *data, bool *eof);
 	int readlink(const Fh &fh, std::string *target);
 	int symlink(const Fh &dir, const std::string &name, const std::string &target);
 	int readdir(const Fh &dir, std::vector<DirEntry> *out, uint32_t maxcount = 32768);
