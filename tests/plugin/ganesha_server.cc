@@ -207,7 +207,9 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 		*err = "no free ports";
 		return false;
 	}
-	rdma_addr = "unix:" + dir + "/rdma.sock";
+	uint16_t rdma_port = o.soft_tcp ? free_port(nfs_port, mnt_port, nlm) : 0;
+	rdma_addr = o.soft_tcp ? "tcp:127.0.0.1:" + std::to_string(rdma_port)
+			       : "unix:" + dir + "/rdma.sock";
 	stats_path = o.stats && plugin_has_stats() ? dir + "/stats.sock" : "";
 
 	std::ostringstream c;
@@ -225,7 +227,9 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
 	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
 	  << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"
-	  << "\tSoft_Socket = " << dir << "/rdma.sock;\n"
+	  << (o.soft_tcp ? "\tListen_Addr = 127.0.0.1;\n\tPort = " + std::to_string(rdma_port)
+			 : "\tSoft_Socket = " + dir + "/rdma.sock")
+	  << ";\n"
 	  << "\tCredits = " << o.credits << ";\n";
 	if (o.inline_threshold)
 		c << "\tInline_Threshold = " << o.inline_threshold << ";\n";

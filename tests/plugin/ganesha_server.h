@@ -23,6 +23,7 @@ struct GaneshaOptions {
 	uint32_t inline_threshold = 0; /* 0: the plugin's default */
 	bool stats = true;	       /* add Stats_Socket when the plugin knows the key */
 	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
+	bool soft_tcp = false;	/* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
 	std::string extra_rdma;	       /* more "Key = value;" lines for the RDMA block */
 };
 
@@ -50,7 +51,7 @@ class GaneshaServer
 	std::string logs() const;
 
 	std::string dir;
-	std::string rdma_addr;	/* "unix:<dir>/rdma.sock" */
+	std::string rdma_addr;	/* "unix:<dir>/rdma.sock" or "tcp:127.0.0.1:<port>" */
 	std::string stats_path; /* empty when the plugin has no stats socket */
 	uint16_t nfs_port = 0;
 	uint16_t mnt_port = 0;

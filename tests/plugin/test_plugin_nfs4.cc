@@ -173,6 +173,12 @@ TEST_F(Nfs4Rdma, BigReaddirThroughReplyChunk)
 	for (const auto &e : ents)
 		got.insert(e.name);
 	EXPECT_EQ(got, names);
+	/* Long Call in, Long Reply out */
+	t->policy.long_call = true;
+	ents.clear();
+	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
+	EXPECT_EQ(c->last().shape, "long-call -> reply-chunk");
+	EXPECT_GT(ents.size(), 100u);
 }
 
 TEST_F(Nfs4Rdma, LongCallWrite)
