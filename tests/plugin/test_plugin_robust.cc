@@ -210,6 +210,64 @@ TEST_F(Robust, KilledRdmaClientMidTransferLeaksNothing)
 	EXPECT_GE(j.at("global.conns_accepted"), 10);
 }
 
+static long rss_kib(pid_t pid)
+{
+	FILE *f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long v = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Connection churn: each client mounts (v3 NULL/GETATTR, v4.1 session) and
+ * leaves; ganesha's memory must not grow with the number of connections. */
+TEST_F(Robust, ConnectionChurnDoesNotGrowServerMemory)
+{
+	auto churn = [&](int n) {
+		for (int i = 0; i < n; i++) {
+			auto t = rdma();
+			ASSERT_TRUE(t);
+			Nfs3 c3(*t);
+			Attr a;
+			ASSERT_EQ(c3.getattr(root, &a), 0) << c3.err();
+			Nfs4 c4(*t);
+			ASSERT_EQ(c4.mount(), 0) << c4.err();
+			ASSERT_EQ(c4.destroy_session(), 0) << c4.err();
+		}
+	};
+	churn(40); /* warm-up: pools, caches, ganesha's client records */
+	if (HasFatalFailure())
+		return;
+	usleep(300000);
+	long before = rss_kib(srv->pid);
+	churn(150);
+	if (HasFatalFailure())
+		return;
+	usleep(300000);
+	long after = rss_kib(srv->pid);
+	printf("ganesha VmRSS %ld KiB -> %ld KiB over 150 connections (%+.1f KiB each)\n", before,
+	       after, double(after - before) / 150);
+	Json j;
+	std::string why;
+	if (stats(&j, &why)) {
+		auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (j.at("global.conns_active") != 0 &&
+		       std::chrono::steady_clock::now() < until) {
+			usleep(100000);
+			ASSERT_TRUE(stats(&j, &why)) << why;
+		}
+		EXPECT_EQ(j.at("global.conns_active"), 0);
+	}
+	/* each connection posts credits x inline-size receive buffers: a leak of
+	 * even one connection's buffers per connection would add > 128 KiB each */
+	EXPECT_LT(after - before, 150 * 32) << "more than 32 KiB of server memory per connection";
+}
+
 /* Several RDMA clients at once, each on its own connection and thread. */
 TEST_F(Robust, ParallelRdmaClients)
 {
