@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <set>
 #include <chrono>
 #include <thread>
 
@@ -266,6 +267,39 @@ TEST_F(Robust, ConnectionChurnDoesNotGrowServerMemory)
 	/* each connection posts credits x inline-size receive buffers: a leak of
 	 * even one connection's buffers per connection would add > 128 KiB each */
 	EXPECT_LT(after - before, 150 * 32) << "more than 32 KiB of server memory per connection";
+}
+
+/* The stats socket lists each live connection with its own counters. */
+TEST_F(Robust, StatsSocketListsConnectionsWithTheirCounters)
+{
+	Json j;
+	std::string why;
+	if (!stats(&j, &why))
+		GTEST_SKIP() << "no stats socket: " << why;
+	auto a = rdma(), b = rdma();
+	ASSERT_TRUE(a && b);
+	Nfs3 ca(*a), cb(*b);
+	for (int i = 0; i < 3; i++)
+		NFS_OK(ca, ca.null());
+	for (int i = 0; i < 7; i++)
+		NFS_OK(cb, cb.null());
+	ASSERT_TRUE(stats(&j, &why)) << why;
+	const Json *conns = j.get("connections");
+	ASSERT_TRUE(conns && conns->kind == Json::ARR);
+	ASSERT_EQ(conns->arr.size(), 2u);
+	std::multiset<double> calls;
+	for (const auto &c : conns->arr) {
+		const Json *peer = c.get("peer");
+		ASSERT_TRUE(peer && peer->kind == Json::STR);
+		EXPECT_FALSE(peer->str.empty());
+		calls.insert(c.at("calls"));
+	}
+	EXPECT_EQ(calls, (std::multiset<double>{3, 7}));
+	EXPECT_EQ(j.at("global.conns_active"), 2);
+	const Json *fab = j.get("fabric");
+	ASSERT_TRUE(fab && fab->kind == Json::STR);
+	EXPECT_EQ(fab->str, "soft");
+	EXPECT_GE(j.at("plugin.requests"), 10);
 }
 
 /* Several RDMA clients at once, each on its own connection and thread. */
