@@ -316,7 +316,8 @@ void GaneshaServer::stop(int grace_ms)
 {
 	if (pid > 0) {
 		kill(pid, SIGTERM);
-		auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+		auto deadline =
+		    std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
 		int st;
 		bool gone = false;
 		while (std::chrono::steady_clock::now() < deadline) {

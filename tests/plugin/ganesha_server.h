@@ -20,11 +20,11 @@ namespace rrplug
 
 struct GaneshaOptions {
 	uint32_t credits = 32;
-	uint32_t inline_threshold = 0; /* 0: the plugin's default */
-	bool stats = true;	       /* add Stats_Socket when the plugin knows the key */
+	uint32_t inline_threshold = 0;	    /* 0: the plugin's default */
+	bool stats = true;		    /* add Stats_Socket when the plugin knows the key */
 	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
 	bool soft_tcp = false;	/* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
-	std::string extra_rdma;	       /* more "Key = value;" lines for the RDMA block */
+	std::string extra_rdma; /* more "Key = value;" lines for the RDMA block */
 };
 
 class GaneshaServer

@@ -81,7 +81,8 @@ TEST_F(Robust, TcpServedBeforeDuringAfterRdma)
 			Bytes data = test_data(65536 + i, uint32_t(i));
 			Bytes back;
 			bool eof;
-			if (c.write(f, 0, data) || c.read(f, 0, uint32_t(data.size()), &back, &eof) ||
+			if (c.write(f, 0, data) ||
+			    c.read(f, 0, uint32_t(data.size()), &back, &eof) ||
 			    crc32c(back.data(), data.size()) != crc32c(data)) {
 				tcp_err = c.err();
 				tcp_bad++;
@@ -162,7 +163,9 @@ TEST_F(Robust, KilledRdmaClientMidTransferLeaksNothing)
 	NFS_OK(*tc, tc->write(f, 0, test_data(1 << 20, 2)));
 	for (int round = 0; round < 9; round++) {
 		int mode = round % 3;
-		SCOPED_TRACE(std::string(mode == 0 ? "WRITE" : mode == 1 ? "READ" : "Long Call WRITE") +
+		SCOPED_TRACE(std::string(mode == 0   ? "WRITE"
+					 : mode == 1 ? "READ"
+						     : "Long Call WRITE") +
 			     " round " + std::to_string(round));
 		int p[2];
 		ASSERT_EQ(pipe(p), 0);
@@ -421,11 +424,13 @@ TEST_F(Robust, SteadyStateCounters)
 		printf("  %-14s calls %+4g  registrations/IO %.3f  payload_copies/IO %.1f  "
 		       "rdma_read_bytes/IO %.0f  rdma_write_bytes/IO %.0f\n",
 		       names[k], calls, regs / ios, copies / ios, rd / ios, wr / ios);
-		std::string tag = std::string(names[k]).substr(0, 5) + (k == W3 || k == W4 ? "w" : "r");
+		std::string tag =
+		    std::string(names[k]).substr(0, 5) + (k == W3 || k == W4 ? "w" : "r");
 		RecordProperty(tag + "_registrations_per_io", std::to_string(regs / ios));
 		RecordProperty(tag + "_payload_copies_per_io", std::to_string(copies / ios));
 		EXPECT_EQ(calls, ios) << names[k];
-		EXPECT_EQ(regs, 0) << names[k] << ": registrations per I/O in steady state must be 0";
+		EXPECT_EQ(regs, 0)
+		    << names[k] << ": registrations per I/O in steady state must be 0";
 		if (k == W3 || k == W4)
 			EXPECT_GE(rd, double(n) * ios) << names[k] << ": data pulled by RDMA Read";
 		else
