@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <set>
 #include <chrono>
 #include <thread>
@@ -303,6 +305,73 @@ TEST_F(Robust, StatsSocketListsConnectionsWithTheirCounters)
 	ASSERT_TRUE(fab && fab->kind == Json::STR);
 	EXPECT_EQ(fab->str, "soft");
 	EXPECT_GE(j.at("plugin.requests"), 10);
+}
+
+/*
+ * Many calls in flight on one connection (up to the credit grant), as the
+ * Linux client keeps them: READs into Write chunks and WRITEs from Read
+ * chunks at distinct offsets, replies collected in any order, every byte
+ * checked. The plugin runs them on its worker pool concurrently.
+ */
+TEST_F(Robust, PipelinedReadsAndWritesOnOneConnection)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs3 c(*t);
+	NFS_OK(c, c.null()); /* the first reply brings the real credit grant */
+	uint32_t grant = t->requester().grant();
+	ASSERT_GE(grant, 2u);
+	const uint32_t piece = 32768 + 12, npieces = 60; /* ~1.9 MiB: fits Inode_Size */
+	Fh f;
+	NFS_OK(c, c.create(dir, "pipe", 0644, &f));
+	Bytes all = test_data(size_t(piece) * npieces, 5);
+	for (int pass = 0; pass < 2; pass++) {
+		bool reads = pass == 1;
+		std::map<uint32_t, uint32_t> inflight; /* xid -> piece */
+		uint32_t next = 0, done = 0, peak = 0;
+		while (done < npieces) {
+			while (next < npieces && inflight.size() < grant) {
+				CallOpts o;
+				uint64_t off = uint64_t(next) * piece;
+				nfsxdr::Xdr x = reads
+						    ? c.read_call(f, off, piece, &o)
+						    : c.write_call(f, off,
+								   Bytes(all.begin() + off,
+									 all.begin() + off + piece),
+								   &o);
+				std::string err;
+				int64_t xid = t->post(x.buf, o, &err);
+				ASSERT_GE(xid, 0) << err;
+				inflight[uint32_t(xid)] = next++;
+				peak = std::max<uint32_t>(peak, uint32_t(inflight.size()));
+			}
+			/* collect the newest first: replies may come in any order */
+			auto it = std::prev(inflight.end());
+			TransportReply r;
+			std::string err;
+			ASSERT_TRUE(t->collect(it->first, &r, &err)) << err;
+			uint64_t off = uint64_t(it->second) * piece;
+			if (reads) {
+				Bytes b;
+				bool eof;
+				ASSERT_EQ(c.read_reply(r, it->first, piece, &b, &eof), 0)
+				    << c.err();
+				ASSERT_EQ(b.size(), piece);
+				ASSERT_TRUE(std::equal(b.begin(), b.end(), all.begin() + off))
+				    << "piece " << it->second;
+			} else {
+				ASSERT_EQ(c.write_reply(r, it->first, piece, nullptr), 0)
+				    << c.err();
+			}
+			inflight.erase(it);
+			done++;
+		}
+		printf("%s: %u calls of %u bytes, up to %u in flight (grant %u)\n",
+		       reads ? "READ" : "WRITE", npieces, piece, peak, grant);
+		EXPECT_GT(peak, 1u);
+	}
 }
 
 /* Several RDMA clients at once, each on its own connection and thread. */
