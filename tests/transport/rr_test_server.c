@@ -520,7 +520,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage();
 	rr_config_default(&cfg);
-	for (int i = 2; i < argc; i++) {
+	for (int i = 2; i < argc; i += 2) {
 		if (i + 1 >= argc)
 			return usage();
 		unsigned long v = strtoul(argv[i + 1], NULL, 0);
@@ -533,7 +533,6 @@ int main(int argc, char **argv)
 			cfg.max_conns = (uint32_t)v;
 		else
 			return usage();
-		i++;
 	}
 
 	if (pipe(sig_pipe))
