@@ -2,8 +2,10 @@
 /*
  * fab_bench.c - fabric throughput between two processes, beside memcpy.
  *
- * Usage: fab_bench [-t] [-s SECONDS] [-q DEPTH]
+ * Usage: fab_bench [-t] [-a ADDR] [-S | -C] [-s SECONDS] [-q DEPTH]
  *   -t  TCP on 127.0.0.1 instead of a unix socket
+ *   -a  fabric address to use (e.g. tcp:10.0.0.1:20049 between namespaces)
+ *   -S  run only the target (serving side); -C only the driver (connects to -a)
  * The provider comes from RPCRDMA_FABRIC (default soft). The process forks:
  * the child owns a 16 MiB registered region and echoes 64-byte Sends; the
  * parent drives RDMA Write and RDMA Read at 4 KiB, 64 KiB and 1 MiB with DEPTH
@@ -33,7 +35,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
 	fprintf(stderr, "fab_bench: %s: %s\n", what, fab_last_error());
 	exit(1);
@@ -43,7 +45,7 @@ static int wait_wc(struct fab_cq *cq, struct fab_wc *wc, int n)
 {
 	for (;;) {
 		int got = fab_cq_poll(cq, wc, n);
-		struct pollfd p = { fab_cq_fd(cq), POLLIN, 0 };
+		struct pollfd p = {fab_cq_fd(cq), POLLIN, 0};
 
 		if (got)
 			return got;
@@ -62,7 +64,7 @@ static int wait_ev(struct fab_channel *ch, struct fab_cm_event *ev, int ms)
 	double end = now() + ms / 1000.0;
 
 	while (fab_channel_get_event(ch, ev)) {
-		struct pollfd p = { fab_channel_fd(ch), POLLIN, 0 };
+		struct pollfd p = {fab_channel_fd(ch), POLLIN, 0};
 		int left = (int)((end - now()) * 1000);
 
 		if (left <= 0)
@@ -74,8 +76,8 @@ static int wait_ev(struct fab_channel *ch, struct fab_cm_event *ev, int ms)
 
 static void post_recv(struct fab_conn *c, void *buf, struct fab_mr *mr, uint64_t id)
 {
-	struct fab_sge s = { buf, MSG, mr->lkey };
-	struct fab_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 };
+	struct fab_sge s = {buf, MSG, mr->lkey};
+	struct fab_recv_wr wr = {.wr_id = id, .sg_list = &s, .num_sge = 1};
 
 	if (fab_post_recv(c, &wr, NULL))
 		die("post_recv");
@@ -84,9 +86,14 @@ static void post_recv(struct fab_conn *c, void *buf, struct fab_mr *mr, uint64_t
 static void post_send(struct fab_conn *c, enum fab_wr_opcode op, void *buf, uint32_t len,
 		      struct fab_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t id)
 {
-	struct fab_sge s = { buf, len, mr->lkey };
-	struct fab_send_wr wr = { .wr_id = id, .opcode = op, .sg_list = &s, .num_sge = 1,
-				  .signaled = true, .remote_addr = raddr, .rkey = rkey };
+	struct fab_sge s = {buf, len, mr->lkey};
+	struct fab_send_wr wr = {.wr_id = id,
+				 .opcode = op,
+				 .sg_list = &s,
+				 .num_sge = 1,
+				 .signaled = true,
+				 .remote_addr = raddr,
+				 .rkey = rkey};
 
 	if (fab_post_send(c, &wr, NULL))
 		die("post_send");
@@ -95,7 +102,7 @@ static void post_send(struct fab_conn *c, enum fab_wr_opcode op, void *buf, uint
 /* Child: expose a region, echo every Send, leave when disconnected. */
 static int target(const char *addr)
 {
-	struct fab_qp_caps caps = { 64, 64, 1, 1 };
+	struct fab_qp_caps caps = {64, 64, 1, 1};
 	struct fab_fabric *fab;
 	struct fab_channel *ch;
 	struct fab_listener *l;
@@ -107,7 +114,7 @@ static int target(const char *addr)
 	unsigned char *region = malloc(REGION), *msgs = malloc(64 * MSG);
 	unsigned char pdata[16];
 	uint64_t a = (uintptr_t)region;
-	struct fab_conn_param ap = { .private_data = pdata, .private_data_len = 16 };
+	struct fab_conn_param ap = {.private_data = pdata, .private_data_len = 16};
 
 	if (fab_open(NULL, &fab) || fab_channel_create(fab, &ch) || fab_cq_create(fab, 256, &cq) ||
 	    fab_pd_get(fab, &pd) || fab_listen(fab, ch, addr, 4, &l))
@@ -117,7 +124,7 @@ static int target(const char *addr)
 		die("target mr");
 	memcpy(pdata, &a, 8);
 	memcpy(pdata + 8, &mr->rkey, 4);
-	memcpy(pdata + 12, &(uint32_t){ REGION }, 4);
+	memcpy(pdata + 12, &(uint32_t){REGION}, 4);
 	if (wait_ev(ch, &ev, 10000) || ev.type != FAB_CM_CONNECT_REQUEST)
 		die("target: no connect request");
 	c = ev.conn;
@@ -180,15 +187,22 @@ static double memcpy_bw(unsigned char *dst, unsigned char *src, uint32_t size, d
 
 int main(int argc, char **argv)
 {
-	struct fab_qp_caps caps = { 64, 64, 1, 1 };
+	struct fab_qp_caps caps = {64, 64, 1, 1};
 	double secs = 0.5;
 	int depth = 16, opt, tcp = 0;
 	char addr[128];
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "ts:q:")) != -1) {
+	const char *user_addr = NULL;
+	int only = 0;
+
+	while ((opt = getopt(argc, argv, "ta:SCs:q:")) != -1) {
 		if (opt == 't')
 			tcp = 1;
+		else if (opt == 'a')
+			user_addr = optarg;
+		else if (opt == 'S' || opt == 'C')
+			only = opt;
 		else if (opt == 's')
 			secs = atof(optarg);
 		else if (opt == 'q')
@@ -202,10 +216,16 @@ int main(int argc, char **argv)
 		snprintf(addr, sizeof(addr), "tcp:127.0.0.1:%d", 40000 + getpid() % 20000);
 	else
 		snprintf(addr, sizeof(addr), "unix:/tmp/rr-fab-bench-%d.sock", (int)getpid());
-	pid = fork();
+	if (user_addr)
+		snprintf(addr, sizeof(addr), "%s", user_addr);
+	if (only == 'S')
+		return target(addr);
+	if ((only == 'C') && !user_addr)
+		return 2;
+	pid = only == 'C' ? 0 : fork();
 	if (pid < 0)
 		return 1;
-	if (pid == 0)
+	if (pid == 0 && only != 'C')
 		return target(addr);
 
 	struct fab_fabric *fab;
@@ -245,10 +265,10 @@ int main(int argc, char **argv)
 	memcpy(&rkey, ev.private_data + 8, 4);
 	fab_get_stats(fab, &st0);
 
-	printf("fab_bench: provider %s, %s, %d in flight, %.2f s per figure\n", fab_name(fab),
-	       addr, depth, secs);
+	printf("fab_bench: provider %s, %s, %d in flight, %.2f s per figure\n", fab_name(fab), addr,
+	       depth, secs);
 	printf("%-12s %8s %12s %12s %8s\n", "op", "size", "fabric MB/s", "memcpy MB/s", "ratio");
-	static const uint32_t sizes[] = { 4096, 65536, 1u << 20 };
+	static const uint32_t sizes[] = {4096, 65536, 1u << 20};
 	for (int opi = 0; opi < 2; opi++) {
 		enum fab_wr_opcode op = opi ? FAB_WR_RDMA_READ : FAB_WR_RDMA_WRITE;
 
@@ -286,9 +306,8 @@ int main(int argc, char **argv)
 				done += (uint64_t)n;
 			}
 			double mbw = memcpy_bw(src, buf, size, secs / 2);
-			printf("%-12s %8u %12.1f %12.1f %8.3f\n",
-			       opi ? "RDMA Read" : "RDMA Write", size, bw / 1e6, mbw / 1e6,
-			       bw / mbw);
+			printf("%-12s %8u %12.1f %12.1f %8.3f\n", opi ? "RDMA Read" : "RDMA Write",
+			       size, bw / 1e6, mbw / 1e6, bw / mbw);
 		}
 	}
 
@@ -343,7 +362,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)(st1.registrations - st0.registrations - 1));
 
 	fab_disconnect(c);
-	{
+	if (pid > 0) {
 		int status;
 
 		waitpid(pid, &status, 0);

@@ -159,6 +159,12 @@ const char *fab_conn_peer(const struct fab_conn *c)
 	return fab_of(c)->ops->conn_peer(c);
 }
 
+int fab_conn_addrs(const struct fab_conn *c, struct sockaddr_storage *local,
+		   struct sockaddr_storage *remote)
+{
+	return fab_of(c)->ops->conn_addrs(c, local, remote);
+}
+
 void fab_conn_set_context(struct fab_conn *c, void *ctx)
 {
 	((struct fab_conn_head *)c)->ctx = ctx;
@@ -174,8 +180,7 @@ int fab_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	return fab->ops->pd_get(fab, out);
 }
 
-int fab_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
-	       struct fab_mr **out)
+int fab_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out)
 {
 	return fab_of(pd)->ops->mr_reg(pd, addr, len, access, out);
 }

@@ -223,6 +223,14 @@ void fab_conn_destroy(struct fab_conn *c);
 struct fab_pd *fab_conn_pd(struct fab_conn *c);
 /* Printable peer address, for logs. */
 const char *fab_conn_peer(const struct fab_conn *c);
+/*
+ * Socket addresses of both ends (an RPC server keys clients on them). The
+ * soft provider over a unix socket reports 127.0.0.1 with a port unique to
+ * the connection. Either pointer may be NULL.
+ */
+struct sockaddr_storage;
+int fab_conn_addrs(const struct fab_conn *c, struct sockaddr_storage *local,
+		   struct sockaddr_storage *remote);
 void fab_conn_set_context(struct fab_conn *c, void *ctx);
 void *fab_conn_get_context(const struct fab_conn *c);
 

@@ -38,6 +38,8 @@ struct fab_ops {
 	void (*conn_destroy)(struct fab_conn *c);
 	struct fab_pd *(*conn_pd)(struct fab_conn *c);
 	const char *(*conn_peer)(const struct fab_conn *c);
+	int (*conn_addrs)(const struct fab_conn *c, struct sockaddr_storage *local,
+			  struct sockaddr_storage *remote);
 	int (*pd_get)(struct fab_fabric *fab, struct fab_pd **out);
 	int (*mr_reg)(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
 		      struct fab_mr **out);

@@ -21,11 +21,11 @@ extern "C" {
 #endif
 
 struct fab_soft_fault {
-	uint64_t drop_after_bytes;	/* 0: off; else drop the link once this many bytes went out */
-	uint64_t drop_after_wrs;	/* 0: off; else drop the link after this many send WRs went out */
-	bool fail_next_read;		/* next RDMA Read issued here fails: REM_ACCESS_ERR */
-	bool fail_next_write;		/* next RDMA Write issued here fails: REM_ACCESS_ERR */
-	uint32_t delay_us;		/* delay each completion delivered by the I/O thread */
+	uint64_t drop_after_bytes; /* 0: off; else drop the link once this many bytes went out */
+	uint64_t drop_after_wrs; /* 0: off; else drop the link after this many send WRs went out */
+	bool fail_next_read;	 /* next RDMA Read issued here fails: REM_ACCESS_ERR */
+	bool fail_next_write;	 /* next RDMA Write issued here fails: REM_ACCESS_ERR */
+	uint32_t delay_us;	 /* delay each completion delivered by the I/O thread */
 };
 
 /* Parse "key=value,..." (the RPCRDMA_SOFT_FAULT syntax); -EINVAL on a bad key or value. */

@@ -27,6 +27,7 @@
 
 /* A peer that connects but never sends CONN_REQ must not stall the listener. */
 #define SOFT_HANDSHAKE_TIMEOUT_S 5
+#define SOFT_CONNECT_TIMEOUT_S 5
 
 /* --- event channel ------------------------------------------------------- */
 
@@ -146,13 +147,13 @@ void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, in
 			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id)
 {
 	struct fab_cm_event ev = {
-		.type = type,
-		.conn = (struct fab_conn *)c,
-		.listener = (struct fab_listener *)c->listener,
-		.status = status,
-		.private_data_len = plen,
-		.responder_resources = rr,
-		.initiator_depth = id,
+	    .type = type,
+	    .conn = (struct fab_conn *)c,
+	    .listener = (struct fab_listener *)c->listener,
+	    .status = status,
+	    .private_data_len = plen,
+	    .responder_resources = rr,
+	    .initiator_depth = id,
 	};
 
 	if (type == FAB_CM_DISCONNECTED) {
@@ -176,7 +177,7 @@ struct soft_addr {
 static int parse_addr(const char *addr, struct soft_addr *out, bool passive)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -250,7 +251,7 @@ static void tune_socket(int fd)
 {
 	int one = 1;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));	/* fails on unix: fine */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails on unix: fine */
 }
 
 /* --- connections ---------------------------------------------------------- */
@@ -308,12 +309,38 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 	m.h.type = type;
 	m.h.len = htole32(plen);
 	if (p)
-		m.h.a = htole64((uint64_t)p->responder_resources |
-				(uint64_t)p->initiator_depth << 8);
+		m.h.a =
+		    htole64((uint64_t)p->responder_resources | (uint64_t)p->initiator_depth << 8);
 	m.h.b = htole32(SOFT_MAGIC);
+	if (p)
+		m.h.c = htole32(p->rnr_retry_count);
 	if (plen)
 		memcpy(m.pd, pdata, plen);
 	return soft_io_full(fd, &m, sizeof(m.h) + plen, false) ? -EPIPE : 0;
+}
+
+/* connect(2) bounded by SOFT_CONNECT_TIMEOUT_S, so an unreachable host cannot stall the caller. */
+static int connect_timed(int fd, const struct soft_addr *sa)
+{
+	int fl = fcntl(fd, F_GETFL), err = 0, rc;
+	socklen_t el = sizeof(err);
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	rc = connect(fd, (const struct sockaddr *)&sa->ss, sa->len);
+	if (rc < 0 && (errno == EINPROGRESS || errno == EAGAIN)) {
+		rc = poll(&p, 1, SOFT_CONNECT_TIMEOUT_S * 1000);
+		if (rc == 0) {
+			errno = ETIMEDOUT;
+			rc = -1;
+		} else if (rc > 0) {
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			errno = err;
+			rc = err ? -1 : 0;
+		}
+	}
+	fcntl(fd, F_SETFL, fl);
+	return rc;
 }
 
 static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
@@ -347,7 +374,7 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 		return rc;
 	}
 	/* Loopback and namespaces answer at once; failure is reported as an event. */
-	if (connect(c->fd, (struct sockaddr *)&sa.ss, sa.len) < 0 ||
+	if (connect_timed(c->fd, &sa) < 0 ||
 	    send_cm(c->fd, SOFT_CONN_REQ, param, param ? param->private_data : NULL,
 		    param ? param->private_data_len : 0)) {
 		int err = errno ? -errno : -ECONNREFUSED;
@@ -371,8 +398,8 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 	return 0;
 }
 
-static int soft_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq,
-			       struct fab_cq *recv_cq, const struct fab_qp_caps *caps)
+static int soft_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq, struct fab_cq *recv_cq,
+			       const struct fab_qp_caps *caps)
 {
 	struct soft_conn *c = soft_conn(fc);
 
@@ -392,17 +419,16 @@ static int soft_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 		     param ? param->private_data_len : 0);
 	if (rc)
 		return fab_set_error(rc, "soft: accept: peer went away");
+	/* Queue ESTABLISHED before the reader can queue a DISCONNECTED. */
 	pthread_mutex_lock(&c->lock);
 	c->state = SOFT_S_EST;
+	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
 	pthread_mutex_unlock(&c->lock);
 	rc = start_threads(c);
 	if (rc) {
 		c->state = SOFT_S_CLOSED;
 		return fab_set_error(rc, "soft: cannot start connection threads");
 	}
-	pthread_mutex_lock(&c->lock);
-	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
-	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -470,14 +496,46 @@ static const char *soft_conn_peer(const struct fab_conn *fc)
 	return ((const struct soft_conn *)fc)->peer;
 }
 
+/* A unix-socket peer has no IP identity: present 127.0.0.1 with a port
+ * derived from the socket, unique among open connections. */
+static void soft_addr_of(int fd, bool peer, struct sockaddr_storage *out)
+{
+	socklen_t sl = sizeof(*out);
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = peer ? getpeername(fd, (struct sockaddr *)out, &sl)
+		   : getsockname(fd, (struct sockaddr *)out, &sl);
+	if (ret == 0 && (out->ss_family == AF_INET || out->ss_family == AF_INET6))
+		return;
+	memset(out, 0, sizeof(*out));
+	struct sockaddr_in *sin = (struct sockaddr_in *)out;
+
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin->sin_port = htons(peer ? (uint16_t)(40000 + fd) : 20049);
+}
+
+static int soft_conn_addrs(const struct fab_conn *fc, struct sockaddr_storage *local,
+			   struct sockaddr_storage *remote)
+{
+	const struct soft_conn *c = (const struct soft_conn *)fc;
+
+	if (local)
+		soft_addr_of(c->fd, false, local);
+	if (remote)
+		soft_addr_of(c->fd, true, remote);
+	return 0;
+}
+
 /* --- listener -------------------------------------------------------------- */
 
 /* Read the CONN_REQ of a new stream and queue CONNECT_REQUEST. */
 static void listener_handshake(struct soft_listener *l, int fd)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)l->fab;
-	struct timeval tv = { .tv_sec = SOFT_HANDSHAKE_TIMEOUT_S };
-	struct timeval none = { 0 };
+	struct timeval tv = {.tv_sec = SOFT_HANDSHAKE_TIMEOUT_S};
+	struct timeval none = {0};
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
 	struct soft_hdr h;
 	struct soft_conn *c;
@@ -499,6 +557,7 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	c->fd = fd;
 	c->listener = l;
 	c->state = SOFT_S_REQ;
+	c->peer_rnr_retry = (uint8_t)le32toh(h.c);
 	peer_name(fd, c->peer, sizeof(c->peer));
 	h.a = le64toh(h.a);
 	pthread_mutex_lock(&c->lock);
@@ -514,8 +573,8 @@ static void *listener_thread(void *arg)
 	struct soft_listener *l = arg;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = l->fd, .events = POLLIN },
-				       { .fd = l->wake, .events = POLLIN } };
+		struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN},
+				      {.fd = l->wake, .events = POLLIN}};
 		int fd;
 
 		if (poll(p, 2, -1) < 0) {
@@ -558,8 +617,7 @@ static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const cha
 		goto fail;
 	}
 	if (sa.is_unix) {
-		snprintf(l->path, sizeof(l->path), "%s",
-			 ((struct sockaddr_un *)&sa.ss)->sun_path);
+		snprintf(l->path, sizeof(l->path), "%s", ((struct sockaddr_un *)&sa.ss)->sun_path);
 		unlink(l->path);
 	} else {
 		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -712,32 +770,33 @@ int fab_soft_open(struct fab_fabric **out)
 }
 
 const struct fab_ops fab_soft_ops = {
-	.name = "soft",
-	.caps = FAB_CAP_SEND_WITH_INV,
-	.close = soft_close,
-	.channel_create = soft_channel_create,
-	.channel_destroy = soft_channel_destroy,
-	.channel_fd = soft_channel_fd,
-	.channel_get_event = soft_channel_get_event,
-	.listen = soft_listen,
-	.listener_destroy = soft_listener_destroy,
-	.connect = soft_connect,
-	.conn_create_qp = soft_conn_create_qp,
-	.accept = soft_accept,
-	.reject = soft_reject,
-	.disconnect = soft_disconnect,
-	.conn_destroy = soft_conn_destroy,
-	.conn_pd = soft_conn_pd,
-	.conn_peer = soft_conn_peer,
-	.pd_get = soft_pd_get,
-	.mr_reg = soft_mr_reg,
-	.mr_dereg = soft_mr_dereg,
-	.cq_create = soft_cq_create,
-	.cq_destroy = soft_cq_destroy,
-	.cq_fd = soft_cq_fd,
-	.cq_get_event = soft_cq_get_event,
-	.cq_arm = soft_cq_arm,
-	.cq_poll = soft_cq_poll,
-	.post_send = soft_post_send,
-	.post_recv = soft_post_recv,
+    .name = "soft",
+    .caps = FAB_CAP_SEND_WITH_INV,
+    .close = soft_close,
+    .channel_create = soft_channel_create,
+    .channel_destroy = soft_channel_destroy,
+    .channel_fd = soft_channel_fd,
+    .channel_get_event = soft_channel_get_event,
+    .listen = soft_listen,
+    .listener_destroy = soft_listener_destroy,
+    .connect = soft_connect,
+    .conn_create_qp = soft_conn_create_qp,
+    .accept = soft_accept,
+    .reject = soft_reject,
+    .disconnect = soft_disconnect,
+    .conn_destroy = soft_conn_destroy,
+    .conn_pd = soft_conn_pd,
+    .conn_peer = soft_conn_peer,
+    .conn_addrs = soft_conn_addrs,
+    .pd_get = soft_pd_get,
+    .mr_reg = soft_mr_reg,
+    .mr_dereg = soft_mr_dereg,
+    .cq_create = soft_cq_create,
+    .cq_destroy = soft_cq_destroy,
+    .cq_fd = soft_cq_fd,
+    .cq_get_event = soft_cq_get_event,
+    .cq_arm = soft_cq_arm,
+    .cq_poll = soft_cq_poll,
+    .post_send = soft_post_send,
+    .post_recv = soft_post_recv,
 };

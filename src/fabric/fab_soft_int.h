@@ -19,22 +19,25 @@
 
 /* Wire messages; all fields little-endian. */
 enum soft_msg_type {
-	SOFT_CONN_REQ = 1,	/* a: resp_res | init_depth << 8; len: private data */
-	SOFT_CONN_REP,		/* same as CONN_REQ */
-	SOFT_CONN_REJ,		/* len: private data */
-	SOFT_SEND,		/* len: payload; flags: WITH_INV; b: inv rkey */
-	SOFT_WRITE,		/* len: payload; a: remote addr; b: rkey */
-	SOFT_READ_REQ,		/* len: wanted; a: remote addr; b: rkey */
-	SOFT_ACK,		/* b: number of requests acknowledged */
-	SOFT_NAK,		/* status: enum fab_wc_status for the initiator */
-	SOFT_READ_RESP,		/* len: payload */
-	SOFT_QP_ERR,		/* sender's QP went to error */
-	SOFT_DISC,		/* sender disconnected */
+	SOFT_CONN_REQ = 1, /* a: resp_res | init_depth << 8; len: private data */
+	SOFT_CONN_REP,	   /* same as CONN_REQ */
+	SOFT_CONN_REJ,	   /* len: private data */
+	SOFT_SEND,	   /* len: payload; flags: WITH_INV; b: inv rkey */
+	SOFT_WRITE,	   /* len: payload; a: remote addr; b: rkey */
+	SOFT_READ_REQ,	   /* len: wanted; a: remote addr; b: rkey */
+	SOFT_ACK,	   /* b: number of requests acknowledged */
+	SOFT_NAK,	   /* status: enum fab_wc_status for the initiator */
+	SOFT_READ_RESP,	   /* len: payload */
+	SOFT_QP_ERR,	   /* sender's QP went to error */
+	SOFT_DISC,	   /* sender disconnected */
 };
 
-#define SOFT_F_WITH_INV		0x01
-#define SOFT_F_FORCE_FAIL	0x02	/* fault injection: responder must refuse */
-#define SOFT_MAGIC		0x52524642u	/* "RRFB", in CONN_REQ b */
+#define SOFT_F_WITH_INV 0x01
+#define SOFT_F_FORCE_FAIL 0x02 /* fault injection: responder must refuse */
+/* RNR: 7 retries mean "forever" (IB); each other retry stands for one RNR timer of this long. */
+#define SOFT_RNR_INFINITE 7
+#define SOFT_RNR_STEP_MS 20
+#define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
 	uint8_t type;
@@ -49,8 +52,8 @@ struct soft_hdr {
 
 struct soft_fabric {
 	struct fab_fabric base;
-	pthread_mutex_t lock;		/* MR table, default fault */
-	struct soft_mr **mrs;		/* indexed by key >> 8 */
+	pthread_mutex_t lock; /* MR table, default fault */
+	struct soft_mr **mrs; /* indexed by key >> 8 */
 	uint32_t nmrs;
 	uint32_t gen;
 	struct fab_soft_fault fault;
@@ -64,7 +67,7 @@ struct soft_pd {
 struct soft_mr {
 	struct fab_fabric *fab;
 	struct fab_mr pub;
-	bool valid;			/* false after a remote invalidate */
+	bool valid; /* false after a remote invalidate */
 };
 
 struct soft_cq {
@@ -92,15 +95,15 @@ struct soft_listener {
 	struct fab_fabric *fab;
 	struct soft_channel *ch;
 	int fd;
-	int wake;			/* eventfd that stops the accept thread */
-	char path[108];			/* unix socket path to unlink */
+	int wake;	/* eventfd that stops the accept thread */
+	char path[108]; /* unix socket path to unlink */
 	pthread_t thread;
 };
 
 enum soft_state {
 	SOFT_S_IDLE,
-	SOFT_S_CONNECTING,	/* active: CONN_REQ sent */
-	SOFT_S_REQ,		/* passive: CONNECT_REQUEST delivered */
+	SOFT_S_CONNECTING, /* active: CONN_REQ sent */
+	SOFT_S_REQ,	   /* passive: CONNECT_REQUEST delivered */
 	SOFT_S_EST,
 	SOFT_S_CLOSED,
 };
@@ -110,7 +113,7 @@ struct soft_swr {
 	enum fab_wr_opcode op;
 	bool signaled;
 	bool done;
-	uint8_t busy;		/* SOFT_BUSY_*: a thread reads or fills its SGEs */
+	uint8_t busy; /* SOFT_BUSY_*: a thread reads or fills its SGEs */
 	enum fab_wc_status st;
 	uint32_t inv_rkey, rkey;
 	uint64_t raddr;
@@ -131,8 +134,8 @@ struct soft_rwr {
 struct soft_ctl {
 	uint8_t type;
 	uint8_t status;
-	uint32_t n;		/* ACK count or READ_RESP length */
-	void *addr;		/* READ_RESP source */
+	uint32_t n; /* ACK count or READ_RESP length */
+	void *addr; /* READ_RESP source */
 };
 
 struct soft_conn {
@@ -156,16 +159,17 @@ struct soft_conn {
 	struct soft_rwr *rq;
 	struct fab_sge *rq_sge;
 	uint64_t rq_head, rq_tail;
-	bool rx_busy;		/* reader is filling a receive it popped */
+	bool rx_busy; /* reader is filling a receive it popped */
 	/* responses for the writer, in order */
 	struct soft_ctl *ctl;
 	uint32_t ctl_cap, ctl_head, ctl_n;
 	struct fab_soft_fault fault;
 	uint64_t tx_bytes, tx_wrs;
+	uint8_t peer_rnr_retry; /* the peer's rnr_retry_count: how long its Sends wait for us */
 	pthread_t reader, writer;
 };
 
-/* fab_soft_data.c */
+/* fab_soft_mem.c */
 int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
 void soft_cq_destroy(struct fab_cq *cq);
 int soft_cq_fd(const struct fab_cq *cq);
@@ -178,6 +182,12 @@ int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out);
 int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
 		struct fab_mr **out);
 void soft_mr_dereg(struct fab_mr *mr);
+bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32_t len,
+		    unsigned int need);
+bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, bool write);
+void soft_invalidate_rkey(struct soft_fabric *sf, uint32_t rkey);
+
+/* fab_soft_qp.c */
 int soft_post_send(struct fab_conn *c, struct fab_send_wr *wr, struct fab_send_wr **bad);
 int soft_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
 int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
@@ -186,6 +196,10 @@ void soft_qp_free(struct soft_conn *c);
 void soft_qp_error_locked(struct soft_conn *c, bool tell_peer);
 void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n,
 			  void *addr);
+void soft_sq_progress_locked(struct soft_conn *c);
+void soft_rq_flush_locked(struct soft_conn *c);
+
+/* fab_soft_io.c */
 void *soft_reader(void *arg);
 void *soft_writer(void *arg);
 int soft_io_full(int fd, void *buf, size_t len, bool rd);
@@ -195,6 +209,11 @@ void soft_event_push(struct soft_channel *ch, const struct fab_cm_event *ev);
 /* Reader hit a CM message or EOF; called with c->lock held. */
 void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, int status,
 			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id);
+
+static inline struct soft_swr *soft_sq_at(struct soft_conn *c, uint64_t i)
+{
+	return &c->sq[i % c->caps.max_send_wr];
+}
 
 static inline struct soft_conn *soft_conn(const struct fab_conn *c)
 {

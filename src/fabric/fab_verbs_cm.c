@@ -24,8 +24,7 @@
 static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool passive)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV },
-			*ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
 	int rc;
 
 	if (!addr || strlen(addr) >= sizeof(host))
@@ -77,7 +76,7 @@ static int vb_channel_create(struct fab_fabric *fab, struct fab_channel **out)
 {
 	struct vb_fabric *vf = (struct vb_fabric *)fab;
 	struct vb_channel *ch = calloc(1, sizeof(*ch));
-	struct epoll_event ee = { .events = EPOLLIN };
+	struct epoll_event ee = {.events = EPOLLIN};
 	int fl;
 
 	if (!ch)
@@ -177,7 +176,7 @@ static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct f
 		c = conn_alloc(vf, ch);
 		if (!c) {
 			rdma_reject(e->id, NULL, 0);
-			*orphan = e->id;	/* destroyed once the event is acked */
+			*orphan = e->id; /* destroyed once the event is acked */
 			return 0;
 		}
 		c->id = e->id;
@@ -227,7 +226,7 @@ static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct f
 			ev->listener = ctx;
 		return 1;
 	default:
-		return 0;	/* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
+		return 0; /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
 	}
 }
 
@@ -289,8 +288,8 @@ static int vb_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev
 
 /* --- listener / connect ------------------------------------------------------ */
 
-static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
-		     int backlog, struct fab_listener **out)
+static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char *addr, int backlog,
+		     struct fab_listener **out)
 {
 	struct vb_channel *ch = (struct vb_channel *)fch;
 	struct sockaddr_storage ss;
@@ -371,8 +370,8 @@ static int vb_connect(struct fab_fabric *fab, struct fab_channel *fch, const cha
 		return rc;
 	}
 	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&ss, VB_RESOLVE_MS)) {
-		rc = fab_set_error(-errno, "verbs: rdma_resolve_addr %s: %s", addr,
-				   strerror(errno));
+		rc =
+		    fab_set_error(-errno, "verbs: rdma_resolve_addr %s: %s", addr, strerror(errno));
 		rdma_destroy_id(c->id);
 		free(c);
 		return rc;
@@ -381,8 +380,8 @@ static int vb_connect(struct fab_fabric *fab, struct fab_channel *fch, const cha
 	return 0;
 }
 
-static int vb_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq,
-			     struct fab_cq *recv_cq, const struct fab_qp_caps *caps)
+static int vb_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq, struct fab_cq *recv_cq,
+			     const struct fab_qp_caps *caps)
 {
 	struct vb_conn *c = (struct vb_conn *)fc;
 
@@ -394,7 +393,7 @@ static int vb_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq,
 static int vb_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 {
 	struct vb_conn *c = (struct vb_conn *)fc;
-	struct rdma_conn_param p = { 0 };
+	struct rdma_conn_param p = {0};
 
 	if (param) {
 		p.private_data = param->private_data;
@@ -432,7 +431,7 @@ static void vb_conn_destroy(struct fab_conn *fc)
 	struct vb_conn *c = (struct vb_conn *)fc;
 
 	if (c->qp) {
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 
 		/* Flush outstanding WRs before the QP goes away. */
 		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
@@ -453,6 +452,27 @@ static struct fab_pd *vb_conn_pd(struct fab_conn *fc)
 static const char *vb_conn_peer(const struct fab_conn *fc)
 {
 	return ((const struct vb_conn *)fc)->peer;
+}
+
+static void vb_copy_addr(const struct sockaddr *sa, struct sockaddr_storage *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa && sa->sa_family == AF_INET)
+		memcpy(out, sa, sizeof(struct sockaddr_in));
+	else if (sa && sa->sa_family == AF_INET6)
+		memcpy(out, sa, sizeof(struct sockaddr_in6));
+}
+
+static int vb_conn_addrs(const struct fab_conn *fc, struct sockaddr_storage *local,
+			 struct sockaddr_storage *remote)
+{
+	const struct vb_conn *c = (const struct vb_conn *)fc;
+
+	if (local)
+		vb_copy_addr(rdma_get_local_addr(c->id), local);
+	if (remote)
+		vb_copy_addr(rdma_get_peer_addr(c->id), remote);
+	return 0;
 }
 
 /* --- fabric --------------------------------------------------------------------- */
@@ -504,32 +524,33 @@ int fab_verbs_open(struct fab_fabric **out)
 }
 
 const struct fab_ops fab_verbs_ops = {
-	.name = "verbs",
-	.caps = FAB_CAP_SEND_WITH_INV,
-	.close = vb_close,
-	.channel_create = vb_channel_create,
-	.channel_destroy = vb_channel_destroy,
-	.channel_fd = vb_channel_fd,
-	.channel_get_event = vb_channel_get_event,
-	.listen = vb_listen,
-	.listener_destroy = vb_listener_destroy,
-	.connect = vb_connect,
-	.conn_create_qp = vb_conn_create_qp,
-	.accept = vb_accept,
-	.reject = vb_reject,
-	.disconnect = vb_disconnect,
-	.conn_destroy = vb_conn_destroy,
-	.conn_pd = vb_conn_pd,
-	.conn_peer = vb_conn_peer,
-	.pd_get = vb_pd_get,
-	.mr_reg = vb_mr_reg,
-	.mr_dereg = vb_mr_dereg,
-	.cq_create = vb_cq_create,
-	.cq_destroy = vb_cq_destroy,
-	.cq_fd = vb_cq_fd,
-	.cq_get_event = vb_cq_get_event,
-	.cq_arm = vb_cq_arm,
-	.cq_poll = vb_cq_poll,
-	.post_send = vb_post_send,
-	.post_recv = vb_post_recv,
+    .name = "verbs",
+    .caps = FAB_CAP_SEND_WITH_INV,
+    .close = vb_close,
+    .channel_create = vb_channel_create,
+    .channel_destroy = vb_channel_destroy,
+    .channel_fd = vb_channel_fd,
+    .channel_get_event = vb_channel_get_event,
+    .listen = vb_listen,
+    .listener_destroy = vb_listener_destroy,
+    .connect = vb_connect,
+    .conn_create_qp = vb_conn_create_qp,
+    .accept = vb_accept,
+    .reject = vb_reject,
+    .disconnect = vb_disconnect,
+    .conn_destroy = vb_conn_destroy,
+    .conn_pd = vb_conn_pd,
+    .conn_peer = vb_conn_peer,
+    .conn_addrs = vb_conn_addrs,
+    .pd_get = vb_pd_get,
+    .mr_reg = vb_mr_reg,
+    .mr_dereg = vb_mr_dereg,
+    .cq_create = vb_cq_create,
+    .cq_destroy = vb_cq_destroy,
+    .cq_fd = vb_cq_fd,
+    .cq_get_event = vb_cq_get_event,
+    .cq_arm = vb_cq_arm,
+    .cq_poll = vb_cq_poll,
+    .post_send = vb_post_send,
+    .post_recv = vb_post_recv,
 };

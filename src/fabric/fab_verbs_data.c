@@ -20,6 +20,10 @@ struct vb_pd *vb_pd_for(struct vb_fabric *vf, struct ibv_context *ctx)
 	struct vb_pd *pd = NULL;
 	int i;
 
+	if (!ctx) {
+		fab_set_error(-ENODEV, "verbs: connection has no device yet");
+		return NULL;
+	}
 	pthread_mutex_lock(&vf->lock);
 	for (i = 0; i < vf->ndev; i++) {
 		if (vf->devs[i].ctx == ctx) {
@@ -62,8 +66,7 @@ int vb_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	return 0;
 }
 
-int vb_mr_reg(struct fab_pd *fpd, void *addr, size_t len, unsigned int access,
-	      struct fab_mr **out)
+int vb_mr_reg(struct fab_pd *fpd, void *addr, size_t len, unsigned int access, struct fab_mr **out)
 {
 	struct vb_pd *pd = (struct vb_pd *)fpd;
 	int flags = 0;
@@ -271,17 +274,18 @@ int vb_create_qp(struct vb_conn *c, struct vb_cq *scq, struct vb_cq *rcq,
 {
 	struct vb_fabric *vf = c->vf;
 	struct ibv_qp_init_attr attr = {
-		.qp_context = c,
-		.send_cq = scq->cq,
-		.recv_cq = rcq->cq,
-		.cap = {
-			.max_send_wr = caps->max_send_wr,
-			.max_recv_wr = caps->max_recv_wr,
-			.max_send_sge = caps->max_send_sge,
-			.max_recv_sge = caps->max_recv_sge,
+	    .qp_context = c,
+	    .send_cq = scq->cq,
+	    .recv_cq = rcq->cq,
+	    .cap =
+		{
+		    .max_send_wr = caps->max_send_wr,
+		    .max_recv_wr = caps->max_recv_wr,
+		    .max_send_sge = caps->max_send_sge,
+		    .max_recv_sge = caps->max_recv_sge,
 		},
-		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 0,
+	    .qp_type = IBV_QPT_RC,
+	    .sq_sig_all = 0,
 	};
 	struct vb_pd *pd = vb_pd_for(vf, c->id->verbs);
 
@@ -371,7 +375,7 @@ int vb_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr
 		rc = ibv_post_send(c->qp, iw, &ibad);
 		if (rc) {
 			if (bad)
-				*bad = first[ibad - iw];
+				*bad = ibad ? first[ibad - iw] : first[0];
 			return fab_set_error(-rc, "verbs: ibv_post_send: %s", strerror(rc));
 		}
 		for (int i = 0; i < nw; i++)
@@ -419,7 +423,7 @@ int vb_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_wr
 		rc = ibv_post_recv(c->qp, iw, &ibad);
 		if (rc) {
 			if (bad)
-				*bad = first[ibad - iw];
+				*bad = ibad ? first[ibad - iw] : first[0];
 			return fab_set_error(-rc, "verbs: ibv_post_recv: %s", strerror(rc));
 		}
 		fab_count(&c->vf->base.cnt.recv_posted, (uint64_t)nw);

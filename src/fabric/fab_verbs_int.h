@@ -34,10 +34,10 @@ struct vb_qpmap {
 struct vb_fabric {
 	struct fab_fabric base;
 	pthread_mutex_t lock;
-	struct ibv_context **list;	/* rdma_get_devices() */
+	struct ibv_context **list; /* rdma_get_devices() */
 	struct vb_dev devs[VB_MAX_DEVS];
 	int ndev;
-	struct vb_qpmap *map;		/* qp_num -> conn, for fab_wc.conn */
+	struct vb_qpmap *map; /* qp_num -> conn, for fab_wc.conn */
 	uint32_t nmap, capmap;
 };
 
@@ -56,7 +56,7 @@ struct vb_cq {
 struct vb_channel {
 	struct fab_fabric *fab;
 	struct rdma_event_channel *ec;
-	int epfd;	/* CM channel fd + every device's async fd */
+	int epfd; /* CM channel fd + every device's async fd */
 };
 
 enum vb_kind { VB_CONN = 1, VB_LISTENER };
@@ -91,8 +91,7 @@ int vb_create_qp(struct vb_conn *c, struct vb_cq *scq, struct vb_cq *rcq,
 void vb_qpmap_del(struct vb_fabric *vf, uint32_t qpn);
 
 int vb_pd_get(struct fab_fabric *fab, struct fab_pd **out);
-int vb_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
-	      struct fab_mr **out);
+int vb_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out);
 void vb_mr_dereg(struct fab_mr *mr);
 int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
 void vb_cq_destroy(struct fab_cq *cq);

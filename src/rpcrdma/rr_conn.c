@@ -74,6 +74,12 @@ static void conn_free_resources(struct rr_conn *c)
 	rr_pool_fini(&c->recv_pool);
 	rr_pool_fini(&c->send_pool);
 	free(c->calls);
+	for (uint32_t i = 0; c->sends && i < c->nsends; i++) {
+		if (c->sends[i].wr != c->sends[i].wr_small)
+			free(c->sends[i].wr);
+		if (c->sends[i].sge != c->sends[i].sge_small)
+			free(c->sends[i].sge);
+	}
 	free(c->sends);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -118,6 +124,10 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		c->free_calls = &c->calls[i];
 	}
 	for (i = 0; i < c->nsends; i++) {
+		c->sends[i].wr = c->sends[i].wr_small;
+		c->sends[i].sge = c->sends[i].sge_small;
+		c->sends[i].max_wr = RR_SEND_SMALL_WR;
+		c->sends[i].max_sge = RR_SEND_SMALL_SGE;
 		c->sends[i].conn = c;
 		c->sends[i].hdr = rr_pool_get(&c->send_pool);
 		c->sends[i].next_free = c->free_sends;
@@ -182,6 +192,9 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 
 	pthread_mutex_lock(&srv->lock);
 	c->credits = grant_credits(srv, &nrecv);
+	/* Until the client's first reverse-direction Reply states its grant,
+	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
+	c->bc_grant = 1;
 	if (c->credits) {
 		c->recv_mem = (uint64_t)nrecv * srv->cfg.inline_size;
 		srv->recv_mem_used += c->recv_mem;
@@ -217,9 +230,13 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
 		goto undo_budget;
 	}
+	/* The list is walked by the event thread; srv->lock guards it against
+	 * readers elsewhere (rr_server_foreach_conn). */
+	pthread_mutex_lock(&srv->lock);
 	c->next = srv->conns;
 	srv->conns = c;
 	srv->nconns++;
+	pthread_mutex_unlock(&srv->lock);
 	return;
 
 undo_budget:
@@ -369,13 +386,41 @@ void rr_conn_reap(struct rr_server *srv)
 			pp = &c->next;
 			continue;
 		}
+		pthread_mutex_lock(&srv->lock);
 		*pp = c->next;
 		srv->nconns--;
-		pthread_mutex_lock(&srv->lock);
 		srv->recv_mem_used -= c->recv_mem;
 		pthread_mutex_unlock(&srv->lock);
 		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
 		rr_log("%s: connection freed", c->peer);
 		conn_free_resources(c);
 	}
+}
+
+uint32_t rr_conn_max_inline_send(const struct rr_conn *conn)
+{
+	uint32_t own = conn->srv->cfg.inline_size;
+
+	return conn->inl.max_send < own ? conn->inl.max_send : own;
+}
+
+const char *rr_conn_peer(const struct rr_conn *conn)
+{
+	return conn->peer;
+}
+
+int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
+		  struct sockaddr_storage *remote)
+{
+	return fab_conn_addrs(conn->fc, local, remote);
+}
+
+void rr_conn_set_upper(struct rr_conn *conn, void *priv)
+{
+	conn->upper = priv;
+}
+
+void *rr_conn_get_upper(const struct rr_conn *conn)
+{
+	return conn->upper;
 }

@@ -67,7 +67,7 @@ struct rr_counters {
 	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
 	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
 	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
-	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_replies;
+	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
 	_Atomic uint32_t credit_grant;
 };
 
@@ -105,13 +105,19 @@ struct rr_call_ctx {
 	bool read_failed;
 	bool queued;			/* on conn->read_head list */
 	bool has_ref;			/* holds a connection reference */
+	_Atomic int holds;		/* upper + reply in flight; freed at 0 */
 	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
 };
 
 /* ---- sends (rr_send.c) ---- */
 
-#define RR_SEND_MAX_WR 64
-#define RR_SEND_MAX_SGE 128
+/* Work requests of one reply: small replies use the arrays inside the
+ * context; a reply naming many segments grows them once, and the context
+ * keeps them, so steady state allocates nothing. */
+#define RR_SEND_SMALL_WR 16
+#define RR_SEND_SMALL_SGE 32
+#define RR_SEND_MAX_WR (RR_PCL_MAX_SEGS + 72)
+#define RR_SEND_MAX_SGE (RR_PCL_MAX_SEGS + 144)
 
 struct rr_send_ctx {
 	struct rr_conn *conn;
@@ -123,8 +129,11 @@ struct rr_send_ctx {
 	void *done_arg;
 	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
-	struct fab_send_wr wr[RR_SEND_MAX_WR];
-	struct fab_sge sge[RR_SEND_MAX_SGE];
+	struct fab_send_wr *wr;		/* wr_small or a grown array */
+	struct fab_sge *sge;
+	uint32_t max_wr, max_sge;
+	struct fab_send_wr wr_small[RR_SEND_SMALL_WR];
+	struct fab_sge sge_small[RR_SEND_SMALL_SGE];
 	struct rr_send_ctx *next_free;
 };
 
@@ -162,6 +171,8 @@ struct rr_conn {
 	struct rr_inline_limits inl;
 	bool send_w_inv;
 	uint64_t recv_mem;		/* bytes counted against the budget */
+	uint32_t bc_grant;		/* client's backchannel credits (RFC 8167 section 3) */
+	uint32_t bc_outstanding;	/* reverse-direction calls awaiting an answer */
 
 	struct rr_pool recv_pool;
 	struct rr_pool send_pool;
@@ -223,6 +234,8 @@ void rr_recv_refill(struct rr_conn *c);
 void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_call_dispatch(struct rr_call_ctx *ctx);
 void rr_call_free(struct rr_call_ctx *ctx);
+/* Drop one hold on a dispatched call; the last one frees it. */
+void rr_call_put(struct rr_call_ctx *ctx);
 
 /* read stages */
 void rr_read_start(struct rr_call_ctx *ctx);

@@ -181,8 +181,8 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 	if (wc->status != FAB_WC_SUCCESS) {
 		ctx->read_failed = true;
 		/* svcrdma: the RPC is lost; tell the client by closing. */
-		if (wc->status != FAB_WC_WR_FLUSH_ERR)
-			rr_conn_close(c, "RDMA Read failed");
+		rr_conn_close(c, wc->status == FAB_WC_WR_FLUSH_ERR ? "RDMA Read flushed (QP in error)"
+								    : "RDMA Read failed");
 	}
 	if (ctx->read_failed || c->state == RR_CONN_CLOSING) {
 		if (!ctx->queued && ctx->reads_done == ctx->reads_posted)

@@ -85,9 +85,20 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		rr_conn_put(c);
 }
 
+void rr_call_put(struct rr_call_ctx *ctx)
+{
+	if (atomic_fetch_sub(&ctx->holds, 1) == 1)
+		rr_call_free(ctx);
+}
+
 void rr_call_release(struct rr_call *call)
 {
-	rr_call_free((struct rr_call_ctx *)call);
+	rr_call_put((struct rr_call_ctx *)call);
+}
+
+void rr_call_hold(struct rr_call *call)
+{
+	atomic_fetch_add(&((struct rr_call_ctx *)call)->holds, 1);
 }
 
 void rr_call_dispatch(struct rr_call_ctx *ctx)
@@ -103,6 +114,7 @@ void rr_call_dispatch(struct rr_call_ctx *ctx)
 	ctx->call.len = len;
 	ctx->call.upper_priv = NULL;
 	ctx->state = RR_CALL_UPPER;
+	atomic_store(&ctx->holds, 1); /* the upper layer's, consumed by rr_reply */
 	c->srv->ops.call(c->srv->ctx, &ctx->call);
 }
 
@@ -117,6 +129,30 @@ static bool is_bc_reply(const struct rr_call_ctx *ctx)
 	       be32_at(ctx->buf + p->hdr_len + 4) != RPC_MSG_TYPE_CALL;
 }
 
+/* One reverse-direction call answered; false if none was outstanding. */
+static bool rr_bc_answered(struct rr_conn *c)
+{
+	bool had;
+
+	pthread_mutex_lock(&c->lock);
+	had = c->bc_outstanding > 0;
+	if (had)
+		c->bc_outstanding--;
+	pthread_mutex_unlock(&c->lock);
+	return had;
+}
+
+/* A reverse-direction Reply carries the client's backchannel grant: 0 is
+ * taken as 1 (never deadlock), and we never use more than we provision. */
+static void rr_bc_grant(struct rr_conn *c, uint32_t credits)
+{
+	uint32_t max = c->srv->cfg.bc_credits ? c->srv->cfg.bc_credits : 1;
+
+	pthread_mutex_lock(&c->lock);
+	c->bc_grant = credits == 0 ? 1 : credits > max ? max : credits;
+	pthread_mutex_unlock(&c->lock);
+}
+
 void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 {
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
@@ -128,11 +164,12 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	pthread_mutex_unlock(&c->lock);
 
 	if (wc->status != FAB_WC_SUCCESS) {
+		/* Close first: a QP in error flushes every receive we would
+		 * post in its place, and reposting would spin. */
+		rr_conn_close(c, wc->status == FAB_WC_LOC_LEN_ERR ? "message larger than the receive buffer"
+				 : wc->status == FAB_WC_WR_FLUSH_ERR ? "receive flushed (QP in error)"
+								      : "receive failed");
 		rr_call_free(ctx);
-		if (wc->status != FAB_WC_WR_FLUSH_ERR)
-			rr_conn_close(c, wc->status == FAB_WC_LOC_LEN_ERR
-						 ? "message larger than the receive buffer"
-						 : "receive failed");
 		return;
 	}
 	if (c->state == RR_CONN_CLOSING) {
@@ -144,6 +181,17 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 
 	r = rr_hdr_decode_call(ctx->buf, ctx->recv_len, &c->srv->cfg.limits, &ctx->pcl);
 	act = rr_hdr_answer(r, ctx->recv_len);
+	if (r == RR_HDR_PROC_ERROR && c->srv->ops.bc_error && rr_bc_answered(c)) {
+		/* The client refused one of our callbacks (RFC 8167 section 4). */
+		uint32_t xid = ctx->pcl.xid, err = 0;
+
+		if (ctx->recv_len >= RR_HDR_ERR_CHUNK_LEN)
+			err = be32_at(ctx->buf + RR_HDR_FIXED_LEN);
+		RR_STAT_ADD(c, bc_errors, 1);
+		rr_call_free(ctx);
+		c->srv->ops.bc_error(c->srv->ctx, c, xid, err);
+		return;
+	}
 	if (act != RR_ACT_PROCESS) {
 		uint32_t xid = ctx->pcl.xid;
 
@@ -156,6 +204,8 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	}
 
 	if (is_bc_reply(ctx)) {
+		rr_bc_answered(c);
+		rr_bc_grant(c, ctx->pcl.credits);
 		if (c->srv->ops.bc_reply) {
 			RR_STAT_ADD(c, bc_replies, 1);
 			c->srv->ops.bc_reply(c->srv->ctx, c, ctx->buf + ctx->pcl.hdr_len,

@@ -14,6 +14,7 @@
  * used when the client allows it and exactly one rkey appears in the call.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rpcrdma/rr_internal.h"
@@ -61,7 +62,7 @@ static void send_ctx_release(struct rr_send_ctx *s)
 	if (s->done)
 		s->done(s->done_arg);
 	if (s->call)
-		rr_call_free(s->call);
+		rr_call_put(s->call);
 	pthread_mutex_lock(&c->lock);
 	s->next_free = c->free_sends;
 	c->free_sends = s;
@@ -116,11 +117,42 @@ void rr_send_drop_pending(struct rr_conn *c)
 	}
 }
 
+/* Make room for @nwr work requests and @nsge SGEs before building a chain
+ * (growing moves the arrays, so never in the middle of one). */
+static bool reserve(struct rr_send_ctx *s, uint32_t nwr, uint32_t nsge)
+{
+	if (nwr > RR_SEND_MAX_WR)
+		nwr = RR_SEND_MAX_WR;
+	if (nsge > RR_SEND_MAX_SGE)
+		nsge = RR_SEND_MAX_SGE;
+	if (nwr > s->max_wr) {
+		struct fab_send_wr *w = calloc(nwr, sizeof(*w));
+
+		if (!w)
+			return false;
+		if (s->wr != s->wr_small)
+			free(s->wr);
+		s->wr = w;
+		s->max_wr = nwr;
+	}
+	if (nsge > s->max_sge) {
+		struct fab_sge *g = calloc(nsge, sizeof(*g));
+
+		if (!g)
+			return false;
+		if (s->sge != s->sge_small)
+			free(s->sge);
+		s->sge = g;
+		s->max_sge = nsge;
+	}
+	return true;
+}
+
 static struct fab_send_wr *next_wr(struct rr_send_ctx *s)
 {
 	struct fab_send_wr *wr;
 
-	if (s->nwr >= RR_SEND_MAX_WR)
+	if (s->nwr >= s->max_wr)
 		return NULL;
 	wr = &s->wr[s->nwr];
 	memset(wr, 0, sizeof(*wr));
@@ -295,7 +327,7 @@ static bool emit_writes(struct rr_send_ctx *s, const struct rr_pcl *pcl, const s
 
 			if (take > seg->length - so)
 				take = seg->length - so;
-			if (*nsge >= RR_SEND_MAX_SGE)
+			if (*nsge >= s->max_sge)
 				return false;
 			s->sge[*nsge].addr = (void *)(pc[pi].addr + po);
 			s->sge[*nsge].length = take;
@@ -398,7 +430,7 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 		done(done_arg);
 	if (c->srv->ops.reply_not_delivered)
 		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
-	rr_call_free(ctx);
+	rr_call_put(ctx);
 }
 
 int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
@@ -424,10 +456,10 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
 
-	if (c->state != RR_CONN_UP) {
+	if (c->state == RR_CONN_CLOSING) {
 		if (done)
 			done(done_arg);
-		rr_call_free(ctx);
+		rr_call_put(ctx);
 		return -ENOTCONN;
 	}
 	if (!plan->deliverable || !plan_valid(p, plan, total)) {
@@ -438,9 +470,21 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	if (!s) {
 		if (done)
 			done(done_arg);
-		rr_call_free(ctx);
+		rr_call_put(ctx);
 		rr_conn_close(c, "no send context");
 		return -ENOMEM;
+	}
+
+	/* Worst case: every segment used gets its own Write, and a span's
+	 * pieces (at most RR_MAX_PIECES) split a few more. */
+	{
+		uint32_t segs = p->has_reply ? p->reply.nsegs : 0;
+
+		for (unsigned int i = 0; i < plan->nspans; i++)
+			segs += p->write[plan->spans[i].chunk].nsegs;
+		if (!reserve(s, segs + 8 * plan->nspans + 4,
+			     segs + RR_MAX_PIECES * plan->nspans + 8))
+			goto undeliverable;
 	}
 
 	/* Payload spans by RDMA Write, zero-copy when registered. */
@@ -550,10 +594,10 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	if (wc->status != FAB_WC_SUCCESS) {
 		if (wc->status == FAB_WC_RNR_RETRY_EXC_ERR)
 			RR_STAT_ADD(c, rnr_disconnects, 1);
-		if (wc->status != FAB_WC_WR_FLUSH_ERR)
-			rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR
-						 ? "RDMA Write/Send: remote access error"
-						 : "Send failed");
+		rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR ? "RDMA Write/Send: remote access error"
+				 : wc->status == FAB_WC_RNR_RETRY_EXC_ERR  ? "client had no receive posted (RNR)"
+				 : wc->status == FAB_WC_WR_FLUSH_ERR	    ? "Send flushed (QP in error)"
+									    : "Send failed");
 	}
 	/* A failed unsignalled Write carries no context; its chain's Send
 	 * completes (flushed) and releases everything. */
@@ -587,4 +631,63 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	}
 	pthread_mutex_unlock(&c->lock);
 	send_ctx_release(s);
+}
+
+int rr_conn_bc_send(struct rr_conn *c, uint32_t xid, const struct iovec *iov, int iovcnt)
+{
+	struct rr_send_ctx *s;
+	struct fab_send_wr *wr;
+	uint64_t len = 0;
+	uint32_t max = rr_conn_max_inline_send(c);
+	uint8_t *dst;
+	struct rr_pcl hdr = {0};
+	ssize_t hdr_len;
+
+	for (int i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	/* RFC 8167 section 5: callbacks are inline only. */
+	if (len + RR_HDR_MSG_MIN_LEN > max)
+		return -EMSGSIZE;
+	pthread_mutex_lock(&c->lock);
+	if (c->state == RR_CONN_CLOSING) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOTCONN;
+	}
+	if (c->bc_outstanding >= c->bc_grant) {
+		pthread_mutex_unlock(&c->lock);
+		return -EAGAIN;
+	}
+	c->bc_outstanding++;
+	pthread_mutex_unlock(&c->lock);
+
+	s = send_ctx_get(c);
+	if (!s) {
+		pthread_mutex_lock(&c->lock);
+		c->bc_outstanding--;
+		pthread_mutex_unlock(&c->lock);
+		return -ENOMEM;
+	}
+	/* rdma_credit of a call asks for credits: we ask for our provisioning. */
+	hdr.xid = xid;
+	hdr.vers = RR_VERSION;
+	hdr.credits = c->srv->cfg.bc_credits;
+	hdr.proc = RR_PROC_MSG;
+	hdr_len = rr_hdr_encode_call(s->hdr, c->srv->cfg.inline_size, &hdr);
+	dst = s->hdr + hdr_len;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	s->sge[0].addr = s->hdr;
+	s->sge[0].length = (uint32_t)(hdr_len + len);
+	s->sge[0].lkey = c->send_pool.mr->lkey;
+	wr = next_wr(s);
+	wr->wr_id = (uintptr_t)s | RR_WRID_SEND;
+	wr->opcode = FAB_WR_SEND;
+	wr->sg_list = &s->sge[0];
+	wr->num_sge = 1;
+	wr->signaled = true;
+	RR_STAT_ADD(c, bc_calls, 1);
+	post_or_queue(c, s);
+	return 0;
 }

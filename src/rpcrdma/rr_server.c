@@ -186,24 +186,21 @@ static void handle_kick(struct rr_server *srv)
 
 	if (read(srv->kickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		rr_log("kick read: %s", strerror(errno));
-	pthread_mutex_lock(&srv->lock);
+	/* Only this thread changes the list: no lock needed to walk it. */
 	for (c = srv->conns; c; c = c->next) {
-		if (c->state != RR_CONN_UP)
+		if (c->state == RR_CONN_CLOSING)
 			continue;
 		rr_recv_refill(c);
 		rr_read_pump(c);
 	}
-	pthread_mutex_unlock(&srv->lock);
 }
 
 static void close_all(struct rr_server *srv)
 {
 	struct rr_conn *c;
 
-	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next)
 		rr_conn_close(c, "server shutting down");
-	pthread_mutex_unlock(&srv->lock);
 }
 
 static void *event_thread(void *arg)
@@ -294,29 +291,8 @@ void rr_server_destroy(struct rr_server *srv)
 
 void rr_counters_read(struct rr_counters *c, struct rr_stats *o)
 {
-#define RD(f) o->f = atomic_load_explicit(&c->f, memory_order_relaxed)
-	RD(conns_accepted);
-	RD(conns_active);
-	RD(calls);
-	RD(calls_with_read_chunks);
-	RD(long_calls);
-	RD(replies_inline);
-	RD(replies_reply_chunk);
-	RD(replies_write_chunk);
-	RD(rdma_read_bytes);
-	RD(rdma_write_bytes);
-	RD(err_chunk_sent);
-	RD(err_vers_sent);
-	RD(dropped);
-	RD(not_delivered);
-	RD(rnr_disconnects);
-	RD(disconnects);
-	RD(send_w_inv);
-	RD(registrations);
-	RD(payload_copies);
-	RD(recv_mem_bytes);
-	RD(bc_replies);
-	RD(credit_grant);
+#define RD(f) o->f = atomic_load_explicit(&c->f, memory_order_relaxed);
+	RR_STATS_FIELDS(RD)
 #undef RD
 }
 
@@ -328,4 +304,18 @@ void rr_server_stats(struct rr_server *srv, struct rr_stats *out)
 void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out)
 {
 	rr_counters_read(&conn->st, out);
+}
+
+void rr_server_foreach_conn(struct rr_server *srv,
+			    void (*fn)(void *arg, struct rr_conn *conn, const struct rr_stats *st),
+			    void *arg)
+{
+	struct rr_stats st;
+
+	pthread_mutex_lock(&srv->lock);
+	for (struct rr_conn *c = srv->conns; c; c = c->next) {
+		rr_counters_read(&c->st, &st);
+		fn(arg, c, &st);
+	}
+	pthread_mutex_unlock(&srv->lock);
 }

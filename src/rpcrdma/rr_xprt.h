@@ -70,6 +70,9 @@ struct rr_upper_ops {
 	 * during the callback. Optional. */
 	void (*bc_reply)(void *ctx, struct rr_conn *conn, const void *msg, size_t len,
 			 uint32_t credits);
+	/* The client answered a reverse-direction call with RDMA_ERROR
+	 * (ERR_CHUNK or ERR_VERS); @xid is that call's rdma_xid. Optional. */
+	void (*bc_error)(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err);
 	/* Connection up / going away; optional. After conn_down no call for
 	 * this connection is delivered; outstanding ones may still be answered
 	 * (the engine drops the reply) and must still be released. */
@@ -95,14 +98,43 @@ void rr_server_destroy(struct rr_server *srv);
  */
 int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
-/* Give a call back without replying (the RPC is dropped). */
+/* Give a call back without replying (the RPC is dropped), or drop the
+ * reference taken by rr_call_hold(). */
 void rr_call_release(struct rr_call *call);
+/*
+ * Keep the call's buffers (the iovecs above) valid after rr_reply() until a
+ * matching rr_call_release(): for upper layers whose decoded arguments point
+ * into the Call until their request is freed (ntirpc/ganesha).
+ */
+void rr_call_hold(struct rr_call *call);
+
+/*
+ * Send a reverse-direction RPC Call (RFC 8167) on @conn: RDMA_MSG, no chunks,
+ * inline only, in its own XID space (the caller's @xid) and within the
+ * client's backchannel credits, which are counted apart from the forward
+ * channel's. Returns 0 when posted; -EMSGSIZE when it exceeds the client's
+ * receive inline threshold (never sent); -EAGAIN when the client's
+ * backchannel grant is in use (retry after a reply); -ENOTCONN.
+ * The Reply comes back through rr_upper_ops.bc_reply / bc_error.
+ */
+int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov, int iovcnt);
 
 /* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
 uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
 const char *rr_conn_peer(const struct rr_conn *conn);
+struct sockaddr_storage;
+int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
+		  struct sockaddr_storage *remote);
 void rr_conn_set_upper(struct rr_conn *conn, void *priv);
 void *rr_conn_get_upper(const struct rr_conn *conn);
+
+/* Every counter of struct rr_stats, for code that walks them (JSON, tables). */
+#define RR_STATS_FIELDS(X)                                                                         \
+	X(conns_accepted) X(conns_active) X(calls) X(calls_with_read_chunks) X(long_calls)         \
+	X(replies_inline) X(replies_reply_chunk) X(replies_write_chunk) X(rdma_read_bytes)       \
+	X(rdma_write_bytes) X(err_chunk_sent) X(err_vers_sent) X(dropped) X(not_delivered)       \
+	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(registrations) X(payload_copies)       \
+	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(credit_grant)
 
 struct rr_stats {
 	uint64_t conns_accepted;
@@ -125,11 +157,18 @@ struct rr_stats {
 	uint64_t registrations;
 	uint64_t payload_copies;	/* reply bytes copied into registered memory */
 	uint64_t recv_mem_bytes;	/* current registered receive-buffer memory */
+	uint64_t bc_calls;		/* reverse-direction calls sent */
 	uint64_t bc_replies;
+	uint64_t bc_errors;		/* RDMA_ERROR answers to them */
 	uint32_t credit_grant;		/* per connection: current grant; global: last grant */
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
 void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
+/* Call @fn for every connection with its counters (under the server's lock:
+ * @fn must not call back into the engine). */
+void rr_server_foreach_conn(struct rr_server *srv,
+			    void (*fn)(void *arg, struct rr_conn *conn, const struct rr_stats *st),
+			    void *arg);
 
 #ifdef __cplusplus
 }

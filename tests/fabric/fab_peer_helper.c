@@ -3,7 +3,9 @@
  * fab_peer_helper.c - the far end of the two-process conformance tests.
  *
  * Usage: fab_peer_helper ADDR. Connects over "soft", advertising a 64 KiB
- * region (private data: addr u64, rkey u32, len u32) filled with pattern 77.
+ * region (private data: addr u64, rkey u32, len u32) filled with pattern 77,
+ * posts its receive and then says hello with a 4-byte Send (the peer must
+ * not Send to us before that, as an RPC server waits for the first call).
  * On the first received Send it checks the region holds pattern 13 (written
  * by the peer before that Send) and answers with a 4-byte Send: 1 or 0.
  * Exits 0 once the peer disconnects, non-zero on any failure or after 10 s.
@@ -28,8 +30,8 @@ static int fail(const char *what)
 int main(int argc, char **argv)
 {
 	static unsigned char region[REGION], rbuf[256], sbuf[256];
-	struct fab_qp_caps caps = { 16, 16, 2, 2 };
-	struct fab_conn_param cp = { 0 };
+	struct fab_qp_caps caps = {16, 16, 2, 2};
+	struct fab_conn_param cp = {0};
 	struct fab_fabric *fab;
 	struct fab_channel *ch;
 	struct fab_cq *scq, *rcq;
@@ -54,29 +56,44 @@ int main(int argc, char **argv)
 	a = (uintptr_t)region;
 	memcpy(pdata, &a, 8);
 	memcpy(pdata + 8, &mr->rkey, 4);
-	memcpy(pdata + 12, &(uint32_t){ REGION }, 4);
+	memcpy(pdata + 12, &(uint32_t){REGION}, 4);
 	cp.private_data = pdata;
 	cp.private_data_len = sizeof(pdata);
 	if (fab_connect(fab, ch, argv[1], scq, rcq, &caps, &cp, &c))
 		return fail("connect");
 	{
-		struct fab_sge s = { rbuf, sizeof(rbuf), rmr->lkey };
-		struct fab_recv_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
+		struct fab_sge s = {rbuf, sizeof(rbuf), rmr->lkey};
+		struct fab_recv_wr wr = {.wr_id = 1, .sg_list = &s, .num_sge = 1};
 
 		if (fab_post_recv(c, &wr, NULL))
 			return fail("post_recv");
 	}
+	{
+		/* As an RPC client does: speak first, once our receive is posted. */
+		static unsigned char hello[4] = {'h', 'i', '!', 0};
+		struct fab_sge s = {hello, sizeof(hello), smr->lkey};
+		struct fab_send_wr wr = {
+		    .wr_id = 3, .opcode = FAB_WR_SEND, .sg_list = &s, .num_sge = 1};
+
+		memcpy(sbuf + 128, hello, sizeof(hello));
+		s.addr = sbuf + 128;
+		if (fab_post_send(c, &wr, NULL))
+			return fail("post_send hello");
+	}
 	while (time(NULL) < end) {
-		struct pollfd p[2] = { { fab_channel_fd(ch), POLLIN, 0 }, { fab_cq_fd(rcq), POLLIN, 0 } };
+		struct pollfd p[2] = {{fab_channel_fd(ch), POLLIN, 0}, {fab_cq_fd(rcq), POLLIN, 0}};
 		struct fab_cm_event ev;
 		struct fab_wc wc;
 
 		fab_cq_arm(rcq);
 		while (fab_cq_poll(rcq, &wc, 1) == 1) {
 			uint32_t ok = 1;
-			struct fab_sge s = { sbuf, 4, smr->lkey };
-			struct fab_send_wr wr = { .wr_id = 2, .opcode = FAB_WR_SEND, .sg_list = &s,
-						  .num_sge = 1, .signaled = true };
+			struct fab_sge s = {sbuf, 4, smr->lkey};
+			struct fab_send_wr wr = {.wr_id = 2,
+						 .opcode = FAB_WR_SEND,
+						 .sg_list = &s,
+						 .num_sge = 1,
+						 .signaled = true};
 
 			if (wc.status != FAB_WC_SUCCESS || replied)
 				continue;

@@ -12,22 +12,27 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <errno.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "fabric/fab.h"
 
-namespace fabtest {
+namespace fabtest
+{
 
 inline long now_ms()
 {
 	return std::chrono::duration_cast<std::chrono::milliseconds>(
-		       std::chrono::steady_clock::now().time_since_epoch())
-		.count();
+		   std::chrono::steady_clock::now().time_since_epoch())
+	    .count();
 }
 
 inline bool provider_is_soft(struct fab_fabric *fab)
@@ -38,7 +43,7 @@ inline bool provider_is_soft(struct fab_fabric *fab)
 /* A fresh listen address: unix socket on "soft", RPCRDMA_FABRIC_ADDR:port on "verbs". */
 inline std::string listen_addr(struct fab_fabric *fab, bool tcp = false)
 {
-	static std::atomic<int> seq{ 0 };
+	static std::atomic<int> seq{0};
 	int n = seq++;
 
 	if (!provider_is_soft(fab)) {
@@ -55,19 +60,74 @@ inline std::string listen_addr(struct fab_fabric *fab, bool tcp = false)
 	return "unix:/tmp/rr-fab-" + std::to_string(getpid()) + "-" + std::to_string(n) + ".sock";
 }
 
+/*
+ * Listen on a fresh address; the machine is shared, so a TCP port another
+ * process holds (-EADDRINUSE) just means: try the next one.
+ */
+inline int listen_any(struct fab_fabric *fab, struct fab_channel *ch, bool tcp, std::string *addr,
+		      struct fab_listener **out)
+{
+	int rc = -EADDRINUSE;
+
+	for (int i = 0; i < 32 && rc == -EADDRINUSE; i++) {
+		*addr = listen_addr(fab, tcp);
+		rc = fab_listen(fab, ch, addr->c_str(), 8, out);
+	}
+	return rc;
+}
+
+/*
+ * CM event pump. On "verbs" the active side's address and route steps only
+ * advance while its channel is read, so a test waiting on the server's
+ * channel must keep reading the client's too. Channels registered here are
+ * all read while waiting; events for the others are kept for later.
+ */
+inline std::map<struct fab_channel *, std::deque<struct fab_cm_event>> &cm_pending()
+{
+	static std::map<struct fab_channel *, std::deque<struct fab_cm_event>> m;
+	return m;
+}
+
+inline void pump_register(struct fab_channel *ch)
+{
+	cm_pending()[ch];
+}
+
+inline void pump_unregister(struct fab_channel *ch)
+{
+	cm_pending().erase(ch);
+}
+
 /* Next CM event on ch within timeout_ms; false on timeout. */
 inline bool wait_event(struct fab_channel *ch, struct fab_cm_event *ev, int timeout_ms = 5000)
 {
+	auto &pend = cm_pending();
 	long end = now_ms() + timeout_ms;
 
 	for (;;) {
+		auto it = pend.find(ch);
+		if (it != pend.end() && !it->second.empty()) {
+			*ev = it->second.front();
+			it->second.pop_front();
+			return true;
+		}
 		if (fab_channel_get_event(ch, ev) == 0)
 			return true;
+		std::vector<struct pollfd> p;
+		p.push_back({fab_channel_fd(ch), POLLIN, 0});
+		for (auto &kv : pend) {
+			struct fab_cm_event o;
+
+			if (kv.first == ch)
+				continue;
+			while (fab_channel_get_event(kv.first, &o) == 0)
+				kv.second.push_back(o);
+			p.push_back({fab_channel_fd(kv.first), POLLIN, 0});
+		}
 		long left = end - now_ms();
 		if (left <= 0)
 			return false;
-		struct pollfd p = { fab_channel_fd(ch), POLLIN, 0 };
-		poll(&p, 1, (int)left);
+		poll(p.data(), p.size(), (int)(left < 20 ? left : 20));
 	}
 }
 
@@ -94,7 +154,7 @@ inline bool wait_wc(struct fab_cq *cq, struct fab_wc *wc, int timeout_ms = 5000)
 		long left = end - now_ms();
 		if (left <= 0)
 			return false;
-		struct pollfd p = { fab_cq_fd(cq), POLLIN, 0 };
+		struct pollfd p = {fab_cq_fd(cq), POLLIN, 0};
 		if (poll(&p, 1, (int)left) > 0)
 			fab_cq_get_event(cq);
 	}
@@ -136,7 +196,7 @@ struct Buf {
 	}
 	struct fab_sge sge(size_t off, uint32_t len)
 	{
-		struct fab_sge s = { mem.data() + off, len, mr->lkey };
+		struct fab_sge s = {mem.data() + off, len, mr->lkey};
 		return s;
 	}
 	void fill(uint8_t seed)
@@ -155,8 +215,7 @@ struct Buf {
 	}
 };
 
-const unsigned int kAll = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ |
-			  FAB_ACCESS_REMOTE_WRITE;
+const unsigned int kAll = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE;
 
 inline int post_one_recv(struct fab_conn *c, Buf &b, size_t off, uint32_t len, uint64_t id)
 {

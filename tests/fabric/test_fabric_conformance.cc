@@ -15,17 +15,19 @@
 
 using namespace fabtest;
 
-namespace {
+namespace
+{
 
-class FabConf : public ::testing::Test {
-protected:
+class FabConf : public ::testing::Test
+{
+      protected:
 	struct fab_fabric *fab = nullptr;
 	struct fab_channel *sch = nullptr, *cch = nullptr;
 	struct fab_cq *s_scq = nullptr, *s_rcq = nullptr, *c_scq = nullptr, *c_rcq = nullptr;
 	struct fab_listener *lis = nullptr;
 	struct fab_conn *sc = nullptr, *cc = nullptr;
 	struct fab_pd *pd = nullptr;
-	struct fab_qp_caps caps = { 32, 32, 4, 4 };
+	struct fab_qp_caps caps = {32, 32, 4, 4};
 	std::string addr;
 	bool soft = false;
 	struct fab_cm_event s_req = {}, c_est = {};
@@ -40,6 +42,8 @@ protected:
 		soft = provider_is_soft(fab);
 		ASSERT_EQ(fab_channel_create(fab, &sch), 0);
 		ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+		pump_register(sch);
+		pump_register(cch);
 		ASSERT_EQ(fab_cq_create(fab, 64, &s_scq), 0);
 		ASSERT_EQ(fab_cq_create(fab, 64, &s_rcq), 0);
 		ASSERT_EQ(fab_cq_create(fab, 64, &c_scq), 0);
@@ -56,6 +60,8 @@ protected:
 		fab_cq_destroy(s_rcq);
 		fab_cq_destroy(c_scq);
 		fab_cq_destroy(c_rcq);
+		pump_unregister(sch);
+		pump_unregister(cch);
 		fab_channel_destroy(sch);
 		fab_channel_destroy(cch);
 		fab_close(fab);
@@ -63,8 +69,7 @@ protected:
 
 	void listen(bool tcp = false)
 	{
-		addr = listen_addr(fab, tcp);
-		ASSERT_EQ(fab_listen(fab, sch, addr.c_str(), 8, &lis), 0) << fab_last_error();
+		ASSERT_EQ(listen_any(fab, sch, tcp, &addr, &lis), 0) << fab_last_error();
 	}
 
 	/* Connect cc -> sc; before accepting, prepost server receives via prepost(). */
@@ -79,10 +84,10 @@ protected:
 		def.initiator_depth = 4;
 		if (!lis)
 			listen();
-		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, cp ? cp : &def,
-				      &cc),
-			  0)
-			<< fab_last_error();
+		ASSERT_EQ(
+		    fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, cp ? cp : &def, &cc),
+		    0)
+		    << fab_last_error();
 		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &s_req));
 		sc = s_req.conn;
 		EXPECT_EQ(s_req.listener, lis);
@@ -160,7 +165,7 @@ TEST_F(FabConf, RdmaRead)
 	connect_pair();
 	ASSERT_EQ(local.reg(fab_conn_pd(cc), 100000, FAB_ACCESS_LOCAL_WRITE), 0);
 	/* Two SGEs on the local side scatter one Read. */
-	struct fab_sge sg[2] = { local.sge(0, 30000), local.sge(30000, 70000) };
+	struct fab_sge sg[2] = {local.sge(0, 30000), local.sge(30000, 70000)};
 	struct fab_send_wr wr = {};
 	wr.wr_id = 11;
 	wr.opcode = FAB_WR_RDMA_READ;
@@ -181,7 +186,7 @@ TEST_F(FabConf, RnrMovesBothQpsToError)
 	Buf b, sb;
 
 	ASSERT_EQ(b.reg(pd, 4096, kAll), 0);
-	connect_pair();	/* no receives posted on the server */
+	connect_pair(); /* no receives posted on the server */
 	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
 	expect_wc(c_scq, 1, FAB_WC_RNR_RETRY_EXC_ERR);
@@ -189,9 +194,49 @@ TEST_F(FabConf, RnrMovesBothQpsToError)
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 2), 0);
 	expect_wc(c_scq, 2, FAB_WC_WR_FLUSH_ERR);
 	if (!soft)
-		return;	/* on IB the responder QP survives an RNR NAK */
+		return; /* on IB the responder QP survives an RNR NAK */
 	ASSERT_EQ(post_one_recv(sc, b, 0, 4096, 3), 0);
 	expect_wc(s_rcq, 3, FAB_WC_WR_FLUSH_ERR);
+}
+
+/* With rnr_retry_count 7 (retry forever) a Send waits for the receive instead. */
+TEST_F(FabConf, RnrRetryWaitsForAReceive)
+{
+	Buf b, sb;
+	struct fab_conn_param cp = {};
+
+	cp.responder_resources = 4;
+	cp.initiator_depth = 4;
+	cp.rnr_retry_count = 7;
+	ASSERT_EQ(b.reg(pd, 4096, kAll), 0);
+	connect_pair([] {}, &cp);
+	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	sb.fill(8);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
+	EXPECT_TRUE(cq_quiet(c_scq, 50));
+	ASSERT_EQ(post_one_recv(sc, b, 0, 4096, 2), 0);
+	expect_wc(s_rcq, 2, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 1, FAB_WC_SUCCESS);
+	EXPECT_EQ(memcmp(b.p(), sb.p(), 64), 0);
+}
+
+/* A Send stuck retrying RNR does not hide the sender's disconnect from the receiver. */
+TEST_F(FabConf, DisconnectDuringRnrRetry)
+{
+	Buf sb;
+	struct fab_conn_param cp = {};
+	struct fab_cm_event ev;
+
+	cp.rnr_retry_count = 7;
+	connect_pair([] {}, &cp);
+	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
+	usleep(30000);
+	ASSERT_EQ(fab_disconnect(cc), 0);
+	expect_wc(c_scq, 1, FAB_WC_WR_FLUSH_ERR);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	EXPECT_EQ(ev.conn, sc);
 }
 
 TEST_F(FabConf, BadRkeyIsRemoteAccessError)
@@ -248,9 +293,8 @@ TEST_F(FabConf, AccessRightsViolation)
 	connect_pair();
 	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	src.fill(1);
-	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 128, 1, true, ro.raddr(),
-				ro.mr->rkey),
-		  0);
+	ASSERT_EQ(
+	    post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 128, 1, true, ro.raddr(), ro.mr->rkey), 0);
 	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
 	EXPECT_EQ(ro.p()[0], 0);
 }
@@ -262,9 +306,8 @@ TEST_F(FabConf, ReadNeedsRemoteReadRight)
 	ASSERT_EQ(wo.reg(pd, 4096, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE), 0);
 	connect_pair();
 	ASSERT_EQ(dst.reg(fab_conn_pd(cc), 4096, kAll), 0);
-	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_READ, dst, 0, 128, 1, true, wo.raddr(),
-				wo.mr->rkey),
-		  0);
+	ASSERT_EQ(
+	    post_one_send(cc, FAB_WR_RDMA_READ, dst, 0, 128, 1, true, wo.raddr(), wo.mr->rkey), 0);
 	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
 }
 
@@ -286,9 +329,8 @@ TEST_F(FabConf, SendWithInvalidate)
 				cbuf.mr->rkey),
 		  0);
 	expect_wc(s_scq, 1, FAB_WC_SUCCESS);
-	ASSERT_EQ(post_one_send(sc, FAB_WR_SEND_WITH_INV, smsg, 0, 100, 2, true, 0, 0,
-				cbuf.mr->rkey),
-		  0);
+	ASSERT_EQ(
+	    post_one_send(sc, FAB_WR_SEND_WITH_INV, smsg, 0, 100, 2, true, 0, 0, cbuf.mr->rkey), 0);
 	expect_wc(s_scq, 2, FAB_WC_SUCCESS);
 	struct fab_wc wc;
 	expect_wc(c_rcq, 50, FAB_WC_SUCCESS, &wc);
@@ -396,12 +438,17 @@ TEST_F(FabConf, ConnectToNobodyIsConnectError)
 		GTEST_SKIP() << "address resolution timing differs on verbs";
 	struct fab_cm_event ev;
 
-	ASSERT_EQ(fab_connect(fab, cch, "unix:/tmp/rr-fab-nobody-listens.sock", c_scq, c_rcq,
-			      &caps, nullptr, &cc),
+	ASSERT_EQ(fab_connect(fab, cch, "unix:/tmp/rr-fab-nobody-listens.sock", c_scq, c_rcq, &caps,
+			      nullptr, &cc),
 		  0);
 	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
 	EXPECT_EQ(ev.conn, cc);
 	EXPECT_LT(ev.status, 0);
+	fab_conn_destroy(cc);
+	cc = nullptr;
+	ASSERT_EQ(fab_connect(fab, cch, "tcp:127.0.0.1:1", c_scq, c_rcq, &caps, nullptr, &cc), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_CONNECT_ERROR, &ev));
+	EXPECT_EQ(ev.status, -ECONNREFUSED);
 }
 
 TEST_F(FabConf, ReceiveTooSmallIsLengthError)
@@ -465,7 +512,7 @@ TEST_F(FabConf, CqFdBecomesReadableAfterArm)
 	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
 	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	ASSERT_EQ(fab_cq_arm(s_rcq), 0);
-	struct pollfd p = { fab_cq_fd(s_rcq), POLLIN, 0 };
+	struct pollfd p = {fab_cq_fd(s_rcq), POLLIN, 0};
 	EXPECT_EQ(poll(&p, 1, 0), 0) << "fd readable with nothing completed";
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 8, 2), 0);
 	ASSERT_EQ(poll(&p, 1, 5000), 1);
@@ -474,6 +521,148 @@ TEST_F(FabConf, CqFdBecomesReadableAfterArm)
 	ASSERT_EQ(fab_cq_poll(s_rcq, &wc, 1), 1);
 	EXPECT_EQ(wc.wr_id, 1u);
 	EXPECT_EQ(poll(&p, 1, 0), 0);
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS); /* cb stays ours until then */
+}
+
+TEST_F(FabConf, BadLkeyIsLocalProtectionError)
+{
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	struct fab_sge s = src.sge(0, 64);
+	s.lkey ^= 0x00ffff00u;
+	struct fab_send_wr wr = {};
+	wr.wr_id = 1;
+	wr.opcode = FAB_WR_RDMA_WRITE;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.signaled = true;
+	wr.remote_addr = target.raddr();
+	wr.rkey = target.mr->rkey;
+	int rc = fab_post_send(cc, &wr, nullptr);
+	if (rc == 0)
+		expect_wc(c_scq, 1, FAB_WC_LOC_PROT_ERR);
+	else
+		EXPECT_EQ(rc, -EINVAL);
+}
+
+TEST_F(FabConf, DisconnectFlushesOutstandingSends)
+{
+	if (!soft)
+		GTEST_SKIP() << "needs the soft completion-delay hook";
+	Buf target, src;
+
+	ASSERT_EQ(target.reg(pd, 65536, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 65536, kAll), 0);
+	struct fab_soft_fault f = {};
+	f.delay_us = 200000; /* answers arrive after we hang up */
+	ASSERT_EQ(fab_soft_fault_set(cc, &f), 0);
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 1024, i, false,
+					target.raddr(), target.mr->rkey),
+			  0);
+	ASSERT_EQ(fab_disconnect(cc), 0);
+	for (int i = 0; i < 3; i++)
+		expect_wc(c_scq, i, FAB_WC_WR_FLUSH_ERR); /* unsignalled, but failed */
+	struct fab_cm_event ev;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	/* Posting on a disconnected QP flushes at once. */
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, src, 0, 8, 9), 0);
+	expect_wc(c_scq, 9, FAB_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(FabConf, TwoConnsShareOneCq)
+{
+	Buf sb, cb;
+	struct fab_conn *cc2, *sc2;
+	struct fab_cm_event ev;
+
+	ASSERT_EQ(sb.reg(pd, 8192, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, nullptr, &cc2), 0);
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+	sc2 = ev.conn;
+	ASSERT_EQ(fab_conn_create_qp(sc2, s_scq, s_rcq, &caps), 0);
+	ASSERT_EQ(post_one_recv(sc2, sb, 4096, 4096, 2), 0);
+	ASSERT_EQ(fab_accept(sc2, nullptr), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	fab_conn_set_context(sc2, &cb);
+	EXPECT_EQ(fab_conn_get_context(sc2), &cb);
+	ASSERT_EQ(post_one_send(cc2, FAB_WR_SEND, cb, 0, 10, 20), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 10, 10), 0);
+	for (int i = 0; i < 2; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(s_rcq, &wc));
+		EXPECT_EQ(wc.status, FAB_WC_SUCCESS);
+		EXPECT_EQ(wc.conn, wc.wr_id == 1 ? sc : sc2);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(c_scq, &wc));
+		EXPECT_EQ(wc.conn, wc.wr_id == 10 ? cc : cc2);
+	}
+	fab_conn_destroy(cc2);
+	fab_conn_destroy(sc2);
+}
+
+TEST_F(FabConf, StatsCountReceivesAndRegistrations)
+{
+	Buf sb, cb;
+	struct fab_stats a, b;
+
+	fab_get_stats(fab, &a);
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 300, 2), 0);
+	expect_wc(s_rcq, 1, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS);
+	fab_get_stats(fab, &b);
+	EXPECT_EQ(b.registrations - a.registrations, 2u);
+	EXPECT_EQ(b.recv_posted - a.recv_posted, 1u);
+	EXPECT_EQ(b.recv_bytes - a.recv_bytes, 300u);
+	EXPECT_EQ(b.wr_posted[FAB_WR_SEND] - a.wr_posted[FAB_WR_SEND], 1u);
+	EXPECT_EQ(b.bytes[FAB_WR_SEND] - a.bytes[FAB_WR_SEND], 300u);
+}
+
+/* Both sides pull and push megabytes at each other at once: nobody may stall. */
+TEST_F(FabConf, BidirectionalBulkDoesNotDeadlock)
+{
+	const size_t MB = 1 << 20;
+	const int N = 8;
+	Buf sbuf, cbuf;
+
+	ASSERT_EQ(sbuf.reg(pd, 2 * N * MB, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(cbuf.reg(fab_conn_pd(cc), 2 * N * MB, kAll), 0);
+	sbuf.fill(21);
+	cbuf.fill(42);
+	/* First half of each buffer is the source the peer reads; second half is written into. */
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_READ, sbuf, (N + i) * MB, MB, 100 + i, true,
+					cbuf.raddr(i * MB), cbuf.mr->rkey),
+			  0);
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, cbuf, i * MB, MB, 200 + i, true,
+					sbuf.raddr(i * MB), sbuf.mr->rkey),
+			  0);
+	}
+	for (int i = 0; i < N; i++) {
+		expect_wc(s_scq, 100 + i, FAB_WC_SUCCESS);
+		expect_wc(c_scq, 200 + i, FAB_WC_SUCCESS);
+	}
+	/* Server read the client's pattern; the client wrote its own pattern over the server's. */
+	for (size_t i = 0; i < N * MB; i += 4093) {
+		ASSERT_EQ(sbuf.p()[N * MB + i], (uint8_t)(i * 7 + 42)) << i;
+		ASSERT_EQ(sbuf.p()[i], (uint8_t)(i * 7 + 42)) << i;
+	}
 }
 
 /* --- soft-only: fault hooks -------------------------------------------------- */
@@ -560,6 +749,95 @@ TEST_F(FabConf, SoftFaultDelayAndParse)
 	EXPECT_GE(now_ms() - t0, 45);
 }
 
+TEST_F(FabConf, SoftFaultDropAfterBytes)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	Buf target, src;
+	struct fab_soft_fault f = {};
+
+	ASSERT_EQ(target.reg(pd, 1 << 20, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 1 << 20, kAll), 0);
+	f.drop_after_bytes = 100000;
+	ASSERT_EQ(fab_soft_fault_set(cc, &f), 0);
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 65536, i, true,
+					target.raddr(), target.mr->rkey),
+			  0);
+	struct fab_cm_event ev;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	int ok = 0;
+	for (int i = 0; i < 8; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(c_scq, &wc));
+		ok += wc.status == FAB_WC_SUCCESS;
+	}
+	EXPECT_LE(ok, 2);
+}
+
+TEST_F(FabConf, SoftFaultFromEnvironment)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft fault injection";
+	struct fab_fabric *f2;
+
+	setenv("RPCRDMA_SOFT_FAULT", "fail_next_write=1", 1);
+	int rc = fab_open("soft", &f2);
+	unsetenv("RPCRDMA_SOFT_FAULT");
+	ASSERT_EQ(rc, 0);
+	setenv("RPCRDMA_SOFT_FAULT", "nonsense=1", 1);
+	struct fab_fabric *bad = nullptr;
+	EXPECT_EQ(fab_open("soft", &bad), -EINVAL);
+	unsetenv("RPCRDMA_SOFT_FAULT");
+
+	/* Rebuild the fixture on the faulty fabric. */
+	TearDown();
+	sch = cch = nullptr;
+	s_scq = s_rcq = c_scq = c_rcq = nullptr;
+	sc = cc = nullptr;
+	lis = nullptr;
+	fab = f2;
+	ASSERT_EQ(fab_channel_create(fab, &sch), 0);
+	ASSERT_EQ(fab_channel_create(fab, &cch), 0);
+	pump_register(sch);
+	pump_register(cch);
+	ASSERT_EQ(fab_cq_create(fab, 64, &s_scq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &s_rcq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &c_scq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &c_rcq), 0);
+	ASSERT_EQ(fab_pd_get(fab, &pd), 0);
+	Buf target, src;
+	ASSERT_EQ(target.reg(pd, 4096, kAll), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 64, 1, true, target.raddr(),
+				target.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(FabConf, SoftTcpIpv6Loopback)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft address syntax";
+	Buf sb, cb;
+
+	addr = "tcp:[::1]:" + std::to_string(30000 + (getpid() * 16 + 15) % 20000);
+	int rc = fab_listen(fab, sch, addr.c_str(), 4, &lis);
+	if (rc)
+		GTEST_SKIP() << "no IPv6 loopback: " << fab_last_error();
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 4096, 1), 0); });
+	EXPECT_EQ(std::string(fab_conn_peer(sc)).rfind("[::1]:", 0), 0u) << fab_conn_peer(sc);
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 32, 2), 0);
+	expect_wc(s_rcq, 1, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 2, FAB_WC_SUCCESS);
+}
+
 /* --- two processes --------------------------------------------------------------- */
 
 /*
@@ -567,8 +845,9 @@ TEST_F(FabConf, SoftFaultDelayAndParse)
  * its private data. We Read it, Write a new pattern, then Send; it checks its
  * memory and answers with a Send carrying 1 (good) or 0.
  */
-class FabTwoProc : public FabConf {
-protected:
+class FabTwoProc : public FabConf
+{
+      protected:
 	void run(bool tcp)
 	{
 		if (!soft)
@@ -595,19 +874,20 @@ protected:
 		memcpy(&rlen, s_req.private_data + 12, 4);
 		ASSERT_EQ(rlen, 65536u);
 		ASSERT_EQ(fab_conn_create_qp(sc, s_scq, s_rcq, &caps), 0);
-		ASSERT_EQ(post_one_recv(sc, rmsg, 0, 256, 1), 0);
+		ASSERT_EQ(post_one_recv(sc, rmsg, 128, 128, 5), 0); /* hello */
+		ASSERT_EQ(post_one_recv(sc, rmsg, 0, 128, 1), 0);   /* verdict */
 		struct fab_conn_param ap = {};
 		ASSERT_EQ(fab_accept(sc, &ap), 0);
 		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
-		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_READ, local, 0, 65536, 2, true, raddr,
-					rkey),
-			  0);
+		expect_wc(s_rcq, 5, FAB_WC_SUCCESS);
+		ASSERT_EQ(
+		    post_one_send(sc, FAB_WR_RDMA_READ, local, 0, 65536, 2, true, raddr, rkey), 0);
 		expect_wc(s_scq, 2, FAB_WC_SUCCESS);
 		EXPECT_TRUE(local.check(77)) << "Read did not fetch the helper's pattern";
 		local.fill(13);
-		ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_WRITE, local, 0, 65536, 3, false, raddr,
-					rkey),
-			  0);
+		ASSERT_EQ(
+		    post_one_send(sc, FAB_WR_RDMA_WRITE, local, 0, 65536, 3, false, raddr, rkey),
+		    0);
 		ASSERT_EQ(post_one_send(sc, FAB_WR_SEND, smsg, 0, 8, 4), 0);
 		expect_wc(s_scq, 4, FAB_WC_SUCCESS);
 		struct fab_wc wc;

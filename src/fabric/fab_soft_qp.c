@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fab_soft_qp.c - the "soft" provider's queue pair: send and receive queues,
+ * posting, in-order completion, and the move to error that flushes them.
+ *
+ * A send WR is completed only when answered by the peer and no I/O thread
+ * still reads or fills its SGEs, so a buffer is never touched after the user
+ * saw its completion.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "fabric/fab_soft_int.h"
+
+/* --- queue pair --------------------------------------------------------- */
+
+int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
+		  const struct fab_qp_caps *caps)
+{
+	struct fab_qp_caps k = *caps;
+
+	if (!send_cq || !recv_cq)
+		return fab_set_error(-EINVAL, "soft: QP needs send and receive CQs");
+	if (!k.max_send_wr)
+		k.max_send_wr = 1;
+	if (!k.max_recv_wr)
+		k.max_recv_wr = 1;
+	if (!k.max_send_sge)
+		k.max_send_sge = 1;
+	if (!k.max_recv_sge)
+		k.max_recv_sge = 1;
+	if (k.max_send_wr > 65536 || k.max_recv_wr > 65536 || k.max_send_sge > 32 ||
+	    k.max_recv_sge > 32)
+		return fab_set_error(-EINVAL, "soft: QP caps too large");
+	c->caps = k;
+	c->sq = calloc(k.max_send_wr, sizeof(*c->sq));
+	c->sq_sge = calloc((size_t)k.max_send_wr * k.max_send_sge, sizeof(*c->sq_sge));
+	c->rq = calloc(k.max_recv_wr, sizeof(*c->rq));
+	c->rq_sge = calloc((size_t)(k.max_recv_wr + 1) * k.max_recv_sge, sizeof(*c->rq_sge));
+	c->ctl_cap = 64;
+	c->ctl = calloc(c->ctl_cap, sizeof(*c->ctl));
+	if (!c->sq || !c->sq_sge || !c->rq || !c->rq_sge || !c->ctl) {
+		soft_qp_free(c);
+		return fab_set_error(-ENOMEM, "soft: out of memory for QP");
+	}
+	for (uint32_t i = 0; i < k.max_send_wr; i++)
+		c->sq[i].sge = &c->sq_sge[(size_t)i * k.max_send_sge];
+	for (uint32_t i = 0; i < k.max_recv_wr; i++)
+		c->rq[i].sge = &c->rq_sge[(size_t)i * k.max_recv_sge];
+	c->scq = (struct soft_cq *)send_cq;
+	c->rcq = (struct soft_cq *)recv_cq;
+	c->has_qp = true;
+	return 0;
+}
+
+void soft_qp_free(struct soft_conn *c)
+{
+	free(c->sq);
+	free(c->sq_sge);
+	free(c->rq);
+	free(c->rq_sge);
+	free(c->ctl);
+	c->sq = NULL;
+	c->sq_sge = NULL;
+	c->rq = NULL;
+	c->rq_sge = NULL;
+	c->ctl = NULL;
+	c->has_qp = false;
+}
+
+static enum fab_wc_opcode wc_opcode(enum fab_wr_opcode op)
+{
+	switch (op) {
+	case FAB_WR_RDMA_WRITE:
+		return FAB_WC_RDMA_WRITE;
+	case FAB_WR_RDMA_READ:
+		return FAB_WC_RDMA_READ;
+	default:
+		return FAB_WC_SEND;
+	}
+}
+
+/* Complete send WRs in order; in error, flush all that no thread is using. */
+void soft_sq_progress_locked(struct soft_conn *c)
+{
+	while (c->sq_head < c->sq_tail) {
+		struct soft_swr *e = soft_sq_at(c, c->sq_head);
+
+		if (e->busy)
+			break;
+		if (!e->done) {
+			if (!c->qp_err)
+				break;
+			e->done = true;
+			e->st = FAB_WC_WR_FLUSH_ERR;
+		}
+		if (e->signaled || e->st != FAB_WC_SUCCESS) {
+			struct fab_wc wc = {
+			    .wr_id = e->wr_id,
+			    .status = e->st,
+			    .opcode = wc_opcode(e->op),
+			    .byte_len = e->len,
+			    .conn = (struct fab_conn *)c,
+			};
+			soft_cq_push(c->scq, &wc);
+		}
+		c->sq_head++;
+	}
+	if (c->sq_resp < c->sq_head)
+		c->sq_resp = c->sq_head;
+	if (c->sq_tx < c->sq_head)
+		c->sq_tx = c->sq_head;
+}
+
+void soft_rq_flush_locked(struct soft_conn *c)
+{
+	if (!c->qp_err || c->rx_busy)
+		return;
+	while (c->rq_head < c->rq_tail) {
+		struct soft_rwr *r = &c->rq[c->rq_head % c->caps.max_recv_wr];
+		struct fab_wc wc = {
+		    .wr_id = r->wr_id,
+		    .status = FAB_WC_WR_FLUSH_ERR,
+		    .opcode = FAB_WC_RECV,
+		    .conn = (struct fab_conn *)c,
+		};
+
+		soft_cq_push(c->rcq, &wc);
+		c->rq_head++;
+	}
+}
+
+void soft_qp_error_locked(struct soft_conn *c, bool tell_peer)
+{
+	if (!c->has_qp)
+		return;
+	if (!c->qp_err) {
+		c->qp_err = true;
+		if (tell_peer && !c->dead)
+			soft_ctl_push_locked(c, SOFT_QP_ERR, 0, 0, NULL);
+	}
+	soft_sq_progress_locked(c);
+	soft_rq_flush_locked(c);
+	pthread_cond_broadcast(&c->cond);
+}
+
+void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n, void *addr)
+{
+	struct soft_ctl *it;
+
+	if (type == SOFT_ACK && c->ctl_n) {
+		it = &c->ctl[(c->ctl_head + c->ctl_n - 1) % c->ctl_cap];
+		if (it->type == SOFT_ACK && it->n < UINT32_MAX - n) {
+			it->n += n;
+			return;
+		}
+	}
+	if (c->ctl_n == c->ctl_cap) {
+		uint32_t ncap = c->ctl_cap * 2;
+		struct soft_ctl *r = malloc(ncap * sizeof(*r));
+
+		if (!r) {
+			/* Cannot answer: the link is as good as dead. */
+			c->dead = true;
+			shutdown(c->fd, SHUT_RDWR);
+			return;
+		}
+		for (uint32_t i = 0; i < c->ctl_n; i++)
+			r[i] = c->ctl[(c->ctl_head + i) % c->ctl_cap];
+		free(c->ctl);
+		c->ctl = r;
+		c->ctl_head = 0;
+		c->ctl_cap = ncap;
+	}
+	it = &c->ctl[(c->ctl_head + c->ctl_n) % c->ctl_cap];
+	it->type = type;
+	it->status = status;
+	it->n = n;
+	it->addr = addr;
+	c->ctl_n++;
+	pthread_cond_broadcast(&c->cond);
+}
+
+int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr **bad)
+{
+	struct soft_conn *c = soft_conn(fc);
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (; wr; wr = wr->next) {
+		struct soft_swr *e;
+
+		if (!c->has_qp ||
+		    (!c->qp_err && c->state != SOFT_S_EST && c->state != SOFT_S_CONNECTING)) {
+			rc = fab_set_error(-EINVAL, "soft: QP not ready to send");
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > c->caps.max_send_sge ||
+		    (unsigned int)wr->opcode > FAB_WR_RDMA_READ) {
+			rc = fab_set_error(-EINVAL, "soft: bad send WR");
+			break;
+		}
+		if (c->sq_tail - c->sq_head >= c->caps.max_send_wr) {
+			rc = fab_set_error(-ENOMEM, "soft: send queue full");
+			break;
+		}
+		e = soft_sq_at(c, c->sq_tail);
+		e->wr_id = wr->wr_id;
+		e->op = wr->opcode;
+		e->signaled = wr->signaled;
+		e->done = false;
+		e->busy = 0;
+		e->st = FAB_WC_SUCCESS;
+		e->inv_rkey = wr->invalidate_rkey;
+		e->rkey = wr->rkey;
+		e->raddr = wr->remote_addr;
+		e->nsge = wr->num_sge;
+		e->len = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			e->sge[i] = wr->sg_list[i];
+			e->len += wr->sg_list[i].length;
+		}
+		if (!soft_local_ok(c->sf, e->sge, e->nsge, e->op == FAB_WR_RDMA_READ))
+			e->st = FAB_WC_LOC_PROT_ERR; /* the writer fails it in order */
+		fab_count_send(&c->sf->base, wr);
+		c->sq_tail++;
+	}
+	if (rc && bad)
+		*bad = wr;
+	if (c->qp_err)
+		soft_sq_progress_locked(c);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_wr **bad)
+{
+	struct soft_conn *c = soft_conn(fc);
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (; wr; wr = wr->next) {
+		struct soft_rwr *r;
+
+		if (!c->has_qp) {
+			rc = fab_set_error(-EINVAL, "soft: no QP");
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > c->caps.max_recv_sge ||
+		    !soft_local_ok(c->sf, wr->sg_list, wr->num_sge, true)) {
+			rc = fab_set_error(-EINVAL,
+					   "soft: bad receive WR (sge count, lkey or access)");
+			break;
+		}
+		if (c->rq_tail - c->rq_head >= c->caps.max_recv_wr) {
+			rc = fab_set_error(-ENOMEM, "soft: receive queue full");
+			break;
+		}
+		r = &c->rq[c->rq_tail % c->caps.max_recv_wr];
+		r->wr_id = wr->wr_id;
+		r->nsge = wr->num_sge;
+		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*r->sge));
+		c->rq_tail++;
+		fab_count(&c->sf->base.cnt.recv_posted, 1);
+	}
+	if (rc && bad)
+		*bad = wr;
+	soft_rq_flush_locked(c);
+	pthread_cond_broadcast(&c->cond); /* a reader may wait out an RNR */
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}

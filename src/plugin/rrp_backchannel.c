@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rrp_backchannel.c - NFSv4.1 callbacks on the client's own RDMA connection
+ * (RFC 8167), for stock ganesha 4.3.
+ *
+ * ganesha makes its backchannel with clnt_vc_ncreate_svc(xprt, ...) and
+ * drives calls with clnt_req_setup / CLNT_CALL_BACK / CLNT_CALL_WAIT /
+ * clnt_req_release, all ntirpc calls made through the PLT. For transports of
+ * ours these are answered here: the CLIENT is ours, its calls go out as
+ * reverse-direction RDMA_MSG through the engine (own XID space, own credits),
+ * and answers come back through the engine's bc_reply / bc_error upcalls.
+ * For every other transport the real ntirpc function runs.
+ *
+ * Completion rules: a reply, an RDMA_ERROR answer (ERR_CHUNK), a timeout or
+ * the loss of the connection completes the clnt_req exactly once, through
+ * its cc_process_cb. ganesha's callback hooks then free the CB_SEQUENCE slot
+ * with its sequence advanced (nfs41_release_single), so a callback the client
+ * refused with ERR_CHUNK never leaves the slot busy (RFC 8267 section 4.5).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rpc/rpc.h>
+#include <rpc/clnt.h>
+
+#include "plugin/rrp_plugin.h"
+#include "plugin/rrp_xdr.h"
+#include "rpcrdma/rr_proto.h"
+
+#define NTIRPC_TAG "NTIRPC_4.3"
+#define EXPORTED __attribute__((visibility("default")))
+#define BC_EAGAIN_WAIT_MS 2000	/* wait this long for a backchannel credit */
+
+struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt);
+
+struct rrp_clnt {
+	CLIENT clnt;			/* first: ganesha sees only this */
+	struct clnt_ops ops;
+	SVCXPRT *xprt;			/* SVC_REF held until cl_destroy */
+	struct rr_conn *conn;		/* valid while !dead (bc_lock) */
+	uint32_t prog, vers;
+	uint32_t next_xid;
+	bool dead;
+	struct rrp_clnt *next;		/* all_clients */
+};
+
+/* A callback awaiting its answer. */
+struct rrp_pending {
+	struct rrp_pending *next;
+	struct clnt_req *cc;
+	struct rrp_clnt *cl;
+	struct rr_conn *conn;
+	uint32_t xid;
+	struct timespec deadline;
+};
+
+/* Few callbacks are ever in flight: one lock and lists are enough. */
+static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rrp_pending *pending;
+static struct rrp_clnt *all_clients;
+static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
+
+static void *real(const char *name)
+{
+	void *p = dlvsym(RTLD_NEXT, name, NTIRPC_TAG);
+
+	return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+static bool is_ours(CLIENT *clnt)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&bc_lock);
+	for (struct rrp_clnt *c = all_clients; c; c = c->next)
+		if (&c->clnt == clnt)
+			found = true;
+	pthread_mutex_unlock(&bc_lock);
+	return found;
+}
+
+/* Unlink and return the pending entry of @cc (or by conn + xid). */
+static struct rrp_pending *take_locked(struct clnt_req *cc, struct rr_conn *conn, uint32_t xid)
+{
+	for (struct rrp_pending **pp = &pending; *pp; pp = &(*pp)->next) {
+		struct rrp_pending *p = *pp;
+
+		if ((cc && p->cc == cc) || (!cc && p->conn == conn && p->xid == xid)) {
+			*pp = p->next;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Finish a callback once: the status is set, ganesha's hook runs. */
+static void complete(struct clnt_req *cc, enum clnt_stat st)
+{
+	if (st != RPC_SUCCESS)
+		cc->cc_error.re_status = st;
+	cc->cc_refreshes = 0;
+	cc->cc_flags |= CLNT_REQ_FLAG_ACKSYNC;
+	cc->cc_process_cb(cc);
+}
+
+/* Default completion for CLNT_CALL_WAIT: wake the waiter. */
+static void wake_waiter(struct clnt_req *cc)
+{
+	pthread_mutex_lock(&cc->cc_we.mtx);
+	pthread_cond_signal(&cc->cc_we.cv);
+	pthread_mutex_unlock(&cc->cc_we.mtx);
+}
+
+/* ---- timeouts -------------------------------------------------------- */
+
+static bool before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static void *timer_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec now;
+		struct rrp_pending *expired = NULL;
+
+		usleep(100 * 1000);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		pthread_mutex_lock(&bc_lock);
+		for (struct rrp_pending **pp = &pending; *pp;) {
+			struct rrp_pending *p = *pp;
+
+			if (before(&p->deadline, &now)) {
+				*pp = p->next;
+				p->next = expired;
+				expired = p;
+			} else {
+				pp = &p->next;
+			}
+		}
+		pthread_mutex_unlock(&bc_lock);
+		while (expired) {
+			struct rrp_pending *p = expired;
+
+			expired = p->next;
+			fprintf(stderr, "rpcrdma: callback xid %#x: no answer, timed out\n", p->xid);
+			complete(p->cc, RPC_TIMEDOUT);
+			free(p);
+		}
+	}
+	return NULL;
+}
+
+static void start_timer(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, timer_thread, NULL);
+	pthread_detach(t);
+}
+
+/* ---- CLIENT ops ------------------------------------------------------- */
+
+static enum clnt_stat bc_call(struct clnt_req *cc)
+{
+	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
+	struct rrp_xdr_enc *enc = malloc(sizeof(*enc));
+	struct iovec iov[RRP_ENC_MAX_SEG];
+	XDR *x;
+	int n, ret = -ENOTCONN;
+
+	if (!enc || rrp_xdr_enc_init(enc)) {
+		free(enc);
+		return RPC_SYSTEMERROR;
+	}
+	x = &enc->xdrs;
+	if (!XDR_PUTUINT32(x, cc->cc_xid) || !XDR_PUTUINT32(x, CALL) ||
+	    !XDR_PUTUINT32(x, RPC_MSG_VERSION) || !XDR_PUTUINT32(x, cl->prog) ||
+	    !XDR_PUTUINT32(x, cl->vers) || !XDR_PUTUINT32(x, cc->cc_proc) ||
+	    !AUTH_MARSHALL(cc->cc_auth, x) ||
+	    !AUTH_WRAP(cc->cc_auth, x, cc->cc_call.proc, cc->cc_call.where) || enc->failed) {
+		rrp_xdr_enc_fini(enc);
+		free(enc);
+		return RPC_CANTENCODEARGS;
+	}
+	n = rrp_xdr_enc_iov(enc, iov);
+	for (int waited = 0;; waited += 10) {
+		pthread_mutex_lock(&bc_lock);
+		ret = cl->dead ? -ENOTCONN : rr_conn_bc_send(cl->conn, cc->cc_xid, iov, n);
+		pthread_mutex_unlock(&bc_lock);
+		if (ret != -EAGAIN || waited >= BC_EAGAIN_WAIT_MS)
+			break;
+		usleep(10 * 1000); /* the client's backchannel grant is in use */
+	}
+	rrp_xdr_enc_fini(enc);
+	free(enc);
+	switch (ret) {
+	case 0:
+		return RPC_SUCCESS;
+	case -EMSGSIZE:
+		fprintf(stderr, "rpcrdma: callback xid %#x proc %u is larger than the client's "
+				"inline threshold: not sent (RFC 8167 callbacks are inline only)\n",
+			cc->cc_xid, cc->cc_proc);
+		return RPC_CANTENCODEARGS;
+	default:
+		return RPC_CANTSEND;
+	}
+}
+
+static void bc_abort(CLIENT *clnt)
+{
+	(void)clnt;
+}
+
+static bool bc_freeres(CLIENT *clnt, xdrproc_t xres, void *resp)
+{
+	XDR x;
+
+	(void)clnt;
+	memset(&x, 0, sizeof(x));
+	x.x_op = XDR_FREE;
+	return xres(&x, resp);
+}
+
+static void bc_destroy(CLIENT *clnt)
+{
+	struct rrp_clnt *cl = (struct rrp_clnt *)clnt;
+
+	pthread_mutex_lock(&bc_lock);
+	for (struct rrp_clnt **pp = &all_clients; *pp; pp = &(*pp)->next) {
+		if (*pp == cl) {
+			*pp = cl->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&bc_lock);
+	SVC_RELEASE(cl->xprt, SVC_RELEASE_FLAG_NONE);
+	pthread_mutex_destroy(&clnt->cl_lock);
+	free(cl);
+}
+
+static bool bc_control(CLIENT *clnt, u_int rq, void *in)
+{
+	(void)clnt;
+	(void)rq;
+	(void)in;
+	return false;
+}
+
+/* ---- interposed ntirpc entry points ------------------------------------ */
+
+EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
+				     const rpcvers_t vers, const uint32_t flags)
+{
+	CLIENT *(*next)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t) =
+		(CLIENT * (*)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t))
+			real("clnt_vc_ncreate_svc");
+	struct rrp_clnt *cl;
+
+	if (!rrp_is_our_xprt((SVCXPRT *)xprt))
+		return next ? next(xprt, prog, vers, flags) : NULL;
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return NULL;
+	cl->ops.cl_call = bc_call;
+	cl->ops.cl_abort = bc_abort;
+	cl->ops.cl_freeres = bc_freeres;
+	cl->ops.cl_destroy = bc_destroy;
+	cl->ops.cl_control = bc_control;
+	cl->clnt.cl_ops = &cl->ops;
+	cl->clnt.cl_netid = (char *)"rdma";
+	cl->clnt.cl_tp = (char *)"rpcrdma";
+	cl->clnt.cl_refcnt = 1;
+	cl->clnt.cl_error.re_status = RPC_SUCCESS;
+	pthread_mutex_init(&cl->clnt.cl_lock, NULL);
+	cl->xprt = (SVCXPRT *)xprt;
+	SVC_REF(cl->xprt, SVC_REF_FLAG_NONE);
+	cl->conn = rrp_xprt_conn(cl->xprt);
+	cl->prog = (uint32_t)prog;
+	cl->vers = (uint32_t)vers;
+	/* Our own XID space (RFC 8167 section 4): start anywhere. */
+	cl->next_xid = (uint32_t)time(NULL) * 2654435761u;
+	pthread_mutex_lock(&bc_lock);
+	cl->dead = cl->conn == NULL;
+	cl->next = all_clients;
+	all_clients = cl;
+	pthread_mutex_unlock(&bc_lock);
+	pthread_once(&timer_once, start_timer);
+	fprintf(stderr, "rpcrdma: %s: backchannel up (prog %u)\n",
+		cl->conn ? rr_conn_peer(cl->conn) : "?", cl->prog);
+	return &cl->clnt;
+}
+
+EXPORTED enum clnt_stat clnt_req_setup(struct clnt_req *cc, struct timespec timeout)
+{
+	enum clnt_stat (*next)(struct clnt_req *, struct timespec) =
+		(enum clnt_stat(*)(struct clnt_req *, struct timespec))real("clnt_req_setup");
+	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
+
+	if (!is_ours(cc->cc_clnt))
+		return next(cc, timeout);
+	cc->cc_error.re_errno = 0;
+	cc->cc_error.re_status = RPC_SUCCESS;
+	cc->cc_flags = CLNT_REQ_FLAG_NONE;
+	cc->cc_process_cb = wake_waiter;
+	cc->cc_refreshes = 2;
+	cc->cc_timeout = timeout;
+	if (timeout.tv_sec <= 0 && timeout.tv_nsec <= 0)
+		cc->cc_timeout.tv_sec = 60; /* the Linux backchannel's own timeout */
+	pthread_mutex_lock(&bc_lock);
+	cc->cc_xid = ++cl->next_xid;
+	pthread_mutex_unlock(&bc_lock);
+	/* clnt_req_release drops this (as ntirpc's setup takes it). */
+	CLNT_REF(cc->cc_clnt, CLNT_REF_FLAG_NONE);
+	return RPC_SUCCESS;
+}
+
+/* Register @cc as pending (with its deadline), then send it. */
+static enum clnt_stat send_pending(struct clnt_req *cc)
+{
+	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
+	struct rrp_pending *p = calloc(1, sizeof(*p));
+	enum clnt_stat st;
+
+	if (!p)
+		return RPC_SYSTEMERROR;
+	p->cc = cc;
+	p->cl = cl;
+	p->xid = cc->cc_xid;
+	clock_gettime(CLOCK_MONOTONIC, &p->deadline);
+	p->deadline.tv_sec += cc->cc_timeout.tv_sec;
+	p->deadline.tv_nsec += cc->cc_timeout.tv_nsec;
+	if (p->deadline.tv_nsec >= 1000000000L) {
+		p->deadline.tv_sec++;
+		p->deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&bc_lock);
+	if (cl->dead) {
+		pthread_mutex_unlock(&bc_lock);
+		free(p);
+		return RPC_CANTSEND;
+	}
+	p->conn = cl->conn;
+	p->next = pending;
+	pending = p;
+	pthread_mutex_unlock(&bc_lock);
+
+	st = bc_call(cc);
+	if (st != RPC_SUCCESS) {
+		pthread_mutex_lock(&bc_lock);
+		p = take_locked(cc, NULL, 0);
+		pthread_mutex_unlock(&bc_lock);
+		free(p);
+	}
+	return st;
+}
+
+EXPORTED enum clnt_stat clnt_req_callback(struct clnt_req *cc)
+{
+	enum clnt_stat (*next)(struct clnt_req *) =
+		(enum clnt_stat(*)(struct clnt_req *))real("clnt_req_callback");
+
+	if (!is_ours(cc->cc_clnt))
+		return next(cc);
+	return send_pending(cc);
+}
+
+EXPORTED enum clnt_stat clnt_req_wait_reply(struct clnt_req *cc)
+{
+	enum clnt_stat (*next)(struct clnt_req *) =
+		(enum clnt_stat(*)(struct clnt_req *))real("clnt_req_wait_reply");
+	enum clnt_stat st;
+
+	if (!is_ours(cc->cc_clnt))
+		return next(cc);
+	/* clnt_req_fill left cc_we.mtx locked by this thread. */
+	st = send_pending(cc);
+	if (st != RPC_SUCCESS)
+		return st;
+	while (!(cc->cc_flags & CLNT_REQ_FLAG_ACKSYNC))
+		pthread_cond_wait(&cc->cc_we.cv, &cc->cc_we.mtx);
+	return cc->cc_error.re_status;
+}
+
+EXPORTED int clnt_req_release(struct clnt_req *cc)
+{
+	int (*next)(struct clnt_req *) = (int (*)(struct clnt_req *))real("clnt_req_release");
+
+	struct rrp_pending *p;
+	CLIENT *clnt = cc->cc_clnt;
+	int refs;
+
+	if (!is_ours(clnt))
+		return next(cc);
+	/* ntirpc's own release would look for its private connection record
+	 * (clnt_req_reset): do the same steps without it. */
+	refs = __atomic_sub_fetch(&cc->cc_refcnt, 1, __ATOMIC_ACQ_REL);
+	if (refs > 0)
+		return refs;
+	pthread_mutex_lock(&bc_lock);
+	p = take_locked(cc, NULL, 0);
+	pthread_mutex_unlock(&bc_lock);
+	free(p);
+	clnt_req_fini(cc);
+	CLNT_RELEASE(clnt, CLNT_RELEASE_FLAG_NONE);
+	cc->cc_free_cb(cc, cc->cc_size);
+	return refs;
+}
+
+/* ---- answers from the engine ------------------------------------------- */
+
+struct bc_answer {
+	struct rr_conn *conn;
+	size_t len;
+	uint8_t msg[];
+};
+
+static void decode_answer(void *arg)
+{
+	struct bc_answer *a = arg;
+	struct iovec iov = {a->msg, a->len};
+	struct rrp_xdr_dec dec;
+	struct rpc_msg m;
+	struct rrp_pending *p;
+	struct clnt_req *cc;
+
+	rrp_xdr_dec_init(&dec, &iov, 1);
+	memset(&m, 0, sizeof(m));
+	rpc_msg_init(&m);
+	if (!xdr_dplx_decode(&dec.xdrs, &m) || m.rm_direction != REPLY) {
+		free(a);
+		return;
+	}
+	pthread_mutex_lock(&bc_lock);
+	p = take_locked(NULL, a->conn, m.rm_xid);
+	pthread_mutex_unlock(&bc_lock);
+	if (!p) {
+		free(a);
+		return; /* timed out already, or never ours */
+	}
+	cc = p->cc;
+	free(p);
+	_seterr_reply(&m, &cc->cc_error);
+	if (cc->cc_error.re_status == RPC_SUCCESS && cc->cc_reply.proc &&
+	    !AUTH_UNWRAP(cc->cc_auth, &dec.xdrs, cc->cc_reply.proc, cc->cc_reply.where))
+		cc->cc_error.re_status = RPC_CANTDECODERES;
+	free(a);
+	complete(cc, RPC_SUCCESS);
+}
+
+void rrp_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len, uint32_t credits)
+{
+	struct bc_answer *a = malloc(sizeof(*a) + len);
+
+	(void)ctx;
+	(void)credits; /* the engine keeps the backchannel grant */
+	if (!a)
+		return;
+	a->conn = conn;
+	a->len = len;
+	memcpy(a->msg, msg, len);
+	/* ganesha's completion hooks take locks: run them on a worker. */
+	if (!rrp_queue_fn(decode_answer, a))
+		free(a);
+}
+
+struct bc_failure {
+	struct clnt_req *cc;
+	enum clnt_stat st;
+};
+
+static void fail_one(void *arg)
+{
+	struct bc_failure *f = arg;
+
+	complete(f->cc, f->st);
+	free(f);
+}
+
+void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
+{
+	struct rrp_pending *p;
+	struct bc_failure *f;
+
+	(void)ctx;
+	pthread_mutex_lock(&bc_lock);
+	p = take_locked(NULL, conn, xid);
+	pthread_mutex_unlock(&bc_lock);
+	if (!p)
+		return;
+	fprintf(stderr, "rpcrdma: %s: callback xid %#x refused with RDMA_ERROR %s\n",
+		rr_conn_peer(conn), xid, err == RR_ERR_CHUNK ? "ERR_CHUNK" : "ERR_VERS");
+	f = malloc(sizeof(*f));
+	if (f) {
+		f->cc = p->cc;
+		f->st = RPC_CANTDECODERES;
+		if (!rrp_queue_fn(fail_one, f))
+			free(f);
+	}
+	free(p);
+}
+
+/* The connection is gone: its clients send nothing more, and every pending
+ * callback on it fails at once. */
+void rrp_bc_conn_down(struct rr_conn *conn)
+{
+	struct rrp_pending *failed = NULL;
+
+	pthread_mutex_lock(&bc_lock);
+	for (struct rrp_clnt *c = all_clients; c; c = c->next)
+		if (c->conn == conn) {
+			c->dead = true;
+			c->conn = NULL;
+		}
+	for (struct rrp_pending **pp = &pending; *pp;) {
+		struct rrp_pending *p = *pp;
+
+		if (p->conn == conn) {
+			*pp = p->next;
+			p->next = failed;
+			failed = p;
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&bc_lock);
+	while (failed) {
+		struct rrp_pending *p = failed;
+		struct bc_failure *f = malloc(sizeof(*f));
+
+		failed = p->next;
+		if (f) {
+			f->cc = p->cc;
+			f->st = RPC_CANTRECV;
+			if (!rrp_queue_fn(fail_one, f))
+				free(f);
+		}
+		free(p);
+	}
+}

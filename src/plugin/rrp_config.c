@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rrp_config.c - read the RDMA block from ganesha's configuration file.
+ *
+ * ganesha 4.3 ignores top-level blocks it does not know, so the block lives in
+ * the same file the admin already edits. ganesha's own parser is not exported
+ * with headers, so this is a small parser for the same syntax: blocks
+ * `Name { ... }`, `Key = value;`, `#` comments, quoted strings, names
+ * compared without case as ganesha does.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "plugin/rrp_config.h"
+#include "rpcrdma/rr_proto.h"
+
+#define MAX_CONFIG_BYTES (1u << 20)
+
+void rrp_config_default(struct rrp_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->enable = true;
+	snprintf(c->listen_addr, sizeof(c->listen_addr), "0.0.0.0");
+	c->port = RR_NFS_RDMA_PORT;
+	snprintf(c->fabric, sizeof(c->fabric), "verbs");
+	c->credits = 64;
+	c->inline_threshold = 4096;
+	c->max_connections = 1024;
+	c->recv_mem_budget = 0;
+	c->max_ord = 16;
+	c->workers = 8;
+	c->nfs_port = 2049;
+	snprintf(c->stats_socket, sizeof(c->stats_socket), "/run/rpcrdma/stats.sock");
+}
+
+struct lexer {
+	const char *p;
+	int line;
+};
+
+/* Next token: a word, a quoted string, or one of { } = ; */
+static bool next_token(struct lexer *lx, char *tok, size_t len)
+{
+	size_t n = 0;
+
+	for (;;) {
+		while (isspace((unsigned char)*lx->p)) {
+			if (*lx->p == '\n')
+				lx->line++;
+			lx->p++;
+		}
+		if (*lx->p != '#')
+			break;
+		while (*lx->p && *lx->p != '\n')
+			lx->p++;
+	}
+	if (!*lx->p)
+		return false;
+	if (strchr("{}=;", *lx->p)) {
+		tok[0] = *lx->p++;
+		tok[1] = 0;
+		return true;
+	}
+	if (*lx->p == '"') {
+		lx->p++;
+		while (*lx->p && *lx->p != '"') {
+			if (n + 1 < len)
+				tok[n++] = *lx->p;
+			lx->p++;
+		}
+		if (*lx->p)
+			lx->p++;
+		tok[n] = 0;
+		return true;
+	}
+	while (*lx->p && !isspace((unsigned char)*lx->p) && !strchr("{}=;#", *lx->p)) {
+		if (n + 1 < len)
+			tok[n++] = *lx->p;
+		lx->p++;
+	}
+	tok[n] = 0;
+	return true;
+}
+
+static bool parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long n;
+	uint64_t mul = 1;
+
+	errno = 0;
+	n = strtoull(v, &end, 0);
+	if (errno || end == v || *v == '-')
+		return false;
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1024ull * 1024 * 1024, end++;
+	if (*end)
+		return false;
+	*out = (uint64_t)n * mul;
+	return true;
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1")) {
+		*out = true;
+		return true;
+	}
+	if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0")) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+static int set_range(const char *key, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+		     int line)
+{
+	uint64_t n;
+
+	if (!parse_u64(v, &n) || n < lo || n > hi) {
+		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is outside %llu..%llu (line %d)\n", key,
+			v, (unsigned long long)lo, (unsigned long long)hi, line);
+		return -EINVAL;
+	}
+	*out = n;
+	return 0;
+}
+
+static int set_string(const char *key, const char *v, char *dst, size_t len, int line)
+{
+	if (strlen(v) >= len) {
+		fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", key, line);
+		return -EINVAL;
+	}
+	snprintf(dst, len, "%s", v);
+	return 0;
+}
+
+static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)
+{
+	uint64_t n = 0;
+	int ret;
+
+	if (!strcasecmp(key, "Enable")) {
+		if (!parse_bool(v, &c->enable)) {
+			fprintf(stderr, "rpcrdma: RDMA: Enable: \"%s\" is not true/false (line %d)\n",
+				v, line);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcasecmp(key, "Listen_Addr"))
+		return set_string(key, v, c->listen_addr, sizeof(c->listen_addr), line);
+	if (!strcasecmp(key, "Listen_Addr_v6"))
+		return set_string(key, v, c->listen_addr_v6, sizeof(c->listen_addr_v6), line);
+	if (!strcasecmp(key, "Stats_Socket"))
+		return set_string(key, v, c->stats_socket, sizeof(c->stats_socket), line);
+	if (!strcasecmp(key, "Soft_Socket"))
+		return set_string(key, v, c->soft_socket, sizeof(c->soft_socket), line);
+	if (!strcasecmp(key, "Fabric")) {
+		if (strcasecmp(v, "verbs") && strcasecmp(v, "soft")) {
+			fprintf(stderr, "rpcrdma: RDMA: Fabric: \"%s\" is not verbs or soft (line %d)\n",
+				v, line);
+			return -EINVAL;
+		}
+		return set_string(key, v, c->fabric, sizeof(c->fabric), line);
+	}
+	if (!strcasecmp(key, "Port")) {
+		ret = set_range(key, v, 1, 65535, &n, line);
+		c->port = (uint16_t)(ret ? c->port : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Credits")) {
+		ret = set_range(key, v, 1, 16384, &n, line);
+		c->credits = (uint32_t)(ret ? c->credits : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Inline_Threshold")) {
+		ret = set_range(key, v, 1024, 65536, &n, line);
+		c->inline_threshold = (uint32_t)(ret ? c->inline_threshold : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Max_Connections")) {
+		ret = set_range(key, v, 1, 65536, &n, line);
+		c->max_connections = (uint32_t)(ret ? c->max_connections : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Receive_Memory_Budget")) {
+		ret = set_range(key, v, 0, 1ull << 40, &n, line);
+		c->recv_mem_budget = ret ? c->recv_mem_budget : n;
+		return ret;
+	}
+	if (!strcasecmp(key, "Max_RDMA_Read_Depth")) {
+		ret = set_range(key, v, 1, 255, &n, line);
+		c->max_ord = (uint32_t)(ret ? c->max_ord : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Worker_Threads")) {
+		ret = set_range(key, v, 1, 256, &n, line);
+		c->workers = (uint32_t)(ret ? c->workers : n);
+		return ret;
+	}
+	fprintf(stderr, "rpcrdma: RDMA: unknown key \"%s\" (line %d)\n", key, line);
+	return -EINVAL;
+}
+
+int rrp_config_parse_string(const char *text, struct rrp_config *c)
+{
+	struct lexer lx = {.p = text, .line = 1};
+	char tok[256], key[256], val[256], block[256] = "";
+	int depth = 0, ret = 0;
+	bool in_rdma = false, saw_rdma = false;
+
+	while (next_token(&lx, tok, sizeof(tok))) {
+		if (!strcmp(tok, "}")) {
+			if (depth > 0)
+				depth--;
+			if (depth == 0)
+				in_rdma = false;
+			continue;
+		}
+		if (!strcmp(tok, "{") || !strcmp(tok, "=") || !strcmp(tok, ";"))
+			continue;
+		/* tok is a name: a block opens or a key takes a value */
+		snprintf(key, sizeof(key), "%s", tok);
+		if (!next_token(&lx, tok, sizeof(tok)))
+			break;
+		if (!strcmp(tok, "{")) {
+			if (depth == 0) {
+				snprintf(block, sizeof(block), "%s", key);
+				in_rdma = !strcasecmp(key, "RDMA");
+				saw_rdma |= in_rdma;
+			}
+			depth++;
+			continue;
+		}
+		if (strcmp(tok, "="))
+			continue;
+		if (!next_token(&lx, val, sizeof(val)))
+			break;
+		if (in_rdma && depth == 1) {
+			if (rdma_key(c, key, val, lx.line))
+				ret = -EINVAL;
+		} else if (depth == 1 && !strcasecmp(block, "NFS_CORE_PARAM") &&
+			   !strcasecmp(key, "NFS_Port")) {
+			uint64_t n;
+
+			if (parse_u64(val, &n) && n > 0 && n < 65536)
+				c->nfs_port = (uint16_t)n;
+		}
+	}
+	if (ret)
+		return ret;
+	return saw_rdma ? 0 : -ENOENT;
+}
+
+int rrp_config_parse_file(const char *path, struct rrp_config *c)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	size_t n;
+	int ret;
+
+	if (!f) {
+		fprintf(stderr, "rpcrdma: cannot read %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	text = malloc(MAX_CONFIG_BYTES + 1);
+	if (!text) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	n = fread(text, 1, MAX_CONFIG_BYTES, f);
+	text[n] = 0;
+	fclose(f);
+	ret = rrp_config_parse_string(text, c);
+	free(text);
+	return ret;
+}

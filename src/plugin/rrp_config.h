@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrp_config.h - the RDMA block of ganesha.conf (see
+ * config_samples/ganesha-rdma.conf for every key, default and range).
+ */
+#ifndef RPCRDMA_RRP_CONFIG_H
+#define RPCRDMA_RRP_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rrp_config {
+	bool enable;
+	char listen_addr[64];		/* Listen_Addr: IPv4 (or "0.0.0.0") */
+	char listen_addr_v6[64];	/* Listen_Addr_v6: "" = none */
+	uint16_t port;			/* Port */
+	char fabric[16];		/* Fabric: "verbs" or "soft" */
+	char soft_socket[108];		/* Soft_Socket: unix socket path for "soft" */
+	uint32_t credits;		/* Credits */
+	uint32_t inline_threshold;	/* Inline_Threshold */
+	uint32_t max_connections;	/* Max_Connections */
+	uint64_t recv_mem_budget;	/* Receive_Memory_Budget, bytes; 0 = none */
+	uint32_t max_ord;		/* Max_RDMA_Read_Depth */
+	uint32_t workers;		/* Worker_Threads */
+	char stats_socket[108];		/* Stats_Socket: "" = none */
+	uint16_t nfs_port;		/* NFS_CORE_PARAM.NFS_Port, to find ganesha's listener */
+};
+
+void rrp_config_default(struct rrp_config *cfg);
+/*
+ * Parse @path for RDMA { ... } (and NFS_CORE_PARAM { NFS_Port }). Returns 0;
+ * -ENOENT when the file has no RDMA block; -EINVAL after logging one line
+ * per bad key ("RDMA: Credits: 0 is outside 1..16384").
+ */
+int rrp_config_parse_file(const char *path, struct rrp_config *cfg);
+int rrp_config_parse_string(const char *text, struct rrp_config *cfg);
+
+#endif

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rrp_plugin.c - start-up: read the RDMA block, open the fabric, start the
+ * transport engine on the configured listeners and the worker pool.
+ *
+ * Any failure here is logged in one line and leaves ganesha exactly as it
+ * would be without the plugin: TCP service is never affected.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/fab.h"
+#include "plugin/rrp_host.h"
+#include "plugin/rrp_plugin.h"
+
+struct rrp_plugin rrp = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static bool config_loaded;
+
+/* The configuration file ganesha was started with. */
+static const char *config_path(void)
+{
+	const char *env = getenv("RPCRDMA_CONFIG");
+	char **p;
+
+	if (env && *env)
+		return env;
+	p = dlsym(RTLD_DEFAULT, "nfs_config_path");
+	if (p && *p)
+		return *p;
+	return "/etc/ganesha/ganesha.conf";
+}
+
+static int load_config(void)
+{
+	static int result;
+
+	if (config_loaded)
+		return result;
+	config_loaded = true;
+	rrp_config_default(&rrp.cfg);
+	result = rrp_config_parse_file(config_path(), &rrp.cfg);
+	return result;
+}
+
+uint16_t rrp_plugin_nfs_port(void)
+{
+	load_config();
+	return rrp.cfg.nfs_port;
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct rrp_work *w;
+
+		pthread_mutex_lock(&rrp.lock);
+		while (!rrp.head && !rrp.stopping)
+			pthread_cond_wait(&rrp.cond, &rrp.lock);
+		if (!rrp.head) {
+			pthread_mutex_unlock(&rrp.lock);
+			return NULL;
+		}
+		w = rrp.head;
+		rrp.head = w->next;
+		if (!rrp.head)
+			rrp.tail = NULL;
+		pthread_mutex_unlock(&rrp.lock);
+		w->fn(w->arg);
+		free(w);
+	}
+}
+
+static enum xprt_stat listener_stat(SVCXPRT *xprt)
+{
+	(void)xprt;
+	return XPRT_IDLE;
+}
+
+static int start_server(const char *addr, int slot)
+{
+	struct rr_config ec;
+	int ret;
+
+	rr_config_default(&ec);
+	ec.credits = rrp.cfg.credits;
+	ec.inline_size = rrp.cfg.inline_threshold;
+	ec.max_conns = rrp.cfg.max_connections;
+	ec.recv_mem_budget = rrp.cfg.recv_mem_budget;
+	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
+	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
+	if (ret) {
+		fprintf(stderr, "rpcrdma: cannot listen on %s (%s): %s\n", addr, rrp.cfg.fabric,
+			fab_last_error());
+		return ret;
+	}
+	ret = rr_server_start(rrp.srv[slot]);
+	if (ret)
+		return ret;
+	fprintf(stderr, "rpcrdma: NFS over RDMA listening on %s (fabric %s, credits %u, inline %u)\n",
+		addr, rrp.cfg.fabric, ec.credits, ec.inline_size);
+	return 0;
+}
+
+void rrp_plugin_start(void)
+{
+	char addr[192];
+	int ret = load_config();
+
+	if (ret == -ENOENT || (!ret && !rrp.cfg.enable)) {
+		fprintf(stderr, "rpcrdma: no enabled RDMA block in %s: RDMA not served\n",
+			config_path());
+		return;
+	}
+	if (ret) {
+		fprintf(stderr, "rpcrdma: RDMA block in %s is invalid (see above): RDMA not served, "
+				"TCP unaffected\n",
+			config_path());
+		return;
+	}
+	ret = fab_open(rrp.cfg.fabric, &rrp.fab);
+	if (ret) {
+		fprintf(stderr, "rpcrdma: fabric %s unavailable: %s: RDMA not served\n",
+			rrp.cfg.fabric, fab_last_error());
+		return;
+	}
+
+	rrp.listener_ops.xp_stat = listener_stat;
+	rrp.listener.xp_ops = &rrp.listener_ops;
+	rrp.listener.xp_type = XPRT_RDMA_RENDEZVOUS;
+	rrp.listener.xp_fd = -1;
+
+	rrp.nworkers = rrp.cfg.workers;
+	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
+	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)
+		pthread_create(&rrp.workers[i], NULL, worker, NULL);
+
+	if (!strcmp(rrp.cfg.fabric, "soft") && rrp.cfg.soft_socket[0])
+		snprintf(addr, sizeof(addr), "unix:%s", rrp.cfg.soft_socket);
+	else if (!strcmp(rrp.cfg.fabric, "soft"))
+		snprintf(addr, sizeof(addr), "tcp:%s:%u", rrp.cfg.listen_addr, rrp.cfg.port);
+	else
+		snprintf(addr, sizeof(addr), "%s:%u", rrp.cfg.listen_addr, rrp.cfg.port);
+	start_server(addr, 0);
+	if (rrp.cfg.listen_addr_v6[0] && strcmp(rrp.cfg.fabric, "soft")) {
+		snprintf(addr, sizeof(addr), "[%s]:%u", rrp.cfg.listen_addr_v6, rrp.cfg.port);
+		start_server(addr, 1);
+	}
+	if (rrp.cfg.stats_socket[0])
+		rrp_stats_start(rrp.cfg.stats_socket);
+}
+
+bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
+{
+	struct rrp_work *w = malloc(sizeof(*w));
+
+	if (!w)
+		return false;
+	w->fn = fn;
+	w->arg = arg;
+	w->next = NULL;
+	pthread_mutex_lock(&rrp.lock);
+	if (rrp.tail)
+		rrp.tail->next = w;
+	else
+		rrp.head = w;
+	rrp.tail = w;
+	pthread_cond_signal(&rrp.cond);
+	pthread_mutex_unlock(&rrp.lock);
+	return true;
+}
+
+static void process_call(void *arg)
+{
+	rrp_process(arg);
+}
+
+/* Queue a Call for the workers (engine thread: must not block). */
+void rrp_queue(struct rr_call *call)
+{
+	if (!rrp_queue_fn(process_call, call)) {
+		atomic_fetch_add(&rrp.dropped, 1);
+		rr_call_release(call);
+	}
+}

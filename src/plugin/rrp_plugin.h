@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrp_plugin.h - the ganesha plugin's shared state: configuration, the
+ * transport engine(s), and the worker pool that runs ganesha's request
+ * processing (which may block in the FSAL, so never on the engine's thread).
+ */
+#ifndef RPCRDMA_RRP_PLUGIN_H
+#define RPCRDMA_RRP_PLUGIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <rpc/svc.h>
+
+#include "plugin/rrp_config.h"
+#include "rpcrdma/rr_xprt.h"
+
+struct rrp_work {
+	struct rrp_work *next;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+struct rrp_plugin {
+	struct rrp_config cfg;
+	struct fab_fabric *fab;
+	struct rr_server *srv[2];	/* IPv4 (or soft) and IPv6 listeners */
+	SVCXPRT listener;		/* xp_parent of our transports */
+	struct xp_ops listener_ops;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rrp_work *head, *tail;
+	bool stopping;
+	pthread_t *workers;
+	unsigned int nworkers;
+
+	_Atomic uint64_t requests, dropped, replies_failed;
+};
+
+extern struct rrp_plugin rrp;
+
+/* The stats socket (rrp_stats.c). */
+int rrp_stats_start(const char *path);
+
+/* Upper-layer callbacks given to the engine (rrp_xprt.c). */
+extern const struct rr_upper_ops rrp_upper_ops;
+/* Run one Call through ganesha on a worker thread (rrp_xprt.c). */
+void rrp_process(struct rr_call *call);
+/* Queue work for the pool (never blocks); false if it could not be queued. */
+bool rrp_queue_fn(void (*fn)(void *arg), void *arg);
+void rrp_queue(struct rr_call *call);
+
+/* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
+struct rrp_xprt;
+bool rrp_is_our_xprt(SVCXPRT *xprt);
+/* Engine upcalls for reverse-direction answers, and connection loss. */
+void rrp_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len, uint32_t credits);
+void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err);
+void rrp_bc_conn_down(struct rr_conn *conn);
+
+#endif

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rrp_xdr.c - XDR streams of our own for ntirpc: decode in place over the
+ * transport's iovecs, encode with READ payloads kept by reference.
+ *
+ * ntirpc's inline helpers (xdr_getuint32, XDR_INLINE, ...) read and write
+ * through x_data up to x_v.vio_tail (decode) or x_v.vio_wrap (encode) and
+ * only call the ops below when the current buffer cannot satisfy them, so
+ * x_data / x_v / x_base always describe the current buffer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/rrp_xdr.h"
+
+/* ---- decode ---------------------------------------------------------- */
+
+static struct rrp_xdr_dec *DEC(XDR *x)
+{
+	return (struct rrp_xdr_dec *)x;
+}
+
+static void dec_select(struct rrp_xdr_dec *d, int i, size_t off)
+{
+	uint8_t *b = d->iov[i].iov_base;
+
+	d->cur = i;
+	d->vio.vio_base = b;
+	d->vio.vio_head = b;
+	d->vio.vio_tail = b + d->iov[i].iov_len;
+	d->vio.vio_wrap = d->vio.vio_tail;
+	d->vio.vio_length = (uint32_t)d->iov[i].iov_len;
+	d->vio.vio_type = VIO_DATA;
+	d->xdrs.x_v = d->vio;
+	d->xdrs.x_base = &d->vio;
+	d->xdrs.x_data = b + off;
+}
+
+/* Step past exhausted iovecs so that an item starting a new iovec can be
+ * taken in place (XDR_INLINE) instead of copied. */
+static void dec_settle(struct rrp_xdr_dec *d)
+{
+	while (d->xdrs.x_data >= d->xdrs.x_v.vio_tail && d->cur + 1 < d->iovcnt)
+		dec_select(d, d->cur + 1, 0);
+}
+
+static bool dec_getbytes(XDR *x, char *buf, u_int n)
+{
+	struct rrp_xdr_dec *d = DEC(x);
+
+	while (n) {
+		size_t left;
+
+		dec_settle(d);
+		left = (size_t)(x->x_v.vio_tail - x->x_data);
+		if (left == 0)
+			return false;
+		if (left > n)
+			left = n;
+		memcpy(buf, x->x_data, left);
+		x->x_data += left;
+		buf += left;
+		n -= (u_int)left;
+	}
+	dec_settle(d);
+	return true;
+}
+
+static bool dec_getunit(XDR *x, uint32_t *v)
+{
+	uint32_t be;
+
+	if (!dec_getbytes(x, (char *)&be, sizeof(be)))
+		return false;
+	*v = ntohl(be);
+	return true;
+}
+
+static u_int dec_getpostn(XDR *x)
+{
+	struct rrp_xdr_dec *d = DEC(x);
+
+	return d->start[d->cur] + (u_int)(x->x_data - x->x_v.vio_base);
+}
+
+static bool dec_setpostn(XDR *x, u_int pos)
+{
+	struct rrp_xdr_dec *d = DEC(x);
+
+	for (int i = d->iovcnt - 1; i >= 0; i--) {
+		if (pos >= d->start[i] && pos <= d->start[i] + d->iov[i].iov_len) {
+			dec_select(d, i, pos - d->start[i]);
+			dec_settle(d);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void dec_destroy(XDR *x)
+{
+	struct rrp_xdr_dec *d = DEC(x);
+
+	if (d->destroy)
+		d->destroy(d);
+}
+
+static bool no_put(XDR *x, const uint32_t v)
+{
+	(void)x;
+	(void)v;
+	return false;
+}
+
+static bool no_putbytes(XDR *x, const char *b, u_int n)
+{
+	(void)x;
+	(void)b;
+	(void)n;
+	return false;
+}
+
+static bool no_control(XDR *x, int req, void *info)
+{
+	(void)x;
+	(void)req;
+	(void)info;
+	return false;
+}
+
+static bool no_bufs(XDR *x, xdr_uio *uio, u_int flags)
+{
+	(void)x;
+	(void)uio;
+	(void)flags;
+	return false;
+}
+
+static bool no_newbuf(XDR *x)
+{
+	(void)x;
+	return false;
+}
+
+static int no_iovcount(XDR *x, u_int a, u_int b)
+{
+	(void)x;
+	(void)a;
+	(void)b;
+	return -1;
+}
+
+static bool no_fillbufs(XDR *x, u_int a, xdr_vio *v, u_int b)
+{
+	(void)x;
+	(void)a;
+	(void)v;
+	(void)b;
+	return false;
+}
+
+static bool no_allochdrs(XDR *x, u_int a, xdr_vio *v, int b)
+{
+	(void)x;
+	(void)a;
+	(void)v;
+	(void)b;
+	return false;
+}
+
+static const struct xdr_ops dec_ops = {
+	.x_getunit = dec_getunit,
+	.x_putunit = no_put,
+	.x_getbytes = dec_getbytes,
+	.x_putbytes = no_putbytes,
+	.x_getpostn = dec_getpostn,
+	.x_setpostn = dec_setpostn,
+	.x_destroy = dec_destroy,
+	.x_control = no_control,
+	.x_getbufs = no_bufs,
+	.x_putbufs = no_bufs,
+	.x_newbuf = no_newbuf,
+	.x_iovcount = no_iovcount,
+	.x_fillbufs = no_fillbufs,
+	.x_allochdrs = no_allochdrs,
+};
+
+void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt)
+{
+	static const uint8_t empty[4];
+	static const struct iovec none = {(void *)empty, 0};
+	u_int off = 0;
+
+	memset(&d->xdrs, 0, sizeof(d->xdrs));
+	d->xdrs.x_op = XDR_DECODE;
+	d->xdrs.x_ops = &dec_ops;
+	if (iovcnt <= 0) {
+		iov = &none;
+		iovcnt = 1;
+	}
+	if (iovcnt > RRP_DEC_MAX_IOV)
+		iovcnt = RRP_DEC_MAX_IOV;
+	d->iov = iov;
+	d->iovcnt = iovcnt;
+	for (int i = 0; i < iovcnt; i++) {
+		d->start[i] = off;
+		off += (u_int)iov[i].iov_len;
+	}
+	dec_select(d, 0, 0);
+	dec_settle(d);
+}
+
+/* ---- encode ---------------------------------------------------------- */
+
+static struct rrp_xdr_enc *ENC(XDR *x)
+{
+	return (struct rrp_xdr_enc *)x;
+}
+
+/* Close the current own buffer at x_data; open a new one. */
+static bool enc_newbuf(XDR *x)
+{
+	struct rrp_xdr_enc *e = ENC(x);
+	struct rrp_enc_seg *s;
+
+	if (e->nseg > 0 && e->seg[e->nseg - 1].cap)
+		e->seg[e->nseg - 1].len = (size_t)(x->x_data - e->seg[e->nseg - 1].base);
+	if (e->nseg >= RRP_ENC_MAX_SEG) {
+		e->failed = true;
+		return false;
+	}
+	s = &e->seg[e->nseg];
+	s->base = malloc(RRP_ENC_BUF);
+	if (!s->base) {
+		e->failed = true;
+		return false;
+	}
+	s->cap = RRP_ENC_BUF;
+	s->len = 0;
+	s->uio = NULL;
+	e->nseg++;
+	e->vio.vio_base = s->base;
+	e->vio.vio_head = s->base;
+	e->vio.vio_tail = s->base;
+	e->vio.vio_wrap = s->base + s->cap;
+	e->vio.vio_length = (uint32_t)s->cap;
+	e->vio.vio_type = VIO_DATA;
+	x->x_v = e->vio;
+	x->x_base = &e->vio;
+	x->x_data = s->base;
+	return true;
+}
+
+static bool enc_putbytes(XDR *x, const char *buf, u_int n)
+{
+	while (n) {
+		size_t room = (size_t)(x->x_v.vio_wrap - x->x_data);
+
+		if (room == 0) {
+			if (!enc_newbuf(x))
+				return false;
+			continue;
+		}
+		if (room > n)
+			room = n;
+		memcpy(x->x_data, buf, room);
+		x->x_data += room;
+		buf += room;
+		n -= (u_int)room;
+	}
+	return true;
+}
+
+static bool enc_putunit(XDR *x, const uint32_t v)
+{
+	uint32_t be = htonl(v);
+
+	return enc_putbytes(x, (const char *)&be, sizeof(be));
+}
+
+static u_int enc_getpostn(XDR *x)
+{
+	struct rrp_xdr_enc *e = ENC(x);
+	u_int pos = 0;
+
+	for (int i = 0; i < e->nseg - 1; i++)
+		pos += (u_int)e->seg[i].len;
+	return pos + (u_int)(x->x_data - e->seg[e->nseg - 1].base);
+}
+
+/* Only repositioning inside the current buffer is supported (ntirpc uses it
+ * to back-patch a length written moments before). */
+static bool enc_setpostn(XDR *x, u_int pos)
+{
+	struct rrp_xdr_enc *e = ENC(x);
+	u_int before = enc_getpostn(x) - (u_int)(x->x_data - e->seg[e->nseg - 1].base);
+
+	if (pos < before || pos - before > e->seg[e->nseg - 1].cap)
+		return false;
+	x->x_data = e->seg[e->nseg - 1].base + (pos - before);
+	return true;
+}
+
+/* READ data by reference: one segment per vio, released with the reply. */
+static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
+{
+	struct rrp_xdr_enc *e = ENC(x);
+
+	(void)flags;
+	e->seg[e->nseg - 1].len = (size_t)(x->x_data - e->seg[e->nseg - 1].base);
+	for (size_t i = 0; i < uio->uio_count; i++) {
+		xdr_vio *v = &uio->uio_vio[i];
+		struct rrp_enc_seg *s;
+
+		if (e->nseg >= RRP_ENC_MAX_SEG - 1) {
+			e->failed = true;
+			return false;
+		}
+		s = &e->seg[e->nseg++];
+		s->base = v->vio_head;
+		s->len = (size_t)(v->vio_tail - v->vio_head);
+		s->cap = 0;
+		s->uio = uio;
+		uio->uio_references++;
+	}
+	return enc_newbuf(x);
+}
+
+static void enc_destroy(XDR *x)
+{
+	(void)x; /* rrp_xdr_enc_fini releases; the reply owns the buffers */
+}
+
+static const struct xdr_ops enc_ops = {
+	.x_getunit = NULL,
+	.x_putunit = enc_putunit,
+	.x_getbytes = NULL,
+	.x_putbytes = enc_putbytes,
+	.x_getpostn = enc_getpostn,
+	.x_setpostn = enc_setpostn,
+	.x_destroy = enc_destroy,
+	.x_control = no_control,
+	.x_getbufs = no_bufs,
+	.x_putbufs = enc_putbufs,
+	.x_newbuf = enc_newbuf,
+	.x_iovcount = no_iovcount,
+	.x_fillbufs = no_fillbufs,
+	.x_allochdrs = no_allochdrs,
+};
+
+int rrp_xdr_enc_init(struct rrp_xdr_enc *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->xdrs.x_op = XDR_ENCODE;
+	e->xdrs.x_ops = &enc_ops;
+	return enc_newbuf(&e->xdrs) ? 0 : -ENOMEM;
+}
+
+int rrp_xdr_enc_iov(struct rrp_xdr_enc *e, struct iovec *iov)
+{
+	int n = 0;
+
+	e->seg[e->nseg - 1].len = (size_t)(e->xdrs.x_data - e->seg[e->nseg - 1].base);
+	for (int i = 0; i < e->nseg; i++) {
+		if (e->seg[i].len == 0)
+			continue;
+		iov[n].iov_base = e->seg[i].base;
+		iov[n].iov_len = e->seg[i].len;
+		n++;
+	}
+	return n;
+}
+
+void rrp_xdr_enc_fini(struct rrp_xdr_enc *e)
+{
+	for (int i = 0; i < e->nseg; i++) {
+		struct rrp_enc_seg *s = &e->seg[i];
+
+		if (s->cap)
+			free(s->base);
+		else if (s->uio && s->uio->uio_release)
+			/* one release per referenced vio, as ntirpc's ioq does */
+			s->uio->uio_release(s->uio, UIO_FLAG_NONE);
+	}
+	e->nseg = 0;
+}

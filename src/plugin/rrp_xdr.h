@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrp_xdr.h - ntirpc XDR streams over the transport's buffers.
+ *
+ * Decode: a Call given as iovecs (inline bytes, Read-chunk sinks, pads) is
+ * read in place; ntirpc's inline fast paths see one iovec at a time through
+ * x_data / x_v and the ops below cross from one to the next.
+ * Encode: a Reply is written into buffers of our own; xdr_putbufs() data
+ * (READ payloads) is kept by reference as its own segment, so it can go to a
+ * Write chunk without a copy; its uio is released when the transport is done.
+ */
+#ifndef RPCRDMA_RRP_XDR_H
+#define RPCRDMA_RRP_XDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include <rpc/xdr.h>
+
+#define RRP_DEC_MAX_IOV 64
+#define RRP_ENC_MAX_SEG 32
+#define RRP_ENC_BUF 8192
+
+struct rrp_xdr_dec {
+	XDR xdrs;			/* first: ntirpc sees only this */
+	struct xdr_vio vio;		/* x_base points here */
+	const struct iovec *iov;
+	int iovcnt;
+	int cur;			/* iovec x_v describes */
+	u_int start[RRP_DEC_MAX_IOV];	/* stream offset of each iovec */
+	void (*destroy)(struct rrp_xdr_dec *dec);	/* owner's release */
+	void *owner;
+};
+
+struct rrp_enc_seg {
+	uint8_t *base;
+	size_t len;			/* bytes used */
+	size_t cap;			/* 0: a referenced uio vio, not ours */
+	xdr_uio *uio;			/* referenced data: released when done */
+};
+
+struct rrp_xdr_enc {
+	XDR xdrs;
+	struct xdr_vio vio;
+	int nseg;
+	struct rrp_enc_seg seg[RRP_ENC_MAX_SEG];
+	bool failed;
+};
+
+/* Decode over @iov (not copied: must outlive the stream). */
+void rrp_xdr_dec_init(struct rrp_xdr_dec *dec, const struct iovec *iov, int iovcnt);
+
+/* Encode into fresh buffers; rrp_xdr_enc_fini() frees them and releases uios. */
+int rrp_xdr_enc_init(struct rrp_xdr_enc *enc);
+/* The encoded Reply as iovecs (at most RRP_ENC_MAX_SEG); returns the count. */
+int rrp_xdr_enc_iov(struct rrp_xdr_enc *enc, struct iovec *iov);
+void rrp_xdr_enc_fini(struct rrp_xdr_enc *enc);
+
+#endif

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rrp_xprt.c - one ntirpc SVCXPRT per RDMA connection, and each Call driven
+ * through ganesha the way ntirpc's svc_request does it:
+ *   alloc_cb -> SVC_DECODE (xdr_dplx_decode, process_cb) -> [ganesha
+ *   authenticates, decodes the arguments from our XDR, executes, calls
+ *   svc_sendreply -> xp_reply] -> SVCAUTH_RELEASE -> XDR_DESTROY -> free_cb.
+ * The Reply is encoded into buffers of ours with READ data by reference; the
+ * Upper-Layer Binding decides which bytes go to which Write chunk.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rpc/rpc.h>
+#include <rpc/svc_auth.h>
+
+#include "plugin/rrp_host.h"
+#include "plugin/rrp_plugin.h"
+#include "plugin/rrp_slots.h"
+#include "plugin/rrp_xdr.h"
+#include "ulb/ulb_call.h"
+#include "ulb/ulb_reply.h"
+#include "ulb/ulb_slots.h"
+
+struct rrp_xprt {
+	SVCXPRT xprt;			/* first: ganesha sees only this */
+	struct xp_ops ops;		/* our own copy: ganesha writes into it */
+	struct rr_conn *conn;
+	struct ulb_slots slots;		/* xid -> SEQUENCE slot while in flight */
+	bool slots_ok;
+};
+
+/* One request: the decode stream ganesha reads the Call from. */
+struct rrp_req {
+	struct rrp_xdr_dec dec;		/* first: req->rq_xdrs points here */
+	struct rr_call *call;
+	struct rrp_xprt *x;
+	bool replied;
+	bool scanned;			/* ulb holds a valid scan of the Call */
+	bool ddp_violation;		/* RFC 8267 section 2.5: GARBAGE_ARGS */
+	struct ulb_call ulb;
+};
+
+struct rrp_reply {
+	struct rrp_xdr_enc enc;
+};
+
+static struct rrp_xprt *XP(SVCXPRT *xprt)
+{
+	return (struct rrp_xprt *)xprt;
+}
+
+/* ---- xp_ops ---------------------------------------------------------- */
+
+static enum xprt_stat x_recv(SVCXPRT *xprt)
+{
+	(void)xprt; /* the engine receives; ntirpc never polls us */
+	return XPRT_IDLE;
+}
+
+static enum xprt_stat x_stat(SVCXPRT *xprt)
+{
+	if (xprt->xp_flags & SVC_XPRT_FLAG_DESTROYED)
+		return XPRT_DESTROYED;
+	return XPRT_IDLE;
+}
+
+static enum xprt_stat x_decode(struct svc_req *req)
+{
+	XDR *xdrs = req->rq_xdrs;
+	SVCXPRT *xprt = req->rq_xprt;
+
+	xdrs->x_op = XDR_DECODE;
+	rpc_msg_init(&req->rq_msg);
+	if (!xdr_dplx_decode(xdrs, &req->rq_msg)) {
+		/* Message boundaries survive on RDMA: drop just this one. */
+		atomic_fetch_add(&rrp.dropped, 1);
+		return XPRT_IDLE;
+	}
+	if (req->rq_msg.rm_direction == CALL) {
+		struct rrp_req *rq = (struct rrp_req *)xdrs;
+
+		if (rq->ddp_violation) {
+			/* A Read chunk not at a DDP-eligible item (RFC 8267 2.5). */
+			svcerr_decode(req);
+			return XPRT_IDLE;
+		}
+		return xprt->xp_dispatch.process_cb(req);
+	}
+	atomic_fetch_add(&rrp.dropped, 1);
+	return XPRT_IDLE;
+}
+
+static void reply_done(void *arg)
+{
+	struct rrp_reply *r = arg;
+
+	rrp_xdr_enc_fini(&r->enc);
+	free(r);
+}
+
+/*
+ * The Upper-Layer Binding pairs the k-th NFS Read result with the k-th Write
+ * chunk and says whether the Reply can be delivered at all. A Call it could
+ * not scan (another program, RPCSEC_GSS privacy) has no payloads: the engine
+ * sends it inline or through the Reply chunk.
+ */
+static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
+		       struct rr_reply_plan *plan)
+{
+	struct ulb_reply_limits lim = {.inline_send = rr_conn_max_inline_send(rq->call->conn)};
+	struct ulb_reply_info info;
+
+	if (rq->scanned) {
+		ulb_reply_plan(&rq->ulb, iov, n, rq->call->pcl, &lim, plan, &info);
+		return;
+	}
+	plan->nspans = 0;
+	plan->deliverable = true;
+}
+
+static enum xprt_stat x_reply(struct svc_req *req)
+{
+	struct rrp_req *rq = (struct rrp_req *)req->rq_xdrs;
+	struct iovec iov[RRP_ENC_MAX_SEG];
+	struct rr_reply_plan plan;
+	struct rrp_reply *r;
+	int n;
+
+	if (rq->replied)
+		return XPRT_IDLE;
+	r = malloc(sizeof(*r));
+	if (!r || rrp_xdr_enc_init(&r->enc)) {
+		free(r);
+		atomic_fetch_add(&rrp.replies_failed, 1);
+		return XPRT_DIED;
+	}
+	if (!xdr_dplx_msg(&r->enc.xdrs, &req->rq_msg))
+		goto fail;
+	if (req->rq_msg.rm_reply.rp_stat == MSG_ACCEPTED &&
+	    req->rq_msg.rm_reply.rp_acpt.ar_stat == SUCCESS && req->rq_auth &&
+	    !SVCAUTH_WRAP(req, &r->enc.xdrs))
+		goto fail;
+	if (r->enc.failed)
+		goto fail;
+	n = rrp_xdr_enc_iov(&r->enc, iov);
+	plan_reply(rq, iov, n, &plan);
+	rq->replied = true;
+	rr_reply(rq->call, iov, n, &plan, reply_done, r);
+	if (plan.deliverable && rq->x->slots_ok)
+		ulb_slot_reply_sent(&rq->x->slots, rq->call->xid);
+	return XPRT_IDLE;
+fail:
+	atomic_fetch_add(&rrp.replies_failed, 1);
+	reply_done(r);
+	return XPRT_DIED;
+}
+
+/* The duplicate-request cache keys on this (as svc_vc: first 256 bytes). */
+static void x_checksum(struct svc_req *req, void *data, size_t length)
+{
+	const uint8_t *p = data;
+	uint64_t h = 1469598103934665603ull;
+
+	if (length > 256)
+		length = 256;
+	for (size_t i = 0; i < length; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	req->rq_cksum = h;
+}
+
+static void x_unlink(SVCXPRT *xprt, u_int flags, const char *tag, const int line)
+{
+	(void)xprt;
+	(void)flags;
+	(void)tag;
+	(void)line;
+}
+
+/* Last reference: ganesha's per-connection data (DRC) first, then ours. */
+static void x_destroy(SVCXPRT *xprt, u_int flags, const char *tag, const int line)
+{
+	struct rrp_xprt *x = XP(xprt);
+
+	(void)flags;
+	(void)tag;
+	(void)line;
+	if (x->ops.xp_free_user_data)
+		x->ops.xp_free_user_data(xprt);
+	if (x->slots_ok)
+		ulb_slots_destroy(&x->slots);
+	pthread_mutex_destroy(&xprt->xp_lock);
+	free(x);
+}
+
+static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
+{
+	switch (rq) {
+	case SVCGET_XP_FLAGS:
+		*(u_int *)in = xprt->xp_flags;
+		return true;
+	case SVCSET_XP_FLAGS:
+		xprt->xp_flags = (uint16_t)*(u_int *)in;
+		return true;
+	case SVCGET_XP_FREE_USER_DATA:
+		*(svc_xprt_fun_t *)in = xprt->xp_ops->xp_free_user_data;
+		return true;
+	case SVCSET_XP_FREE_USER_DATA:
+		XP(xprt)->ops.xp_free_user_data = *(svc_xprt_fun_t *)in;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- session slots (RFC 8267 section 4.5) ------------------------------ */
+
+/*
+ * The COMPOUND ran but its Reply could not be delivered: its slot's cached
+ * reply must not be replayed (rrp_slots.c answers the retry).
+ */
+static void slot_uncache(void *host, uint32_t xid, const struct ulb_sequence *seq)
+{
+	struct rrp_xprt *x = host;
+
+	fprintf(stderr, "rpcrdma: %s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
+			"will answer NFS4ERR_RETRY_UNCACHED_REP\n",
+		x->conn ? rr_conn_peer(x->conn) : "?", xid, seq->slotid, seq->sequenceid);
+	rrp_slots_uncache(seq);
+}
+
+static void bc_slot_retire(void *host, uint32_t rdma_xid, const struct ulb_sequence *seq)
+{
+	(void)host;
+	(void)rdma_xid;
+	(void)seq;
+}
+
+static const struct ulb_host_ops rrp_slot_ops = {
+	.slot_uncache = slot_uncache,
+	.bc_slot_retire = bc_slot_retire,
+};
+
+/* ---- transports ------------------------------------------------------ */
+
+static void set_addr(struct rpc_address *ra, const struct sockaddr_storage *ss)
+{
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+
+	__rpc_address_setup(ra);
+	memcpy(&ra->ss, ss, len);
+	__rpc_address_set_length(ra, len);
+}
+
+/* Event thread: the SVCXPRT for a connection, made on first use. */
+static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
+{
+	struct rrp_xprt *x = rr_conn_get_upper(conn);
+	struct sockaddr_storage local, remote;
+
+	if (x)
+		return x;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->conn = conn;
+	x->slots_ok = ulb_slots_init(&x->slots, 2 * rrp.cfg.credits + 64, 64, &rrp_slot_ops,
+				     x) == 0;
+	x->ops.xp_recv = x_recv;
+	x->ops.xp_stat = x_stat;
+	x->ops.xp_decode = x_decode;
+	x->ops.xp_reply = x_reply;
+	x->ops.xp_checksum = x_checksum;
+	x->ops.xp_unlink = x_unlink;
+	x->ops.xp_destroy = x_destroy;
+	x->ops.xp_control = x_control;
+	x->ops.xp_free_user_data = rrp_host.free_user_data;
+	x->xprt.xp_ops = &x->ops;
+	x->xprt.xp_fd = -1;
+	x->xprt.xp_fd_send = -1;
+	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
+	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type, and
+	 * its export checks test only UDP and TCP (so RDMA is not filtered). */
+	x->xprt.xp_type = XPRT_UNKNOWN;
+	x->xprt.xp_netid = (char *)"rdma";
+	x->xprt.xp_tp = (char *)"rpcrdma";
+	x->xprt.xp_parent = &rrp.listener; /* rendezvous ends with SVC_STAT(xp_parent) */
+	pthread_mutex_init(&x->xprt.xp_lock, NULL);
+	rr_conn_addrs(conn, &local, &remote);
+	set_addr(&x->xprt.xp_local, &local);
+	set_addr(&x->xprt.xp_remote, &remote);
+	if (remote.ss_family == AF_INET6)
+		x->xprt.xp_netid = (char *)"rdma6";
+
+	/* ganesha's NFS rendezvous sets process_cb (nfs_rpc_valid_NFS). */
+	rrp_host.nfs_rendezvous(&x->xprt);
+	rr_conn_set_upper(conn, x);
+	return x;
+}
+
+static void up_conn_up(void *ctx, struct rr_conn *conn)
+{
+	(void)ctx;
+	conn_xprt(conn);
+}
+
+static void up_conn_down(void *ctx, struct rr_conn *conn)
+{
+	struct rrp_xprt *x = rr_conn_get_upper(conn);
+
+	(void)ctx;
+	if (!x)
+		return;
+	rr_conn_set_upper(conn, NULL);
+	rrp_bc_conn_down(conn);
+	x->conn = NULL;
+	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
+}
+
+struct rrp_pending {
+	struct rr_call *call;
+	struct rrp_xprt *x;
+};
+
+static void up_call(void *ctx, struct rr_call *call)
+{
+	struct rrp_xprt *x = conn_xprt(call->conn);
+
+	(void)ctx;
+	if (!x || !rrp_host.alloc_cb) {
+		atomic_fetch_add(&rrp.dropped, 1);
+		rr_call_release(call);
+		return;
+	}
+	/* The worker may run after conn_down: keep the transport alive. */
+	SVC_REF(&x->xprt, SVC_REF_FLAG_NONE);
+	call->upper_priv = x;
+	rrp_queue(call);
+}
+
+static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
+{
+	struct rrp_xprt *x = rr_conn_get_upper(conn);
+
+	(void)ctx;
+	atomic_fetch_add(&rrp.replies_failed, 1);
+	if (x && x->slots_ok)
+		ulb_slot_reply_undelivered(&x->slots, xid);
+}
+
+bool rrp_is_our_xprt(SVCXPRT *xprt)
+{
+	return xprt && xprt->xp_ops && xprt->xp_ops->xp_recv == x_recv;
+}
+
+struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt)
+{
+	return XP(xprt)->conn;
+}
+
+const struct rr_upper_ops rrp_upper_ops = {
+	.call = up_call,
+	.reply_not_delivered = up_not_delivered,
+	.bc_reply = rrp_bc_reply,
+	.bc_error = rrp_bc_error,
+	.conn_up = up_conn_up,
+	.conn_down = up_conn_down,
+};
+
+/* ---- one request, on a worker ---------------------------------------- */
+
+static void req_xdr_destroy(struct rrp_xdr_dec *dec)
+{
+	struct rrp_req *rq = dec->owner;
+
+	if (!rq->replied) {
+		if (rq->x->slots_ok)
+			ulb_slot_forget(&rq->x->slots, rq->call->xid);
+		rr_call_release(rq->call);	/* the Call's own: no reply went */
+	}
+	rr_call_release(rq->call);		/* our hold on its buffers */
+	free(rq);
+}
+
+/* A retry of a COMPOUND whose Reply was lost to ERR_CHUNK: answered here. */
+static void answer_uncached(struct rrp_req *rq)
+{
+	struct rrp_reply *r = malloc(sizeof(*r));
+	struct rr_reply_plan plan = {.nspans = 0, .deliverable = true};
+	struct iovec iov;
+	int n;
+
+	if (!r || rrp_xdr_enc_init(&r->enc)) {
+		free(r);
+		rq->dec.destroy(&rq->dec);
+		return;
+	}
+	n = rrp_slots_encode_uncached(rq->call, &rq->ulb, r->enc.seg[0].base, r->enc.seg[0].cap);
+	if (n < 0) {
+		reply_done(r);
+		rq->dec.destroy(&rq->dec);
+		return;
+	}
+	r->enc.xdrs.x_data = r->enc.seg[0].base + n;
+	rrp_xdr_enc_iov(&r->enc, &iov);
+	rq->replied = true;
+	rr_reply(rq->call, &iov, 1, &plan, reply_done, r);
+	rq->dec.destroy(&rq->dec);
+}
+
+void rrp_process(struct rr_call *call)
+{
+	struct rrp_xprt *x = call->upper_priv;
+	struct rrp_req *rq = calloc(1, sizeof(*rq));
+	struct svc_req *req;
+	enum xprt_stat stat;
+
+	atomic_fetch_add(&rrp.requests, 1);
+	if (!rq) {
+		rr_call_release(call);
+		SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);
+		return;
+	}
+	rq->call = call;
+	rq->x = x;
+	rrp_xdr_dec_init(&rq->dec, call->iov, call->iovcnt);
+	rq->dec.destroy = req_xdr_destroy;
+	rq->dec.owner = rq;
+	/* ganesha's decoded arguments may point into the Call until free_cb. */
+	rr_call_hold(call);
+	/* The engine hands over the Call with chunk data in place: pcl NULL. */
+	rq->scanned = ulb_call_scan(call->iov, call->iovcnt, NULL, &rq->ulb) == ULB_SCAN_OK;
+	if (rq->scanned && rrp_slots_check(&rq->ulb) == RRP_SLOT_RETRY_UNCACHED) {
+		answer_uncached(rq);
+		SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);
+		return;
+	}
+	if (rq->scanned) {
+		rq->ddp_violation =
+			ulb_call_check_read_chunks(&rq->ulb, call->pcl) == ULB_DDP_VIOLATION;
+		if (rq->ulb.has_sequence && x->slots_ok)
+			ulb_slot_track(&x->slots, call->xid, &rq->ulb.seq);
+	}
+
+	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
+	stat = SVC_DECODE(req);
+	if (stat != XPRT_SUSPEND) {
+		if (req->rq_auth)
+			SVCAUTH_RELEASE(req);
+		XDR_DESTROY(req->rq_xdrs);
+		rrp_host.free_cb(req, stat);
+	}
+	SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);
+}

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ulb_call_scan.c - walk an NFS Call: RPC header (RFC 5531 section 9),
+ * v2/v3 arguments of the procedures with eligible items (RFC 1094, RFC 1813),
+ * and the COMPOUND4args envelope (RFC 8881 section 16.2).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "ulb/ulb_priv.h"
+
+bool ulb_x_opaque_auth(struct ulb_xdr *x, uint32_t *flavor)
+{
+	if (!ulb_xdr_u32(x, flavor))
+		return false;
+	return ulb_xdr_opaque(x, ULB_MAX_AUTH_BYTES, NULL, NULL);
+}
+
+bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
+{
+	struct ulb_call *c = s->c;
+	const struct rr_pcl *pcl = s->pcl;
+	uint32_t len;
+	uint64_t position;
+	int chunk = -1;
+	unsigned int i;
+
+	if (!ulb_xdr_u32(&s->x, &len))
+		return false;
+	if (len > max)
+		return ulb_xdr_fail(&s->x);
+	/* Positions count the whole Call, chunk data in place (RFC 8166 section 3.5.3). */
+	position = s->x.pos + c->absent_bytes;
+	if (pcl) {
+		for (i = 0; i < pcl->n_read && i < RR_PCL_MAX_READ_CHUNKS; i++) {
+			if (pcl->read[i].position != 0 && pcl->read[i].position == position) {
+				chunk = (int)i;
+				break;
+			}
+		}
+	}
+	if (c->n_items < ULB_MAX_ARG_ITEMS) {
+		struct ulb_arg_item *it = &c->items[c->n_items];
+
+		it->op_index = s->op_index;
+		it->kind = (uint16_t)kind;
+		it->chunk = (int16_t)chunk;
+		it->length = len;
+		it->position = position;
+	}
+	c->n_items++;
+	if (chunk >= 0) {
+		/* The Read chunk carries the bytes and the pad; nothing of it is inline. */
+		c->absent_bytes += ulb_xdr_round4(len);
+		return true;
+	}
+	return ulb_xdr_skip(&s->x, ulb_xdr_round4(len));
+}
+
+/* sattr3 (RFC 1813 section 2.6) */
+static bool ulb_x_sattr3(struct ulb_xdr *x)
+{
+	bool set;
+	uint32_t how;
+	int i;
+
+	for (i = 0; i < 3; i++) { /* mode, uid, gid */
+		if (!ulb_xdr_bool(x, &set) || (set && !ulb_xdr_skip(x, 4)))
+			return false;
+	}
+	if (!ulb_xdr_bool(x, &set) || (set && !ulb_xdr_skip(x, 8))) /* size */
+		return false;
+	for (i = 0; i < 2; i++) { /* atime, mtime: time_how */
+		if (!ulb_xdr_u32(x, &how))
+			return false;
+		if (how > 2)
+			return ulb_xdr_fail(x);
+		if (how == 2 && !ulb_xdr_skip(x, 8))
+			return false;
+	}
+	return true;
+}
+
+void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, enum ulb_item kind,
+		      uint32_t count)
+{
+	if (c->n_read_ops < ULB_MAX_READ_OPS) {
+		struct ulb_read_op *r = &c->read_ops[c->n_read_ops];
+
+		r->op_index = op_index;
+		r->kind = (uint16_t)kind;
+		r->opcode = opcode;
+		r->count = count;
+	}
+	c->n_read_ops++;
+}
+
+static bool ulb_scan_nfs3(struct ulb_scan *s)
+{
+	struct ulb_xdr *x = &s->x;
+	uint32_t count;
+
+	switch (s->c->proc) {
+	case ULB_NFS3_READLINK:
+		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL))
+			return false;
+		ulb_scan_read_op(s->c, 0, ULB_NFS3_READLINK, ULB_ITEM_READLINK_PATH, 0);
+		return true;
+	case ULB_NFS3_READ:
+		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) || !ulb_xdr_skip(x, 8) ||
+		    !ulb_xdr_u32(x, &count))
+			return false;
+		ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA, count);
+		return true;
+	case ULB_NFS3_WRITE:
+		/* file, offset, count, stable, data */
+		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) || !ulb_xdr_skip(x, 16))
+			return false;
+		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_MAX_OPAQUE);
+	case ULB_NFS3_SYMLINK:
+		/* where (dir, name), symlink (attributes, data) */
+		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) ||
+		    !ulb_xdr_opaque(x, ULB_MAX_OPAQUE, NULL, NULL) || !ulb_x_sattr3(x))
+			return false;
+		return ulb_scan_item(s, ULB_ITEM_SYMLINK_PATH, ULB_MAX_OPAQUE);
+	default:
+		return true;
+	}
+}
+
+static bool ulb_scan_nfs2(struct ulb_scan *s)
+{
+	struct ulb_xdr *x = &s->x;
+	uint32_t count;
+
+	switch (s->c->proc) {
+	case ULB_NFS2_READLINK:
+		if (!ulb_xdr_skip(x, ULB_NFS2_FHSIZE))
+			return false;
+		ulb_scan_read_op(s->c, 0, ULB_NFS2_READLINK, ULB_ITEM_READLINK_PATH, 0);
+		return true;
+	case ULB_NFS2_READ:
+		/* file, offset, count, totalcount */
+		if (!ulb_xdr_skip(x, ULB_NFS2_FHSIZE + 4) || !ulb_xdr_u32(x, &count) ||
+		    !ulb_xdr_skip(x, 4))
+			return false;
+		ulb_scan_read_op(s->c, 0, ULB_NFS2_READ, ULB_ITEM_READ_DATA, count);
+		return true;
+	case ULB_NFS2_WRITE:
+		/* file, beginoffset, offset, totalcount, data */
+		if (!ulb_xdr_skip(x, ULB_NFS2_FHSIZE + 12))
+			return false;
+		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_NFS2_MAXDATA);
+	case ULB_NFS2_SYMLINK:
+		/* from (dir, name), to (path), attributes */
+		if (!ulb_xdr_skip(x, ULB_NFS2_FHSIZE) ||
+		    !ulb_xdr_opaque(x, ULB_NFS2_MAXNAMLEN, NULL, NULL) ||
+		    !ulb_scan_item(s, ULB_ITEM_SYMLINK_PATH, ULB_NFS2_MAXPATHLEN))
+			return false;
+		return ulb_xdr_skip(x, ULB_NFS2_SATTR_LEN);
+	default:
+		return true;
+	}
+}
+
+static bool ulb_op_legal(uint32_t op, uint32_t minor)
+{
+	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
+			: minor == 1 ? ULB_OP_LAST_V41
+				     : ULB_OP_LAST_V42;
+
+	return op >= ULB_OP_FIRST && op <= last;
+}
+
+/* COMPOUND4args (RFC 8881 section 16.2.1) */
+static bool ulb_scan_compound(struct ulb_scan *s)
+{
+	struct ulb_call *c = s->c;
+	struct ulb_xdr *x = &s->x;
+	uint32_t i, op;
+
+	if (!ulb_xdr_opaque(x, ULB_MAX_TAG_LEN, NULL, NULL) || !ulb_xdr_u32(x, &c->minorversion) ||
+	    !ulb_xdr_u32(x, &c->numops))
+		return false;
+	if (c->minorversion > 2 || c->numops > ULB_MAX_COMPOUND_OPS) {
+		/* MINOR_VERS_MISMATCH or RESOURCE before any operation runs */
+		c->stopped = true;
+		return true;
+	}
+	for (i = 0; i < c->numops; i++) {
+		if (!ulb_xdr_u32(x, &op))
+			return false;
+		if (!ulb_op_legal(op, c->minorversion)) {
+			/* The server answers OP_ILLEGAL and runs nothing after it. */
+			c->stopped = true;
+			c->stop_opcode = op;
+			return true;
+		}
+		s->op_index = (uint16_t)i;
+		if (!ulb_nfs4_skip_args(s, op))
+			return false;
+		c->nops_scanned++;
+	}
+	return true;
+}
+
+enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const struct rr_pcl *pcl,
+				   struct ulb_call *c)
+{
+	struct ulb_scan s;
+	struct ulb_xdr *x = &s.x;
+	uint32_t mtype, rpcvers, verf_flavor, cred_len;
+	uint32_t gss[4] = {0};
+	uint64_t cred_end;
+	bool ok;
+
+	memset(c, 0, sizeof(*c));
+	memset(&s, 0, sizeof(s));
+	ulb_xdr_init(x, iov, iovcnt);
+	s.pcl = pcl;
+	s.c = c;
+
+	if (!ulb_xdr_u32(x, &c->xid) || !ulb_xdr_u32(x, &mtype) || !ulb_xdr_u32(x, &rpcvers))
+		return ULB_SCAN_NOT_CALL;
+	if (mtype != ULB_RPC_CALL || rpcvers != ULB_RPC_VERS)
+		return ULB_SCAN_NOT_CALL;
+	if (!ulb_xdr_u32(x, &c->prog) || !ulb_xdr_u32(x, &c->vers) || !ulb_xdr_u32(x, &c->proc))
+		return ULB_SCAN_GARBAGE;
+	c->ulp = ulb_ulp_of(c->prog, c->vers);
+
+	/* cred: for RPCSEC_GSS its body says how the arguments are wrapped (RFC 2203 5.3.1) */
+	if (!ulb_xdr_u32(x, &c->cred_flavor) || !ulb_xdr_u32(x, &cred_len))
+		return ULB_SCAN_GARBAGE;
+	if (cred_len > ULB_MAX_AUTH_BYTES)
+		return ULB_SCAN_GARBAGE;
+	cred_end = x->pos + ulb_xdr_round4(cred_len);
+	if (c->cred_flavor == ULB_RPCSEC_GSS && cred_len >= sizeof(gss)) {
+		int i;
+
+		for (i = 0; i < 4; i++)
+			if (!ulb_xdr_u32(x, &gss[i]))
+				return ULB_SCAN_GARBAGE;
+	}
+	if (cred_end < x->pos || !ulb_xdr_skip(x, cred_end - x->pos))
+		return ULB_SCAN_GARBAGE;
+	if (!ulb_x_opaque_auth(x, &verf_flavor))
+		return ULB_SCAN_GARBAGE;
+	if (c->cred_flavor == ULB_RPCSEC_GSS) {
+		/* gss[]: version, gss_proc, seq_num, service */
+		c->gss_service = gss[3];
+		if (cred_len < sizeof(gss) || gss[1] != ULB_GSS_PROC_DATA ||
+		    gss[3] == ULB_GSS_SVC_PRIVACY)
+			return ULB_SCAN_OPAQUE;
+		if (gss[3] == ULB_GSS_SVC_INTEGRITY) {
+			/* rpc_gss_integ_data: databody_integ<> = seq_num, then the args */
+			if (!ulb_xdr_skip(x, 8))
+				return ULB_SCAN_GARBAGE;
+		} else if (gss[3] != ULB_GSS_SVC_NONE) {
+			return ULB_SCAN_GARBAGE;
+		}
+	}
+	c->args_offset = x->pos;
+
+	switch (c->ulp) {
+	case ULB_ULP_NFS2:
+		ok = ulb_scan_nfs2(&s);
+		break;
+	case ULB_ULP_NFS3:
+		ok = ulb_scan_nfs3(&s);
+		break;
+	case ULB_ULP_NFS4:
+		ok = c->proc == ULB_NFS4_PROC_COMPOUND ? ulb_scan_compound(&s) : true;
+		break;
+	default:
+		/* MOUNT, NLM, NSM, NFSACL and the rest: nothing eligible to find */
+		ok = true;
+		break;
+	}
+	return ok && !x->err ? ULB_SCAN_OK : ULB_SCAN_GARBAGE;
+}
+
+enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const struct rr_pcl *pcl)
+{
+	bool used[ULB_MAX_ARG_ITEMS] = {false};
+	unsigned int i, j, nitems;
+
+	if (!pcl)
+		return ULB_DDP_OK;
+	nitems = c->n_items < ULB_MAX_ARG_ITEMS ? c->n_items : ULB_MAX_ARG_ITEMS;
+	for (i = 0; i < pcl->n_read && i < RR_PCL_MAX_READ_CHUNKS; i++) {
+		const struct rr_chunk *ch = &pcl->read[i];
+		bool found = false;
+
+		if (ch->position == 0)
+			continue; /* Position-Zero: the Call itself (Long Call) */
+		for (j = 0; j < nitems; j++) {
+			const struct ulb_arg_item *it = &c->items[j];
+
+			if (it->position != ch->position)
+				continue;
+			/* the item's bytes, with or without its XDR pad */
+			if (used[j] || ch->length < it->length ||
+			    ch->length > ulb_xdr_round4(it->length))
+				return ULB_DDP_VIOLATION;
+			used[j] = true;
+			found = true;
+			break;
+		}
+		if (!found)
+			return ULB_DDP_VIOLATION;
+	}
+	return ULB_DDP_OK;
+}
+
+int ulb_cb_scan_sequence(const struct iovec *iov, int iovcnt, struct ulb_sequence *seq)
+{
+	struct ulb_xdr x;
+	uint32_t w[6], flavor, numops, op;
+	int i;
+
+	ulb_xdr_init(&x, iov, iovcnt);
+	/* xid, CALL, rpcvers, prog, vers, proc */
+	for (i = 0; i < 6; i++)
+		if (!ulb_xdr_u32(&x, &w[i]))
+			return -EINVAL;
+	if (w[1] != ULB_RPC_CALL || w[2] != ULB_RPC_VERS || w[5] != ULB_CB_PROC_COMPOUND)
+		return -EINVAL;
+	if (!ulb_x_opaque_auth(&x, &flavor) || !ulb_x_opaque_auth(&x, &flavor))
+		return -EINVAL;
+	/* CB_COMPOUND4args: tag, minorversion, callback_ident, argarray<> */
+	if (!ulb_xdr_opaque(&x, ULB_MAX_TAG_LEN, NULL, NULL) || !ulb_xdr_skip(&x, 8) ||
+	    !ulb_xdr_u32(&x, &numops) || numops == 0 || !ulb_xdr_u32(&x, &op) ||
+	    op != ULB_OP_CB_SEQUENCE)
+		return -EINVAL;
+	if (!ulb_xdr_bytes(&x, seq->sessionid, sizeof(seq->sessionid)) ||
+	    !ulb_xdr_u32(&x, &seq->sequenceid) || !ulb_xdr_u32(&x, &seq->slotid))
+		return -EINVAL;
+	return 0;
+}
+
+const char *ulb_scan_result_name(enum ulb_scan_result r)
+{
+	switch (r) {
+	case ULB_SCAN_OK:
+		return "ok";
+	case ULB_SCAN_GARBAGE:
+		return "garbage";
+	case ULB_SCAN_NOT_CALL:
+		return "not-call";
+	case ULB_SCAN_OPAQUE:
+		return "opaque";
+	}
+	return "?";
+}

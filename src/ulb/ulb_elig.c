@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ulb_elig.c - which XDR items may travel in chunks (RFC 8267).
+ */
+#include <stddef.h>
+
+#include "ulb/ulb_elig.h"
+#include "ulb/ulb_nfs.h"
+
+struct ulb_elig_row {
+	uint32_t proc;
+	enum ulb_item arg;
+	enum ulb_item res;
+};
+
+/* RFC 8267 section 3 */
+static const struct ulb_elig_row ulb_elig_nfs2[] = {
+    {ULB_NFS2_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    {ULB_NFS2_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    {ULB_NFS2_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    {ULB_NFS2_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+};
+
+static const struct ulb_elig_row ulb_elig_nfs3[] = {
+    {ULB_NFS3_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    {ULB_NFS3_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    {ULB_NFS3_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    {ULB_NFS3_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+};
+
+/* RFC 8267 section 4.1: COMPOUND operations */
+static const struct ulb_elig_row ulb_elig_nfs4[] = {
+    {ULB_OP_CREATE, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+    {ULB_OP_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    {ULB_OP_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    {ULB_OP_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    {ULB_OP_READ_PLUS, ULB_ITEM_NONE, ULB_ITEM_READ_PLUS_DATA},
+};
+
+#define ULB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct ulb_elig_row *ulb_elig_find(enum ulb_ulp ulp, uint32_t proc)
+{
+	const struct ulb_elig_row *t;
+	size_t n, i;
+
+	switch (ulp) {
+	case ULB_ULP_NFS2:
+		t = ulb_elig_nfs2;
+		n = ULB_ARRAY_SIZE(ulb_elig_nfs2);
+		break;
+	case ULB_ULP_NFS3:
+		t = ulb_elig_nfs3;
+		n = ULB_ARRAY_SIZE(ulb_elig_nfs3);
+		break;
+	case ULB_ULP_NFS4:
+		t = ulb_elig_nfs4;
+		n = ULB_ARRAY_SIZE(ulb_elig_nfs4);
+		break;
+	default:
+		/* MOUNT, NLM, NSM (section 3.1.1), NFSACL (3.1.2): nothing eligible */
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		if (t[i].proc == proc)
+			return &t[i];
+	return NULL;
+}
+
+enum ulb_ulp ulb_ulp_of(uint32_t prog, uint32_t vers)
+{
+	switch (prog) {
+	case ULB_PROG_NFS:
+		if (vers == 2)
+			return ULB_ULP_NFS2;
+		if (vers == 3)
+			return ULB_ULP_NFS3;
+		if (vers == 4)
+			return ULB_ULP_NFS4;
+		return ULB_ULP_OTHER;
+	case ULB_PROG_MOUNT:
+		return ULB_ULP_MOUNT;
+	case ULB_PROG_NLM:
+		return ULB_ULP_NLM;
+	case ULB_PROG_NSM:
+		return ULB_ULP_NSM;
+	case ULB_PROG_NFSACL:
+		return ULB_ULP_NFSACL;
+	default:
+		return ULB_ULP_OTHER;
+	}
+}
+
+const char *ulb_ulp_name(enum ulb_ulp ulp)
+{
+	static const char *const names[] = {"other", "nfs2", "nfs3", "nfs4",
+					    "mount", "nlm",  "nsm",  "nfsacl"};
+
+	if ((unsigned int)ulp < ULB_ARRAY_SIZE(names))
+		return names[ulp];
+	return "?";
+}
+
+enum ulb_item ulb_elig_arg(enum ulb_ulp ulp, uint32_t proc_or_op)
+{
+	const struct ulb_elig_row *r = ulb_elig_find(ulp, proc_or_op);
+
+	return r ? r->arg : ULB_ITEM_NONE;
+}
+
+enum ulb_item ulb_elig_res(enum ulb_ulp ulp, uint32_t proc_or_op, uint32_t minor)
+{
+	const struct ulb_elig_row *r = ulb_elig_find(ulp, proc_or_op);
+
+	if (!r)
+		return ULB_ITEM_NONE;
+	if (ulp == ULB_ULP_NFS4 && proc_or_op == ULB_OP_READ_PLUS && minor < 2)
+		return ULB_ITEM_NONE;
+	return r->res;
+}

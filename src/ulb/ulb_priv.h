@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ulb_priv.h - shared between the ULB's own files; not an interface.
+ */
+#ifndef ULB_ULB_PRIV_H
+#define ULB_ULB_PRIV_H
+
+#include "ulb/ulb_call.h"
+#include "ulb/ulb_xdr.h"
+
+struct ulb_scan {
+	struct ulb_xdr x;
+	const struct rr_pcl *pcl; /* NULL: the stream is complete */
+	struct ulb_call *c;
+	uint16_t op_index;
+};
+
+/* An eligible opaque item of at most @max bytes in the arguments. */
+bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max);
+
+/* Remember an NFS Read operation (it consumes a Write chunk). */
+void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, enum ulb_item kind,
+		      uint32_t count);
+
+/* Skip the arguments of one NFSv4 operation (RFC 7530, 8881, 7862, 8276). */
+bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op);
+
+/* Skip one non-Read NFSv4 result whose status word has been read. */
+bool ulb_nfs4_skip_res(struct ulb_xdr *x, uint32_t op, uint32_t status);
+
+/* Shared XDR shapes */
+bool ulb_x_fattr4(struct ulb_xdr *x);
+bool ulb_x_bitmap4(struct ulb_xdr *x);
+bool ulb_x_netaddr4(struct ulb_xdr *x);
+bool ulb_x_netloc4(struct ulb_xdr *x);
+bool ulb_x_lock_owner4(struct ulb_xdr *x);
+bool ulb_x_state_protect_ops4(struct ulb_xdr *x);
+bool ulb_x_nfs_impl_id4_array(struct ulb_xdr *x);
+bool ulb_x_channel_attrs4(struct ulb_xdr *x);
+bool ulb_x_opaque_auth(struct ulb_xdr *x, uint32_t *flavor);
+
+#define ULB_MAX_BITMAP_WORDS 64u   /* bitmap4 words accepted */
+#define ULB_MAX_ARRAY 65536u	   /* any other counted array */
+#define ULB_MAX_OPAQUE 0x7fffffffu /* opaque<> without a protocol limit */
+
+#endif

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ulb_reply.h - walk an encoded NFS Reply and decide, for the transport,
+ * which bytes go to which Write chunk (RFC 8267 section 4.3, the pairing
+ * rules) and whether the Reply can be delivered at all.
+ */
+#ifndef ULB_ULB_REPLY_H
+#define ULB_ULB_REPLY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "rpcrdma/rr_hdr.h"
+#include "rpcrdma/rr_reply.h"
+#include "ulb/ulb_call.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ulb_reply_limits {
+	/* The client's receive inline threshold: the most bytes one Send may
+	 * carry, transport header included (RFC 8166 section 3.3.2; RFC 8797).
+	 * 0 means RR_INLINE_DEFAULT. */
+	uint32_t inline_send;
+};
+
+enum ulb_reply_result {
+	ULB_REPLY_OK = 0,
+	ULB_REPLY_INLINE_TOO_BIG,	 /* over the inline threshold and no Reply chunk */
+	ULB_REPLY_WRITE_CHUNK_TOO_SMALL, /* payload longer than its Write chunk */
+	ULB_REPLY_REPLY_CHUNK_TOO_SMALL, /* non-payload bytes longer than the Reply chunk */
+	ULB_REPLY_READ_PLUS_TOO_MANY,	 /* more than ULB_READ_PLUS_MAX_CONTENTS contents */
+	ULB_REPLY_GARBAGE,		 /* the encoded Reply does not decode */
+};
+
+struct ulb_reply_info {
+	enum ulb_reply_result result;
+	uint64_t reply_len;	 /* bytes in the encoded Reply stream */
+	uint64_t inline_len;	 /* bytes left after the payloads and their pads */
+	uint32_t hdr_len;	 /* RPC-over-RDMA header of the reply (MSG or NOMSG) */
+	bool use_reply_chunk;	 /* does not fit inline: goes as RDMA_NOMSG in the Reply chunk */
+	uint32_t n_read_results; /* NFS Read results in the Reply */
+	int bad_chunk;		 /* Write chunk index at fault, or -1 */
+};
+
+/*
+ * Walk the encoded Reply to @call (the RPC Reply from its xid on, as an
+ * iovec array; items may straddle iovecs) and fill @plan: the k-th NFS Read
+ * result (READ, READ_PLUS, READLINK; v2/v3 READ, READLINK) goes with the k-th
+ * Write chunk of @pcl; a non-empty chunk carries that result's data item,
+ * an empty chunk or a result without a data item (failed op, READ_PLUS hole)
+ * leaves the chunk unused (echoed with zero length), results beyond the last
+ * chunk stay inline. plan->deliverable is false for every result but
+ * ULB_REPLY_OK: the transport answers ERR_CHUNK and reports the xid as not
+ * delivered (ulb_slot_reply_undelivered()).
+ */
+enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct iovec *iov,
+				     int iovcnt, const struct rr_pcl *pcl,
+				     const struct ulb_reply_limits *lim, struct rr_reply_plan *plan,
+				     struct ulb_reply_info *info);
+
+/*
+ * For encoders, before the Reply exists: the Write chunk that the @k-th NFS
+ * Read operation of @call (counting from 0 in COMPOUND order; 0 for v2/v3)
+ * will use, or -1 when its result goes inline (no chunk, or an empty one).
+ * *room gets the chunk's length, so an encoder can keep the payload by
+ * reference and within the chunk (compare svcrdma's svc_rdma_result_payload).
+ */
+int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
+		      uint64_t *room);
+
+/* RPC-over-RDMA header bytes of a reply echoing @pcl's Write and Reply chunks. */
+uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl);
+
+const char *ulb_reply_result_name(enum ulb_reply_result r);
+
+/*
+ * READ_PLUS on RPC-over-RDMA (RFC 8267 section 4.1.1): at most two elements
+ * in rpr_contents. An encoder plans its contents, then trims them here: the
+ * first two are kept, and when any were dropped (bytes remain unread)
+ * rpr_eof is cleared so the client asks again.
+ */
+#define ULB_READ_PLUS_MAX_CONTENTS 2u
+
+struct ulb_rp_content {
+	uint32_t type; /* ULB_NFS4_CONTENT_DATA or ULB_NFS4_CONTENT_HOLE */
+	uint64_t offset;
+	uint64_t length;
+};
+
+unsigned int ulb_read_plus_trim(struct ulb_rp_content *contents, unsigned int n, bool *eof);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

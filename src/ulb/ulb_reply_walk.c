@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ulb_reply_walk.c - pair the NFS Read results of an encoded Reply with the
+ * Call's Write chunks (RFC 8267 sections 3, 4.1.1, 4.3) and check that the
+ * Reply fits what the client provided (RFC 8166 section 3.5.4, 3.5.5).
+ */
+#include <string.h>
+
+#include "ulb/ulb_priv.h"
+#include "ulb/ulb_reply.h"
+
+struct ulb_walk {
+	struct ulb_xdr x;
+	const struct rr_pcl *pcl;
+	struct rr_reply_plan *plan;
+	struct ulb_reply_info *info;
+	uint32_t next_chunk; /* Write chunk of the next NFS Read result */
+	uint64_t removed;    /* payload bytes and pads that leave the inline stream */
+};
+
+static bool ulb_chunk_nonempty(const struct rr_chunk *ch)
+{
+	return ch->nsegs > 0 && ch->length > 0;
+}
+
+/* One NFS Read result's data item at the cursor: opaque<>. */
+static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
+{
+	uint32_t len;
+	uint64_t data;
+	const struct rr_chunk *ch;
+
+	if (!ulb_xdr_opaque(&w->x, ULB_MAX_OPAQUE, &len, &data))
+		return false;
+	if (!w->pcl || chunk >= w->pcl->n_write || chunk >= RR_PCL_MAX_WRITE_CHUNKS)
+		return true; /* no chunk left: inline */
+	ch = &w->pcl->write[chunk];
+	if (!ulb_chunk_nonempty(ch))
+		return true; /* empty chunk: the client wants it inline */
+	if (len > ch->length) {
+		if (w->info->result == ULB_REPLY_OK) {
+			w->info->result = ULB_REPLY_WRITE_CHUNK_TOO_SMALL;
+			w->info->bad_chunk = (int)chunk;
+		}
+		return true;
+	}
+	if (len == 0)
+		return true; /* nothing to write: the chunk is echoed empty */
+	if (w->plan->nspans < RR_PCL_MAX_WRITE_CHUNKS) {
+		struct rr_payload_span *sp = &w->plan->spans[w->plan->nspans++];
+
+		sp->chunk = (uint16_t)chunk;
+		sp->offset = data;
+		sp->length = len;
+		w->removed += ulb_xdr_round4(len);
+	}
+	return true;
+}
+
+/* READ_PLUS4res NFS4_OK arm: rpr_eof, rpr_contents<> (RFC 7862 section 15.10) */
+static bool ulb_walk_read_plus(struct ulb_walk *w, uint32_t chunk)
+{
+	struct ulb_xdr *x = &w->x;
+	uint32_t n, i, type;
+	bool first_data = true;
+
+	if (!ulb_xdr_bool(x, NULL) || !ulb_xdr_count(x, ULB_MAX_ARRAY, 4, &n))
+		return false;
+	if (n > ULB_READ_PLUS_MAX_CONTENTS && w->info->result == ULB_REPLY_OK)
+		w->info->result = ULB_REPLY_READ_PLUS_TOO_MANY;
+	for (i = 0; i < n; i++) {
+		if (!ulb_xdr_u32(x, &type))
+			return false;
+		if (type == ULB_NFS4_CONTENT_DATA) { /* d_offset, d_data */
+			if (!ulb_xdr_skip(x, 8))
+				return false;
+			if (first_data) {
+				/* the chunk carries the first data content only */
+				first_data = false;
+				if (!ulb_walk_item(w, chunk))
+					return false;
+			} else if (!ulb_xdr_opaque(x, ULB_MAX_OPAQUE, NULL, NULL)) {
+				return false;
+			}
+		} else if (type == ULB_NFS4_CONTENT_HOLE) { /* di_offset, di_length */
+			if (!ulb_xdr_skip(x, 16))
+				return false;
+		} else {
+			return ulb_xdr_fail(x);
+		}
+	}
+	return true;
+}
+
+/* COMPOUND4res: status, tag, resarray<> (RFC 8881 section 16.2.2) */
+static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
+{
+	struct ulb_xdr *x = &w->x;
+	uint32_t n, i, op, status;
+	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
+			: minor == 1 ? ULB_OP_LAST_V41
+				     : ULB_OP_LAST_V42;
+
+	if (!ulb_xdr_skip(x, 4) || !ulb_xdr_opaque(x, ULB_MAX_TAG_LEN, NULL, NULL) ||
+	    !ulb_xdr_count(x, ULB_MAX_COMPOUND_OPS, 8, &n))
+		return false;
+	for (i = 0; i < n; i++) {
+		if (!ulb_xdr_u32(x, &op) || !ulb_xdr_u32(x, &status))
+			return false;
+		if (op == ULB_OP_ILLEGAL)
+			continue;
+		if (ulb_elig_res(ULB_ULP_NFS4, op, minor) != ULB_ITEM_NONE) {
+			uint32_t chunk = w->next_chunk++;
+
+			w->info->n_read_results++;
+			if (status != ULB_NFS4_OK)
+				continue;	 /* no data item: chunk echoed empty */
+			if (op == ULB_OP_READ) { /* READ4resok: eof, data */
+				if (!ulb_xdr_bool(x, NULL) || !ulb_walk_item(w, chunk))
+					return false;
+			} else if (op == ULB_OP_READLINK) { /* READLINK4resok: link */
+				if (!ulb_walk_item(w, chunk))
+					return false;
+			} else if (!ulb_walk_read_plus(w, chunk)) {
+				return false;
+			}
+			continue;
+		}
+		if (op < ULB_OP_FIRST || op > last)
+			return ulb_xdr_fail(x);
+		if (!ulb_nfs4_skip_res(x, op, status))
+			return false;
+	}
+	return true;
+}
+
+static bool ulb_x_post_op_attr(struct ulb_xdr *x)
+{
+	bool present;
+
+	return ulb_xdr_bool(x, &present) && (!present || ulb_xdr_skip(x, ULB_NFS3_FATTR_LEN));
+}
+
+/* v2/v3 READ and READLINK results (RFC 1094 section 2.2, RFC 1813 section 3.3) */
+static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
+{
+	struct ulb_xdr *x = &w->x;
+	enum ulb_item item = ulb_elig_res(call->ulp, call->proc, 0);
+	uint32_t status;
+
+	if (item == ULB_ITEM_NONE)
+		return true;
+	w->info->n_read_results++;
+	w->next_chunk++;
+	if (!ulb_xdr_u32(x, &status))
+		return false;
+	if (call->ulp == ULB_ULP_NFS3) {
+		if (!ulb_x_post_op_attr(x))
+			return false;
+		if (status != 0)
+			return true;
+		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, 8)) /* count, eof */
+			return false;
+	} else {
+		if (status != 0)
+			return true;
+		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, ULB_NFS2_FATTR_LEN))
+			return false;
+	}
+	return ulb_walk_item(w, 0);
+}
+
+int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
+		      uint64_t *room)
+{
+	const struct rr_chunk *ch;
+
+	if (!pcl || k >= call->n_read_ops || k >= pcl->n_write || k >= RR_PCL_MAX_WRITE_CHUNKS)
+		return -1;
+	ch = &pcl->write[k];
+	if (!ulb_chunk_nonempty(ch))
+		return -1;
+	if (room)
+		*room = ch->length;
+	return (int)k;
+}
+
+uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl)
+{
+	/* xid, vers, credits, proc, empty Read list, Write list end */
+	uint32_t len = RR_HDR_FIXED_LEN + 2 * RR_XDR_UNIT;
+	unsigned int i;
+
+	if (!pcl)
+		return len + RR_XDR_UNIT;
+	for (i = 0; i < pcl->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
+		len += 2 * RR_XDR_UNIT + pcl->write[i].nsegs * RR_SEGMENT_LEN;
+	len += RR_XDR_UNIT;
+	if (pcl->has_reply)
+		len += RR_XDR_UNIT + pcl->reply.nsegs * RR_SEGMENT_LEN;
+	return len;
+}
+
+enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct iovec *iov,
+				     int iovcnt, const struct rr_pcl *pcl,
+				     const struct ulb_reply_limits *lim, struct rr_reply_plan *plan,
+				     struct ulb_reply_info *info)
+{
+	struct ulb_reply_info local;
+	struct ulb_walk w;
+	struct ulb_xdr *x = &w.x;
+	uint32_t xid, mtype, stat, flavor, limit;
+	bool ok = true;
+
+	if (!info)
+		info = &local;
+	memset(info, 0, sizeof(*info));
+	memset(plan, 0, sizeof(*plan));
+	memset(&w, 0, sizeof(w));
+	info->bad_chunk = -1;
+	w.pcl = pcl;
+	w.plan = plan;
+	w.info = info;
+	ulb_xdr_init(x, iov, iovcnt);
+	info->reply_len = x->len;
+
+	/* RPC reply header (RFC 5531 section 9): xid, REPLY, reply_stat */
+	if (!ulb_xdr_u32(x, &xid) || !ulb_xdr_u32(x, &mtype) || !ulb_xdr_u32(x, &stat) ||
+	    mtype != ULB_RPC_REPLY) {
+		ok = false;
+	} else if (stat == ULB_RPC_MSG_ACCEPTED) {
+		/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth), accept_stat */
+		if (!ulb_x_opaque_auth(x, &flavor) || !ulb_xdr_u32(x, &stat)) {
+			ok = false;
+		} else if (stat == ULB_RPC_SUCCESS && call->gss_service != ULB_GSS_SVC_PRIVACY) {
+			/* integrity: rpc_gss_integ_data length and seq_num wrap the results */
+			if (call->gss_service == ULB_GSS_SVC_INTEGRITY && !ulb_xdr_skip(x, 8))
+				ok = false;
+			else if (call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND)
+				ok = ulb_walk_compound(&w, call->minorversion);
+			else if (call->ulp == ULB_ULP_NFS2 || call->ulp == ULB_ULP_NFS3)
+				ok = ulb_walk_legacy(&w, call);
+		}
+	} else if (stat != ULB_RPC_MSG_DENIED) {
+		ok = false;
+	}
+	if (!ok || x->err) {
+		info->result = ULB_REPLY_GARBAGE;
+		plan->nspans = 0;
+		w.removed = 0;
+	}
+
+	/* Size checks on what stays inline */
+	info->inline_len = info->reply_len >= w.removed ? info->reply_len - w.removed : 0;
+	info->hdr_len = ulb_reply_hdr_len(pcl);
+	limit = lim && lim->inline_send ? lim->inline_send : RR_INLINE_DEFAULT;
+	if (info->result == ULB_REPLY_OK && info->hdr_len + info->inline_len > limit) {
+		if (!pcl || !pcl->has_reply)
+			info->result = ULB_REPLY_INLINE_TOO_BIG;
+		else if (info->inline_len > pcl->reply.length)
+			info->result = ULB_REPLY_REPLY_CHUNK_TOO_SMALL;
+		else
+			info->use_reply_chunk = true;
+	}
+	plan->deliverable = info->result == ULB_REPLY_OK;
+	if (!plan->deliverable)
+		plan->nspans = 0;
+	return info->result;
+}
+
+const char *ulb_reply_result_name(enum ulb_reply_result r)
+{
+	switch (r) {
+	case ULB_REPLY_OK:
+		return "ok";
+	case ULB_REPLY_INLINE_TOO_BIG:
+		return "inline-too-big";
+	case ULB_REPLY_WRITE_CHUNK_TOO_SMALL:
+		return "write-chunk-too-small";
+	case ULB_REPLY_REPLY_CHUNK_TOO_SMALL:
+		return "reply-chunk-too-small";
+	case ULB_REPLY_READ_PLUS_TOO_MANY:
+		return "read-plus-too-many-contents";
+	case ULB_REPLY_GARBAGE:
+		return "garbage";
+	}
+	return "?";
+}
+
+unsigned int ulb_read_plus_trim(struct ulb_rp_content *contents, unsigned int n, bool *eof)
+{
+	(void)contents;
+	if (n <= ULB_READ_PLUS_MAX_CONTENTS)
+		return n;
+	/* bytes of the requested range remain unreturned */
+	if (eof)
+		*eof = false;
+	return ULB_READ_PLUS_MAX_CONTENTS;
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_ulb_reply_walk.cc - libFuzzer target: the Reply walker on arbitrary
+ * bytes for a synthetic Call and Write/Reply chunk list. Checks that every
+ * span lies in the stream and in its chunk, spans are ordered and disjoint,
+ * and that the answer does not depend on how the stream is cut.
+ */
+#include <cstring>
+
+#include "fuzz/fuzz_ulb_input.h"
+#include "ulb/ulb_reply.h"
+
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			__builtin_trap();                                                          \
+	} while (0)
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	using namespace fuzzulb;
+	static struct rr_pcl pcl;
+	static struct ulb_call call;
+	struct ulb_reply_limits lim;
+	uint8_t seed;
+
+	if (!decode_reply_input(data, size, &call, &pcl, &lim, &data, &size, &seed))
+		return 0;
+	const unsigned nwrite = pcl.n_write;
+	const bool has_reply = pcl.has_reply;
+	const uint64_t reply_len = pcl.reply.length;
+	const uint32_t inline_send = lim.inline_send;
+
+	struct rr_reply_plan p1, p2;
+	struct ulb_reply_info i1, i2;
+	std::vector<iovec> whole = cut(data, size, 0);
+	std::vector<iovec> pieces = cut(data, size, seed);
+	enum ulb_reply_result r1 =
+	    ulb_reply_plan(&call, whole.data(), int(whole.size()), &pcl, &lim, &p1, &i1);
+	enum ulb_reply_result r2 =
+	    ulb_reply_plan(&call, pieces.data(), int(pieces.size()), &pcl, &lim, &p2, &i2);
+
+	CHECK(r1 == r2);
+	CHECK(memcmp(&p1, &p2, sizeof(p1)) == 0);
+	CHECK(i1.inline_len == i2.inline_len);
+	CHECK(p1.deliverable == (r1 == ULB_REPLY_OK));
+	CHECK(i1.reply_len == size);
+	CHECK(i1.inline_len <= size);
+	if (!p1.deliverable)
+		CHECK(p1.nspans == 0);
+	uint64_t prev_end = 0;
+	int prev_chunk = -1;
+	uint64_t removed = 0;
+	for (unsigned i = 0; i < p1.nspans; i++) {
+		const struct rr_payload_span *s = &p1.spans[i];
+
+		CHECK(s->chunk < nwrite);
+		CHECK(int(s->chunk) > prev_chunk);
+		CHECK(s->length > 0);
+		CHECK(s->length <= pcl.write[s->chunk].length);
+		CHECK(s->offset >= prev_end);
+		CHECK(s->offset + ((s->length + 3ull) & ~3ull) <= size);
+		prev_end = s->offset + ((s->length + 3ull) & ~3ull);
+		prev_chunk = s->chunk;
+		removed += (s->length + 3ull) & ~3ull;
+	}
+	if (p1.deliverable) {
+		CHECK(i1.inline_len == size - removed);
+		if (i1.use_reply_chunk)
+			CHECK(has_reply && i1.inline_len <= reply_len);
+		else
+			CHECK(i1.hdr_len + i1.inline_len <= inline_send);
+	}
+	return 0;
+}

@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: MIT
+/* test_ulb_reply_walk.cc - pairing NFS Read results with Write chunks and the
+ * reply size checks, on Replies from the independent encoder. */
+#include <gtest/gtest.h>
+
+#include "support/nfs_xdr_builder.h"
+#include "ulb/ulb_reply.h"
+#include "ulb_test_util.h"
+
+using namespace nfsxdr;
+
+static ulb_call call_of(const Bytes &b)
+{
+	ulb_call c;
+	auto iov = one(b);
+	EXPECT_EQ(ulb_call_scan(iov.data(), int(iov.size()), nullptr, &c), ULB_SCAN_OK);
+	return c;
+}
+
+static Compound rfc8267_call()
+{
+	Compound cp(0x100, 1, 9);
+	cp.op_putfh(pattern(20));
+	cp.op_lookup("a");
+	cp.op_read(0, 8192);
+	cp.op_putfh(pattern(20));
+	cp.op_lookup("b");
+	cp.op_readlink();
+	cp.op_putfh(pattern(20));
+	cp.op_lookup("c");
+	cp.op_read(0, 8192);
+	return cp;
+}
+
+static CompoundRes rfc8267_reply(const Bytes &a, const Bytes &b, const Bytes &cdata)
+{
+	CompoundRes r(0x100, 0, 9);
+	r.res_putfh();
+	r.res_lookup();
+	r.res_read(a, false);
+	r.res_putfh();
+	r.res_lookup();
+	r.res_readlink(b);
+	r.res_putfh();
+	r.res_lookup();
+	r.res_read(cdata, true);
+	return r;
+}
+
+struct Planned {
+	enum ulb_reply_result r;
+	rr_reply_plan plan;
+	ulb_reply_info info;
+};
+
+static Planned plan_of(const ulb_call &c, const std::vector<iovec> &iov, const rr_pcl *pcl,
+		       uint32_t inline_send = 65536)
+{
+	Planned p;
+	ulb_reply_limits l;
+	l.inline_send = inline_send;
+	p.r = ulb_reply_plan(&c, iov.data(), int(iov.size()), pcl, &l, &p.plan, &p.info);
+	return p;
+}
+
+TEST(UlbReplyWalk, Rfc8267ExampleChunksABC)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	Bytes a = pattern(8000, 1), b = pattern(37, 2), cd = pattern(8192, 3);
+	CompoundRes r = rfc8267_reply(a, b, cd);
+	rr_pcl pcl;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192, 2); /* A */
+	pcl_add_write(&pcl, 4096);    /* B */
+	pcl_add_write(&pcl, 8192);    /* C */
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_TRUE(p.plan.deliverable);
+	ASSERT_EQ(p.plan.nspans, 3);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(p.plan.spans[i].chunk, i);
+		EXPECT_EQ(p.plan.spans[i].offset, r.items[i].stream_offset);
+		EXPECT_EQ(p.plan.spans[i].length, r.items[i].length);
+	}
+	EXPECT_EQ(p.info.n_read_results, 3u);
+	/* payload and pads leave the inline stream; length words stay */
+	EXPECT_EQ(p.info.inline_len, r.x.buf.size() - 8000 - 40 - 8192);
+	EXPECT_FALSE(p.info.use_reply_chunk);
+}
+
+TEST(UlbReplyWalk, Rfc8267ExampleEmptyChunkB)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r = rfc8267_reply(pattern(100), pattern(21), pattern(300));
+	rr_pcl pcl;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 0); /* B empty: READLINK inline */
+	pcl_add_write(&pcl, 8192);
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 2);
+	EXPECT_EQ(p.plan.spans[0].chunk, 0);
+	EXPECT_EQ(p.plan.spans[0].offset, r.items[0].stream_offset);
+	EXPECT_EQ(p.plan.spans[1].chunk, 2);
+	EXPECT_EQ(p.plan.spans[1].offset, r.items[2].stream_offset);
+	EXPECT_EQ(p.plan.spans[1].length, 300u);
+}
+
+TEST(UlbReplyWalk, FailedReadEchoesEmptyChunk)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	/* the first READ fails: the COMPOUND stops there */
+	CompoundRes r(0x100, 10005, 3);
+	r.res_putfh();
+	r.res_lookup();
+	r.res_status(READ, 10005);
+	rr_pcl pcl;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_TRUE(p.plan.deliverable);
+	EXPECT_EQ(p.plan.nspans, 0); /* every chunk echoed with length 0 */
+	EXPECT_EQ(p.info.n_read_results, 1u);
+
+	/* a later READ fails: the first keeps chunk 0, chunk 1 stays unused */
+	CompoundRes r2(0x100, 10005, 6);
+	r2.res_putfh();
+	r2.res_lookup();
+	r2.res_read(pattern(64), false);
+	r2.res_putfh();
+	r2.res_lookup();
+	r2.res_status(READLINK, 10005);
+	Planned p2 = plan_of(c, one(r2.x.buf), &pcl);
+	ASSERT_EQ(p2.r, ULB_REPLY_OK);
+	ASSERT_EQ(p2.plan.nspans, 1);
+	EXPECT_EQ(p2.plan.spans[0].chunk, 0);
+}
+
+TEST(UlbReplyWalk, MoreReadsThanChunks)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r = rfc8267_reply(pattern(2000), pattern(50), pattern(3000));
+	rr_pcl pcl;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192); /* only A */
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].chunk, 0);
+	EXPECT_EQ(p.plan.spans[0].length, 2000u);
+	EXPECT_EQ(p.info.inline_len, r.x.buf.size() - 2000);
+
+	/* no Write list at all: everything inline */
+	Planned q = plan_of(c, one(r.x.buf), nullptr);
+	ASSERT_EQ(q.r, ULB_REPLY_OK);
+	EXPECT_EQ(q.plan.nspans, 0);
+	EXPECT_EQ(q.info.inline_len, r.x.buf.size());
+}
+
+static Compound read_plus_call(uint32_t count)
+{
+	Compound cp(0x200, 2, 3);
+	Sessionid sid = {};
+	cp.op_sequence(sid, 1, 0);
+	cp.op_putfh(pattern(20));
+	cp.op_read_plus(0, count);
+	return cp;
+}
+
+TEST(UlbReplyWalk, ReadPlusDataAndHole)
+{
+	ulb_call c = call_of(read_plus_call(65536).x.buf);
+	Sessionid sid = {};
+	rr_pcl pcl;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 65536);
+	for (int order = 0; order < 2; order++) {
+		CompoundRes r(0x200, 0, 3);
+		r.res_sequence(sid, 1, 0);
+		r.res_putfh();
+		CompoundRes::RpContent data{true, 0, pattern(4093), 0};
+		CompoundRes::RpContent hole{false, 4096, {}, 61440};
+		if (order == 0)
+			r.res_read_plus(true, {data, hole});
+		else
+			r.res_read_plus(true, {hole, data});
+		Planned p = plan_of(c, one(r.x.buf), &pcl);
+		ASSERT_EQ(p.r, ULB_REPLY_OK) << order;
+		ASSERT_EQ(p.plan.nspans, 1);
+		EXPECT_EQ(p.plan.spans[0].chunk, 0);
+		EXPECT_EQ(p.plan.spans[0].offset, r.items[0].stream_offset);
+		EXPECT_EQ(p.plan.spans[0].length, 4093u);
+		EXPECT_EQ(p.info.inline_len, r.x.buf.size() - 4096);
+	}
+}
+
+TEST(UlbReplyWalk, ReadPlusOnlyFirstDataContentUsesChunk)
+{
+	ulb_call c = call_of(read_plus_call(65536).x.buf);
+	Sessionid sid = {};
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 65536);
+	CompoundRes r(0x200, 0, 3);
+	r.res_sequence(sid, 1, 0);
+	r.res_putfh();
+	r.res_read_plus(false, {{true, 0, pattern(1000), 0}, {true, 1000, pattern(500), 0}});
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, r.items[0].stream_offset);
+	EXPECT_EQ(p.plan.spans[0].length, 1000u);
+}
+
+TEST(UlbReplyWalk, ReadPlusTooSmallChunk)
+{
+	ulb_call c = call_of(read_plus_call(65536).x.buf);
+	Sessionid sid = {};
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096); /* smaller than rpa_count and than the data */
+	CompoundRes r(0x200, 0, 3);
+	r.res_sequence(sid, 1, 0);
+	r.res_putfh();
+	r.res_read_plus(true, {{true, 0, pattern(8192), 0}});
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	EXPECT_EQ(p.r, ULB_REPLY_WRITE_CHUNK_TOO_SMALL);
+	EXPECT_FALSE(p.plan.deliverable);
+	EXPECT_EQ(p.info.bad_chunk, 0);
+}
+
+TEST(UlbReplyWalk, ReadPlusAtMostTwoContents)
+{
+	ulb_call c = call_of(read_plus_call(65536).x.buf);
+	Sessionid sid = {};
+	CompoundRes r(0x200, 0, 3);
+	r.res_sequence(sid, 1, 0);
+	r.res_putfh();
+	r.res_read_plus(
+	    true, {{true, 0, pattern(10), 0}, {false, 10, {}, 100}, {true, 110, pattern(10), 0}});
+	Planned p = plan_of(c, one(r.x.buf), nullptr);
+	EXPECT_EQ(p.r, ULB_REPLY_READ_PLUS_TOO_MANY);
+	EXPECT_FALSE(p.plan.deliverable);
+
+	/* what the encoder uses to stay within the rule */
+	ulb_rp_content cs[3] = {{0, 0, 10}, {1, 10, 100}, {0, 110, 10}};
+	bool eof = true;
+	EXPECT_EQ(ulb_read_plus_trim(cs, 3, &eof), 2u);
+	EXPECT_FALSE(eof);
+	eof = true;
+	EXPECT_EQ(ulb_read_plus_trim(cs, 2, &eof), 2u);
+	EXPECT_TRUE(eof);
+	EXPECT_EQ(ULB_READ_PLUS_MAX_CONTENTS, 2u);
+}
+
+TEST(UlbReplyWalk, Nfs3ReadAndReadlink)
+{
+	Legacy rc = v3_read_call(0x300, 0, 32768);
+	ulb_call c = call_of(rc.x.buf);
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 32768);
+
+	Legacy ok = v3_read_reply(0x300, 0, pattern(32767));
+	Planned p = plan_of(c, one(ok.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, ok.items[0].stream_offset);
+	EXPECT_EQ(p.plan.spans[0].length, 32767u);
+
+	Legacy fail = v3_read_reply(0x300, 13, {}); /* NFS3ERR_ACCES */
+	p = plan_of(c, one(fail.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_EQ(p.plan.nspans, 0);
+
+	Legacy rlc = v3_readlink_call(0x301);
+	ulb_call cl = call_of(rlc.x.buf);
+	Legacy rl = v3_readlink_reply(0x301, 0, "/some/where/else");
+	p = plan_of(cl, one(rl.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, rl.items[0].stream_offset);
+	EXPECT_EQ(p.plan.spans[0].length, 16u);
+
+	/* WRITE and SYMLINK replies carry nothing eligible */
+	Legacy wc = v3_write_call(0x302, pattern(10));
+	ulb_call cw = call_of(wc.x.buf);
+	Xdr wr;
+	rpc_reply_accepted(wr, 0x302);
+	wr.u32(0);
+	wr.fixed_fill(200, 0);
+	p = plan_of(cw, one(wr.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_EQ(p.plan.nspans, 0);
+}
+
+TEST(UlbReplyWalk, Nfs2Read)
+{
+	Xdr x;
+	rpc_call_header(x, 0x310, PROG_NFS, 2, 6);
+	x.fixed_fill(32, 1);
+	x.u32(0);
+	x.u32(8192);
+	x.u32(0);
+	ulb_call c = call_of(x.buf);
+	Legacy r = v2_read_reply(0x310, 0, pattern(8192));
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, r.items[0].stream_offset);
+}
+
+TEST(UlbReplyWalk, PayloadInItsOwnIovec)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	Bytes a = pattern(5001, 1), b = pattern(33, 2), cd = pattern(6000, 3);
+	CompoundRes r = rfc8267_reply(a, b, cd);
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+
+	/* each payload by reference in its own iovec, pad in the next one */
+	std::vector<size_t> cuts;
+	for (auto &it : r.items) {
+		cuts.push_back(it.stream_offset);
+		cuts.push_back(it.stream_offset + it.length);
+	}
+	Planned ref = plan_of(c, one(r.x.buf), &pcl);
+	Planned sep = plan_of(c, cut(r.x.buf, cuts), &pcl);
+	Planned bw = plan_of(c, bytewise(r.x.buf), &pcl);
+	/* and cut inside the length words */
+	std::vector<size_t> odd;
+	for (auto &it : r.items)
+		odd.push_back(it.stream_offset - 2);
+	Planned mid = plan_of(c, cut(r.x.buf, odd), &pcl);
+	for (const Planned *p : {&sep, &bw, &mid}) {
+		ASSERT_EQ(p->r, ULB_REPLY_OK);
+		ASSERT_EQ(p->plan.nspans, ref.plan.nspans);
+		for (int i = 0; i < ref.plan.nspans; i++) {
+			EXPECT_EQ(p->plan.spans[i].offset, ref.plan.spans[i].offset);
+			EXPECT_EQ(p->plan.spans[i].length, ref.plan.spans[i].length);
+		}
+		EXPECT_EQ(p->info.inline_len, ref.info.inline_len);
+	}
+}
+
+TEST(UlbReplyWalk, InlineTooBigWithoutReplyChunk)
+{
+	Compound cp(0x400, 1, 2);
+	cp.op_putfh(pattern(20));
+	cp.op_getattr();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r(0x400, 0, 2);
+	r.res_putfh();
+	r.x.u32(GETATTR);
+	r.x.u32(0);
+	r.x.u32(1);
+	r.x.u32(1);
+	r.x.opaque(pattern(2000)); /* a big ACL, say */
+	rr_pcl pcl;
+	pcl_init(&pcl);
+
+	Planned p = plan_of(c, one(r.x.buf), &pcl, 1024);
+	EXPECT_EQ(p.r, ULB_REPLY_INLINE_TOO_BIG);
+	EXPECT_FALSE(p.plan.deliverable);
+	/* fits a 4 KB threshold */
+	p = plan_of(c, one(r.x.buf), &pcl, 4096);
+	EXPECT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_TRUE(p.plan.deliverable);
+	/* with a Reply chunk that is too small */
+	pcl_set_reply(&pcl, 1024);
+	p = plan_of(c, one(r.x.buf), &pcl, 1024);
+	EXPECT_EQ(p.r, ULB_REPLY_REPLY_CHUNK_TOO_SMALL);
+	EXPECT_FALSE(p.plan.deliverable);
+	/* and one that is large enough */
+	pcl.reply.length = 4096;
+	p = plan_of(c, one(r.x.buf), &pcl, 1024);
+	EXPECT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_TRUE(p.info.use_reply_chunk);
+	/* the RPC-over-RDMA header counts against the threshold */
+	rr_pcl none;
+	pcl_init(&none);
+	uint32_t exact = uint32_t(r.x.buf.size()) + ulb_reply_hdr_len(&none);
+	EXPECT_EQ(ulb_reply_hdr_len(&none), 28u);
+	EXPECT_EQ(plan_of(c, one(r.x.buf), &none, exact).r, ULB_REPLY_OK);
+	EXPECT_EQ(plan_of(c, one(r.x.buf), &none, exact - 1).r, ULB_REPLY_INLINE_TOO_BIG);
+}
+
+TEST(UlbReplyWalk, WriteChunkTooSmall)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r = rfc8267_reply(pattern(8000), pattern(10), pattern(8192));
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 4096); /* C too small */
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	EXPECT_EQ(p.r, ULB_REPLY_WRITE_CHUNK_TOO_SMALL);
+	EXPECT_FALSE(p.plan.deliverable);
+	EXPECT_EQ(p.info.bad_chunk, 2);
+	EXPECT_EQ(p.plan.nspans, 0);
+}
+
+TEST(UlbReplyWalk, EveryOpResultRoundTrip)
+{
+	/* a reply holding a result for every op but the three NFS Read ones */
+	for (int v = 0; v < 6; v++) {
+		Compound cp(0x500, 2, 1);
+		cp.op_putfh(pattern(4));
+		ulb_call c = call_of(cp.x.buf);
+		std::vector<uint32_t> ops;
+		for (uint32_t op = 3; op <= 75; op++)
+			if (op != READ && op != READLINK && op != READ_PLUS)
+				ops.push_back(op);
+		ops.push_back(READ);
+		CompoundRes r(0x500, 0, uint32_t(ops.size()), v % 2 ? AUTH_SYS : AUTH_NONE);
+		for (uint32_t op : ops) {
+			if (op == READ)
+				r.res_read(pattern(777), true);
+			else
+				r.res_sample(op, v);
+		}
+		rr_pcl pcl;
+		pcl_init(&pcl);
+		pcl_add_write(&pcl, 1024);
+		Planned p = plan_of(c, one(r.x.buf), &pcl);
+		ASSERT_EQ(p.r, ULB_REPLY_OK) << "variant " << v;
+		ASSERT_EQ(p.plan.nspans, 1);
+		EXPECT_EQ(p.plan.spans[0].offset, r.items[0].stream_offset);
+		EXPECT_EQ(p.plan.spans[0].length, 777u);
+	}
+}
+
+TEST(UlbReplyWalk, ErrorArmsOfResults)
+{
+	Compound cp(0x510, 2, 1);
+	cp.op_putfh(pattern(4));
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r(0x510, 10010, 2);
+	r.x.u32(SETATTR); /* attrsset follows any status */
+	r.x.u32(10001);
+	r.x.u32(1);
+	r.x.u32(0);
+	r.x.u32(LOCK); /* NFS4ERR_DENIED: LOCK4denied */
+	r.x.u32(10010);
+	r.x.u64(0);
+	r.x.u64(10);
+	r.x.u32(1);
+	r.x.u64(5);
+	r.x.opaque(pattern(8));
+	Planned p = plan_of(c, one(r.x.buf), nullptr);
+	EXPECT_EQ(p.r, ULB_REPLY_OK);
+}
+
+TEST(UlbReplyWalk, NonSuccessRepliesCarryNothing)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	Xdr d;
+	rpc_reply_denied(d, 0x100);
+	Planned p = plan_of(c, one(d.buf), &pcl);
+	EXPECT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_EQ(p.plan.nspans, 0);
+	Xdr g;
+	rpc_reply_accepted(g, 0x100, AUTH_NONE, 4); /* GARBAGE_ARGS */
+	p = plan_of(c, one(g.buf), &pcl);
+	EXPECT_EQ(p.r, ULB_REPLY_OK);
+	Xdr m;
+	rpc_reply_accepted(m, 0x100, AUTH_SYS, 2); /* PROG_MISMATCH */
+	p = plan_of(c, one(m.buf), &pcl);
+	EXPECT_EQ(p.r, ULB_REPLY_OK);
+}
+
+TEST(UlbReplyWalk, TruncatedRepliesAreGarbage)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r = rfc8267_reply(pattern(100), pattern(10), pattern(100));
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	for (size_t n = 0; n < r.x.buf.size(); n++) {
+		Bytes t(r.x.buf.begin(), r.x.buf.begin() + n);
+		Planned p = plan_of(c, one(t), &pcl);
+		EXPECT_EQ(p.r, ULB_REPLY_GARBAGE) << n;
+		EXPECT_FALSE(p.plan.deliverable);
+	}
+}
+
+TEST(UlbReplyWalk, ZeroLengthDataLeavesChunkEmpty)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r = rfc8267_reply(Bytes(), pattern(9), pattern(5));
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+	Planned p = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].chunk, 1); /* READ at EOF wrote nothing into A */
+}
+
+TEST(UlbReplyWalk, ReadPlusBeforeMinorTwoIsGarbage)
+{
+	Compound cp(0x600, 1, 1);
+	cp.op_putfh(pattern(4));
+	ulb_call c = call_of(cp.x.buf);
+	CompoundRes r(0x600, 0, 1);
+	r.res_read_plus(true, {{true, 0, pattern(10), 0}});
+	EXPECT_EQ(plan_of(c, one(r.x.buf), nullptr).r, ULB_REPLY_GARBAGE);
+}
+
+TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)
+{
+	Legacy m = simple_call(0x700, 100005, 3, 1, 8);
+	ulb_call c = call_of(m.x.buf);
+	Xdr r;
+	rpc_reply_accepted(r, 0x700, AUTH_SYS);
+	r.fixed_fill(500, 0x77);
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096); /* a stray Write chunk is echoed empty */
+	Planned p = plan_of(c, one(r.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_EQ(p.plan.nspans, 0);
+	EXPECT_EQ(p.info.inline_len, r.buf.size());
+	/* the transport header grows with the echoed Write list */
+	EXPECT_EQ(p.info.hdr_len, 28u + 8u + 16u);
+}
+
+TEST(UlbReplyWalk, ZeroCopyPayloadBySeparateBuffer)
+{
+	/* As an encoder passing FSAL data by reference would: head (up to and
+	 * including the length word), the payload buffer itself, then the pad
+	 * and the rest of the Reply in a third buffer. */
+	Legacy rc = v3_read_call(0x800, 0, 65536);
+	ulb_call c = call_of(rc.x.buf);
+	Bytes payload = pattern(65533, 9);
+	Legacy whole = v3_read_reply(0x800, 0, payload);
+	size_t off = whole.items[0].stream_offset;
+	Bytes head(whole.x.buf.begin(), whole.x.buf.begin() + off);
+	Bytes tail(whole.x.buf.begin() + off + payload.size(), whole.x.buf.end());
+	ASSERT_EQ(tail.size(), 3u); /* just the XDR pad */
+	std::vector<iovec> iov = {{head.data(), head.size()},
+				  {payload.data(), payload.size()},
+				  {tail.data(), tail.size()}};
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 65536, 16);
+	Planned p = plan_of(c, iov, &pcl, 4096);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, head.size());
+	EXPECT_EQ(p.plan.spans[0].length, payload.size());
+	EXPECT_EQ(p.info.inline_len, head.size());
+	/* without the chunk the same Reply does not fit a 4 KB inline threshold */
+	Planned q = plan_of(c, iov, nullptr, 4096);
+	EXPECT_EQ(q.r, ULB_REPLY_INLINE_TOO_BIG);
+	EXPECT_FALSE(q.plan.deliverable);
+}
+
+TEST(UlbReplyWalk, ReadOpChunkForEncoders)
+{
+	Compound cp = rfc8267_call();
+	ulb_call c = call_of(cp.x.buf);
+	rr_pcl pcl;
+	uint64_t room = 0;
+
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 0);
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 0, &room), 0);
+	EXPECT_EQ(room, 8192u);
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 1, &room), -1); /* empty: inline */
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 2, &room), -1); /* beyond the list */
+	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 3, &room), -1); /* no such op */
+	EXPECT_EQ(ulb_read_op_chunk(&c, nullptr, 0, &room), -1);
+}
+
+TEST(UlbReplyWalk, GssIntegrityAndPrivacy)
+{
+	/* krb5i: the results sit in rpc_gss_integ_data (length, seq_num, results) */
+	Xdr call;
+	rpc_call_header_gss(call, 0x900, PROG_NFS, 3, 6, 0, 2);
+	call.u32(4 + 36 + 12);
+	call.u32(5);
+	call.opaque(pattern(32));
+	call.u64(0);
+	call.u32(4096);
+	call.opaque(pattern(16));
+	ulb_call c = call_of(call.buf);
+	ASSERT_EQ(c.gss_service, 2u);
+
+	Xdr r;
+	r.u32(0x900);
+	r.u32(1);
+	r.u32(0);
+	r.u32(RPCSEC_GSS); /* verf: a MIC */
+	r.opaque(pattern(20));
+	r.u32(0);	  /* SUCCESS */
+	r.u32(0);	  /* databody_integ length (not checked) */
+	r.u32(5);	  /* seq_num */
+	r.u32(0);	  /* NFS3_OK */
+	r.boolean(false); /* post_op_attr */
+	r.u32(100);
+	r.boolean(true);
+	Item it = r.item(pattern(100));
+	r.opaque(pattern(16)); /* checksum */
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096);
+	Planned p = plan_of(c, one(r.buf), &pcl);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	ASSERT_EQ(p.plan.nspans, 1);
+	EXPECT_EQ(p.plan.spans[0].offset, it.stream_offset);
+
+	/* krb5p: nothing can be found; all inline */
+	Xdr pc;
+	rpc_call_header_gss(pc, 0x901, PROG_NFS, 3, 6, 0, 3);
+	pc.fixed_fill(64, 1);
+	ulb_call cp;
+	auto iov = one(pc.buf);
+	ASSERT_EQ(ulb_call_scan(iov.data(), 1, nullptr, &cp), ULB_SCAN_OPAQUE);
+	Planned q = plan_of(cp, one(r.buf), &pcl);
+	EXPECT_EQ(q.r, ULB_REPLY_OK);
+	EXPECT_EQ(q.plan.nspans, 0);
+}
