@@ -93,6 +93,7 @@ TEST_F(CreditOverrun, OnlyThatConnectionCloses)
 	}
 	EXPECT_TRUE(a->wait_disconnected(5000))
 		<< "sent " << sent << " HOLD calls on a grant of 4; still connected";
+	a->disconnect();	/* the client closes its failed connection */
 	EXPECT_TRUE(ping(b));
 	EXPECT_TRUE(big_read_ok(b));
 	Requester *c = connect();
