@@ -112,6 +112,39 @@ TEST_F(Shapes, ReadChunkAtNonZeroPosition)
 	}
 }
 
+/*
+ * Read chunks need not hold whole XDR items: any 4-aligned range of the Call
+ * may travel by RDMA Read, several chunks per call (RFC 8166 section 3.4.5).
+ * Here pieces of the RPC header go in their own chunks beside the data.
+ */
+TEST_F(Shapes, SeveralReadChunksAtArbitraryAlignedPositions)
+{
+	auto d = random_bytes(rng, 6001);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d, true);
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	s.reads = {{8, 8}, {20, 4}, {c.data_pos, c.data_len}};
+	s.read_segs = 2;
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r)) << q->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+
+	/* and in a Long Call, indexing the Position-Zero stream */
+	CallSpec l = s;
+	l.mode = CallSpec::LONG;
+	l.reads = {{12, 4}, {c.data_pos, c.data_len}};
+	TestCall c2 = call_data(q->next_xid(), RRT_PROC_SINK, d, true);
+	ASSERT_TRUE(q->call(c2.rpc, l, &r)) << q->last_error();
+	ASSERT_TRUE(rpc_success(r, c2.xid, &off));
+	XdrReader x2(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x2.u32(), d.size());
+	EXPECT_EQ(x2.u32(), fnv(d));
+}
+
 /* RFC 8166 section 3.4.5.2: the chunk length may include the XDR roundup. */
 TEST_F(Shapes, ReadChunkLengthWithRoundup)
 {
@@ -457,6 +490,35 @@ TEST_F(Shapes, ServerStatsCountShapes)
 	EXPECT_GE(after["long_calls"], before["long_calls"] + 1);
 	EXPECT_GE(after["rdma_read_bytes"], before["rdma_read_bytes"] + 2000);
 	EXPECT_EQ(after["conns_active"], 1u);
+}
+
+/* The same over TCP loopback (the soft fabric's other transport). */
+class ShapesTcp : public TransportTest {
+      protected:
+	ShapesTcp()
+	{
+		sopts.tcp = true;
+	}
+};
+
+TEST_F(ShapesTcp, ReadWriteAndReplyChunks)
+{
+	Requester *q = connect();
+	ASSERT_NE(q, nullptr);
+	ASSERT_TRUE(ping(q));
+	std::mt19937 rng(5);
+	auto d = random_bytes(rng, 200000);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, d);
+	CallSpec s = read_spec(c, 3);
+	s.writes.push_back({{100000, 100000}, false});
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c.xid, d));
+	TestCall c2 = call_source(q->next_xid(), 30000, 9);
+	CallSpec s2;
+	s2.reply = {16384, 16384};
+	ASSERT_TRUE(q->call(c2.rpc, s2, &r));
+	EXPECT_TRUE(opaque_result(r, c2.xid, pattern(9, 30000)));
 }
 
 } // namespace
