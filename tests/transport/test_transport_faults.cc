@@ -125,6 +125,13 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 	Requester *b = connect();
 	ASSERT_NE(b, nullptr);
 	EXPECT_TRUE(ping(b));
+	uint64_t released = 0;
+	for (int i = 0; i < 40 && released < 3; i++) {
+		released = srv.stats()["ul_held_released"];
+		if (released < 3)
+			usleep(50000);
+	}
+	EXPECT_EQ(released, 3u) << "conn_down must come for the closed connection";
 }
 
 /* The requester's link drops while the server is pulling a Read chunk. */

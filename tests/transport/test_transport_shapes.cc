@@ -346,6 +346,7 @@ TEST_F(Shapes, ReplyTooBigForReplyChunkIsErrChunk)
 	auto st = srv.stats();
 	EXPECT_GE(st["not_delivered"], 1u);
 	EXPECT_GE(st["err_chunk_sent"], 1u);
+	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -357,6 +358,7 @@ TEST_F(Shapes, ReplyTooBigForInlineWithoutReplyChunkIsErrChunk)
 	EXPECT_TRUE(is_err_chunk(r, c.xid));
 	auto st = srv.stats();
 	EXPECT_GE(st["not_delivered"], 1u);
+	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -370,6 +372,7 @@ TEST_F(Shapes, PayloadLargerThanWriteChunkIsErrChunk)
 	ASSERT_TRUE(q->call(c.rpc, s, &r));
 	EXPECT_TRUE(is_err_chunk(r, c.xid));
 	EXPECT_GE(srv.stats()["not_delivered"], 1u);
+	EXPECT_EQ(srv.stats()["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -474,6 +477,38 @@ TEST_F(Shapes, PipelinedCallsUpToTheGrant)
 	}
 }
 
+/* DESIGN.md "Memory": steady state is 0 registrations per I/O. */
+TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
+{
+	auto round = [&]() {
+		CallSpec rd;
+		rd.mode = CallSpec::READ;
+		rd.writes.push_back({{65536, 65536}, true});
+		echo(random_bytes(rng, 100001), rd);
+		CallSpec lc;
+		lc.mode = CallSpec::LONG;
+		echo(random_bytes(rng, 3000), lc);
+		TestCall c = call_source(q->next_xid(), 50000, 4);
+		CallSpec rc;
+		rc.reply = {65536};
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, rc, &r));
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
+		TestCall c2 = call_source(q->next_xid(), 200000, 4);
+		CallSpec wc;
+		wc.writes.push_back({{262144}, false});
+		ASSERT_TRUE(q->call(c2.rpc, wc, &r));
+		EXPECT_TRUE(opaque_result(r, c2.xid, pattern(4, 200000)));
+	};
+	for (int i = 0; i < 3; i++)
+		round();
+	uint64_t before = srv.stats()["registrations"];
+	for (int i = 0; i < 20; i++)
+		round();
+	uint64_t after = srv.stats()["registrations"];
+	EXPECT_EQ(after, before) << (after - before) << " registrations in 80 calls";
+}
+
 TEST_F(Shapes, ServerStatsCountShapes)
 {
 	auto before = srv.stats();
@@ -490,6 +525,17 @@ TEST_F(Shapes, ServerStatsCountShapes)
 	EXPECT_GE(after["long_calls"], before["long_calls"] + 1);
 	EXPECT_GE(after["rdma_read_bytes"], before["rdma_read_bytes"] + 2000);
 	EXPECT_EQ(after["conns_active"], 1u);
+}
+
+/* SIGTERM: stats line, clean teardown, exit 0 (checked in TearDown). */
+TEST_F(Shapes, ServerExitsCleanlyOnSigterm)
+{
+	auto d = random_bytes(rng, 1000);
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	echo(d, s);
+	ASSERT_EQ(kill(srv.pid(), SIGTERM), 0);
+	EXPECT_TRUE(q->wait_disconnected(5000)) << "server teardown disconnects clients";
 }
 
 /* The same over TCP loopback (the soft fabric's other transport). */
