@@ -33,6 +33,7 @@ void rrp_config_default(struct rrp_config *c)
 	c->recv_mem_budget = 0;
 	c->max_ord = 16;
 	c->workers = 8;
+	c->payload_pool_mb = 80;
 	c->nfs_port = 2049;
 	snprintf(c->stats_socket, sizeof(c->stats_socket), "/run/rpcrdma/stats.sock");
 }
@@ -202,6 +203,11 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 	if (!strcasecmp(key, "Max_RDMA_Read_Depth")) {
 		ret = set_range(key, v, 1, 255, &n, line);
 		c->max_ord = (uint32_t)(ret ? c->max_ord : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Payload_Pool_MB")) {
+		ret = set_range(key, v, 0, 65536, &n, line);
+		c->payload_pool_mb = (uint32_t)(ret ? c->payload_pool_mb : n);
 		return ret;
 	}
 	if (!strcasecmp(key, "Worker_Threads")) {

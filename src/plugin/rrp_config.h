@@ -22,6 +22,7 @@ struct rrp_config {
 	uint64_t recv_mem_budget;	/* Receive_Memory_Budget, bytes; 0 = none */
 	uint32_t max_ord;		/* Max_RDMA_Read_Depth */
 	uint32_t workers;		/* Worker_Threads */
+	uint32_t payload_pool_mb;	/* Payload_Pool_MB: registered READ buffers */
 	char stats_socket[108];		/* Stats_Socket: "" = none */
 	uint16_t nfs_port;		/* NFS_CORE_PARAM.NFS_Port, to find ganesha's listener */
 };

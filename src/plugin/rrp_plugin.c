@@ -14,7 +14,9 @@
 
 #include "fabric/fab.h"
 #include "plugin/rrp_host.h"
+#include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
+#include "plugin/rrp_version.h"
 
 struct rrp_plugin rrp = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -84,6 +86,24 @@ static enum xprt_stat listener_stat(SVCXPRT *xprt)
 	return XPRT_IDLE;
 }
 
+static void *payload_base;
+static size_t payload_len;
+
+/* Half the pool in 64 KiB buffers, half in 1 MiB ones (see rrp_payload.c). */
+static void payload_pool_init(void)
+{
+	size_t bytes = (size_t)rrp.cfg.payload_pool_mb << 20;
+	size_t small = bytes / 2 / RRP_PAYLOAD_SMALL;
+	size_t large = bytes / 2 / RRP_PAYLOAD_LARGE;
+
+	if (!bytes || rrp_payload_init(small, large, &payload_base, &payload_len)) {
+		payload_len = 0;
+		return;
+	}
+	fprintf(stderr, "rpcrdma: READ payload pool: %zu x 64 KiB + %zu x 1 MiB, registered once\n",
+		small, large);
+}
+
 static int start_server(const char *addr, int slot)
 {
 	struct rr_config ec;
@@ -101,6 +121,12 @@ static int start_server(const char *addr, int slot)
 			fab_last_error());
 		return ret;
 	}
+	if (payload_len) {
+		ret = rr_server_add_region(rrp.srv[slot], payload_base, payload_len);
+		if (ret)
+			fprintf(stderr, "rpcrdma: cannot register the payload pool: %s "
+					"(READ data will be copied)\n", fab_last_error());
+	}
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret)
 		return ret;
@@ -112,7 +138,11 @@ static int start_server(const char *addr, int slot)
 void rrp_plugin_start(void)
 {
 	char addr[192];
-	int ret = load_config();
+	int ret;
+
+	if (!rrp_version_ok())
+		return;
+	ret = load_config();
 
 	if (ret == -ENOENT || (!ret && !rrp.cfg.enable)) {
 		fprintf(stderr, "rpcrdma: no enabled RDMA block in %s: RDMA not served\n",
@@ -137,6 +167,7 @@ void rrp_plugin_start(void)
 	rrp.listener.xp_type = XPRT_RDMA_RENDEZVOUS;
 	rrp.listener.xp_fd = -1;
 
+	payload_pool_init();
 	rrp.nworkers = rrp.cfg.workers;
 	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)

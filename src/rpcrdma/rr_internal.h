@@ -209,6 +209,9 @@ struct rr_server {
 	uint64_t recv_mem_used;
 	struct rr_bigpool *bigpools[4];
 	unsigned int nbigpools;
+	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
+	struct fab_pd *region_pd;
+	unsigned int nregions;
 
 	struct rr_counters st;
 };

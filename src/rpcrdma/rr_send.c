@@ -202,7 +202,19 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 		*lkey = c->send_pool.mr->lkey;
 		return true;
 	}
-	return rr_big_lkey(c->big, addr, len, lkey);
+	if (rr_big_lkey(c->big, addr, len, lkey))
+		return true;
+	/* The upper layer's registered payload pools (same PD only). */
+	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
+		const struct fab_mr *mr = c->srv->regions[i];
+		const uint8_t *a = addr, *b = mr->addr;
+
+		if (a >= b && a + len <= b + mr->length) {
+			*lkey = mr->lkey;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* A byte range of the Reply stream as registered pieces; false when some

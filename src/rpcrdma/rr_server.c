@@ -147,6 +147,8 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 err:
 	if (srv->listener)
 		fab_listener_destroy(srv->listener);
+	for (unsigned int i = 0; i < srv->nregions; i++)
+		fab_mr_dereg(srv->regions[i]);
 	if (srv->ch)
 		fab_channel_destroy(srv->ch);
 	if (srv->epfd >= 0)
@@ -250,6 +252,27 @@ static void *event_thread(void *arg)
 	return NULL;
 }
 
+int rr_server_add_region(struct rr_server *srv, void *addr, size_t len)
+{
+	int ret;
+
+	if (srv->nregions >= RR_MAX_REGIONS || srv->started)
+		return -EINVAL;
+	if (!srv->region_pd) {
+		ret = fab_pd_get(srv->fab, &srv->region_pd);
+		if (ret)
+			return ret;
+	}
+	/* The client never sees this memory: local access only. */
+	ret = fab_mr_reg(srv->region_pd, addr, len, FAB_ACCESS_LOCAL_WRITE,
+			 &srv->regions[srv->nregions]);
+	if (ret)
+		return ret;
+	srv->nregions++;
+	atomic_fetch_add(&srv->st.registrations, 1);
+	return 0;
+}
+
 int rr_server_start(struct rr_server *srv)
 {
 	int ret = pthread_create(&srv->thread, NULL, event_thread, srv);
@@ -272,6 +295,8 @@ void rr_server_destroy(struct rr_server *srv)
 		close_all(srv);
 	}
 	fab_listener_destroy(srv->listener);
+	for (unsigned int i = 0; i < srv->nregions; i++)
+		fab_mr_dereg(srv->regions[i]);
 	for (unsigned int i = 0; i < srv->nbigpools; i++) {
 		struct rr_bigpool *bp = srv->bigpools[i];
 

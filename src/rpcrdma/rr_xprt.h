@@ -86,6 +86,13 @@ typedef void (*rr_reply_done_fn)(void *arg);
 int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_config *cfg,
 		     const struct rr_upper_ops *ops, void *ctx, struct rr_server **out);
 int rr_server_start(struct rr_server *srv);
+/*
+ * Register, once, a region an upper layer hands payloads from (e.g. a pool
+ * its READ buffers come from): replies whose payload lies in it go out by
+ * RDMA Write with no copy. At most RR_MAX_REGIONS; before rr_server_start.
+ */
+#define RR_MAX_REGIONS 4
+int rr_server_add_region(struct rr_server *srv, void *addr, size_t len);
 /* Disconnects every connection, waits for teardown, stops the thread, frees. */
 void rr_server_destroy(struct rr_server *srv);
 

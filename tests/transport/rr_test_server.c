@@ -539,6 +539,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage();
 	rr_config_default(&cfg);
+	/* Options come in pairs: --name value. */
 	for (int i = 2; i < argc; i += 2) {
 		if (i + 1 >= argc)
 			return usage();

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrp_payload.h - registered READ payload buffers (rrp_payload.c).
+ */
+#ifndef RPCRDMA_RRP_PAYLOAD_H
+#define RPCRDMA_RRP_PAYLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RRP_PAYLOAD_ALIGN 4096u			/* what ganesha's READ asks for */
+#define RRP_PAYLOAD_MIN 4096u			/* smaller READs go inline anyway */
+#define RRP_PAYLOAD_SMALL (64u * 1024)		/* size classes */
+#define RRP_PAYLOAD_LARGE ((1u << 20) + 4096)	/* 1 MiB rsize, rounded */
+
+/* Map the arena once; the caller registers [*base, *base + *len). */
+int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t *len);
+void rrp_payload_stats(uint64_t *served, uint64_t *fallbacks);
+
+#endif
