@@ -496,6 +496,9 @@ int Requester::post_raw(const std::vector<uint8_t> &bytes, uint32_t xid, bool ex
 	if (expect_reply) {
 		Pending pd;
 		pd.xid = xid;
+		for (const auto &r : keep)
+			if (r)
+				pd.rkeys.insert(r->rkey());
 		pd.keep = std::move(keep);
 		pending_.emplace(xid, std::move(pd));
 	}

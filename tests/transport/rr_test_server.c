@@ -4,7 +4,7 @@
  * (tests/transport/rr_test_prog.h) over ONC RPC (RFC 5531), for the
  * integration tests, which run it as a separate process.
  *
- *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N]
+ *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] [--recv-mem BYTES]
  *
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
@@ -516,7 +516,8 @@ static void on_term(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N]\n");
+	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] "
+			"[--recv-mem BYTES]\n");
 	return 2;
 }
 
@@ -551,6 +552,8 @@ int main(int argc, char **argv)
 			cfg.inline_size = (uint32_t)v;
 		else if (!strcmp(argv[i], "--max-conns"))
 			cfg.max_conns = (uint32_t)v;
+		else if (!strcmp(argv[i], "--recv-mem"))
+			cfg.recv_mem_budget = v;
 		else
 			return usage();
 	}

@@ -182,6 +182,23 @@ TEST_F(Shapes, LongCallPositionZero)
 	}
 }
 
+/* A 1 MiB Call entirely in the Position-Zero Read chunk. */
+TEST_F(Shapes, LongCallOneMiB)
+{
+	auto d = random_bytes(rng, (1 << 20) - 64);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+	CallSpec s;
+	s.mode = CallSpec::LONG;
+	s.pz_segs = 16;
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r, 20000)) << q->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+}
+
 TEST_F(Shapes, LongCallWithReadChunkAtNonZeroPosition)
 {
 	auto d = random_bytes(rng, 100000);
