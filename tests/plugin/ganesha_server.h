@@ -24,6 +24,11 @@ struct GaneshaOptions {
 	bool stats = true;	       /* add Stats_Socket when the plugin knows the key */
 	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
 	std::string extra_rdma;	       /* more "Key = value;" lines for the RDMA block */
+	std::string extra_nfsv4;       /* more lines for the NFSV4 block */
+	std::string extra_export;      /* more lines for the EXPORT block (e.g. Delegations) */
+	std::string extra_log;	       /* more lines for the LOG block (e.g. COMPONENTS) */
+	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
+	std::string vfs_dir;
 };
 
 class GaneshaServer
