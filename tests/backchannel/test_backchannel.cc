@@ -24,7 +24,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -289,6 +294,469 @@ TEST_F(Backchannel, DelegationRecalledOverRdma)
 	NFS_OK(*a.c, a.c->destroy_session());
 	(void)f0;
 }
+
+/* RFC 8267 section 4.5 / svcrdma-notes 6, fore channel: the COMPOUND ran,
+ * its reply fit nowhere (ERR_CHUNK); the retry on the same slot and sequence
+ * must get NFS4ERR_RETRY_UNCACHED_REP - never a replay of the cached reply,
+ * which would fail with ERR_CHUNK again - and the next sequence works. With
+ * cachethis ganesha holds the whole reply, so a retry that slips past the
+ * plugin's slot table is replayed and fails again. Repeated, because the
+ * plugin marks the slot after it has sent ERR_CHUNK (a race the client can
+ * win by retrying at once, as this one does). */
+TEST_F(Backchannel, ForeChannelErrChunkRetryGetsRetryUncachedRep)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	Nfs4 c(*t);
+	NFS_OK(c, c.mount());
+	Fh d;
+	NFS_OK(c, c.lookup(root, dname, &d));
+	for (int i = 0; i < 40; i++)
+		make_file("e" + std::to_string(i) + std::string(100, 'z'));
+	int replays = 0;
+	const int rounds = 800;
+	for (int round = 0; round < rounds; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		c.cachethis = round % 2 == 0;
+		t->policy.reply_chunk = 64;
+		std::vector<DirEntry> ents;
+		bool eof;
+		uint32_t seq_before = c.slot_seqid();
+		int rc = c.readdir_once(d, 0, 65536, &ents, &eof);
+		ASSERT_EQ(rc, E_RDMA_ERROR) << c.err() << " [" << c.last().shape << "]";
+		ASSERT_EQ(c.last().rdma_err, uint32_t(rrtest::ERR_CHUNK));
+		ASSERT_EQ(c.slot_seqid(), seq_before) << "no seqid bump after ERR_CHUNK (like Linux)";
+		t->policy.reply_chunk = -1;
+		c.cachethis = false;
+		c.recovery_statuses.clear();
+		Attr a;
+		rc = c.getattr(d, &a);
+		if (rc == E_RDMA_ERROR) {
+			/* the retry was answered by a replay of the lost reply */
+			replays++;
+			ADD_FAILURE() << "retry of slot 0 seq " << seq_before
+				      << (round % 2 == 0 ? " (cachethis)" : "")
+				      << " got ERR_CHUNK again: ganesha replayed the cached reply "
+					 "because the plugin had not yet marked the slot uncached "
+					 "(not_delivered() in rr_send.c sends ERR_CHUNK before "
+					 "reply_not_delivered() records the slot)";
+			/* by now the slot is marked: the same retry again recovers */
+			ASSERT_TRUE(t->requester().connected());
+			ASSERT_EQ(c.getattr(d, &a), 0) << c.err();
+			continue;
+		}
+		ASSERT_EQ(rc, 0) << c.err();
+		ASSERT_EQ(c.recovery_statuses.size(), 1u) << "one recovery expected";
+		EXPECT_EQ(c.recovery_statuses[0], 10068) << "NFS4ERR_RETRY_UNCACHED_REP";
+		EXPECT_EQ(c.slot_seqid(), seq_before + 2) << "retry seq, then the next seq works";
+	}
+	RecordProperty("replayed_after_err_chunk", replays);
+	std::vector<DirEntry> all;
+	NFS_OK(c, c.readdir(d, &all));
+	EXPECT_EQ(all.size(), 40u);
+	NFS_OK(c, c.destroy_session());
+}
+
+/* ---- callbacks driven through the real ganesha process ------------------ */
+
+#ifdef RR_CB_SHIM_SO
+
+enum : int {
+	RPC_SUCCESS_ = 0,
+	RPC_CANTDECODERES_ = 2,
+	RPC_CANTSEND_ = 3,
+	RPC_CANTRECV_ = 4,
+	RPC_TIMEDOUT_ = 5,
+};
+
+std::string hex(const Bytes &b)
+{
+	static const char *d = "0123456789abcdef";
+	std::string s;
+	for (uint8_t c : b) {
+		s += d[c >> 4];
+		s += d[c & 15];
+	}
+	return s;
+}
+
+/* CB_COMPOUND4args { tag, minorversion 1, callback_ident, [CB_SEQUENCE,
+ * CB_RECALL when @fh is set] } (RFC 8881 section 20) */
+Bytes cb_compound(const uint8_t sid[16], uint32_t seq, uint32_t slot, const Fh *fh,
+		  const std::string &tag = "")
+{
+	nfsxdr::Xdr x;
+	x.string(tag);
+	x.u32(1);
+	x.u32(0);
+	x.u32(fh ? 2 : 1);
+	x.u32(OP_CB_SEQUENCE);
+	x.fixed(Bytes(sid, sid + 16));
+	x.u32(seq);
+	x.u32(slot);
+	x.u32(slot);
+	x.boolean(false);
+	x.u32(0); /* referring call lists */
+	if (fh) {
+		x.u32(OP_CB_RECALL);
+		x.u32(1); /* stateid: made up, the client only records it */
+		x.fixed_fill(12, 0xab);
+		x.boolean(false);
+		x.opaque(fh->b);
+	}
+	return x.buf;
+}
+
+/*
+ * ganesha 4.3 + MEM never sends a callback by itself (no delegations), so
+ * these tests preload tests/backchannel/cb_shim.c before the plugin: it
+ * keeps the CLIENT ganesha makes for each back channel and sends CB_NULL /
+ * CB_COMPOUND through it with ganesha's own ntirpc calls, on command.
+ */
+class ShimCallbacks : public Backchannel
+{
+      public:
+	static void SetUpTestSuite()
+	{
+		sock = "/tmp/rrcbshim-" + std::to_string(getpid()) + ".sock";
+		options = GaneshaOptions();
+		options.extra_log = "\tCOMPONENTS { NFS_CB = FULL_DEBUG; }\n";
+		options.preload_first = RR_CB_SHIM_SO;
+		options.env = {"RR_CB_SHIM_SOCK=" + sock};
+		PluginTest::SetUpTestSuite();
+	}
+	static void TearDownTestSuite()
+	{
+		PluginTest::TearDownTestSuite();
+		unlink(sock.c_str());
+	}
+
+      protected:
+	static std::string sock;
+
+	/* one command to the shim; its one-line answer ("" on failure) */
+	static std::string shim(const std::string &cmd)
+	{
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sockaddr_un sun = {};
+		sun.sun_family = AF_UNIX;
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock.c_str());
+		if (fd < 0 || connect(fd, reinterpret_cast<sockaddr *>(&sun), sizeof(sun))) {
+			if (fd >= 0)
+				close(fd);
+			return "";
+		}
+		std::string line = cmd + "\n";
+		if (write(fd, line.data(), line.size()) != ssize_t(line.size())) {
+			close(fd);
+			return "";
+		}
+		std::string out;
+		char buf[256];
+		ssize_t n;
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			out.append(buf, size_t(n));
+		close(fd);
+		return out;
+	}
+
+	/* a shim command that blocks on the callback: run it while @a serves */
+	std::string shim_serving(BcClient &a, const std::string &cmd, int timeout_ms = 15000)
+	{
+		std::atomic<bool> done{false};
+		std::string out;
+		std::thread th([&] {
+			out = shim(cmd);
+			done = true;
+		});
+		a.cb->serve_until([&] { return done.load(); }, timeout_ms);
+		th.join();
+		return out;
+	}
+
+	/* send a CB_COMPOUND; its shim call id (or -1, with a test failure) */
+	int compound(uint32_t prog, int tmo_s, const Bytes &args)
+	{
+		std::string r = shim("compound " + std::to_string(prog) + " " +
+				     std::to_string(tmo_s) + " " + hex(args));
+		int id = -1, st = -1;
+		if (sscanf(r.c_str(), "id %d send %d", &id, &st) != 2) {
+			ADD_FAILURE() << "shim: " << r;
+			return -1;
+		}
+		EXPECT_EQ(st, 0) << "CLNT_CALL_BACK failed at once: clnt_stat " << st;
+		return id;
+	}
+
+	/* wait for call @id, serving @a meanwhile (unless null); its clnt_stat */
+	int result(BcClient *a, int id, uint32_t *cbstatus, int timeout_ms = 15000)
+	{
+		auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+		for (;;) {
+			std::string r = shim("result " + std::to_string(id));
+			int st;
+			unsigned cbs;
+			if (sscanf(r.c_str(), "done %d %u", &st, &cbs) == 2) {
+				if (cbstatus)
+					*cbstatus = cbs;
+				return st;
+			}
+			if (r != "pending\n") {
+				ADD_FAILURE() << "shim: " << r;
+				return -1;
+			}
+			if (std::chrono::steady_clock::now() > end) {
+				ADD_FAILURE() << "callback " << id << " not completed in " << timeout_ms
+					      << " ms";
+				return -1;
+			}
+			if (a && a->cb)
+				a->cb->serve_until([] { return false; }, 20);
+			else
+				std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		}
+	}
+
+	struct Counters {
+		double calls = -1, replies = -1, errors = -1;
+	};
+	Counters counters()
+	{
+		Counters c;
+		c.calls = stat_at("global.bc_calls");
+		c.replies = stat_at("global.bc_replies");
+		c.errors = stat_at("global.bc_errors");
+		return c;
+	}
+};
+std::string ShimCallbacks::sock;
+
+TEST_F(ShimCallbacks, CbNullOverRdma)
+{
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	Counters c0 = counters();
+	std::string r = shim_serving(a, "null " + std::to_string(a.c->cb_program));
+	EXPECT_EQ(r, "stat 0\n") << "CB_NULL through the plugin's CLIENT";
+	ASSERT_EQ(a.cb->count_proc(CB_NULL_PROC), 1u);
+	const CbRecord &rec = a.cb->log().back();
+	EXPECT_EQ(rec.prog, a.c->cb_program);
+	EXPECT_EQ(rec.vers, 1u);
+	EXPECT_EQ(a.cb->violations(), "");
+	Counters c1 = counters();
+	if (c0.calls >= 0) {
+		EXPECT_EQ(c1.calls - c0.calls, 1) << "bc_calls";
+		EXPECT_EQ(c1.replies - c0.replies, 1) << "bc_replies";
+		EXPECT_EQ(c1.errors - c0.errors, 0) << "bc_errors";
+	}
+	/* the fore channel is unaffected */
+	Attr at;
+	NFS_OK(*a.c, a.c->getattr(dir, &at));
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+TEST_F(ShimCallbacks, CbRecallAnsweredOverRdma)
+{
+	Fh f = make_file("recalled");
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	Counters c0 = counters();
+	for (uint32_t i = 1; i <= 3; i++) {
+		SCOPED_TRACE("callback " + std::to_string(i));
+		int id = compound(a.c->cb_program, 10,
+				  cb_compound(a.c->sessionid(), a.cb->slot_seq(0) + 1, 0, &f));
+		ASSERT_GE(id, 0);
+		uint32_t cbs = 99;
+		EXPECT_EQ(result(&a, id, &cbs), RPC_SUCCESS_);
+		EXPECT_EQ(cbs, 0u) << "CB_COMPOUND status";
+		ASSERT_EQ(a.cb->count_op(OP_CB_RECALL), i);
+		const CbRecord &rec = a.cb->log().back();
+		EXPECT_EQ(rec.recall_fh.b, f.b);
+		EXPECT_EQ(rec.seq, i);
+		EXPECT_EQ(rec.seq_status, 0u);
+	}
+	EXPECT_EQ(a.cb->violations(), "");
+	Counters c1 = counters();
+	if (c0.calls >= 0) {
+		EXPECT_EQ(c1.calls - c0.calls, 3) << "bc_calls";
+		EXPECT_EQ(c1.replies - c0.replies, 3) << "bc_replies";
+	}
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+/* RFC 8267 section 4.5 for the back channel: the client refuses a callback
+ * with ERR_CHUNK; the server-side call completes with an error at once (no
+ * timeout), the client's backchannel credit comes back, and the next
+ * callback - with the next sequence on the same slot - succeeds. */
+TEST_F(ShimCallbacks, CallbackRefusedWithErrChunkThenNextSucceeds)
+{
+	Fh f = make_file("refused");
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	bool refuse = true;
+	a.cb->policy = [&](const CbRecord &) {
+		return refuse ? CbRecord::ERR_CHUNK : CbRecord::ANSWER;
+	};
+	Counters c0 = counters();
+	for (int kind = 0; kind < 2; kind++) {
+		SCOPED_TRACE(kind == 0 ? "CB_NULL" : "CB_COMPOUND");
+		refuse = true;
+		auto t0 = std::chrono::steady_clock::now();
+		if (kind == 0) {
+			std::string r = shim_serving(a, "null " + std::to_string(a.c->cb_program));
+			int st = -1;
+			ASSERT_EQ(sscanf(r.c_str(), "stat %d", &st), 1) << r;
+			EXPECT_EQ(st, RPC_CANTDECODERES_) << "a CB_NULL refused with ERR_CHUNK";
+		} else {
+			uint32_t seq = a.cb->slot_seq(0) + 1;
+			int id = compound(a.c->cb_program, 10,
+					  cb_compound(a.c->sessionid(), seq, 0, &f));
+			ASSERT_GE(id, 0);
+			EXPECT_EQ(result(&a, id, nullptr), RPC_CANTDECODERES_);
+			EXPECT_EQ(a.cb->slot_seq(0), seq) << "the refused call counted as executed";
+		}
+		auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+			      std::chrono::steady_clock::now() - t0)
+			      .count();
+		EXPECT_LT(ms, 3000) << "the refusal must complete the call, not its timeout";
+		EXPECT_EQ(a.cb->log().back().action, CbRecord::ERR_CHUNK);
+		/* the next callback goes through */
+		refuse = false;
+		if (kind == 0) {
+			EXPECT_EQ(shim_serving(a, "null " + std::to_string(a.c->cb_program)),
+				  "stat 0\n")
+			    << "the CB_NULL after a refused one";
+		} else {
+			uint32_t seq = a.cb->slot_seq(0) + 1;
+			int id = compound(a.c->cb_program, 10,
+					  cb_compound(a.c->sessionid(), seq, 0, &f));
+			ASSERT_GE(id, 0);
+			uint32_t cbs = 99;
+			EXPECT_EQ(result(&a, id, &cbs), RPC_SUCCESS_)
+			    << "the callback after a refused one (sequence " << seq << ")";
+			EXPECT_EQ(cbs, 0u);
+			EXPECT_EQ(a.cb->log().back().seq_status, 0u) << a.cb->log().back().describe();
+		}
+	}
+	Counters c1 = counters();
+	if (c0.calls >= 0) {
+		EXPECT_EQ(c1.calls - c0.calls, 4) << "bc_calls";
+		EXPECT_EQ(c1.errors - c0.errors, 2) << "bc_errors: the two ERR_CHUNK answers";
+		EXPECT_EQ(c1.replies - c0.replies, 2) << "bc_replies";
+	}
+	EXPECT_TRUE(a.t->requester().connected());
+	Attr at;
+	NFS_OK(*a.c, a.c->getattr(dir, &at));
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+/* A callback the client never answers completes with RPC_TIMEDOUT after
+ * its timeout; the connection and the fore channel keep working. */
+TEST_F(ShimCallbacks, UnansweredCallbackTimesOut)
+{
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	a.cb->policy = [](const CbRecord &) { return CbRecord::IGNORE; };
+	auto t0 = std::chrono::steady_clock::now();
+	int id = compound(a.c->cb_program, 2, cb_compound(a.c->sessionid(), 1, 0, nullptr));
+	ASSERT_GE(id, 0);
+	EXPECT_EQ(result(&a, id, nullptr, 10000), RPC_TIMEDOUT_);
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+		      std::chrono::steady_clock::now() - t0)
+		      .count();
+	EXPECT_GE(ms, 1900);
+	EXPECT_LT(ms, 5000);
+	Attr at;
+	NFS_OK(*a.c, a.c->getattr(dir, &at));
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+/* The client process dies while a callback is in flight: the call completes
+ * (connection lost, not a 30 s timeout), ganesha keeps serving RDMA and TCP,
+ * and the connection leaves the stats. */
+TEST_F(ShimCallbacks, ClientKilledWithCallbackInFlight)
+{
+	Json j0;
+	std::string why;
+	size_t conns0 = stats(&j0, &why) ? connections(j0) : size_t(-1);
+	uint32_t prog = 0x40000000 + 0x7000 + uint32_t(getpid() & 0xfff);
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		close(p[0]);
+		std::string err;
+		auto t = RdmaTransport::connect(srv->rdma_addr, &err);
+		if (!t)
+			_exit(2);
+		Nfs4 c(*t);
+		c.back_channel = true;
+		c.cb_program = prog;
+		CbServer cb(t->requester(), prog);
+		cb.policy = [](const CbRecord &) { return CbRecord::IGNORE; };
+		if (c.mount())
+			_exit(3);
+		if (write(p[1], "r", 1) != 1)
+			_exit(4);
+		cb.serve_until([&] { return cb.count_proc(CB_COMPOUND_PROC) > 0; }, 30000);
+		if (write(p[1], "c", 1) != 1)
+			_exit(5);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	char x = 0;
+	ASSERT_EQ(read(p[0], &x, 1), 1) << "the child could not mount";
+	ASSERT_EQ(x, 'r');
+	uint8_t zero_sid[16] = {};
+	int id = compound(prog, 30, cb_compound(zero_sid, 1, 0, nullptr));
+	ASSERT_GE(id, 0);
+	ASSERT_EQ(read(p[0], &x, 1), 1) << "the callback never reached the child";
+	ASSERT_EQ(x, 'c');
+	close(p[0]);
+	kill(child, SIGKILL);
+	int st;
+	ASSERT_EQ(waitpid(child, &st, 0), child);
+	auto t0 = std::chrono::steady_clock::now();
+	int rs = result(nullptr, id, nullptr, 20000);
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+		      std::chrono::steady_clock::now() - t0)
+		      .count();
+	EXPECT_EQ(rs, RPC_CANTRECV_) << "the in-flight callback fails with the connection";
+	EXPECT_LT(ms, 10000) << "completed by the connection loss, not by the 30 s timeout";
+	/* a later callback on the dead back channel fails at once */
+	std::string r = shim("null " + std::to_string(prog));
+	EXPECT_EQ(r, "stat " + std::to_string(RPC_CANTSEND_) + "\n");
+	shim("drop " + std::to_string(prog));
+	ASSERT_TRUE(srv->alive()) << srv->logs();
+	/* ganesha keeps serving: a new RDMA client with its own back channel, and TCP */
+	{
+		BcClient b = bc_client();
+		ASSERT_TRUE(b.c);
+		EXPECT_EQ(shim_serving(b, "null " + std::to_string(b.c->cb_program)), "stat 0\n");
+		Attr at;
+		NFS_OK(*b.c, b.c->getattr(dir, &at));
+		NFS_OK(*b.c, b.c->destroy_session());
+	}
+	Attr at;
+	NFS_OK(*tc, tc->getattr(dir, &at));
+	if (conns0 == size_t(-1))
+		return;
+	Json j;
+	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	size_t n = size_t(-1);
+	while (std::chrono::steady_clock::now() < until) {
+		ASSERT_TRUE(stats(&j, &why)) << why;
+		n = connections(j);
+		if (n == conns0)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+	EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
+}
+
+#endif /* RR_CB_SHIM_SO */
 
 } // namespace
 } // namespace rrplug

@@ -242,7 +242,15 @@ bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		setenv("LD_PRELOAD", plug.c_str(), 1);
+		if (o.preload_first.empty())
+			setenv("LD_PRELOAD", plug.c_str(), 1);
+		else
+			setenv("LD_PRELOAD", (o.preload_first + ":" + plug).c_str(), 1);
+		for (const auto &e : o.env) {
+			size_t eq = e.find('=');
+			if (eq != std::string::npos)
+				setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+		}
 		execl(gan.c_str(), "ganesha.nfsd", "-F", "-f", conf.c_str(), "-L", logf.c_str(),
 		      "-p", pidf.c_str(), static_cast<char *>(nullptr));
 		_exit(127);

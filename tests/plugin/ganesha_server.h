@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rrplug
 {
@@ -29,6 +30,10 @@ struct GaneshaOptions {
 	std::string extra_log;	       /* more lines for the LOG block (e.g. COMPONENTS) */
 	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
 	std::string vfs_dir;
+	/* a test library preloaded before the plugin, and NAME=value pairs for
+	 * ganesha's environment (e.g. for such a library) */
+	std::string preload_first;
+	std::vector<std::string> env;
 };
 
 class GaneshaServer
