@@ -92,7 +92,7 @@ STATS_ARG=
 rc=0
 # shellcheck disable=SC2086
 "$CLIENT" --rdma "unix:$DIR/rdma.sock" --host 127.0.0.1 --mnt-port "$MNT_PORT" \
-	--mib "$MIB" --file-mib 1 $STATS_ARG || rc=$?
+	--nfs-port "$NFS_PORT" --mib "$MIB" --file-mib 1 $STATS_ARG || rc=$?
 kill -0 "$PID" 2>/dev/null || { echo "demo-ganesha: ganesha died" >&2; rc=1; }
 echo "demo-ganesha: exit $rc"
 exit $rc

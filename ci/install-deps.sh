@@ -6,6 +6,8 @@ export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
+# qemu-system-x86 .. xz-utils, nfs-common, rdmacm-utils, ibverbs-utils: the interop VM (ci/vm/), which
+# also apt-get downloads (never installs) linux-image-amd64 and nfs-kernel-server.
 PKGS="
  build-essential cmake pkg-config git
  clang libclang-rt-14-dev llvm
@@ -14,7 +16,7 @@ PKGS="
  liburcu-dev
  libntirpc-dev libntirpc4.3
  nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs
- rpcbind iproute2 procps psmisc
+ rpcbind nfs-common iproute2 procps psmisc python3
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils
 "

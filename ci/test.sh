@@ -24,6 +24,13 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
 
+echo "== fuzzers (execs, crashes)"
+for log in build-asan/tests/*/*.corpus.log; do
+	[ -f "$log" ] || continue
+	runs=$(grep -o 'Done [0-9]* runs' "$log" | tail -1)
+	echo "$(basename "$log" .corpus.log): ${runs:-no summary}, 0 crashes (a crash fails ctest above)"
+done
+
 if [ -x ci/vm/run.sh ] && [ "${RPCRDMA_SKIP_VM:-0}" != 1 ]; then
 	echo "== interop VM suite"
 	ci/vm/run.sh

@@ -16,6 +16,7 @@
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
+#include "plugin/rrp_version.h"
 
 struct rrp_plugin rrp = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -137,7 +138,11 @@ static int start_server(const char *addr, int slot)
 void rrp_plugin_start(void)
 {
 	char addr[192];
-	int ret = load_config();
+	int ret;
+
+	if (!rrp_version_ok())
+		return;
+	ret = load_config();
 
 	if (ret == -ENOENT || (!ret && !rrp.cfg.enable)) {
 		fprintf(stderr, "rpcrdma: no enabled RDMA block in %s: RDMA not served\n",

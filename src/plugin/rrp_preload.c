@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "plugin/rrp_host.h"
+#include "plugin/rrp_version.h"
 
 #define NTIRPC_VERSION_TAG "NTIRPC_4.3"
 
@@ -38,8 +39,10 @@ __attribute__((visibility("default"))) bool svc_init(struct svc_init_params *par
 
 	if (!real)
 		return false;
-	rrp_host.alloc_cb = params->alloc_cb;
-	rrp_host.free_cb = params->free_cb;
+	if (rrp_version_ok()) {
+		rrp_host.alloc_cb = params->alloc_cb;
+		rrp_host.free_cb = params->free_cb;
+	}
 	return real(params);
 }
 
@@ -53,7 +56,8 @@ __attribute__((visibility("default"))) int svc_rqst_evchan_reg(uint32_t chan_id,
 
 	if (!real)
 		return -1;
-	if (xprt && xprt->xp_type == XPRT_TCP_RENDEZVOUS && !rrp_host.nfs_rendezvous &&
+	if (rrp_version_ok() && xprt && xprt->xp_type == XPRT_TCP_RENDEZVOUS &&
+	    !rrp_host.nfs_rendezvous &&
 	    __rpc_address_port(&xprt->xp_local) == rrp_plugin_nfs_port()) {
 		rrp_host.nfs_rendezvous = xprt->xp_dispatch.rendezvous_cb;
 		/* ganesha sets it with SVCSET_XP_FREE_USER_DATA just before. */

@@ -437,11 +437,17 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 	uint32_t xid = ctx->pcl.xid;
 
 	RR_STAT_ADD(c, not_delivered, 1);
+	/*
+	 * Tell the upper layer first: the client may retry the moment it sees
+	 * ERR_CHUNK, and that retry must find the NFSv4.1 slot already marked
+	 * uncached (RFC 8267 section 4.5), or ganesha replays the reply that
+	 * could not be delivered and the retry fails with ERR_CHUNK again.
+	 */
+	if (c->srv->ops.reply_not_delivered)
+		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
 	rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
 	if (done)
 		done(done_arg);
-	if (c->srv->ops.reply_not_delivered)
-		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
 	rr_call_put(ctx);
 }
 

@@ -171,6 +171,23 @@ static bool tcp_connectable(uint16_t port)
 
 bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 {
+	/*
+	 * ganesha unsets and re-sets its rpcbind registrations at start-up; two
+	 * instances starting at once (parallel ctest, other users of this host)
+	 * can make one exit with "Cannot register NFS V3 on UDP". That is the
+	 * host's shared rpcbind, not the plugin: start again after a pause.
+	 */
+	for (int attempt = 0;; attempt++) {
+		if (start_once(o, err))
+			return true;
+		if (attempt >= 4 || err->find("Cannot register") == std::string::npos)
+			return false;
+		std::this_thread::sleep_for(std::chrono::milliseconds(200 + (getpid() % 7) * 100));
+	}
+}
+
+bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
+{
 	if (!available(err))
 		return false;
 	if (!ensure_rpcbind(err))
@@ -190,7 +207,9 @@ bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 		*err = "no free ports";
 		return false;
 	}
-	rdma_addr = "unix:" + dir + "/rdma.sock";
+	uint16_t rdma_port = o.soft_tcp ? free_port(nfs_port, mnt_port, nlm) : 0;
+	rdma_addr = o.soft_tcp ? "tcp:127.0.0.1:" + std::to_string(rdma_port)
+			       : "unix:" + dir + "/rdma.sock";
 	stats_path = o.stats && plugin_has_stats() ? dir + "/stats.sock" : "";
 
 	std::ostringstream c;
@@ -209,7 +228,9 @@ bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
 	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
 	  << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"
-	  << "\tSoft_Socket = " << dir << "/rdma.sock;\n"
+	  << (o.soft_tcp ? "\tListen_Addr = 127.0.0.1;\n\tPort = " + std::to_string(rdma_port)
+			 : "\tSoft_Socket = " + dir + "/rdma.sock")
+	  << ";\n"
 	  << "\tCredits = " << o.credits << ";\n";
 	if (o.inline_threshold)
 		c << "\tInline_Threshold = " << o.inline_threshold << ";\n";

@@ -24,6 +24,7 @@ struct GaneshaOptions {
 	uint32_t inline_threshold = 0; /* 0: the plugin's default */
 	bool stats = true;	       /* add Stats_Socket when the plugin knows the key */
 	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
+	bool soft_tcp = false;	/* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
 	std::string extra_rdma;	       /* more "Key = value;" lines for the RDMA block */
 	std::string extra_nfsv4;       /* more lines for the NFSV4 block */
 	std::string extra_export;      /* more lines for the EXPORT block (e.g. Delegations) */
@@ -60,11 +61,14 @@ class GaneshaServer
 	std::string logs() const;
 
 	std::string dir;
-	std::string rdma_addr;	/* "unix:<dir>/rdma.sock" */
+	std::string rdma_addr;	/* "unix:<dir>/rdma.sock" or "tcp:127.0.0.1:<port>" */
 	std::string stats_path; /* empty when the plugin has no stats socket */
 	uint16_t nfs_port = 0;
 	uint16_t mnt_port = 0;
 	pid_t pid = -1;
+
+      private:
+	bool start_once(const GaneshaOptions &o, std::string *err);
 };
 
 /* Start rpcbind (-w) unless it answers on /run/rpcbind.sock. */

@@ -27,6 +27,7 @@ void PluginTest::SetUpTestSuite()
 void PluginTest::TearDownTestSuite()
 {
 	srv.reset();
+	options = GaneshaOptions(); /* the next suite starts from the defaults */
 }
 
 void PluginTest::SetUp()
@@ -87,6 +88,17 @@ bool PluginTest::stats(nfsc::Json *j, std::string *why)
 	}
 	std::string raw;
 	return nfsc::read_stats(srv->stats_path, j, &raw, why);
+}
+
+double PluginTest::stat(const std::string &key)
+{
+	nfsc::Json j;
+	std::string why;
+	if (!stats(&j, &why))
+		return -1;
+	double v = j.at("global." + key);
+	EXPECT_GE(v, 0) << "global." << key << " missing from the stats socket";
+	return v;
 }
 
 std::string PluginTest::unique(const std::string &prefix)

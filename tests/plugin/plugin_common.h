@@ -33,6 +33,8 @@ class PluginTest : public ::testing::Test
 	nfsc::Fh mount3();
 	/* the stats socket's JSON; false when there is none (reason in @why) */
 	bool stats(nfsc::Json *j, std::string *why);
+	/* global.<key> from the stats socket; -1 when there is no stats socket */
+	double stat(const std::string &key);
 	static std::string unique(const std::string &prefix);
 
 	static GaneshaOptions options;

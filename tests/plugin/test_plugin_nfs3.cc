@@ -169,8 +169,12 @@ TEST_F(Nfs3Rdma, BigReaddirThroughReplyChunk)
 	}
 	std::vector<DirEntry> ents;
 	bool eof = false;
+	double rch = stat("replies_reply_chunk");
 	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
 	EXPECT_EQ(c->last().shape, "inline -> reply-chunk");
+	if (rch >= 0) {
+		EXPECT_EQ(stat("replies_reply_chunk"), rch + 1);
+	}
 	EXPECT_FALSE(t->last_spec.reply.empty());
 	NFS_OK(*c, c->readdir(dir, &ents, 65536));
 	std::set<std::string> got;
@@ -205,7 +209,11 @@ TEST_F(Nfs3Rdma, LongCallWrite)
 	NFS_OK(*c, c->create(dir, "long", 0644, &f));
 	t->policy.long_call = true;
 	Bytes data = test_data(12345, 11);
+	double lc = stat("long_calls");
 	NFS_OK(*c, c->write(f, 0, data));
+	if (lc >= 0) {
+		EXPECT_EQ(stat("long_calls"), lc + 1);
+	}
 	EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::LONG);
 	EXPECT_EQ(c->last().shape, "long-call -> inline");
 	/* a Long Call GETATTR too */
@@ -219,6 +227,51 @@ TEST_F(Nfs3Rdma, LongCallWrite)
 	EXPECT_EQ(crc32c(back), crc32c(data));
 }
 
+/* Multi-segment chunks: Read chunk in 5 segments, Write chunk in 8 (+ pad),
+ * Reply chunk in 3; a Long Call whose WRITE data rides in its own Read chunk
+ * positioned in the Position-Zero stream. */
+TEST_F(Nfs3Rdma, MultiSegmentChunksAndLongCallWithDataChunk)
+{
+	Fh f;
+	NFS_OK(*c, c->create(dir, "segs", 0644, &f));
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	t->policy.read_segs = 5;
+	t->policy.write_segs = 8;
+	Bytes data = test_data((1 << 20) + 3, 21);
+	NFS_OK(*c, c->write(f, 0, data));
+	Bytes back;
+	bool eof;
+	NFS_OK(*c, c->read(f, 0, uint32_t(data.size()), &back, &eof));
+	ASSERT_EQ(t->last_spec.writes.size(), 1u);
+	EXPECT_EQ(t->last_spec.writes[0].segs.size(), 8u);
+	EXPECT_TRUE(t->last_spec.writes[0].pad);
+	EXPECT_EQ(crc32c(back), crc32c(data));
+
+	for (int i = 0; i < 60; i++) {
+		Fh x;
+		NFS_OK(*c, c->create(dir, "m" + std::to_string(i) + std::string(90, 'r'), 0644, &x));
+	}
+	t->policy.reply_segs = 3;
+	std::vector<DirEntry> ents;
+	NFS_OK(*c, c->readdir_once(dir, 0, 32768, &ents, &eof));
+	EXPECT_EQ(t->last_spec.reply.size(), 3u);
+	EXPECT_EQ(c->last().shape, "inline -> reply-chunk");
+	EXPECT_TRUE(eof);
+	EXPECT_EQ(ents.size(), 63u);
+
+	t->policy.long_call = true;
+	t->policy.long_call_items = true;
+	t->policy.read_segs = 1;
+	Bytes d2 = test_data(70001, 22);
+	NFS_OK(*c, c->write(f, 0, d2));
+	EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::LONG);
+	EXPECT_EQ(t->last_spec.reads.size(), 1u);
+	t->policy.long_call = false;
+	NFS_OK(*c, c->read(f, 0, uint32_t(d2.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(d2));
+}
+
 /* A reply that fits neither inline nor the offered Reply chunk gets ERR_CHUNK;
  * the connection and the server carry on. */
 TEST_F(Nfs3Rdma, ReplyTooBigForReplyChunkGetsErrChunk)
@@ -230,7 +283,11 @@ TEST_F(Nfs3Rdma, ReplyTooBigForReplyChunkGetsErrChunk)
 	t->policy.reply_chunk = 64; /* far too small for the listing */
 	std::vector<DirEntry> ents;
 	bool eof;
+	double errs = stat("err_chunk_sent");
 	int rc = c->readdir_once(dir, 0, 65536, &ents, &eof);
+	if (errs >= 0) {
+		EXPECT_EQ(stat("err_chunk_sent"), errs + 1);
+	}
 	EXPECT_EQ(rc, E_RDMA_ERROR) << c->err() << " [" << c->last().shape << "]";
 	EXPECT_TRUE(c->last().rdma_error);
 	EXPECT_EQ(c->last().rdma_err, uint32_t(rrtest::ERR_CHUNK));

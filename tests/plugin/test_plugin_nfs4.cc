@@ -9,7 +9,10 @@
  */
 #include "plugin/plugin_common.h"
 
+#include <algorithm>
 #include <set>
+
+#include <unistd.h>
 
 using namespace nfsc;
 
@@ -170,6 +173,12 @@ TEST_F(Nfs4Rdma, BigReaddirThroughReplyChunk)
 	for (const auto &e : ents)
 		got.insert(e.name);
 	EXPECT_EQ(got, names);
+	/* Long Call in, Long Reply out */
+	t->policy.long_call = true;
+	ents.clear();
+	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
+	EXPECT_EQ(c->last().shape, "long-call -> reply-chunk");
+	EXPECT_GT(ents.size(), 100u);
 }
 
 TEST_F(Nfs4Rdma, LongCallWrite)
@@ -211,7 +220,11 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 		std::vector<DirEntry> ents;
 		bool eof;
 		uint32_t seq_before = c->slot_seqid();
+		double errs = stat("err_chunk_sent");
 		int rc = c->readdir_once(dir, 0, 65536, &ents, &eof);
+		if (errs >= 0) {
+			EXPECT_EQ(stat("err_chunk_sent"), errs + 1);
+		}
 		EXPECT_EQ(rc, E_RDMA_ERROR) << c->err() << " [" << c->last().shape << "]";
 		EXPECT_EQ(c->last().rdma_err, uint32_t(rrtest::ERR_CHUNK));
 		EXPECT_EQ(c->slot_seqid(), seq_before) << "like Linux: no seqid bump after ERR_CHUNK";
@@ -229,6 +242,86 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 		EXPECT_EQ(ents.size(), 100u);
 	}
 	NFS_OK(*c, c->null());
+}
+
+/* RFC 8267 section 5.4: the i-th Write chunk goes with the i-th READ. */
+TEST_F(Nfs4Rdma, TwoReadsInOneCompoundPairWithTwoWriteChunks)
+{
+	Fh f;
+	Stateid sid;
+	NFS_OK(*c, c->open_create(dir, "two", &f, &sid));
+	Bytes data = test_data(300000, 12);
+	NFS_OK(*c, c->write(f, sid, 0, data));
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	std::vector<Bytes> got;
+	NFS_OK(*c, c->read_multi(f, sid, {{0, 100001}, {200000, 65536}}, &got));
+	ASSERT_EQ(got.size(), 2u);
+	ASSERT_EQ(c->last().chunks.size(), 2u);
+	EXPECT_EQ(c->last().chunks[0].size(), 100001u);
+	EXPECT_EQ(c->last().chunks[1].size(), 65536u);
+	EXPECT_TRUE(std::equal(got[0].begin(), got[0].end(), data.begin()));
+	EXPECT_TRUE(std::equal(got[1].begin(), got[1].end(), data.begin() + 200000));
+	/* the first READ past EOF: its chunk comes back empty, the second is used */
+	NFS_OK(*c, c->read_multi(f, sid, {{400000, 4096}, {1000, 5000}}, &got));
+	ASSERT_EQ(c->last().chunks.size(), 2u);
+	EXPECT_EQ(c->last().chunks[0].size(), 0u);
+	EXPECT_EQ(got[0].size(), 0u);
+	EXPECT_EQ(c->last().chunks[1].size(), 5000u);
+	EXPECT_TRUE(std::equal(got[1].begin(), got[1].end(), data.begin() + 1000));
+	NFS_OK(*c, c->close(f, sid));
+}
+
+/* The same client with minorversion 2 (RFC 7862): session, I/O through chunks. */
+TEST_F(PluginTest, Nfs42SessionAndChunkedIo)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs4 c(*t, 2);
+	NFS_OK(c, c.mount());
+	Fh root, f;
+	NFS_OK(c, c.lookup_path("/mem", &root));
+	Stateid sid;
+	NFS_OK(c, c.open_create(root, unique("v42"), &f, &sid));
+	Bytes data = test_data((1 << 20) + 1, 42);
+	NFS_OK(c, c.write(f, sid, 0, data));
+	Bytes back;
+	bool eof;
+	NFS_OK(c, c.read(f, sid, 0, uint32_t(data.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	/*
+	 * READ_PLUS is not DDP-eligible (RFC 8267 section 6): a Write chunk offered
+	 * with it must come back unused (read_plus() fails otherwise), and the
+	 * result must be what ganesha's own TCP transport gives. (ganesha 4.3 with
+	 * FSAL_MEM answers READ_PLUS with no contents and eof false, on TCP too.)
+	 */
+	auto tt = tcp_nfs();
+	ASSERT_TRUE(tt);
+	Nfs4 tc(*tt, 2);
+	NFS_OK(tc, tc.mount());
+	Fh tf;
+	Stateid tsid;
+	NFS_OK(tc, tc.open_create(root, "rp-" + std::to_string(getpid()), &tf, &tsid));
+	NFS_OK(tc, tc.write(tf, tsid, 0, data));
+	Bytes tback;
+	bool teof = false;
+	int trc = tc.read_plus(tf, tsid, 0, 200000, false, &tback, &teof);
+	Fh rf;
+	Stateid rsid;
+	NFS_OK(c, c.open_create(root, "rp-" + std::to_string(getpid()), &rf, &rsid));
+	int rc = c.read_plus(rf, rsid, 0, 200000, true, &back, &eof);
+	printf("READ_PLUS of 200000 bytes: TCP status %d, %zu bytes, eof %d; RDMA (Write chunk "
+	       "offered) status %d, %zu bytes, eof %d [%s]\n",
+	       trc, tback.size(), teof, rc, back.size(), eof, c.last().shape.c_str());
+	EXPECT_EQ(rc, trc) << c.err();
+	EXPECT_EQ(back, tback);
+	EXPECT_EQ(eof, teof);
+	NFS_OK(tc, tc.close(tf, tsid));
+	NFS_OK(tc, tc.destroy_session());
+	NFS_OK(c, c.close(rf, rsid));
+	NFS_OK(c, c.close(f, sid));
+	NFS_OK(c, c.destroy_session());
 }
 
 } // namespace

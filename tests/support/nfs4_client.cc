@@ -720,6 +720,85 @@ int Nfs4::write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &dat
 	END(*d);
 }
 
+int Nfs4::read_multi(const Fh &fh, const Stateid &sid,
+		     const std::vector<std::pair<uint64_t, uint32_t>> &reads,
+		     std::vector<Bytes> *data)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(fh.b);
+	for (const auto &r : reads) {
+		op(c, nfsxdr::READ);
+		stateid4(c.x, sid);
+		c.x.u64(r.first);
+		c.x.u32(r.second);
+		c.o.payloads.push_back(r.second);
+	}
+	c.o.reply_max = 256 + 16 * reads.size();
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	RES(*d, nfsxdr::PUTFH);
+	data->clear();
+	for (const auto &r : reads) {
+		RES(*d, nfsxdr::READ);
+		d->boolean(); /* eof */
+		data->push_back(d->payload(std::min(r.second, kMaxData)));
+		CHECK_DEC(*d);
+	}
+	END(*d);
+}
+
+int Nfs4::read_plus(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count,
+		    bool offer_chunk, Bytes *data, bool *eof)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(fh.b);
+	op(c, nfsxdr::READ_PLUS);
+	stateid4(c.x, sid);
+	c.x.u64(off);
+	c.x.u32(count);
+	if (offer_chunk)
+		c.o.payloads = {count};
+	c.o.reply_max = size_t(count) + 512;
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	RES(*d, nfsxdr::PUTFH);
+	RES(*d, nfsxdr::READ_PLUS);
+	*eof = d->boolean();
+	uint32_t n = d->u32();
+	if (n > 1024)
+		return fail("READ_PLUS with " + std::to_string(n) + " contents");
+	data->clear();
+	for (uint32_t i = 0; i < n && d->ok(); i++) {
+		uint32_t kind = d->u32();
+		uint64_t at = d->u64();
+		if (kind == 0) { /* NFS4_CONTENT_DATA: never from a Write chunk */
+			Bytes b = d->opaque(count);
+			CHECK_DEC(*d);
+			if (at != off + data->size())
+				return fail("READ_PLUS data at " + std::to_string(at) + ", expected " +
+					    std::to_string(off + data->size()));
+			data->insert(data->end(), b.begin(), b.end());
+		} else if (kind == 1) { /* NFS4_CONTENT_HOLE */
+			uint64_t len = d->u64();
+			if (at != off + data->size() || len > count - data->size())
+				return fail("READ_PLUS hole out of place");
+			data->resize(data->size() + len, 0);
+		} else {
+			return fail("READ_PLUS content type " + std::to_string(kind));
+		}
+	}
+	CHECK_DEC(*d);
+	END(*d); /* fails if the server wrote into the offered Write chunk */
+}
+
 int Nfs4::readlink(const Fh &fh, std::string *target)
 {
 	Comp c;

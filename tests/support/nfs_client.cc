@@ -171,6 +171,19 @@ std::unique_ptr<RdmaTransport> RdmaTransport::connect(const std::string &addr, s
 	return t;
 }
 
+/* @n bytes in @k segments (the last takes the remainder); 4-byte aligned but the last */
+static std::vector<uint32_t> split(uint32_t n, uint32_t k)
+{
+	std::vector<uint32_t> v;
+	if (k <= 1 || n < 4 * k)
+		return {n};
+	uint32_t each = (n / k) & ~3u;
+	for (uint32_t i = 0; i + 1 < k; i++)
+		v.push_back(each);
+	v.push_back(n - each * (k - 1));
+	return v;
+}
+
 static const char *mode_name(rrtest::CallSpec::Mode m)
 {
 	switch (m) {
@@ -199,19 +212,21 @@ bool RdmaTransport::call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
 		ddp = policy.reply_ddp == Ddp::ALWAYS || o.reply_max + payload_sum + 64 > inl;
 	if (ddp)
 		for (uint32_t p : o.payloads)
-			spec.writes.push_back({{p}, policy.pad && (p & 3)});
+			spec.writes.push_back({split(p, policy.write_segs), policy.pad && (p & 3)});
 	size_t inline_reply = o.reply_max + (ddp ? 0 : payload_sum);
 	size_t reply_hdr = 32 + 24 * spec.writes.size();
 	if (policy.reply_chunk > 0)
-		spec.reply = {uint32_t(policy.reply_chunk)};
+		spec.reply = split(uint32_t(policy.reply_chunk), policy.reply_segs);
 	else if (policy.reply_chunk < 0 && inline_reply + reply_hdr > inl)
-		spec.reply = {uint32_t(round4(inline_reply))};
+		spec.reply = split(uint32_t(round4(inline_reply)), policy.reply_segs);
 	spec.read_segs = policy.read_segs;
 
 	/* The Call: inline, Read chunk at the data item, or Long Call. */
 	int64_t rc;
 	if (policy.long_call) {
 		spec.mode = rrtest::CallSpec::LONG;
+		if (policy.long_call_items)
+			spec.reads = o.items;
 		rc = q.post(rpc, spec);
 	} else if (!o.items.empty() && policy.call_ddp == Ddp::ALWAYS) {
 		spec.mode = rrtest::CallSpec::READ;

@@ -103,7 +103,10 @@ struct RdmaPolicy {
 	bool long_call = false;	   /* every call as RDMA_NOMSG + Position-Zero Read chunk */
 	bool pad = true;	   /* Linux's 4-byte pad segment after unaligned Write chunks */
 	int reply_chunk = -1;	   /* -1: when the reply may not fit inline; 0: never; n: n bytes */
+	bool long_call_items = false; /* Long Call keeps data items in their own Read chunks */
 	uint32_t read_segs = 1;	   /* segments per Read chunk */
+	uint32_t write_segs = 1;   /* segments per Write chunk (before the pad) */
+	uint32_t reply_segs = 1;   /* segments of the Reply chunk */
 	int timeout_ms = 30000;
 };
 
@@ -317,6 +320,18 @@ class Nfs4 : public Client
 		 bool *eof);
 	int write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data,
 		  uint32_t *count = nullptr);
+	/* one COMPOUND: PUTFH and a READ per (offset, count); Write chunks pair in order */
+	int read_multi(const Fh &fh, const Stateid &sid,
+		       const std::vector<std::pair<uint64_t, uint32_t>> &reads,
+		       std::vector<Bytes> *data);
+	/*
+	 * READ_PLUS (RFC 7862 section 15.10), data contents only. READ_PLUS is not
+	 * DDP-eligible (RFC 8267 section 6): with @offer_chunk a Write chunk is
+	 * offered anyway and must come back unused, the data inline or in the
+	 * Reply chunk.
+	 */
+	int read_plus(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count,
+		      bool offer_chunk, Bytes *data, bool *eof);
 	int readlink(const Fh &fh, std::string *target);
 	int symlink(const Fh &dir, const std::string &name, const std::string &target);
 	int readdir(const Fh &dir, std::vector<DirEntry> *out, uint32_t maxcount = 32768);

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "support/nfs_client.h"
 
@@ -29,6 +30,7 @@ namespace
 struct Args {
 	std::string rdma, host = "127.0.0.1", stats, exp = "/mem";
 	int mnt_port = 20048;
+	int nfs_port = 0; /* with it: the same runs over ganesha's TCP, for comparison */
 	unsigned mib = 8, file_mib = 1;
 	bool v3 = true, v4 = true;
 };
@@ -38,13 +40,31 @@ double ms_since(Clock::time_point t)
 	return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
+void row(const char *what, const char *extra)
+{
+	printf("  %-40s ok  %s\n", what, extra);
+}
+
+struct Result {
+	std::string what;
+	double mibs;
+};
+std::vector<Result> results;
+
+void rate(const char *what, double ms, unsigned mib, const Client &c)
+{
+	printf("  %-40s ok  %9.2f ms %8.1f MiB/s  [%s]\n", what, ms, mib / (ms / 1000),
+	       c.last().shape.c_str());
+}
+
 bool step(const char *what, int rc, const Client &c, Clock::time_point t0)
 {
 	if (rc == 0) {
-		printf("  %-44s ok      %8.2f ms  [%s]\n", what, ms_since(t0), c.last().shape.c_str());
+		printf("  %-40s ok  %9.2f ms                 [%s]\n", what, ms_since(t0),
+		       c.last().shape.c_str());
 		return true;
 	}
-	printf("  %-44s FAILED  (%d) %s [%s]\n", what, rc, c.err().c_str(), c.last().shape.c_str());
+	printf("  %-40s FAILED (%d) %s [%s]\n", what, rc, c.err().c_str(), c.last().shape.c_str());
 	return false;
 }
 
@@ -77,9 +97,10 @@ void print_stats(const std::string &path, const char *when)
 	printf("\n    connections listed: %zu\n", c && c->kind == Json::ARR ? c->arr.size() : 0);
 }
 
-bool run_v4(const Args &a, RdmaTransport &t)
+bool run_v4(const Args &a, Transport &t)
 {
-	printf("NFSv4.1 over RPC-over-RDMA\n");
+	const char *over = t.name() == "tcp" ? "TCP" : "RPC-over-RDMA";
+	printf("NFSv4.1 over %s\n", over);
 	Nfs4 c(t);
 	Fh root;
 	STEP("NULL", c, c.null());
@@ -93,13 +114,13 @@ bool run_v4(const Args &a, RdmaTransport &t)
 	std::vector<Stateid> sid(files);
 	std::vector<uint32_t> sum(files);
 	for (unsigned i = 0; i < files; i++) {
-		std::string name = "demo-v4-" + std::to_string(getpid()) + "-" + std::to_string(i);
+		std::string name = "demo-v4-" + t.name() + "-" + std::to_string(getpid()) + "-" + std::to_string(i);
 		auto t0 = Clock::now();
 		int rc = c.open_create(root, name, &fh[i], &sid[i]);
 		if (rc)
 			return step(("OPEN " + name).c_str(), rc, c, t0);
 	}
-	printf("  OPEN (create) %u files of %u MiB                      ok\n", files, a.file_mib);
+	row(("OPEN (create) " + std::to_string(files) + " files").c_str(), "");
 	auto t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes data = test_data(fsize, 1000 + i);
@@ -112,8 +133,9 @@ bool run_v4(const Args &a, RdmaTransport &t)
 		}
 	}
 	double wms = ms_since(t0);
-	printf("  WRITE %u MiB (1 MiB FILE_SYNC4 WRITEs)          ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, wms, files * a.file_mib / (wms / 1000), c.last().shape.c_str());
+	rate(("WRITE " + std::to_string(files * a.file_mib) + " MiB, 1 MiB FILE_SYNC4").c_str(), wms,
+	     files * a.file_mib, c);
+	results.push_back({std::string("NFSv4.1 WRITE ") + over, files * a.file_mib / (wms / 1000)});
 	t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes all;
@@ -132,22 +154,24 @@ bool run_v4(const Args &a, RdmaTransport &t)
 		}
 	}
 	double rms = ms_since(t0);
-	printf("  READ  %u MiB (1 MiB READs), crc32c verified     ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, rms, files * a.file_mib / (rms / 1000), c.last().shape.c_str());
+	rate(("READ " + std::to_string(files * a.file_mib) + " MiB + crc32c check").c_str(), rms,
+	     files * a.file_mib, c);
+	results.push_back({std::string("NFSv4.1 READ ") + over, files * a.file_mib / (rms / 1000)});
 	for (unsigned i = 0; i < files; i++) {
 		auto t1 = Clock::now();
 		int rc = c.close(fh[i], sid[i]);
 		if (rc)
 			return step("CLOSE", rc, c, t1);
 	}
-	printf("  CLOSE %u files                                     ok\n", files);
+	row(("CLOSE " + std::to_string(files) + " files").c_str(), "");
 	STEP("DESTROY_SESSION", c, c.destroy_session());
 	return true;
 }
 
-bool run_v3(const Args &a, RdmaTransport &t)
+bool run_v3(const Args &a, Transport &t)
 {
-	printf("NFSv3 over RPC-over-RDMA (MOUNT over TCP %s:%d)\n", a.host.c_str(), a.mnt_port);
+	const char *over = t.name() == "tcp" ? "TCP" : "RPC-over-RDMA";
+	printf("NFSv3 over %s (MOUNT over TCP %s:%d)\n", over, a.host.c_str(), a.mnt_port);
 	std::string err;
 	auto mt = TcpTransport::connect(a.host, uint16_t(a.mnt_port), &err);
 	if (!mt) {
@@ -165,13 +189,13 @@ bool run_v3(const Args &a, RdmaTransport &t)
 	size_t fsize = size_t(a.file_mib) << 20;
 	std::vector<Fh> fh(files);
 	for (unsigned i = 0; i < files; i++) {
-		std::string name = "demo-v3-" + std::to_string(getpid()) + "-" + std::to_string(i);
+		std::string name = "demo-v3-" + t.name() + "-" + std::to_string(getpid()) + "-" + std::to_string(i);
 		auto t0 = Clock::now();
 		int rc = c.create(root, name, 0644, &fh[i]);
 		if (rc)
 			return step(("CREATE " + name).c_str(), rc, c, t0);
 	}
-	printf("  CREATE %u files                                    ok\n", files);
+	row(("CREATE " + std::to_string(files) + " files").c_str(), "");
 	std::vector<uint32_t> sum(files);
 	auto t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
@@ -185,8 +209,9 @@ bool run_v3(const Args &a, RdmaTransport &t)
 		}
 	}
 	double wms = ms_since(t0);
-	printf("  WRITE %u MiB (1 MiB FILE_SYNC WRITEs)           ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, wms, files * a.file_mib / (wms / 1000), c.last().shape.c_str());
+	rate(("WRITE " + std::to_string(files * a.file_mib) + " MiB, 1 MiB FILE_SYNC").c_str(), wms,
+	     files * a.file_mib, c);
+	results.push_back({std::string("NFSv3 WRITE ") + over, files * a.file_mib / (wms / 1000)});
 	t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes all;
@@ -204,23 +229,24 @@ bool run_v3(const Args &a, RdmaTransport &t)
 		}
 	}
 	double rms = ms_since(t0);
-	printf("  READ  %u MiB (1 MiB READs), crc32c verified     ok %8.2f ms  %7.1f MiB/s  [%s]\n",
-	       files * a.file_mib, rms, files * a.file_mib / (rms / 1000), c.last().shape.c_str());
+	rate(("READ " + std::to_string(files * a.file_mib) + " MiB + crc32c check").c_str(), rms,
+	     files * a.file_mib, c);
+	results.push_back({std::string("NFSv3 READ ") + over, files * a.file_mib / (rms / 1000)});
 	for (unsigned i = 0; i < files; i++) {
 		auto t1 = Clock::now();
-		int rc = c.remove(root, "demo-v3-" + std::to_string(getpid()) + "-" +
+		int rc = c.remove(root, "demo-v3-" + t.name() + "-" + std::to_string(getpid()) + "-" +
 						std::to_string(i));
 		if (rc)
 			return step("REMOVE", rc, c, t1);
 	}
-	printf("  REMOVE %u files                                    ok\n", files);
+	row(("REMOVE " + std::to_string(files) + " files").c_str(), "");
 	return true;
 }
 
 int usage()
 {
 	fprintf(stderr, "usage: rpcrdma_demo_client --rdma unix:PATH|tcp:HOST:PORT [--host IP] "
-			"[--mnt-port N] [--mib N] [--file-mib N] [--stats PATH] [--export PATH] "
+			"[--mnt-port N] [--nfs-port N (compare with TCP)] [--mib N] [--file-mib N] [--stats PATH] [--export PATH] "
 			"[--no-v3] [--no-v4]\n");
 	return 2;
 }
@@ -250,6 +276,8 @@ int main(int argc, char **argv)
 			a.host = v;
 		else if (k == "--mnt-port")
 			a.mnt_port = atoi(v);
+		else if (k == "--nfs-port")
+			a.nfs_port = atoi(v);
 		else if (k == "--mib")
 			a.mib = unsigned(atoi(v));
 		else if (k == "--file-mib")
@@ -285,6 +313,34 @@ int main(int argc, char **argv)
 		ok = run_v3(a, *t) && ok;
 	t.reset();
 	print_stats(a.stats, "after");
+	if (ok && a.nfs_port) {
+		auto tt = TcpTransport::connect(a.host, uint16_t(a.nfs_port), &err);
+		if (!tt) {
+			printf("TCP connect to %s:%d FAILED: %s\n", a.host.c_str(), a.nfs_port,
+			       err.c_str());
+			ok = false;
+		} else {
+			printf("the same runs over ganesha's own TCP transport (%s:%d), for comparison\n",
+			       a.host.c_str(), a.nfs_port);
+			if (a.v4)
+				ok = run_v4(a, *tt) && ok;
+			if (ok && a.v3)
+				ok = run_v3(a, *tt) && ok;
+		}
+		if (ok) {
+			printf("throughput (MiB/s, one client, one call at a time, soft fabric on "
+			       "loopback):\n");
+			for (const auto &r : results)
+				if (r.what.find("RPC-over-RDMA") != std::string::npos) {
+					std::string base = r.what.substr(0, r.what.find(" RPC-over-RDMA"));
+					for (const auto &q2 : results)
+						if (q2.what == base + " TCP")
+							printf("  %-16s RDMA %8.1f   TCP %8.1f   ratio %.2f\n",
+							       base.c_str(), r.mibs, q2.mibs,
+							       r.mibs / q2.mibs);
+				}
+		}
+	}
 	printf("%s\n", ok ? "demo: SUCCESS" : "demo: FAILED");
 	return ok ? 0 : 1;
 }

@@ -1,0 +1,141 @@
+#!/bin/bash
+# Interop VM suite (issue #6): one qemu (TCG) boot of Debian's kernel with Soft-RoCE (rdma_rxe),
+# running (1) the fabric conformance suite on the verbs provider, (2) the NFS test list against
+# knfsd over RDMA (reference), (3) the same list against ganesha + librpcrdma_ganesha.so, then
+# prints a results table. See ci/vm/README.md.
+#
+# Env: RPCRDMA_BUILD_DIR   host build dir (default: build/ in the repo)
+#      RPCRDMA_VM_WORK     cache/work dir (default: ci/vm/work)
+#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500)
+#      RPCRDMA_VM_VERSIONS NFS versions (default "3 4.1 4.2")
+#      RPCRDMA_VM_GANESHA_TCP  control run of the list against ganesha's own TCP transport (tells
+#                          ganesha/config trouble from plugin trouble): 1 (default) NFSv4.1 only,
+#                          all = every version, 0 = skip
+#      RPCRDMA_VM_TEST_TIMEOUT seconds per test (default 240)
+#      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
+#      RPCRDMA_VM_REPORT_ONLY=1  no boot: print the table of the last run (ci/vm/work/out)
+# Exit: 0 if the rxe setup and every knfsd test pass, the fabric suite passes (or is not built),
+# and no test passes on knfsd but fails on ganesha+rpcrdma; 1 otherwise.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+W=${RPCRDMA_VM_WORK:-$HERE/work}
+BUILDDIR=${RPCRDMA_BUILD_DIR:-$REPO/build}
+BUILDDIR=$(cd "$BUILDDIR" 2>/dev/null && pwd || echo "$BUILDDIR")
+GT=${RPCRDMA_VM_TIMEOUT:-1500}
+mkdir -p "$W"
+T0=$(date +%s)
+
+OUT=$W/out
+QRC=0; T1=$T0; T2=$T0
+if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
+	eval "$("$HERE/prepare.sh" | tail -1)" || { echo "run.sh: prepare failed"; exit 1; }
+	[ -f "${KERNEL:-}" ] && [ -f "${INITRD:-}" ] || { echo "run.sh: no kernel/initrd"; exit 1; }
+	T1=$(date +%s)
+
+	rm -rf "$OUT"; mkdir -p "$OUT"
+	cat > "$OUT/env" <<-EOF
+	REPO='$REPO'
+	BUILDDIR='$BUILDDIR'
+	GUEST_TIMEOUT=$GT
+	VM_VERSIONS='${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}'
+	GANESHA_CONTROL=${RPCRDMA_VM_GANESHA_TCP:-1}
+	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
+	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT
+	EOF
+	APPEND="console=ttyS0 panic=-1 quiet"
+	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] && APPEND="$APPEND shell"
+	echo "== interop VM: kernel $(basename "$KERNEL"), build dir $BUILDDIR (log: $OUT/vm.log)"
+	CON=(-nographic)
+	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] || CON=(-display none -serial "file:$OUT/vm.log" -monitor none)
+	timeout -s KILL $((GT + 120)) qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
+		-no-reboot -nic none "${CON[@]}" \
+		-virtfs local,path=/,mount_tag=host0,security_model=none,readonly=on,multidevs=remap \
+		-virtfs local,path="$OUT",mount_tag=out0,security_model=none,multidevs=remap \
+		-kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND"
+	QRC=$?
+	T2=$(date +%s)
+fi
+[ -f "$OUT/vm.log" ] && tr -d '\r' < "$OUT/vm.log" > "$OUT/vm.log.txt"
+
+# ---------------------------------------------------------------- results
+R=$OUT/results
+# the console copy is the fallback if the 9p file is missing
+[ -s "$R" ] || grep -a '^RESULT ' "$OUT/vm.log.txt" 2>/dev/null | sed 's/^RESULT //' > "$R"
+sed -i 's/^RESULT //' "$R" 2>/dev/null
+fail=0; why=()
+get() { # server vers test -> "status secs"
+	awk -v s="$1" -v v="$2" -v t="$3" '$1==s && $2==v && $3==t {print $4, $5; f=1; exit} END{if(!f) print "-", ""}' "$R"
+}
+cell() { local st secs; read -r st secs <<<"$(get "$@")"
+	if [ "$st" = - ]; then printf '%-18s' "n-a"; else printf '%-18s' "$st ${secs}s"; fi; }
+
+echo
+echo "================ interop VM results ================"
+printf '%-28s %s\n' "rxe0 setup" "$(cell setup - rxe0)"
+printf '%-28s %s\n' "rping via host root (chroot)" "$(cell setup - host_rping)"
+read -r st secs note <<<"$(awk '$1=="fabric"{print $4, $5; exit}' "$R")"
+fnote=$(awk '$1=="fabric"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
+case "${st:-}" in
+pass) printf '%-28s %s\n' "fabric conformance (verbs)" "pass ${secs}s  $fnote" ;;
+fail) printf '%-28s %s\n' "fabric conformance (verbs)" "FAIL ${secs}s  $fnote"; fail=1; why+=("fabric suite failed")
+      echo "    failed: $(grep -a '^\[  FAILED  \] [A-Za-z]' "$OUT/fabric.log" | awk '{print $4}' | sort -u | tr '\n' ' ')"
+      grep -aE 'Segmentation|Abort|terminate called' "$OUT/fabric.log" | head -3 | sed 's/^/    /'
+      echo "    (full log: $OUT/fabric.log)" ;;
+*) printf '%-28s %s\n' "fabric conformance (verbs)" "not available  ${fnote}" ;;
+esac
+[ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
+
+COLS="knfsd ganesha"
+grep -q "^ganesha-tcp " "$R" && COLS="knfsd ganesha-tcp ganesha"
+declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)")
+gst=$(get ganesha - start | cut -d' ' -f1)
+gnote=$(awk '$1=="ganesha" && $3=="start"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
+case "$gst" in
+pass) printf '%-28s %s\n' "ganesha+rpcrdma start" "pass $gnote" ;;
+fail) printf '%-28s %s\n' "ganesha+rpcrdma start" "FAIL $gnote"
+      tail -8 "$OUT/ganesha.log" 2>/dev/null | sed 's/^/    /' ;;
+*) printf '%-28s %s\n' "ganesha+rpcrdma" "not available  $gnote" ;;
+esac
+echo
+printf '%-6s %-14s' vers test; for c in $COLS; do printf '%-18s' "${HDR[$c]}"; done; echo
+VERS=$(awk '$1=="knfsd"{print $2}' "$R" | awk '!s[$0]++')
+[ -n "$VERS" ] || VERS=${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}
+TESTS=$(awk '$1=="knfsd"{print $3}' "$R" | awk '!s[$0]++')
+[ -n "$TESTS" ] || { fail=1; why+=("no knfsd results at all (VM or guest broke; see $OUT/vm.log.txt)"); }
+npass=0; ntot=0
+for v in $VERS; do for t in $TESTS; do
+	printf '%-6s %-14s' "$v" "$t"
+	for c in $COLS; do cell "$c" "$v" "$t"; done; echo
+	k=$(get knfsd "$v" "$t" | cut -d' ' -f1); g=$(get ganesha "$v" "$t" | cut -d' ' -f1)
+	ntot=$((ntot + 1)); [ "$k" = pass ] && npass=$((npass + 1))
+	[ "$k" = pass ] || { fail=1; why+=("knfsd v$v $t: $k"); }
+	[ "$k" = pass ] && [ "$g" = fail ] && { fail=1; why+=("ganesha+rpcrdma v$v $t fails where knfsd passes"); }
+done; done
+echo "knfsd: $npass/$ntot pass"
+if [[ $COLS == *ganesha-tcp* ]]; then
+	bad=$(awk '$1=="ganesha-tcp" && $4!="pass"' "$R" | wc -l)
+	[ "$bad" = 0 ] || echo "note: the ganesha/tcp control has $bad non-passing rows (ganesha or config trouble," \
+		"not the RDMA transport; log: $OUT/ganesha-tcp.log); it does not change the exit status"
+fi
+# why each failing row failed (the guest's "[test] FAIL: ..." line just before its RESULT line)
+reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail" && $2!="fabric") print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
+	"$OUT/guest.log" 2>/dev/null | sed 's/  \[[a-z_0-9]*\]//g')
+[ -n "$reasons" ] && { echo; echo "-- failures (details: $OUT/guest.log)"; echo "$reasons" | head -40; }
+for c in ganesha-tcp ganesha; do
+	[ -s "$OUT/$c.stats" ] && { echo; echo "-- $c: plugin counters ($OUT/$c.stats)"; cat "$OUT/$c.stats"; }
+	[ -s "$OUT/$c.counters" ] && { echo; echo "-- $c: counter lines from the ganesha log"; cat "$OUT/$c.counters"; }
+done
+echo
+if [ -s "$OUT/dmesg-errors.txt" ]; then
+	echo "-- dmesg (xprtrdma/svcrdma/rxe lines mentioning errors; all: $OUT/dmesg.txt)"
+	head -40 "$OUT/dmesg-errors.txt"
+else
+	echo "-- dmesg: no xprtrdma/svcrdma/rxe error lines"
+fi
+grep -aq GUEST-MAIN-DONE "$OUT/vm.log.txt" 2>/dev/null || { fail=1; why+=("guest did not finish (timeout or crash; qemu rc=$QRC)"); }
+echo
+echo "time: prepare $((T1 - T0))s, VM $((T2 - T1))s, total $(( $(date +%s) - T0 ))s"
+if [ $fail = 0 ]; then echo "INTEROP VM: PASS"; exit 0; fi
+echo "INTEROP VM: FAIL"; for w in "${why[@]}"; do echo "  - $w"; done
+exit 1

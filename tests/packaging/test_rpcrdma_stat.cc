@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+// rpcrdma-stat against a fake stats server (a unix socket in a temp dir that
+// answers each connection with a canned JSON object and closes, as the
+// plugin's rrp_stats.c does), and against a real ganesha when one is installed.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct RunResult {
+	int status;
+	std::string out;
+};
+
+RunResult run(const std::string &args)
+{
+	std::string cmd = std::string(RPCRDMA_STAT_BIN) + " " + args + " 2>&1";
+	FILE *p = popen(cmd.c_str(), "r");
+	RunResult r{-1, ""};
+	char buf[4096];
+	size_t n;
+
+	if (!p)
+		return r;
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		r.out.append(buf, n);
+	int st = pclose(p);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return r;
+}
+
+std::string make_tempdir()
+{
+	char tmpl[] = "/tmp/rpcrdma-stat-test.XXXXXX";
+	char *d = mkdtemp(tmpl);
+	EXPECT_NE(d, nullptr);
+	return d ? d : "/tmp";
+}
+
+// Serves answer(n) to the n-th connection (0-based).
+class FakeStats {
+public:
+	explicit FakeStats(std::function<std::string(int)> answer) : answer_(std::move(answer))
+	{
+		dir_ = make_tempdir();
+		path_ = dir_ + "/stats.sock";
+		struct sockaddr_un sa = {};
+		sa.sun_family = AF_UNIX;
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path_.c_str());
+		fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		EXPECT_GE(fd_, 0);
+		EXPECT_EQ(bind(fd_, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		EXPECT_EQ(listen(fd_, 8), 0);
+		thread_ = std::thread([this] { serve(); });
+	}
+	~FakeStats()
+	{
+		shutdown(fd_, SHUT_RDWR);
+		close(fd_);
+		thread_.join();
+		unlink(path_.c_str());
+		rmdir(dir_.c_str());
+	}
+	const std::string &path() const { return path_; }
+	int served() const { return served_; }
+
+private:
+	void serve()
+	{
+		for (int n = 0;; n++) {
+			int c = accept(fd_, nullptr, nullptr);
+			if (c < 0)
+				return;
+			std::string s = answer_(n);
+			served_++; /* before the answer: the client may exit at EOF */
+			size_t off = 0;
+			while (off < s.size()) {
+				ssize_t w = write(c, s.data() + off, s.size() - off);
+				if (w <= 0)
+					break;
+				off += (size_t)w;
+			}
+			close(c);
+		}
+	}
+	std::function<std::string(int)> answer_;
+	std::string dir_, path_;
+	int fd_ = -1;
+	std::atomic<int> served_{0};
+	std::thread thread_;
+};
+
+// The shape rrp_stats.c writes, counters as in RR_STATS_FIELDS.
+std::string counters(unsigned long long calls, unsigned long long rd, unsigned long long wr,
+		     unsigned grant)
+{
+	char b[1024];
+	snprintf(b, sizeof(b),
+		 "\"conns_accepted\":3,\"conns_active\":2,\"calls\":%llu,"
+		 "\"calls_with_read_chunks\":4,\"long_calls\":1,\"replies_inline\":90,"
+		 "\"replies_reply_chunk\":7,\"replies_write_chunk\":3,\"rdma_read_bytes\":%llu,"
+		 "\"rdma_write_bytes\":%llu,\"err_chunk_sent\":2,\"err_vers_sent\":1,\"dropped\":0,"
+		 "\"not_delivered\":0,\"rnr_disconnects\":0,\"disconnects\":1,\"send_w_inv\":0,"
+		 "\"registrations\":5,\"payload_copies\":0,\"recv_mem_bytes\":1048576,"
+		 "\"bc_calls\":6,\"bc_replies\":5,\"bc_errors\":0,\"credit_grant\":%u",
+		 calls, rd, wr, grant);
+	return b;
+}
+
+std::string canned(unsigned long long calls = 100, unsigned long long wr = 2097152)
+{
+	return "{\"fabric\":\"soft\",\"global\":{" + counters(calls, 512, wr, 32) +
+	       "},\"plugin\":{\"requests\":100,\"dropped\":0,\"replies_failed\":0,\"workers\":8},"
+	       "\"connections\":[{\"peer\":\"192.0.2.7:40001\"," +
+	       counters(calls, 512, wr, 32) +
+	       "},{\"peer\":\"[2001:db8::1]:811\",\"calls\":0,\"credit_grant\":16}]}\n";
+}
+
+bool has_line(const std::string &out, const std::vector<std::string> &words)
+{
+	size_t start = 0;
+	while (start < out.size()) {
+		size_t end = out.find('\n', start);
+		if (end == std::string::npos)
+			end = out.size();
+		std::string line = out.substr(start, end - start);
+		size_t at = 0;
+		bool ok = true;
+		for (const auto &w : words) {
+			at = line.find(w, at);
+			if (at == std::string::npos) {
+				ok = false;
+				break;
+			}
+			at += w.size();
+		}
+		if (ok)
+			return true;
+		start = end + 1;
+	}
+	return false;
+}
+
+} // namespace
+
+TEST(RpcrdmaStat, TableFromFakeServer)
+{
+	FakeStats fake([](int) { return canned(); });
+	RunResult r = run("-s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"fabric soft", "2 connections", "3 accepted", "1 disconnects"}))
+		<< r.out;
+	EXPECT_TRUE(has_line(r.out, {"requests 100", "dropped 0", "replies_failed 0", "workers 8"}))
+		<< r.out;
+	EXPECT_TRUE(has_line(r.out, {"PEER", "CREDITS", "CALLS", "INLINE", "REPLY_CH", "WRITE_CH",
+				     "RDMA_RD", "RDMA_WR", "ERR_CHUNK", "ERR_VERS", "REGS",
+				     "RECV_MEM", "BC_CALLS"}))
+		<< r.out;
+	// credits 32, calls 100, inline 90, reply 7, write 3, read 512 B, write 2 MiB,
+	// ERR_CHUNK 2, ERR_VERS 1, 5 registrations, 1 MiB receive memory, 6 bc calls
+	EXPECT_TRUE(has_line(r.out, {"192.0.2.7:40001", " 32 ", " 100 ", " 90 ", " 7 ", " 3 ",
+				     " 512 ", " 2.0M ", " 2 ", " 1 ", " 5 ", " 1.0M ", " 6"}))
+		<< r.out;
+	// Absent counters show as "-".
+	EXPECT_TRUE(has_line(r.out, {"[2001:db8::1]:811", " 16 ", " 0 ", " - "})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"TOTAL", " 32 ", " 100 ", " 90 "})) << r.out;
+	EXPECT_EQ(r.out.find("/s"), std::string::npos) << "no rates without --watch";
+}
+
+TEST(RpcrdmaStat, JsonIsPassedThrough)
+{
+	FakeStats fake([](int) { return canned(); });
+	RunResult r = run("--json -s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	EXPECT_EQ(r.out, canned());
+}
+
+TEST(RpcrdmaStat, WatchShowsRates)
+{
+	// Each answer adds 50 calls and 1 MiB written.
+	FakeStats fake([](int n) { return canned(100 + 50ull * n, (2ull + n) << 20); });
+	RunResult r = run("--watch 0.5 -c 3 -s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	EXPECT_EQ(fake.served(), 3);
+	EXPECT_TRUE(has_line(r.out, {"PEER", "CALLS", "CALLS/s", "RDMA_RD/s", "RDMA_WR/s"}))
+		<< r.out;
+	// First refresh: no rate yet; later ones: ~100 calls/s, ~2 MiB/s.
+	EXPECT_TRUE(has_line(r.out, {"TOTAL", " 32 ", " 100 ", " - "})) << r.out;
+	// CREDITS CALLS CALLS/s INLINE REPLY_CH WRITE_CH RDMA_RD RDMA_RD/s RDMA_WR RDMA_WR/s:
+	// 50 calls and 1 MiB per refresh of at least 0.5 s (longer on a loaded machine).
+	std::smatch m;
+	ASSERT_TRUE(std::regex_search(
+		r.out, m,
+		std::regex(R"(TOTAL +32 +150 +(\d+) +90 +7 +3 +512 +0 +3\.0M +(\d+(\.\d)?)([KM]) )")))
+		<< r.out;
+	int calls_rate = std::stoi(m[1]);
+	double wr_rate = std::stod(m[2]) * (m[4] == "M" ? 1024 * 1024 : 1024);
+	EXPECT_GE(calls_rate, 10) << r.out;
+	EXPECT_LE(calls_rate, 100) << r.out;
+	EXPECT_GE(wr_rate, 0.2 * 1024 * 1024) << r.out;
+	EXPECT_LE(wr_rate, 2.05 * 1024 * 1024) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"192.0.2.7:40001", " 200 "})) << r.out;
+}
+
+TEST(RpcrdmaStat, WatchJson)
+{
+	FakeStats fake([](int) { return canned(); });
+	RunResult r = run("--json --watch=0.1 --count 2 -s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	EXPECT_EQ(r.out, canned() + canned());
+}
+
+TEST(RpcrdmaStat, NoServer)
+{
+	std::string dir = make_tempdir();
+	RunResult r = run("-s " + dir + "/none.sock");
+	rmdir(dir.c_str());
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("cannot connect to " + dir + "/none.sock"), std::string::npos) << r.out;
+}
+
+TEST(RpcrdmaStat, RejectsBadJson)
+{
+	for (const char *bad : {"", "{", "{\"global\":}", "[1,2]", "{\"a\":1} x", "{\"a\":\"\x01\"}",
+				"{\"a\":tru}", "{\"a\":1,}"}) {
+		FakeStats fake([bad](int) { return std::string(bad); });
+		RunResult r = run("-s " + fake.path());
+		EXPECT_EQ(r.status, 1) << "input: " << bad << "\n" << r.out;
+		EXPECT_NE(r.out.find("did not answer with a JSON object"), std::string::npos) << r.out;
+	}
+	// Nesting beyond the bound is refused, not a stack overflow.
+	FakeStats deep([](int) { return "{\"a\":" + std::string(100000, '[') + "}"; });
+	EXPECT_EQ(run("-s " + deep.path()).status, 1);
+}
+
+TEST(RpcrdmaStat, ParsesEscapesAndSpacing)
+{
+	FakeStats fake([](int) {
+		return std::string("  {\n \"fabric\" : \"ve\\u0072bs\" , \"global\" : { \"calls\" : 7 } ,"
+				   " \"plugin\":{}, \"connections\" : [ { \"peer\" : \"a\\\"b\" ,"
+				   " \"calls\" : 7, \"extra\": [true, false, null, -1.5e3, {}] } ] }\n");
+	});
+	RunResult r = run("-s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"fabric verbs", "1 connection"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"a\"b", " - ", " 7 "})) << r.out;
+}
+
+TEST(RpcrdmaStat, Usage)
+{
+	EXPECT_EQ(run("--help").status, 0);
+	EXPECT_EQ(run("--bogus").status, 2);
+	EXPECT_EQ(run("--watch 0").status, 2);
+	EXPECT_EQ(run("extra-arg").status, 2);
+}
