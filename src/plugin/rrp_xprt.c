@@ -226,8 +226,8 @@ static void slot_uncache(void *host, uint32_t xid, const struct ulb_sequence *se
 {
 	struct rrp_xprt *x = host;
 
-	fprintf(stderr, "rpcrdma: %s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
-			"will answer NFS4ERR_RETRY_UNCACHED_REP\n",
+	rrp_log("%s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
+			"will answer NFS4ERR_RETRY_UNCACHED_REP",
 		x->conn ? rr_conn_peer(x->conn) : "?", xid, seq->slotid, seq->sequenceid);
 	rrp_slots_uncache(seq);
 }
