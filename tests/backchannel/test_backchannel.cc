@@ -122,10 +122,17 @@ class Backchannel : public PluginTest
 	}
 
 	/* RDMA client with a back channel (AUTH_NONE or AUTH_SYS callbacks) */
-	BcClient bc_client(uint32_t sec = nfsxdr::AUTH_NONE)
+	BcClient bc_client(uint32_t sec = nfsxdr::AUTH_NONE,
+			   const rrtest::RequesterOptions *ro = nullptr)
 	{
 		BcClient b;
-		b.t = rdma();
+		if (ro) {
+			std::string err;
+			b.t = RdmaTransport::connect(srv->rdma_addr, *ro, &err);
+			EXPECT_TRUE(b.t) << err;
+		} else {
+			b.t = rdma();
+		}
 		if (!b.t)
 			return b;
 		b.c.reset(new Nfs4(*b.t));
@@ -300,9 +307,10 @@ TEST_F(Backchannel, DelegationRecalledOverRdma)
  * must get NFS4ERR_RETRY_UNCACHED_REP - never a replay of the cached reply,
  * which would fail with ERR_CHUNK again - and the next sequence works. With
  * cachethis ganesha holds the whole reply, so a retry that slips past the
- * plugin's slot table is replayed and fails again. Repeated, because the
- * plugin marks the slot after it has sent ERR_CHUNK (a race the client can
- * win by retrying at once, as this one does). */
+ * plugin's slot table is replayed and fails again. Repeated many times: the
+ * plugin must mark the slot before it sends ERR_CHUNK, or a client that
+ * retries at once (as this one does) wins the race now and then (seen before
+ * 14b1e8c: about 1 in 100 cachethis rounds). */
 TEST_F(Backchannel, ForeChannelErrChunkRetryGetsRetryUncachedRep)
 {
 	auto t = rdma();
@@ -336,10 +344,10 @@ TEST_F(Backchannel, ForeChannelErrChunkRetryGetsRetryUncachedRep)
 			replays++;
 			ADD_FAILURE() << "retry of slot 0 seq " << seq_before
 				      << (round % 2 == 0 ? " (cachethis)" : "")
-				      << " got ERR_CHUNK again: ganesha replayed the cached reply "
-					 "because the plugin had not yet marked the slot uncached "
-					 "(not_delivered() in rr_send.c sends ERR_CHUNK before "
-					 "reply_not_delivered() records the slot)";
+				      << " got ERR_CHUNK again: ganesha replayed the cached reply, "
+					 "so the plugin had not yet marked the slot uncached when the "
+					 "retry arrived (not_delivered() in rr_send.c must call "
+					 "reply_not_delivered() before it sends ERR_CHUNK)";
 			/* by now the slot is marked: the same retry again recovers */
 			ASSERT_TRUE(t->requester().connected());
 			ASSERT_EQ(c.getattr(d, &a), 0) << c.err();
@@ -474,8 +482,9 @@ class ShimCallbacks : public Backchannel
 		return out;
 	}
 
-	/* send a CB_COMPOUND; its shim call id (or -1, with a test failure) */
-	int compound(uint32_t prog, int tmo_s, const Bytes &args)
+	/* send a CB_COMPOUND; its shim call id (or -1, with a test failure);
+	 * @send_st: what CLNT_CALL_BACK returned (must be RPC_SUCCESS if null) */
+	int compound(uint32_t prog, int tmo_s, const Bytes &args, int *send_st = nullptr)
 	{
 		std::string r = shim("compound " + std::to_string(prog) + " " +
 				     std::to_string(tmo_s) + " " + hex(args));
@@ -484,7 +493,10 @@ class ShimCallbacks : public Backchannel
 			ADD_FAILURE() << "shim: " << r;
 			return -1;
 		}
-		EXPECT_EQ(st, 0) << "CLNT_CALL_BACK failed at once: clnt_stat " << st;
+		if (send_st)
+			*send_st = st;
+		else
+			EXPECT_EQ(st, 0) << "CLNT_CALL_BACK failed at once: clnt_stat " << st;
 		return id;
 	}
 
@@ -754,6 +766,79 @@ TEST_F(ShimCallbacks, ClientKilledWithCallbackInFlight)
 		std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	}
 	EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
+}
+
+/* RFC 8167 / RFC 8267 section 4.4.2: callbacks go inline only, within the
+ * receive buffers the client announced (RFC 8797 CM private data). A client
+ * that announced 1 KB gets no callback larger than that: the call fails at
+ * once (RPC_CANTENCODEARGS), nothing reaches the wire, and smaller callbacks
+ * still work. */
+TEST_F(ShimCallbacks, CallbackLargerThanClientInlineIsNotSent)
+{
+	Fh f = make_file("big");
+	rrtest::RequesterOptions ro;
+	ro.priv.recv_size = 1024;
+	BcClient a = bc_client(nfsxdr::AUTH_NONE, &ro);
+	ASSERT_TRUE(a.c);
+	ASSERT_EQ(a.t->requester().inline_recv(), 1024u);
+	Counters c0 = counters();
+	Bytes big = cb_compound(a.c->sessionid(), a.cb->slot_seq(0) + 1, 0, &f,
+				std::string(1200, 't'));
+	int send_st = -1;
+	int id = compound(a.c->cb_program, 5, big, &send_st);
+	ASSERT_GE(id, 0);
+	EXPECT_EQ(send_st, 1) << "RPC_CANTENCODEARGS: larger than the client's inline threshold";
+	EXPECT_EQ(result(&a, id, nullptr, 5000), 1);
+	a.cb->serve_until([] { return false; }, 200);
+	EXPECT_EQ(a.cb->log().size(), 0u) << "the oversize callback reached the client";
+	EXPECT_TRUE(a.t->requester().connected());
+	Counters c1 = counters();
+	if (c0.calls >= 0) {
+		EXPECT_EQ(c1.calls - c0.calls, 0) << "bc_calls counted an unsent callback";
+	}
+	/* a callback that fits goes through, on the same slot and sequence */
+	uint32_t cbs = 99;
+	id = compound(a.c->cb_program, 5,
+		      cb_compound(a.c->sessionid(), a.cb->slot_seq(0) + 1, 0, &f, "small"));
+	ASSERT_GE(id, 0);
+	EXPECT_EQ(result(&a, id, &cbs), RPC_SUCCESS_);
+	EXPECT_EQ(cbs, 0u);
+	EXPECT_EQ(a.cb->violations(), "");
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+/* A client that posts receive buffers smaller than it announced (4 KB
+ * announced, 1 KB posted) cannot take a 2 KB callback: its connection
+ * breaks. The callback in flight completes (not by timeout), ganesha keeps
+ * serving, other clients' back channels work. */
+TEST_F(ShimCallbacks, ClientWithShrunkReceiveBuffersLosesOnlyItsConnection)
+{
+	Fh f = make_file("shrunk");
+	rrtest::RequesterOptions ro;
+	ro.recv_buf_size = 1024; /* announced: the default 4096 */
+	BcClient a = bc_client(nfsxdr::AUTH_NONE, &ro);
+	ASSERT_TRUE(a.c);
+	ASSERT_EQ(a.t->requester().inline_recv(), 4096u);
+	Bytes big = cb_compound(a.c->sessionid(), a.cb->slot_seq(0) + 1, 0, &f,
+				std::string(2000, 's'));
+	auto t0 = std::chrono::steady_clock::now();
+	int id = compound(a.c->cb_program, 20, big);
+	ASSERT_GE(id, 0);
+	int st = result(&a, id, nullptr, 20000);
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+		      std::chrono::steady_clock::now() - t0)
+		      .count();
+	EXPECT_NE(st, RPC_SUCCESS_);
+	EXPECT_NE(st, RPC_TIMEDOUT_) << "completed by the connection loss, not the timeout";
+	EXPECT_LT(ms, 10000);
+	EXPECT_EQ(a.cb->log().size(), 0u) << "the callback cannot have been received";
+	EXPECT_FALSE(a.t->requester().connected())
+	    << "a Send larger than the posted receive buffer must break the connection";
+	ASSERT_TRUE(srv->alive()) << srv->logs();
+	BcClient b = bc_client();
+	ASSERT_TRUE(b.c);
+	EXPECT_EQ(shim_serving(b, "null " + std::to_string(b.c->cb_program)), "stat 0\n");
+	NFS_OK(*b.c, b.c->destroy_session());
 }
 
 #endif /* RR_CB_SHIM_SO */

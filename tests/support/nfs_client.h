@@ -114,6 +114,10 @@ class RdmaTransport : public Transport
 {
       public:
 	static std::unique_ptr<RdmaTransport> connect(const std::string &addr, std::string *err);
+	/* with requester options of the test's own (addr and provider filled in
+	 * when empty) */
+	static std::unique_ptr<RdmaTransport> connect(const std::string &addr,
+						      rrtest::RequesterOptions o, std::string *err);
 	bool call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
 		  std::string *err) override;
 	std::string name() const override
