@@ -71,8 +71,8 @@ EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 				     const rpcvers_t vers, const uint32_t flags)
 {
 	CLIENT *(*next)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t) =
-		(CLIENT * (*)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t))
-			dlsym(RTLD_NEXT, "clnt_vc_ncreate_svc");
+	    (CLIENT * (*)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t))
+		dlsym(RTLD_NEXT, "clnt_vc_ncreate_svc");
 	CLIENT *c = next ? next(xprt, prog, vers, flags) : NULL;
 	CLIENT *old = NULL;
 
@@ -231,7 +231,8 @@ static void do_compound(uint32_t prog, int tmo_s, const char *hex, char *out, si
 	results[id].state = 1;
 	pthread_mutex_unlock(&lock);
 	sc->id = id;
-	clnt_req_fill(&sc->cc, c, none_auth, 1 /* CB_COMPOUND */, (xdrproc_t)(void (*)(void))put_words, sc,
+	clnt_req_fill(&sc->cc, c, none_auth, 1 /* CB_COMPOUND */,
+		      (xdrproc_t)(void (*)(void))put_words, sc,
 		      (xdrproc_t)(void (*)(void))get_status, sc);
 	sc->cc.cc_size = sizeof(*sc);
 	sc->cc.cc_free_cb = call_free;
@@ -297,7 +298,8 @@ static void *serve(void *arg)
 				continue;
 			return NULL;
 		}
-		while (got < sizeof(buf) - 1 && (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) {
+		while (got < sizeof(buf) - 1 &&
+		       (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) {
 			got += (size_t)r;
 			if (buf[got - 1] == '\n')
 				break;

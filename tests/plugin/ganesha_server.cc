@@ -219,11 +219,13 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	  << "\tProtocols = 3, 4;\n\tEnable_NLM = false;\n\tEnable_RQUOTA = false;\n"
 	  << "\tMaxRPCSendBufferSize = 4194304;\n\tMaxRPCRecvBufferSize = 4194304;\n}\n"
 	  << "NFSV4 {\n\tGraceless = true;\n\tLease_Lifetime = 10;\n\tGrace_Period = 10;\n"
-	  << "\tRecoveryRoot = " << dir << "/recov;\n" << o.extra_nfsv4 << "}\n"
+	  << "\tRecoveryRoot = " << dir << "/recov;\n"
+	  << o.extra_nfsv4 << "}\n"
 	  << "EXPORT {\n\tExport_Id = 1;\n\tPath = "
 	  << (o.vfs_dir.empty() ? std::string("/mem") : o.vfs_dir) << ";\n\tPseudo = /mem;\n"
 	  << "\tAccess_Type = RW;\n\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
-	  << "\tMaxRead = 4194304;\n\tMaxWrite = 4194304;\n" << o.extra_export
+	  << "\tMaxRead = 4194304;\n\tMaxWrite = 4194304;\n"
+	  << o.extra_export
 	  << (o.vfs_dir.empty() ? "\tFSAL { Name = MEM; }\n}\n" : "\tFSAL { Name = VFS; }\n}\n")
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
 	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
@@ -237,7 +239,8 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	if (!stats_path.empty())
 		c << "\tStats_Socket = " << stats_path << ";\n";
 	c << o.extra_rdma << "}\n"
-	  << "LOG {\n\tDefault_Log_Level = EVENT;\n" << o.extra_log << "}\n";
+	  << "LOG {\n\tDefault_Log_Level = EVENT;\n"
+	  << o.extra_log << "}\n";
 	std::string conf = dir + "/ganesha.conf";
 	{
 		std::ofstream f(conf);
@@ -325,7 +328,8 @@ void GaneshaServer::stop(int grace_ms)
 {
 	if (pid > 0) {
 		kill(pid, SIGTERM);
-		auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+		auto deadline =
+		    std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
 		int st;
 		bool gone = false;
 		while (std::chrono::steady_clock::now() < deadline) {

@@ -21,14 +21,14 @@ namespace rrplug
 
 struct GaneshaOptions {
 	uint32_t credits = 32;
-	uint32_t inline_threshold = 0; /* 0: the plugin's default */
-	bool stats = true;	       /* add Stats_Socket when the plugin knows the key */
+	uint32_t inline_threshold = 0;	    /* 0: the plugin's default */
+	bool stats = true;		    /* add Stats_Socket when the plugin knows the key */
 	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
-	bool soft_tcp = false;	/* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
-	std::string extra_rdma;	       /* more "Key = value;" lines for the RDMA block */
-	std::string extra_nfsv4;       /* more lines for the NFSV4 block */
-	std::string extra_export;      /* more lines for the EXPORT block (e.g. Delegations) */
-	std::string extra_log;	       /* more lines for the LOG block (e.g. COMPONENTS) */
+	bool soft_tcp = false;	  /* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
+	std::string extra_rdma;	  /* more "Key = value;" lines for the RDMA block */
+	std::string extra_nfsv4;  /* more lines for the NFSV4 block */
+	std::string extra_export; /* more lines for the EXPORT block (e.g. Delegations) */
+	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
 	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
 	std::string vfs_dir;
 	/* a test library preloaded before the plugin, and NAME=value pairs for

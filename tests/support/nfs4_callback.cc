@@ -22,7 +22,10 @@ std::string CbRecord::describe() const
 	o << "]";
 	if (has_seq)
 		o << " seq " << seq << " slot " << slot;
-	o << " action " << (action == ANSWER ? "answer" : action == ERR_CHUNK ? "ERR_CHUNK" : "ignore")
+	o << " action "
+	  << (action == ANSWER	    ? "answer"
+	      : action == ERR_CHUNK ? "ERR_CHUNK"
+				    : "ignore")
 	  << " status " << status << " seq_status " << seq_status;
 	for (const auto &v : violations)
 		o << " VIOLATION: " << v;
@@ -31,7 +34,8 @@ std::string CbRecord::describe() const
 
 CbServer::CbServer(rrtest::Requester &r, uint32_t prog) : r_(r), prog_(prog)
 {
-	r_.set_bc_handler([this](rrtest::Requester &rq, const rrtest::BcCall &c) { on_call(rq, c); });
+	r_.set_bc_handler(
+	    [this](rrtest::Requester &rq, const rrtest::BcCall &c) { on_call(rq, c); });
 }
 
 CbServer::~CbServer()
@@ -187,8 +191,9 @@ void CbServer::on_call(rrtest::Requester &r, const rrtest::BcCall &c)
 				rec.seq_status = st;
 				if (st)
 					rec.violations.push_back(
-					    "CB_SEQUENCE slot " + std::to_string(rec.slot) + " seq " +
-					    std::to_string(rec.seq) + " but the slot is at " +
+					    "CB_SEQUENCE slot " + std::to_string(rec.slot) +
+					    " seq " + std::to_string(rec.seq) +
+					    " but the slot is at " +
 					    std::to_string(rec.slot < kSlots ? seq_[rec.slot] : 0) +
 					    ": status " + std::to_string(st));
 				ops_out.u32(st);
@@ -229,7 +234,8 @@ void CbServer::on_call(rrtest::Requester &r, const rrtest::BcCall &c)
 				break;
 			}
 			if (!d.ok()) {
-				rec.violations.push_back("CB op " + std::to_string(op) + ": " + d.why());
+				rec.violations.push_back("CB op " + std::to_string(op) + ": " +
+							 d.why());
 				accept = 4;
 				break;
 			}
@@ -260,7 +266,8 @@ void CbServer::on_call(rrtest::Requester &r, const rrtest::BcCall &c)
 			res.buf.insert(res.buf.end(), ops_out.buf.begin(), ops_out.buf.end());
 		}
 		if (r.send_bc_reply(c.rdma_xid, res.buf, 2))
-			rec.violations.push_back("could not send the callback reply: " + r.last_error());
+			rec.violations.push_back("could not send the callback reply: " +
+						 r.last_error());
 	} else if (rec.action == CbRecord::ERR_CHUNK) {
 		if (r.send_bc_error(c.rdma_xid, rrtest::ERR_CHUNK, 2))
 			rec.violations.push_back("could not send ERR_CHUNK: " + r.last_error());

@@ -53,7 +53,7 @@ struct CbRecord {
 	enum Action { ANSWER, ERR_CHUNK, IGNORE };
 	uint32_t rdma_xid = 0;
 	uint32_t rdma_credits = 0;
-	size_t wire_len = 0;	/* RPC message bytes */
+	size_t wire_len = 0; /* RPC message bytes */
 	uint32_t prog = 0, vers = 0, proc = 0, cred_flavor = 0;
 	uint32_t minor = 0;
 	std::vector<uint32_t> ops;
@@ -65,8 +65,8 @@ struct CbRecord {
 	bool truncate = false;
 	Fh recall_fh;
 	Action action = ANSWER;
-	uint32_t status = 0;	/* CB_COMPOUND status answered (ANSWER only) */
-	uint32_t seq_status = 0;	/* CB_SEQUENCE result */
+	uint32_t status = 0;	 /* CB_COMPOUND status answered (ANSWER only) */
+	uint32_t seq_status = 0; /* CB_SEQUENCE result */
 	std::vector<std::string> violations;
 	std::string describe() const;
 };

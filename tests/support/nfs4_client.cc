@@ -288,12 +288,12 @@ int Nfs4::exchange_id()
 	for (int i = 0; i < 8; i++)
 		verf_[i] = uint8_t(uint64_t(now) >> (8 * i));
 	c.x.fixed(Bytes(verf_, verf_ + 8));
-	std::string owner = machine + "-" + std::to_string(uint64_t(now)) + "-" +
-			    std::to_string(uintptr_t(this));
+	std::string owner =
+	    machine + "-" + std::to_string(uint64_t(now)) + "-" + std::to_string(uintptr_t(this));
 	c.x.string(owner);
-	c.x.u32(0);	  /* flags */
+	c.x.u32(0);	   /* flags */
 	c.x.u32(SP4_NONE); /* state_protect4_a */
-	c.x.u32(0);	  /* client_impl_id<1>: none */
+	c.x.u32(0);	   /* client_impl_id<1>: none */
 	std::unique_ptr<Dec> d;
 	int rc = send(c, &d, false);
 	if (rc)
@@ -305,7 +305,7 @@ int Nfs4::exchange_id()
 	r.u32(); /* flags */
 	if (r.u32() != SP4_NONE)
 		return fail("EXCHANGE_ID: state protection other than SP4_NONE");
-	r.u64();	  /* so_minor_id */
+	r.u64();	/* so_minor_id */
 	r.opaque(1024); /* so_major_id */
 	r.opaque(1024); /* server_scope */
 	uint32_t impl = r.u32();
@@ -684,8 +684,7 @@ int Nfs4::read(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count, B
 	END(*d);
 }
 
-int Nfs4::write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data,
-		uint32_t *count)
+int Nfs4::write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data, uint32_t *count)
 {
 	Comp c;
 	begin(c, true);
@@ -783,8 +782,8 @@ int Nfs4::read_plus(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t cou
 			Bytes b = d->opaque(count);
 			CHECK_DEC(*d);
 			if (at != off + data->size())
-				return fail("READ_PLUS data at " + std::to_string(at) + ", expected " +
-					    std::to_string(off + data->size()));
+				return fail("READ_PLUS data at " + std::to_string(at) +
+					    ", expected " + std::to_string(off + data->size()));
 			data->insert(data->end(), b.begin(), b.end());
 		} else if (kind == 1) { /* NFS4_CONTENT_HOLE */
 			uint64_t len = d->u64();
@@ -874,7 +873,7 @@ int Nfs4::readdir_once(const Fh &dir, uint64_t cookie, uint32_t maxcount,
 	op(c, nfsxdr::READDIR);
 	c.x.u64(cookie);
 	c.x.fixed_fill(8, 0); /* cookieverf: MEM FSAL does not need it */
-	c.x.u32(maxcount);   /* dircount */
+	c.x.u32(maxcount);    /* dircount */
 	c.x.u32(maxcount);
 	c.x.u32(1);
 	c.x.u32(1u << FATTR4_TYPE | 1u << FATTR4_FILEID);

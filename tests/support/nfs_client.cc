@@ -262,8 +262,8 @@ bool RdmaTransport::call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
 	}
 	rrtest::Reply rep;
 	if (!q.wait(uint32_t(rc), &rep, policy.timeout_ms)) {
-		*err = std::string("rdma: no reply (") + (q.connected() ? "timeout" : "disconnected") +
-		       ") " + q.last_error();
+		*err = std::string("rdma: no reply (") +
+		       (q.connected() ? "timeout" : "disconnected") + ") " + q.last_error();
 		return false;
 	}
 	last_reply = rep;
@@ -429,14 +429,14 @@ bool rpc_reply_ok(Dec &d, uint32_t xid, std::string *why)
 		*why = "bad reply_stat " + std::to_string(stat);
 		return false;
 	}
-	d.u32();	/* verf flavor */
+	d.u32();       /* verf flavor */
 	d.opaque(400); /* verf body (RFC 5531 section 8.2) */
 	uint32_t acc = d.u32();
 	if (!d.ok()) {
 		*why = d.why();
 		return false;
 	}
-	static const char *names[] = {"SUCCESS",	"PROG_UNAVAIL", "PROG_MISMATCH",
+	static const char *names[] = {"SUCCESS",      "PROG_UNAVAIL", "PROG_MISMATCH",
 				      "PROC_UNAVAIL", "GARBAGE_ARGS", "SYSTEM_ERR"};
 	if (acc != 0) {
 		*why = std::string("RPC accept_stat ") + (acc < 6 ? names[acc] : "?");

@@ -36,7 +36,7 @@ namespace nfsc
 using Bytes = std::vector<uint8_t>;
 
 enum : int {
-	E_RPC = -1,	  /* transport failure, RPC rejected, or undecodable reply */
+	E_RPC = -1,	   /* transport failure, RPC rejected, or undecodable reply */
 	E_RDMA_ERROR = -2, /* RPC-over-RDMA RDMA_ERROR (see Transport reply) */
 };
 
@@ -57,8 +57,8 @@ struct TransportReply {
 	Bytes rpc;		   /* the RPC Reply message (inline or from the Reply chunk) */
 	std::vector<Bytes> chunks; /* bytes the server wrote into each Write chunk */
 	bool rdma_error = false;
-	uint32_t rdma_err = 0;	   /* ERR_VERS / ERR_CHUNK */
-	std::string shape;	   /* how the call went and the reply came, for transcripts */
+	uint32_t rdma_err = 0; /* ERR_VERS / ERR_CHUNK */
+	std::string shape;     /* how the call went and the reply came, for transcripts */
 };
 
 class Transport
@@ -104,9 +104,9 @@ struct RdmaPolicy {
 	bool pad = true;	   /* Linux's 4-byte pad segment after unaligned Write chunks */
 	int reply_chunk = -1;	   /* -1: when the reply may not fit inline; 0: never; n: n bytes */
 	bool long_call_items = false; /* Long Call keeps data items in their own Read chunks */
-	uint32_t read_segs = 1;	   /* segments per Read chunk */
-	uint32_t write_segs = 1;   /* segments per Write chunk (before the pad) */
-	uint32_t reply_segs = 1;   /* segments of the Reply chunk */
+	uint32_t read_segs = 1;	      /* segments per Read chunk */
+	uint32_t write_segs = 1;      /* segments per Write chunk (before the pad) */
+	uint32_t reply_segs = 1;      /* segments of the Reply chunk */
 	int timeout_ms = 30000;
 };
 
@@ -273,8 +273,8 @@ class Nfs3 : public Client
 	int readdir(const Fh &dir, std::vector<DirEntry> *out, uint32_t count = 32768);
 	int readdirplus(const Fh &dir, std::vector<DirEntry> *out, uint32_t maxcount = 32768);
 	/* one READDIR call from @cookie (for shaped tests); @eof set from the reply */
-	int readdir_once(const Fh &dir, uint64_t cookie, uint32_t count,
-			 std::vector<DirEntry> *out, bool *eof);
+	int readdir_once(const Fh &dir, uint64_t cookie, uint32_t count, std::vector<DirEntry> *out,
+			 bool *eof);
 	int remove(const Fh &dir, const std::string &name);
 
       private:
