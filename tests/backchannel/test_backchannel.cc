@@ -2,19 +2,34 @@
 /*
  * test_backchannel.cc - NFSv4.1 callbacks over RPC-over-RDMA (RFC 8167,
  * RFC 8267 sections 4.4.2 and 4.5) through real ganesha 4.3 + the rpcrdma
- * plugin on the soft fabric (issue #9):
- *  - CREATE_SESSION with CONN_BACK_CHAN gets a back channel on the client's
- *    own RDMA connection (the plugin's "backchannel up");
- *  - delegation recall: A (RDMA) holds a read delegation, B (TCP) opens for
- *    write, ganesha sends CB_RECALL on A's RDMA connection, A answers NFS4_OK
- *    and returns the delegation, B's OPEN completes; the stats count the
- *    callback;
+ * plugin on the soft fabric (issue #9).
+ *
+ * Backchannel (ganesha as it is, FSAL MEM):
+ *  - CREATE_SESSION with CONN_BACK_CHAN (AUTH_NONE and AUTH_SYS callback
+ *    security) gets a back channel on the client's own RDMA connection (the
+ *    plugin's "backchannel up");
+ *  - delegation recall (A over RDMA holds a read delegation, B over TCP opens
+ *    for write, CB_RECALL on A's connection, DELEGRETURN, B's OPEN
+ *    completes): SKIPPED here with the reason - ganesha 4.3 grants
+ *    delegations only on FSALs that declare them and implement lease_op2,
+ *    and FSAL MEM and VFS do neither ("Delegation type not supported.");
+ *    RR_BC_VFS_DIR=dir runs it on FSAL VFS, RR_BC_REQUIRE_DELEG=1 fails it;
  *  - fore channel: ERR_CHUNK for a COMPOUND reply that fits nowhere, the
- *    retry gets NFS4ERR_RETRY_UNCACHED_REP, the next sequence works;
- *  - back channel: A refuses a callback with ERR_CHUNK; the next callback on
- *    the session uses a working slot (sequence advanced) and succeeds;
- *  - A killed while a callback is in flight: ganesha keeps serving, the
- *    connection disappears from the stats.
+ *    retry gets NFS4ERR_RETRY_UNCACHED_REP, the next sequence works (800
+ *    rounds, with and without cachethis).
+ * ShimCallbacks (ganesha + tests/backchannel/cb_shim.c preloaded before the
+ * plugin, which sends callbacks through the CLIENT ganesha made for the back
+ * channel, with ganesha's own ntirpc calls - see cb_shim.c):
+ *  - CB_NULL and CB_SEQUENCE+CB_RECALL answered over RDMA, counted in
+ *    bc_calls / bc_replies;
+ *  - a callback refused with ERR_CHUNK completes at once with an error
+ *    (bc_errors), and the next one on the same slot (next sequence) works;
+ *  - an unanswered callback times out; one larger than the client's announced
+ *    inline size is never sent; a client whose posted buffers are smaller than
+ *    announced loses only its own connection;
+ *  - a client killed with a callback in flight: the call completes with
+ *    RPC_CANTRECV, later calls fail at once, ganesha keeps serving, the
+ *    connection leaves the stats.
  */
 #include "plugin/plugin_common.h"
 #include "support/nfs4_callback.h"
@@ -371,7 +386,9 @@ TEST_F(Backchannel, ForeChannelErrChunkRetryGetsRetryUncachedRep)
 
 /* ---- callbacks driven through the real ganesha process ------------------ */
 
-#ifdef RR_CB_SHIM_SO
+#ifndef RR_CB_SHIM_SO
+#define RR_CB_SHIM_SO "" /* not built (no plugin in this build): RR_CB_SHIM_SO env */
+#endif
 
 enum : int {
 	RPC_SUCCESS_ = 0,
@@ -431,9 +448,17 @@ class ShimCallbacks : public Backchannel
 	static void SetUpTestSuite()
 	{
 		sock = "/tmp/rrcbshim-" + std::to_string(getpid()) + ".sock";
+		const char *env_so = getenv("RR_CB_SHIM_SO");
+		std::string so = env_so && *env_so ? env_so : RR_CB_SHIM_SO;
+		if (so.empty() || access(so.c_str(), R_OK)) {
+			PluginTest::TearDownTestSuite();
+			skip_why = "the test-only callback shim (cb_shim.c) is not built here; "
+				   "set RR_CB_SHIM_SO";
+			return;
+		}
 		options = GaneshaOptions();
 		options.extra_log = "\tCOMPONENTS { NFS_CB = FULL_DEBUG; }\n";
-		options.preload_first = RR_CB_SHIM_SO;
+		options.preload_first = so;
 		options.env = {"RR_CB_SHIM_SOCK=" + sock};
 		PluginTest::SetUpTestSuite();
 	}
@@ -846,7 +871,6 @@ TEST_F(ShimCallbacks, ClientWithShrunkReceiveBuffersLosesOnlyItsConnection)
 	NFS_OK(*b.c, b.c->destroy_session());
 }
 
-#endif /* RR_CB_SHIM_SO */
 
 } // namespace
 } // namespace rrplug
