@@ -798,6 +798,64 @@ TEST_F(ShimCallbacks, ClientKilledWithCallbackInFlight)
 	EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
 }
 
+/* RFC 8167 section 3 (and RFC 8166 credits): reverse-direction calls stay
+ * within the client's backchannel grant, counted apart from the forward
+ * channel. The client grants 2 in its replies: with two callbacks held
+ * unanswered a third is not sent (it fails after the plugin's credit wait),
+ * the held ones time out, and when their late replies come the credits are
+ * back and the next callback works. */
+TEST_F(ShimCallbacks, BackchannelGrantRespectedAndLateRepliesReturnCredits)
+{
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	const uint8_t *sid = a.c->sessionid();
+	/* one answered callback: our reply grants 2 */
+	int id = compound(a.c->cb_program, 5, cb_compound(sid, 1, 0, nullptr));
+	ASSERT_GE(id, 0);
+	ASSERT_EQ(result(&a, id, nullptr), RPC_SUCCESS_);
+	EXPECT_GE(a.cb->log().back().rdma_credits, 1u) << "a call's rdma_credit is never 0";
+	a.cb->policy = [](const CbRecord &) { return CbRecord::DEFER; };
+	int h1 = compound(a.c->cb_program, 2, cb_compound(sid, 2, 0, nullptr));
+	ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->deferred() == 1; }, 5000));
+	int h2 = compound(a.c->cb_program, 2, cb_compound(sid, 3, 0, nullptr));
+	ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->deferred() == 2; }, 5000))
+	    << "the second callback within a grant of 2 did not arrive";
+	/* a third exceeds the grant: the shim blocks in CLNT_CALL_BACK meanwhile */
+	std::atomic<bool> done{false};
+	int third_st = -1, third_id = -1;
+	std::thread th([&] {
+		std::string r = shim("compound " + std::to_string(a.c->cb_program) + " 2 " +
+				     hex(cb_compound(sid, 4, 0, nullptr)));
+		if (sscanf(r.c_str(), "id %d send %d", &third_id, &third_st) != 2)
+			third_st = -2;
+		done = true;
+	});
+	a.cb->serve_until([&] { return done.load(); }, 10000);
+	th.join();
+	EXPECT_EQ(third_st, RPC_CANTSEND_) << "a third callback beyond the client's grant of 2";
+	EXPECT_EQ(a.cb->log().size(), 3u) << "the client received a callback beyond its grant";
+	EXPECT_EQ(result(&a, h1, nullptr), RPC_TIMEDOUT_);
+	EXPECT_EQ(result(&a, h2, nullptr), RPC_TIMEDOUT_);
+	/* the late replies return the credits */
+	Counters c0 = counters();
+	EXPECT_EQ(a.cb->send_deferred(), 2u);
+	a.cb->policy = nullptr;
+	a.cb->serve_until([] { return false; }, 200);
+	Counters c1 = counters();
+	if (c0.replies >= 0) {
+		EXPECT_EQ(c1.replies - c0.replies, 2) << "late replies still count as replies";
+	}
+	id = compound(a.c->cb_program, 5, cb_compound(sid, 4, 0, nullptr));
+	ASSERT_GE(id, 0);
+	uint32_t cbs = 99;
+	EXPECT_EQ(result(&a, id, &cbs), RPC_SUCCESS_) << "a callback after the late replies";
+	EXPECT_EQ(cbs, 0u);
+	EXPECT_EQ(a.cb->violations(), "");
+	Attr at;
+	NFS_OK(*a.c, a.c->getattr(dir, &at));
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
 /* RFC 8167 / RFC 8267 section 4.4.2: callbacks go inline only, within the
  * receive buffers the client announced (RFC 8797 CM private data). A client
  * that announced 1 KB gets no callback larger than that: the call fails at
@@ -870,7 +928,6 @@ TEST_F(ShimCallbacks, ClientWithShrunkReceiveBuffersLosesOnlyItsConnection)
 	EXPECT_EQ(shim_serving(b, "null " + std::to_string(b.c->cb_program)), "stat 0\n");
 	NFS_OK(*b.c, b.c->destroy_session());
 }
-
 
 } // namespace
 } // namespace rrplug

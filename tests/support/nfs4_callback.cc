@@ -25,6 +25,7 @@ std::string CbRecord::describe() const
 	o << " action "
 	  << (action == ANSWER	    ? "answer"
 	      : action == ERR_CHUNK ? "ERR_CHUNK"
+	      : action == DEFER	    ? "defer"
 				    : "ignore")
 	  << " status " << status << " seq_status " << seq_status;
 	for (const auto &v : violations)
@@ -61,6 +62,15 @@ bool CbServer::serve_until(const std::function<bool()> &done, int timeout_ms)
 		r_.progress(left > 50 ? 50 : int(left));
 	}
 	return true;
+}
+
+size_t CbServer::send_deferred()
+{
+	size_t n = 0;
+	for (const auto &d : deferred_)
+		n += r_.send_bc_reply(d.first, d.second, 2) == 0;
+	deferred_.clear();
+	return n;
 }
 
 size_t CbServer::count_op(uint32_t op) const
@@ -253,11 +263,11 @@ void CbServer::on_call(rrtest::Requester &r, const rrtest::BcCall &c)
 		rec.action = policy(rec);
 	/* the slot's sequence moves when the CB_SEQUENCE executed */
 	bool executed = rec.has_seq && rec.seq_status == 0 && rec.slot < kSlots;
-	if (executed && (rec.action == CbRecord::ANSWER ||
+	if (executed && (rec.action == CbRecord::ANSWER || rec.action == CbRecord::DEFER ||
 			 (rec.action == CbRecord::ERR_CHUNK && err_chunk_executes)))
 		seq_[rec.slot] = rec.seq;
 
-	if (rec.action == CbRecord::ANSWER) {
+	if (rec.action == CbRecord::ANSWER || rec.action == CbRecord::DEFER) {
 		reply_header(res, xid, accept);
 		if (accept == 0 && rec.proc == CB_COMPOUND_PROC) {
 			res.u32(status);
@@ -265,7 +275,9 @@ void CbServer::on_call(rrtest::Requester &r, const rrtest::BcCall &c)
 			res.u32(nres);
 			res.buf.insert(res.buf.end(), ops_out.buf.begin(), ops_out.buf.end());
 		}
-		if (r.send_bc_reply(c.rdma_xid, res.buf, 2))
+		if (rec.action == CbRecord::DEFER)
+			deferred_.emplace_back(c.rdma_xid, res.buf);
+		else if (r.send_bc_reply(c.rdma_xid, res.buf, 2))
 			rec.violations.push_back("could not send the callback reply: " +
 						 r.last_error());
 	} else if (rec.action == CbRecord::ERR_CHUNK) {

@@ -50,7 +50,8 @@ enum : uint32_t {
 };
 
 struct CbRecord {
-	enum Action { ANSWER, ERR_CHUNK, IGNORE };
+	/* DEFER: answer later, with send_deferred() (a late reply) */
+	enum Action { ANSWER, ERR_CHUNK, IGNORE, DEFER };
 	uint32_t rdma_xid = 0;
 	uint32_t rdma_credits = 0;
 	size_t wire_len = 0; /* RPC message bytes */
@@ -100,6 +101,12 @@ class CbServer
 	{
 		return slot < kSlots ? seq_[slot] : 0;
 	}
+	/* send the replies of DEFERred callbacks now; how many went */
+	size_t send_deferred();
+	size_t deferred() const
+	{
+		return deferred_.size();
+	}
 	/* every violation seen in any callback, for EXPECT messages */
 	std::string violations() const;
 
@@ -112,6 +119,7 @@ class CbServer
 	bool have_sid_ = false;
 	uint32_t seq_[kSlots] = {};
 	std::vector<CbRecord> log_;
+	std::vector<std::pair<uint32_t, Bytes>> deferred_; /* rdma_xid, RPC reply */
 };
 
 } // namespace nfsc
