@@ -324,8 +324,9 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	return false;
 }
 
-void GaneshaServer::stop(int grace_ms)
+bool GaneshaServer::stop(int grace_ms, int *status)
 {
+	bool clean = true;
 	if (pid > 0) {
 		kill(pid, SIGTERM);
 		auto deadline =
@@ -342,7 +343,10 @@ void GaneshaServer::stop(int grace_ms)
 		if (!gone) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
+			clean = false;
 		}
+		if (status)
+			*status = st;
 		pid = -1;
 	}
 	if (!dir.empty()) {
@@ -355,6 +359,7 @@ void GaneshaServer::stop(int grace_ms)
 		}
 		dir.clear();
 	}
+	return clean;
 }
 
 } // namespace rrplug

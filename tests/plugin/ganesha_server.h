@@ -54,8 +54,12 @@ class GaneshaServer
 
 	/* Start and wait for the plugin's "listening" line (20 s) and the TCP port. */
 	bool start(const GaneshaOptions &o, std::string *err);
-	/* SIGTERM, then SIGKILL after @grace_ms; removes the temp dir unless kept */
-	void stop(int grace_ms = 5000);
+	/*
+	 * SIGTERM, then SIGKILL after @grace_ms; removes the temp dir unless kept.
+	 * Returns true when ganesha exited on SIGTERM within the grace period
+	 * (@status gets its wait status), false when it had to be killed.
+	 */
+	bool stop(int grace_ms = 5000, int *status = nullptr);
 	bool alive();
 	/* ganesha's stderr and log, for failure messages */
 	std::string logs() const;

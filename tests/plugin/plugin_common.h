@@ -47,7 +47,7 @@ class PluginTest : public ::testing::Test
 #define NFS_OK(cl, expr)                                                                           \
 	do {                                                                                       \
 		int rc_ = (expr);                                                                  \
-		ASSERT_EQ(rc_, 0) << #expr << ": " << (cl).err() << " [" << (cl).last().shape     \
+		ASSERT_EQ(rc_, 0) << #expr << ": " << (cl).err() << " [" << (cl).last().shape      \
 				  << "]";                                                          \
 	} while (0)
 

@@ -162,7 +162,8 @@ TEST_F(Nfs3Rdma, BigReaddirThroughReplyChunk)
 	const int n = 300;
 	std::set<std::string> names;
 	for (int i = 0; i < n; i++) {
-		std::string nm = "entry-" + std::to_string(i) + "-" + std::string(180, 'a' + i % 26);
+		std::string nm =
+		    "entry-" + std::to_string(i) + "-" + std::string(180, 'a' + i % 26);
 		Fh f;
 		NFS_OK(*c, c->create(dir, nm, 0644, &f));
 		names.insert(nm);
@@ -250,7 +251,8 @@ TEST_F(Nfs3Rdma, MultiSegmentChunksAndLongCallWithDataChunk)
 
 	for (int i = 0; i < 60; i++) {
 		Fh x;
-		NFS_OK(*c, c->create(dir, "m" + std::to_string(i) + std::string(90, 'r'), 0644, &x));
+		NFS_OK(*c,
+		       c->create(dir, "m" + std::to_string(i) + std::string(90, 'r'), 0644, &x));
 	}
 	t->policy.reply_segs = 3;
 	std::vector<DirEntry> ents;
@@ -278,7 +280,8 @@ TEST_F(Nfs3Rdma, ReplyTooBigForReplyChunkGetsErrChunk)
 {
 	for (int i = 0; i < 100; i++) {
 		Fh f;
-		NFS_OK(*c, c->create(dir, "e" + std::to_string(i) + std::string(100, 'q'), 0644, &f));
+		NFS_OK(*c,
+		       c->create(dir, "e" + std::to_string(i) + std::string(100, 'q'), 0644, &f));
 	}
 	t->policy.reply_chunk = 64; /* far too small for the listing */
 	std::vector<DirEntry> ents;

@@ -211,7 +211,8 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 	NFS_OK(c3, c3.lookup(r3, dname, &d3));
 	for (int i = 0; i < 100; i++) {
 		Fh f;
-		NFS_OK(c3, c3.create(d3, "e" + std::to_string(i) + std::string(100, 'z'), 0644, &f));
+		NFS_OK(c3,
+		       c3.create(d3, "e" + std::to_string(i) + std::string(100, 'z'), 0644, &f));
 	}
 	for (bool cachethis : {false, true}) {
 		SCOPED_TRACE(cachethis ? "cachethis" : "no cachethis");
@@ -227,7 +228,8 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 		}
 		EXPECT_EQ(rc, E_RDMA_ERROR) << c->err() << " [" << c->last().shape << "]";
 		EXPECT_EQ(c->last().rdma_err, uint32_t(rrtest::ERR_CHUNK));
-		EXPECT_EQ(c->slot_seqid(), seq_before) << "like Linux: no seqid bump after ERR_CHUNK";
+		EXPECT_EQ(c->slot_seqid(), seq_before)
+		    << "like Linux: no seqid bump after ERR_CHUNK";
 		EXPECT_TRUE(t->requester().connected());
 		t->policy.reply_chunk = -1;
 		c->cachethis = false;

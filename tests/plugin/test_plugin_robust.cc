@@ -12,7 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <set>
 #include <chrono>
 #include <thread>
 
@@ -80,7 +83,8 @@ TEST_F(Robust, TcpServedBeforeDuringAfterRdma)
 			Bytes data = test_data(65536 + i, uint32_t(i));
 			Bytes back;
 			bool eof;
-			if (c.write(f, 0, data) || c.read(f, 0, uint32_t(data.size()), &back, &eof) ||
+			if (c.write(f, 0, data) ||
+			    c.read(f, 0, uint32_t(data.size()), &back, &eof) ||
 			    crc32c(back.data(), data.size()) != crc32c(data)) {
 				tcp_err = c.err();
 				tcp_bad++;
@@ -135,6 +139,31 @@ TEST_F(Robust, TcpServedBeforeDuringAfterRdma)
 	t->policy.long_call = mode == 2; /* WRITEs as Long Calls: the server pulls the PZRC */
 	Nfs3 c(*t);
 	Bytes data = test_data(1 << 20, 1);
+	if (mode == 3) {
+		/* as many 256 KiB WRITEs in flight as the grant allows, forever */
+		if (c.null())
+			_exit(5);
+		Bytes piece(data.begin(), data.begin() + (256 << 10));
+		std::vector<uint32_t> inflight;
+		for (int i = 0;; i++) {
+			while (inflight.size() < t->requester().grant()) {
+				CallOpts o;
+				nfsxdr::Xdr x =
+				    c.write_call(f, uint64_t(inflight.size() % 4) << 18, piece, &o);
+				int64_t xid = t->post(x.buf, o, &err);
+				if (xid < 0)
+					_exit(6);
+				inflight.push_back(uint32_t(xid));
+			}
+			TransportReply r;
+			if (!t->collect(inflight.front(), &r, &err) ||
+			    c.write_reply(r, inflight.front(), piece.size(), nullptr))
+				_exit(7);
+			inflight.erase(inflight.begin());
+			if (i == 0 && write(notify_fd, "x", 1) != 1)
+				_exit(4);
+		}
+	}
 	for (int i = 0;; i++) {
 		Bytes back;
 		bool eof;
@@ -159,10 +188,10 @@ TEST_F(Robust, KilledRdmaClientMidTransferLeaksNothing)
 	Fh f;
 	NFS_OK(*tc, tc->create(dir, "victim", 0644, &f));
 	NFS_OK(*tc, tc->write(f, 0, test_data(1 << 20, 2)));
-	for (int round = 0; round < 9; round++) {
-		int mode = round % 3;
-		SCOPED_TRACE(std::string(mode == 0 ? "WRITE" : mode == 1 ? "READ" : "Long Call WRITE") +
-			     " round " + std::to_string(round));
+	static const char *modes[] = {"WRITE", "READ", "Long Call WRITE", "pipelined WRITEs"};
+	for (int round = 0; round < 12; round++) {
+		int mode = round % 4;
+		SCOPED_TRACE(std::string(modes[mode]) + " round " + std::to_string(round));
 		int p[2];
 		ASSERT_EQ(pipe(p), 0);
 		pid_t child = fork();
@@ -207,7 +236,165 @@ TEST_F(Robust, KilledRdmaClientMidTransferLeaksNothing)
 	}
 	EXPECT_EQ(connections(j), 0u) << "RDMA connections still listed after every client left";
 	EXPECT_EQ(j.at("global.conns_active"), 0) << "global.conns_active after every client left";
-	EXPECT_GE(j.at("global.conns_accepted"), 10);
+	EXPECT_GE(j.at("global.conns_accepted"), 13);
+}
+
+static long rss_kib(pid_t pid)
+{
+	FILE *f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long v = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Connection churn: each client mounts (v3 NULL/GETATTR, v4.1 session) and
+ * leaves; ganesha's memory must not grow with the number of connections. */
+TEST_F(Robust, ConnectionChurnDoesNotGrowServerMemory)
+{
+	auto churn = [&](int n) {
+		for (int i = 0; i < n; i++) {
+			auto t = rdma();
+			ASSERT_TRUE(t);
+			Nfs3 c3(*t);
+			Attr a;
+			ASSERT_EQ(c3.getattr(root, &a), 0) << c3.err();
+			Nfs4 c4(*t);
+			ASSERT_EQ(c4.mount(), 0) << c4.err();
+			ASSERT_EQ(c4.destroy_session(), 0) << c4.err();
+		}
+	};
+	churn(40); /* warm-up: pools, caches, ganesha's client records */
+	if (HasFatalFailure())
+		return;
+	usleep(300000);
+	long before = rss_kib(srv->pid);
+	churn(150);
+	if (HasFatalFailure())
+		return;
+	usleep(300000);
+	long after = rss_kib(srv->pid);
+	printf("ganesha VmRSS %ld KiB -> %ld KiB over 150 connections (%+.1f KiB each)\n", before,
+	       after, double(after - before) / 150);
+	Json j;
+	std::string why;
+	if (stats(&j, &why)) {
+		auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (j.at("global.conns_active") != 0 &&
+		       std::chrono::steady_clock::now() < until) {
+			usleep(100000);
+			ASSERT_TRUE(stats(&j, &why)) << why;
+		}
+		EXPECT_EQ(j.at("global.conns_active"), 0);
+	}
+	/* each connection posts credits x inline-size receive buffers: a leak of
+	 * even one connection's buffers per connection would add > 128 KiB each */
+	EXPECT_LT(after - before, 150 * 32) << "more than 32 KiB of server memory per connection";
+}
+
+/* The stats socket lists each live connection with its own counters. */
+TEST_F(Robust, StatsSocketListsConnectionsWithTheirCounters)
+{
+	Json j;
+	std::string why;
+	if (!stats(&j, &why))
+		GTEST_SKIP() << "no stats socket: " << why;
+	auto a = rdma(), b = rdma();
+	ASSERT_TRUE(a && b);
+	Nfs3 ca(*a), cb(*b);
+	for (int i = 0; i < 3; i++)
+		NFS_OK(ca, ca.null());
+	for (int i = 0; i < 7; i++)
+		NFS_OK(cb, cb.null());
+	ASSERT_TRUE(stats(&j, &why)) << why;
+	const Json *conns = j.get("connections");
+	ASSERT_TRUE(conns && conns->kind == Json::ARR);
+	ASSERT_EQ(conns->arr.size(), 2u);
+	std::multiset<double> calls;
+	for (const auto &c : conns->arr) {
+		const Json *peer = c.get("peer");
+		ASSERT_TRUE(peer && peer->kind == Json::STR);
+		EXPECT_FALSE(peer->str.empty());
+		calls.insert(c.at("calls"));
+	}
+	EXPECT_EQ(calls, (std::multiset<double>{3, 7}));
+	EXPECT_EQ(j.at("global.conns_active"), 2);
+	const Json *fab = j.get("fabric");
+	ASSERT_TRUE(fab && fab->kind == Json::STR);
+	EXPECT_EQ(fab->str, "soft");
+	EXPECT_GE(j.at("plugin.requests"), 10);
+}
+
+/*
+ * Many calls in flight on one connection (up to the credit grant), as the
+ * Linux client keeps them: READs into Write chunks and WRITEs from Read
+ * chunks at distinct offsets, replies collected in any order, every byte
+ * checked. The plugin runs them on its worker pool concurrently.
+ */
+TEST_F(Robust, PipelinedReadsAndWritesOnOneConnection)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs3 c(*t);
+	NFS_OK(c, c.null()); /* the first reply brings the real credit grant */
+	uint32_t grant = t->requester().grant();
+	ASSERT_GE(grant, 2u);
+	const uint32_t piece = 32768 + 12, npieces = 60; /* ~1.9 MiB: fits Inode_Size */
+	Fh f;
+	NFS_OK(c, c.create(dir, "pipe", 0644, &f));
+	Bytes all = test_data(size_t(piece) * npieces, 5);
+	for (int pass = 0; pass < 2; pass++) {
+		bool reads = pass == 1;
+		std::map<uint32_t, uint32_t> inflight; /* xid -> piece */
+		uint32_t next = 0, done = 0, peak = 0;
+		while (done < npieces) {
+			while (next < npieces && inflight.size() < grant) {
+				CallOpts o;
+				uint64_t off = uint64_t(next) * piece;
+				nfsxdr::Xdr x = reads
+						    ? c.read_call(f, off, piece, &o)
+						    : c.write_call(f, off,
+								   Bytes(all.begin() + off,
+									 all.begin() + off + piece),
+								   &o);
+				std::string err;
+				int64_t xid = t->post(x.buf, o, &err);
+				ASSERT_GE(xid, 0) << err;
+				inflight[uint32_t(xid)] = next++;
+				peak = std::max<uint32_t>(peak, uint32_t(inflight.size()));
+			}
+			/* collect the newest first: replies may come in any order */
+			auto it = std::prev(inflight.end());
+			TransportReply r;
+			std::string err;
+			ASSERT_TRUE(t->collect(it->first, &r, &err)) << err;
+			uint64_t off = uint64_t(it->second) * piece;
+			if (reads) {
+				Bytes b;
+				bool eof;
+				ASSERT_EQ(c.read_reply(r, it->first, piece, &b, &eof), 0)
+				    << c.err();
+				ASSERT_EQ(b.size(), piece);
+				ASSERT_TRUE(std::equal(b.begin(), b.end(), all.begin() + off))
+				    << "piece " << it->second;
+			} else {
+				ASSERT_EQ(c.write_reply(r, it->first, piece, nullptr), 0)
+				    << c.err();
+			}
+			inflight.erase(it);
+			done++;
+		}
+		printf("%s: %u calls of %u bytes, up to %u in flight (grant %u)\n",
+		       reads ? "READ" : "WRITE", npieces, piece, peak, grant);
+		EXPECT_GT(peak, 1u);
+	}
 }
 
 /* Several RDMA clients at once, each on its own connection and thread. */
@@ -329,11 +516,13 @@ TEST_F(Robust, SteadyStateCounters)
 		printf("  %-14s calls %+4g  registrations/IO %.3f  payload_copies/IO %.1f  "
 		       "rdma_read_bytes/IO %.0f  rdma_write_bytes/IO %.0f\n",
 		       names[k], calls, regs / ios, copies / ios, rd / ios, wr / ios);
-		std::string tag = std::string(names[k]).substr(0, 5) + (k == W3 || k == W4 ? "w" : "r");
+		std::string tag =
+		    std::string(names[k]).substr(0, 5) + (k == W3 || k == W4 ? "w" : "r");
 		RecordProperty(tag + "_registrations_per_io", std::to_string(regs / ios));
 		RecordProperty(tag + "_payload_copies_per_io", std::to_string(copies / ios));
 		EXPECT_EQ(calls, ios) << names[k];
-		EXPECT_EQ(regs, 0) << names[k] << ": registrations per I/O in steady state must be 0";
+		EXPECT_EQ(regs, 0)
+		    << names[k] << ": registrations per I/O in steady state must be 0";
 		if (k == W3 || k == W4)
 			EXPECT_GE(rd, double(n) * ios) << names[k] << ": data pulled by RDMA Read";
 		else
@@ -417,6 +606,53 @@ TEST_F(SmallInline, Nfs3AndNfs4AutoShapes)
 	EXPECT_EQ(ents.size(), 43u); /* v4 READDIR has no . and .. */
 	NFS_OK(c4, c4.close(f4, sid));
 	NFS_OK(c4, c4.destroy_session());
+}
+
+/*
+ * ganesha stops on SIGTERM while RDMA clients are connected, with calls in
+ * flight and a v4.1 session open: the plugin must not hold shutdown up.
+ * Baseline first: the same stop with no RDMA client.
+ */
+TEST(PluginShutdown, SigtermWithActiveRdmaClientsExitsPromptly)
+{
+	std::string why;
+	if (!GaneshaServer::available(&why))
+		GTEST_SKIP() << "plugin tests need ganesha and the plugin: " << why;
+	for (bool clients : {false, true}) {
+		SCOPED_TRACE(clients ? "with RDMA clients" : "no RDMA client");
+		GaneshaServer s;
+		ASSERT_TRUE(s.start(GaneshaOptions(), &why)) << why;
+		std::vector<std::unique_ptr<RdmaTransport>> ts;
+		std::vector<std::unique_ptr<Nfs4>> cs;
+		if (clients) {
+			for (int i = 0; i < 3; i++) {
+				auto t = RdmaTransport::connect(s.rdma_addr, &why);
+				ASSERT_TRUE(t) << why;
+				cs.emplace_back(new Nfs4(*t));
+				ASSERT_EQ(cs.back()->mount(), 0) << cs.back()->err();
+				ts.push_back(std::move(t));
+			}
+			/* a few NULLs left in flight on the first connection */
+			Nfs3 c3(*ts[0]);
+			for (int i = 0; i < 4; i++) {
+				nfsxdr::Xdr x;
+				nfsxdr::rpc_call_header_sys(x, ts[0]->next_xid(), PROG_NFS, 3, 0, 0,
+							    0, "rr");
+				ASSERT_GE(ts[0]->post(x.buf, CallOpts(), &why), 0) << why;
+			}
+		}
+		auto t0 = std::chrono::steady_clock::now();
+		std::string logs = s.logs();
+		int st = 0;
+		bool clean = s.stop(8000, &st);
+		double secs =
+		    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+		printf("%s: SIGTERM -> exit in %.2f s (%s, status %#x)\n",
+		       clients ? "3 RDMA clients" : "no RDMA client", secs,
+		       clean ? "clean" : "had to SIGKILL", st);
+		EXPECT_TRUE(clean) << "ganesha ignored SIGTERM for 8 s";
+		ts.clear();
+	}
 }
 
 /* The soft fabric listening on TCP (Listen_Addr/Port) rather than a unix socket. */

@@ -40,6 +40,11 @@ enum : uint32_t {
 /* Largest data item this client accepts in one READ reply. */
 constexpr uint32_t kMaxData = 64u << 20;
 
+static uint32_t get32(const uint8_t *p)
+{
+	return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
 static void fh3(Xdr &x, const Fh &fh)
 {
 	x.opaque(fh.b);
@@ -272,7 +277,7 @@ int Nfs3::symlink(const Fh &dir, const std::string &name, const std::string &tar
 	return created(*d, d->u32(), out);
 }
 
-int Nfs3::read(const Fh &fh, uint64_t off, uint32_t count, Bytes *data, bool *eof)
+nfsxdr::Xdr Nfs3::read_call(const Fh &fh, uint64_t off, uint32_t count, CallOpts *o)
 {
 	Xdr x;
 	uint32_t xid;
@@ -280,32 +285,50 @@ int Nfs3::read(const Fh &fh, uint64_t off, uint32_t count, Bytes *data, bool *eo
 	fh3(x, fh);
 	x.u64(off);
 	x.u32(count);
-	CallOpts o;
-	o.payloads = {count};
-	o.reply_max = 160;
-	std::unique_ptr<Dec> d;
-	int rc = rpc(x, o, &d);
-	if (rc)
-		return rc;
-	uint32_t st = d->u32();
-	post_op_attr(*d, nullptr);
+	o->payloads = {count}; /* READ data is DDP-eligible (RFC 8267 section 4.3) */
+	o->reply_max = 160;
+	return x;
+}
+
+int Nfs3::read_reply(const TransportReply &r, uint32_t xid, uint32_t count, Bytes *data, bool *eof)
+{
+	if (r.rdma_error)
+		return rdma_error(r);
+	Dec d(r);
+	std::string e;
+	if (!rpc_reply_ok(d, xid, &e))
+		return fail(e);
+	uint32_t st = d.u32();
+	post_op_attr(d, nullptr);
 	if (st == 0) {
-		uint32_t n = d->u32();
-		bool e = d->boolean();
-		Bytes b = d->payload(std::min(count, kMaxData));
-		CHECK_DEC(*d);
+		uint32_t n = d.u32();
+		bool ef = d.boolean();
+		Bytes b = d.payload(std::min(count, kMaxData));
+		CHECK_DEC(d);
 		if (n != b.size())
 			return fail("READ3resok count " + std::to_string(n) + " but data<" +
 				    std::to_string(b.size()) + ">");
 		*data = std::move(b);
 		if (eof)
-			*eof = e;
+			*eof = ef;
 	}
-	CHECK_DEC(*d);
-	return done(this, *d, &err_, int(st));
+	CHECK_DEC(d);
+	return done(this, d, &err_, int(st));
 }
 
-int Nfs3::write(const Fh &fh, uint64_t off, const Bytes &data, uint32_t *count)
+int Nfs3::read(const Fh &fh, uint64_t off, uint32_t count, Bytes *data, bool *eof)
+{
+	CallOpts o;
+	Xdr x = read_call(fh, off, count, &o);
+	std::string e;
+	last_ = TransportReply();
+	err_.clear();
+	if (!t_.call(x.buf, o, &last_, &e))
+		return fail(e);
+	return read_reply(last_, get32(x.buf.data()), count, data, eof);
+}
+
+nfsxdr::Xdr Nfs3::write_call(const Fh &fh, uint64_t off, const Bytes &data, CallOpts *o)
 {
 	Xdr x;
 	uint32_t xid;
@@ -314,33 +337,51 @@ int Nfs3::write(const Fh &fh, uint64_t off, const Bytes &data, uint32_t *count)
 	x.u64(off);
 	x.u32(uint32_t(data.size()));
 	x.u32(FILE_SYNC);
-	CallOpts o;
 	nfsxdr::Item it = x.item(data); /* DDP-eligible (RFC 8267 section 4.3) */
-	o.items.push_back({size_t(it.position), it.length});
-	std::unique_ptr<Dec> d;
-	int rc = rpc(x, o, &d);
-	if (rc)
-		return rc;
-	uint32_t st = d->u32();
-	wcc_data(*d);
+	o->items.push_back({size_t(it.position), it.length});
+	return x;
+}
+
+int Nfs3::write_reply(const TransportReply &r, uint32_t xid, size_t len, uint32_t *count)
+{
+	if (r.rdma_error)
+		return rdma_error(r);
+	Dec d(r);
+	std::string e;
+	if (!rpc_reply_ok(d, xid, &e))
+		return fail(e);
+	uint32_t st = d.u32();
+	wcc_data(d);
 	if (st == 0) {
-		uint32_t n = d->u32();
-		uint32_t committed = d->u32();
-		d->skip(8); /* writeverf3 */
-		CHECK_DEC(*d);
-		if (n > data.size())
+		uint32_t n = d.u32();
+		uint32_t committed = d.u32();
+		d.skip(8); /* writeverf3 */
+		CHECK_DEC(d);
+		if (n > len)
 			return fail("WRITE3resok count " + std::to_string(n) + " > " +
-				    std::to_string(data.size()));
+				    std::to_string(len));
 		if (committed != FILE_SYNC)
 			return fail("WRITE3resok committed " + std::to_string(committed) +
 				    " for a FILE_SYNC write");
 		if (count)
 			*count = n;
-		else if (n != data.size())
+		else if (n != len)
 			return fail("short WRITE: " + std::to_string(n));
 	}
-	CHECK_DEC(*d);
-	return done(this, *d, &err_, int(st));
+	CHECK_DEC(d);
+	return done(this, d, &err_, int(st));
+}
+
+int Nfs3::write(const Fh &fh, uint64_t off, const Bytes &data, uint32_t *count)
+{
+	CallOpts o;
+	Xdr x = write_call(fh, off, data, &o);
+	std::string e;
+	last_ = TransportReply();
+	err_.clear();
+	if (!t_.call(x.buf, o, &last_, &e))
+		return fail(e);
+	return write_reply(last_, get32(x.buf.data()), data.size(), count);
 }
 
 int Nfs3::readlink(const Fh &fh, std::string *target)

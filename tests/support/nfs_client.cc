@@ -207,6 +207,12 @@ static const char *mode_name(rrtest::CallSpec::Mode m)
 bool RdmaTransport::call(const Bytes &rpc, const CallOpts &o, TransportReply *r, std::string *err)
 {
 	*r = TransportReply();
+	int64_t xid = post(rpc, o, err);
+	return xid >= 0 && collect(uint32_t(xid), r, err);
+}
+
+int64_t RdmaTransport::post(const Bytes &rpc, const CallOpts &o, std::string *err)
+{
 	rrtest::Requester &q = *req_;
 	rrtest::CallSpec spec;
 	size_t inl = q.inline_recv();
@@ -258,10 +264,20 @@ bool RdmaTransport::call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
 	if (rc < 0) {
 		*err = std::string("rdma: post (") + mode_name(spec.mode) +
 		       "): " + strerror(int(-rc)) + " " + q.last_error();
-		return false;
+		return rc;
 	}
+	modes_[uint32_t(rc)] = spec.mode;
+	return rc;
+}
+
+bool RdmaTransport::collect(uint32_t xid, TransportReply *r, std::string *err)
+{
+	rrtest::Requester &q = *req_;
+	*r = TransportReply();
+	rrtest::CallSpec::Mode mode = modes_[xid];
+	modes_.erase(xid);
 	rrtest::Reply rep;
-	if (!q.wait(uint32_t(rc), &rep, policy.timeout_ms)) {
+	if (!q.wait(xid, &rep, policy.timeout_ms)) {
 		*err = std::string("rdma: no reply (") +
 		       (q.connected() ? "timeout" : "disconnected") + ") " + q.last_error();
 		return false;
@@ -271,7 +287,7 @@ bool RdmaTransport::call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
 		*err = "rdma: reply violates RFC 8166: " + rep.describe();
 		return false;
 	}
-	r->shape = mode_name(spec.mode);
+	r->shape = mode_name(mode);
 	if (rep.proc == rrtest::RDMA_ERROR) {
 		r->rdma_error = true;
 		r->rdma_err = rep.err;
@@ -453,6 +469,14 @@ void Client::header(nfsxdr::Xdr &x, uint32_t *xid, uint32_t prog, uint32_t vers,
 	nfsxdr::rpc_call_header_sys(x, *xid, prog, vers, proc, uid, gid, machine);
 }
 
+int Client::rdma_error(const TransportReply &r)
+{
+	err_ = r.rdma_err == rrtest::ERR_CHUNK	? "RDMA_ERROR ERR_CHUNK"
+	       : r.rdma_err == rrtest::ERR_VERS ? "RDMA_ERROR ERR_VERS"
+						: "RDMA_ERROR ?";
+	return E_RDMA_ERROR;
+}
+
 int Client::rpc(nfsxdr::Xdr &x, const CallOpts &o, std::unique_ptr<Dec> *d)
 {
 	std::string e;
@@ -460,12 +484,8 @@ int Client::rpc(nfsxdr::Xdr &x, const CallOpts &o, std::unique_ptr<Dec> *d)
 	err_.clear();
 	if (!t_.call(x.buf, o, &last_, &e))
 		return fail(e);
-	if (last_.rdma_error) {
-		err_ = last_.rdma_err == rrtest::ERR_CHUNK  ? "RDMA_ERROR ERR_CHUNK"
-		       : last_.rdma_err == rrtest::ERR_VERS ? "RDMA_ERROR ERR_VERS"
-							    : "RDMA_ERROR ?";
-		return E_RDMA_ERROR;
-	}
+	if (last_.rdma_error)
+		return rdma_error(last_);
 	d->reset(new Dec(last_));
 	if (!rpc_reply_ok(**d, get32(x.buf.data()), &e))
 		return fail(e);

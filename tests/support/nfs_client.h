@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,6 +125,9 @@ class RdmaTransport : public Transport
 	{
 		return "rdma";
 	}
+	/* call() in two halves, for many calls in flight (up to the credit grant) */
+	int64_t post(const Bytes &rpc, const CallOpts &o, std::string *err);
+	bool collect(uint32_t xid, TransportReply *r, std::string *err);
 	rrtest::Requester &requester()
 	{
 		return *req_;
@@ -134,6 +138,7 @@ class RdmaTransport : public Transport
 
       private:
 	std::unique_ptr<rrtest::Requester> req_;
+	std::map<uint32_t, rrtest::CallSpec::Mode> modes_;
 };
 
 /* A strict XDR reader over a reply; payload() takes DDP-eligible results. */
@@ -235,6 +240,7 @@ class Client
       protected:
 	/* Send @x (a complete Call); decode the RPC header into @d's position. */
 	int rpc(nfsxdr::Xdr &x, const CallOpts &o, std::unique_ptr<Dec> *d);
+	int rdma_error(const TransportReply &r);
 	int fail(const std::string &why)
 	{
 		err_ = why;
@@ -268,6 +274,12 @@ class Nfs3 : public Client
 	int symlink(const Fh &dir, const std::string &name, const std::string &target, Fh *out);
 	int read(const Fh &fh, uint64_t off, uint32_t count, Bytes *data, bool *eof);
 	int write(const Fh &fh, uint64_t off, const Bytes &data, uint32_t *count = nullptr);
+	/* READ/WRITE as separate encode and decode, for calls kept in flight */
+	nfsxdr::Xdr read_call(const Fh &fh, uint64_t off, uint32_t count, CallOpts *o);
+	int read_reply(const TransportReply &r, uint32_t xid, uint32_t count, Bytes *data,
+		       bool *eof);
+	nfsxdr::Xdr write_call(const Fh &fh, uint64_t off, const Bytes &data, CallOpts *o);
+	int write_reply(const TransportReply &r, uint32_t xid, size_t len, uint32_t *count);
 	int readlink(const Fh &fh, std::string *target);
 	/* every entry of @dir ("." and ".." included), @count bytes a call */
 	int readdir(const Fh &dir, std::vector<DirEntry> *out, uint32_t count = 32768);

@@ -114,7 +114,8 @@ bool run_v4(const Args &a, Transport &t)
 	std::vector<Stateid> sid(files);
 	std::vector<uint32_t> sum(files);
 	for (unsigned i = 0; i < files; i++) {
-		std::string name = "demo-v4-" + t.name() + "-" + std::to_string(getpid()) + "-" + std::to_string(i);
+		std::string name = "demo-v4-" + t.name() + "-" + std::to_string(getpid()) + "-" +
+				   std::to_string(i);
 		auto t0 = Clock::now();
 		int rc = c.open_create(root, name, &fh[i], &sid[i]);
 		if (rc)
@@ -126,16 +127,18 @@ bool run_v4(const Args &a, Transport &t)
 		Bytes data = test_data(fsize, 1000 + i);
 		sum[i] = crc32c(data);
 		for (size_t off = 0; off < fsize; off += 1 << 20) {
-			Bytes part(data.begin() + off, data.begin() + std::min(fsize, off + (1 << 20)));
+			Bytes part(data.begin() + off,
+				   data.begin() + std::min(fsize, off + (1 << 20)));
 			int rc = c.write(fh[i], sid[i], off, part);
 			if (rc)
 				return step("WRITE", rc, c, t0);
 		}
 	}
 	double wms = ms_since(t0);
-	rate(("WRITE " + std::to_string(files * a.file_mib) + " MiB, 1 MiB FILE_SYNC4").c_str(), wms,
-	     files * a.file_mib, c);
-	results.push_back({std::string("NFSv4.1 WRITE ") + over, files * a.file_mib / (wms / 1000)});
+	rate(("WRITE " + std::to_string(files * a.file_mib) + " MiB, 1 MiB FILE_SYNC4").c_str(),
+	     wms, files * a.file_mib, c);
+	results.push_back(
+	    {std::string("NFSv4.1 WRITE ") + over, files * a.file_mib / (wms / 1000)});
 	t0 = Clock::now();
 	for (unsigned i = 0; i < files; i++) {
 		Bytes all;
@@ -148,8 +151,9 @@ bool run_v4(const Args &a, Transport &t)
 			all.insert(all.end(), part.begin(), part.end());
 		}
 		if (crc32c(all) != sum[i] || all.size() != fsize) {
-			printf("  READ file %u: CHECKSUM MISMATCH (%zu bytes, crc32c %08x != %08x)\n", i,
-			       all.size(), crc32c(all), sum[i]);
+			printf(
+			    "  READ file %u: CHECKSUM MISMATCH (%zu bytes, crc32c %08x != %08x)\n",
+			    i, all.size(), crc32c(all), sum[i]);
 			return false;
 		}
 	}
@@ -189,7 +193,8 @@ bool run_v3(const Args &a, Transport &t)
 	size_t fsize = size_t(a.file_mib) << 20;
 	std::vector<Fh> fh(files);
 	for (unsigned i = 0; i < files; i++) {
-		std::string name = "demo-v3-" + t.name() + "-" + std::to_string(getpid()) + "-" + std::to_string(i);
+		std::string name = "demo-v3-" + t.name() + "-" + std::to_string(getpid()) + "-" +
+				   std::to_string(i);
 		auto t0 = Clock::now();
 		int rc = c.create(root, name, 0644, &fh[i]);
 		if (rc)
@@ -202,7 +207,8 @@ bool run_v3(const Args &a, Transport &t)
 		Bytes data = test_data(fsize, 2000 + i);
 		sum[i] = crc32c(data);
 		for (size_t off = 0; off < fsize; off += 1 << 20) {
-			Bytes part(data.begin() + off, data.begin() + std::min(fsize, off + (1 << 20)));
+			Bytes part(data.begin() + off,
+				   data.begin() + std::min(fsize, off + (1 << 20)));
 			int rc = c.write(fh[i], off, part);
 			if (rc)
 				return step("WRITE", rc, c, t0);
@@ -234,8 +240,8 @@ bool run_v3(const Args &a, Transport &t)
 	results.push_back({std::string("NFSv3 READ ") + over, files * a.file_mib / (rms / 1000)});
 	for (unsigned i = 0; i < files; i++) {
 		auto t1 = Clock::now();
-		int rc = c.remove(root, "demo-v3-" + t.name() + "-" + std::to_string(getpid()) + "-" +
-						std::to_string(i));
+		int rc = c.remove(root, "demo-v3-" + t.name() + "-" + std::to_string(getpid()) +
+					    "-" + std::to_string(i));
 		if (rc)
 			return step("REMOVE", rc, c, t1);
 	}
@@ -246,7 +252,8 @@ bool run_v3(const Args &a, Transport &t)
 int usage()
 {
 	fprintf(stderr, "usage: rpcrdma_demo_client --rdma unix:PATH|tcp:HOST:PORT [--host IP] "
-			"[--mnt-port N] [--nfs-port N (compare with TCP)] [--mib N] [--file-mib N] [--stats PATH] [--export PATH] "
+			"[--mnt-port N] [--nfs-port N (compare with TCP)] [--mib N] [--file-mib N] "
+			"[--stats PATH] [--export PATH] "
 			"[--no-v3] [--no-v4]\n");
 	return 2;
 }
@@ -320,7 +327,8 @@ int main(int argc, char **argv)
 			       err.c_str());
 			ok = false;
 		} else {
-			printf("the same runs over ganesha's own TCP transport (%s:%d), for comparison\n",
+			printf("the same runs over ganesha's own TCP transport (%s:%d), for "
+			       "comparison\n",
 			       a.host.c_str(), a.nfs_port);
 			if (a.v4)
 				ok = run_v4(a, *tt) && ok;
@@ -332,10 +340,12 @@ int main(int argc, char **argv)
 			       "loopback):\n");
 			for (const auto &r : results)
 				if (r.what.find("RPC-over-RDMA") != std::string::npos) {
-					std::string base = r.what.substr(0, r.what.find(" RPC-over-RDMA"));
+					std::string base =
+					    r.what.substr(0, r.what.find(" RPC-over-RDMA"));
 					for (const auto &q2 : results)
 						if (q2.what == base + " TCP")
-							printf("  %-16s RDMA %8.1f   TCP %8.1f   ratio %.2f\n",
+							printf("  %-16s RDMA %8.1f   TCP %8.1f   "
+							       "ratio %.2f\n",
 							       base.c_str(), r.mibs, q2.mibs,
 							       r.mibs / q2.mibs);
 				}
