@@ -198,7 +198,8 @@ int Requester::setup(const RequesterOptions &o)
 Requester::~Requester()
 {
 	if (conn_) {
-		fab_disconnect(conn_);
+		if (!disc_called_)
+			fab_disconnect(conn_);
 		fab_conn_destroy(conn_);
 	}
 	pending_.clear();
@@ -215,8 +216,9 @@ Requester::~Requester()
 
 void Requester::disconnect()
 {
-	if (conn_ && connected_)
+	if (conn_ && !disc_called_)
 		fab_disconnect(conn_);
+	disc_called_ = true;
 	connected_ = false;
 }
 
@@ -566,6 +568,9 @@ int Requester::post_raw(const std::vector<uint8_t> &bytes, uint32_t xid, bool ex
 	if (expect_reply) {
 		Pending pd;
 		pd.xid = xid;
+		for (const auto &r : keep)
+			if (r)
+				pd.rkeys.insert(r->rkey());
 		pd.keep = std::move(keep);
 		pending_.emplace(xid, std::move(pd));
 	}

@@ -222,6 +222,7 @@ class Requester {
 		return connected_;
 	}
 	bool wait_disconnected(int timeout_ms);
+	/* fab_disconnect (also after the QP failed, as the Linux client does). */
 	void disconnect();
 
 	uint32_t next_xid()
@@ -302,6 +303,7 @@ class Requester {
 	bool established_ = false;
 	bool failed_ = false;
 	bool connected_ = false;
+	bool disc_called_ = false;
 	std::string err_;
 
 	RegionP recv_region_;

@@ -147,9 +147,10 @@ class ServerProc {
 	}
 
 	/*
-	 * Close stdin (the server prints its stats and exits); returns the exit
-	 * code, 128+signal when killed, -1 when it had to be killed after
-	 * @timeout_ms. @final gets the last stats.
+	 * Close stdin (the server prints its stats, tears down, prints its upper
+	 * layer's counters and exits); returns the exit code, 128+signal when
+	 * killed, -1 when it had to be killed after @timeout_ms. @final gets
+	 * every field printed, later lines overriding earlier ones.
 	 */
 	int stop(std::map<std::string, uint64_t> *final = nullptr, int timeout_ms = 5000)
 	{
@@ -157,12 +158,14 @@ class ServerProc {
 			close(in_);
 			in_ = -1;
 		}
-		std::string l, last;
+		std::string l;
+		std::map<std::string, uint64_t> all;
 		auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
 		while (line(&l, left(end)))
-			last = l;
+			for (const auto &kv : parse(l))
+				all[kv.first] = kv.second;	/* later lines win */
 		if (final)
-			*final = parse(last);
+			*final = all;
 		return reap(left(end));
 	}
 

@@ -4,7 +4,7 @@
  * (tests/transport/rr_test_prog.h) over ONC RPC (RFC 5531), for the
  * integration tests, which run it as a separate process.
  *
- *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N]
+ *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] [--recv-mem BYTES]
  *
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,9 @@ enum {
 };
 
 static int sig_pipe[2] = {-1, -1};
+
+/* What the upper layer saw; printed with the engine's stats. */
+static atomic_ulong ul_calls, ul_not_delivered, ul_conn_up, ul_conn_down, ul_held_released;
 
 /* --- reading the Call: a byte stream over the call's iovecs --------------- */
 
@@ -283,6 +287,7 @@ static void on_conn_up(void *ctx, struct rr_conn *conn)
 	struct conn_state *cs = calloc(1, sizeof(*cs));
 
 	(void)ctx;
+	atomic_fetch_add(&ul_conn_up, 1);
 	if (!cs)
 		return;
 	cs->conn = conn;
@@ -297,6 +302,7 @@ static void on_conn_down(void *ctx, struct rr_conn *conn)
 	struct conn_state **pp, *cs = NULL;
 
 	(void)ctx;
+	atomic_fetch_add(&ul_conn_down, 1);
 	pthread_mutex_lock(&conns_lock);
 	for (pp = &conns; *pp; pp = &(*pp)->next) {
 		if ((*pp)->conn == conn) {
@@ -310,12 +316,14 @@ static void on_conn_down(void *ctx, struct rr_conn *conn)
 		return;
 	for (size_t i = 0; i < cs->nheld; i++)
 		rr_call_release(cs->held[i]);
+	atomic_fetch_add(&ul_held_released, cs->nheld);
 	free(cs->held);
 	free(cs);
 }
 
 static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
 {
+	atomic_fetch_add(&ul_not_delivered, 1);
 	(void)ctx;
 	(void)conn;
 	(void)xid;
@@ -329,6 +337,7 @@ static void on_call(void *ctx, struct rr_call *call)
 	uint32_t xid, mtype, rpcvers, prog, vers, proc, flavor, alen;
 
 	(void)ctx;
+	atomic_fetch_add(&ul_calls, 1);
 	xid = get32(&s);
 	mtype = get32(&s);
 	if (s.bad || mtype != MSG_CALL) {
@@ -463,6 +472,14 @@ static void on_call(void *ctx, struct rr_call *call)
 
 /* --- main --------------------------------------------------------------------- */
 
+static void print_upper(void)
+{
+	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_conn_up\":%lu,"
+	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu",
+	       atomic_load(&ul_calls), atomic_load(&ul_not_delivered), atomic_load(&ul_conn_up),
+	       atomic_load(&ul_conn_down), atomic_load(&ul_held_released));
+}
+
 static void print_stats(struct rr_server *srv)
 {
 	struct rr_stats st;
@@ -475,7 +492,7 @@ static void print_stats(struct rr_server *srv)
 	       F(replies_write_chunk) "," F(rdma_read_bytes) "," F(rdma_write_bytes) ","
 	       F(err_chunk_sent) "," F(err_vers_sent) "," F(dropped) "," F(not_delivered) ","
 	       F(rnr_disconnects) "," F(disconnects) "," F(send_w_inv) "," F(registrations) ","
-	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) ",\"credit_grant\":%u}\n",
+	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
 	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
@@ -483,6 +500,8 @@ static void print_stats(struct rr_server *srv)
 	       st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
 	       st.credit_grant);
 #undef F
+	print_upper();
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -497,7 +516,8 @@ static void on_term(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N]\n");
+	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] "
+			"[--recv-mem BYTES]\n");
 	return 2;
 }
 
@@ -532,6 +552,8 @@ int main(int argc, char **argv)
 			cfg.inline_size = (uint32_t)v;
 		else if (!strcmp(argv[i], "--max-conns"))
 			cfg.max_conns = (uint32_t)v;
+		else if (!strcmp(argv[i], "--recv-mem"))
+			cfg.recv_mem_budget = v;
 		else
 			return usage();
 	}
@@ -595,6 +617,11 @@ int main(int argc, char **argv)
 	}
 	print_stats(srv);
 	rr_server_destroy(srv);
+	/* after teardown: every conn_up had its conn_down, held calls released */
+	printf("{\"destroyed\":1,");
+	print_upper();
+	printf("}\n");
+	fflush(stdout);
 	fab_close(fab);
 	close(sig_pipe[0]);
 	close(sig_pipe[1]);

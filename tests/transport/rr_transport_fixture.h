@@ -186,6 +186,11 @@ class TransportTest : public ::testing::Test {
 		}
 		if (server_must_exit_clean) {
 			EXPECT_EQ(rc, 0) << "rr_test_server did not exit cleanly (ASan/LSan or crash)";
+			if (rc == 0) {
+				EXPECT_EQ(final_stats["destroyed"], 1u);
+				EXPECT_EQ(final_stats["ul_conn_up"], final_stats["ul_conn_down"])
+					<< "every conn_up needs its conn_down by rr_server_destroy";
+			}
 		}
 	}
 

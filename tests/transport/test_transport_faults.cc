@@ -93,6 +93,7 @@ TEST_F(CreditOverrun, OnlyThatConnectionCloses)
 	}
 	EXPECT_TRUE(a->wait_disconnected(5000))
 		<< "sent " << sent << " HOLD calls on a grant of 4; still connected";
+	a->disconnect();	/* the client closes its failed connection */
 	EXPECT_TRUE(ping(b));
 	EXPECT_TRUE(big_read_ok(b));
 	Requester *c = connect();
@@ -124,6 +125,13 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 	Requester *b = connect();
 	ASSERT_NE(b, nullptr);
 	EXPECT_TRUE(ping(b));
+	uint64_t released = 0;
+	for (int i = 0; i < 40 && released < 3; i++) {
+		released = srv.stats()["ul_held_released"];
+		if (released < 3)
+			usleep(50000);
+	}
+	EXPECT_EQ(released, 3u) << "conn_down must come for the closed connection";
 }
 
 /* The requester's link drops while the server is pulling a Read chunk. */

@@ -112,6 +112,39 @@ TEST_F(Shapes, ReadChunkAtNonZeroPosition)
 	}
 }
 
+/*
+ * Read chunks need not hold whole XDR items: any 4-aligned range of the Call
+ * may travel by RDMA Read, several chunks per call (RFC 8166 section 3.4.5).
+ * Here pieces of the RPC header go in their own chunks beside the data.
+ */
+TEST_F(Shapes, SeveralReadChunksAtArbitraryAlignedPositions)
+{
+	auto d = random_bytes(rng, 6001);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d, true);
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	s.reads = {{8, 8}, {20, 4}, {c.data_pos, c.data_len}};
+	s.read_segs = 2;
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r)) << q->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+
+	/* and in a Long Call, indexing the Position-Zero stream */
+	CallSpec l = s;
+	l.mode = CallSpec::LONG;
+	l.reads = {{12, 4}, {c.data_pos, c.data_len}};
+	TestCall c2 = call_data(q->next_xid(), RRT_PROC_SINK, d, true);
+	ASSERT_TRUE(q->call(c2.rpc, l, &r)) << q->last_error();
+	ASSERT_TRUE(rpc_success(r, c2.xid, &off));
+	XdrReader x2(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x2.u32(), d.size());
+	EXPECT_EQ(x2.u32(), fnv(d));
+}
+
 /* RFC 8166 section 3.4.5.2: the chunk length may include the XDR roundup. */
 TEST_F(Shapes, ReadChunkLengthWithRoundup)
 {
@@ -147,6 +180,23 @@ TEST_F(Shapes, LongCallPositionZero)
 		EXPECT_EQ(x.u32(), d.size());
 		EXPECT_EQ(x.u32(), fnv(d));
 	}
+}
+
+/* A 1 MiB Call entirely in the Position-Zero Read chunk. */
+TEST_F(Shapes, LongCallOneMiB)
+{
+	auto d = random_bytes(rng, (1 << 20) - 64);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+	CallSpec s;
+	s.mode = CallSpec::LONG;
+	s.pz_segs = 16;
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r, 20000)) << q->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
 }
 
 TEST_F(Shapes, LongCallWithReadChunkAtNonZeroPosition)
@@ -313,6 +363,7 @@ TEST_F(Shapes, ReplyTooBigForReplyChunkIsErrChunk)
 	auto st = srv.stats();
 	EXPECT_GE(st["not_delivered"], 1u);
 	EXPECT_GE(st["err_chunk_sent"], 1u);
+	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -324,6 +375,7 @@ TEST_F(Shapes, ReplyTooBigForInlineWithoutReplyChunkIsErrChunk)
 	EXPECT_TRUE(is_err_chunk(r, c.xid));
 	auto st = srv.stats();
 	EXPECT_GE(st["not_delivered"], 1u);
+	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -337,6 +389,7 @@ TEST_F(Shapes, PayloadLargerThanWriteChunkIsErrChunk)
 	ASSERT_TRUE(q->call(c.rpc, s, &r));
 	EXPECT_TRUE(is_err_chunk(r, c.xid));
 	EXPECT_GE(srv.stats()["not_delivered"], 1u);
+	EXPECT_EQ(srv.stats()["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -441,6 +494,38 @@ TEST_F(Shapes, PipelinedCallsUpToTheGrant)
 	}
 }
 
+/* DESIGN.md "Memory": steady state is 0 registrations per I/O. */
+TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
+{
+	auto round = [&]() {
+		CallSpec rd;
+		rd.mode = CallSpec::READ;
+		rd.writes.push_back({{65536, 65536}, true});
+		echo(random_bytes(rng, 100001), rd);
+		CallSpec lc;
+		lc.mode = CallSpec::LONG;
+		echo(random_bytes(rng, 3000), lc);
+		TestCall c = call_source(q->next_xid(), 50000, 4);
+		CallSpec rc;
+		rc.reply = {65536};
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, rc, &r));
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
+		TestCall c2 = call_source(q->next_xid(), 200000, 4);
+		CallSpec wc;
+		wc.writes.push_back({{262144}, false});
+		ASSERT_TRUE(q->call(c2.rpc, wc, &r));
+		EXPECT_TRUE(opaque_result(r, c2.xid, pattern(4, 200000)));
+	};
+	for (int i = 0; i < 3; i++)
+		round();
+	uint64_t before = srv.stats()["registrations"];
+	for (int i = 0; i < 20; i++)
+		round();
+	uint64_t after = srv.stats()["registrations"];
+	EXPECT_EQ(after, before) << (after - before) << " registrations in 80 calls";
+}
+
 TEST_F(Shapes, ServerStatsCountShapes)
 {
 	auto before = srv.stats();
@@ -457,6 +542,46 @@ TEST_F(Shapes, ServerStatsCountShapes)
 	EXPECT_GE(after["long_calls"], before["long_calls"] + 1);
 	EXPECT_GE(after["rdma_read_bytes"], before["rdma_read_bytes"] + 2000);
 	EXPECT_EQ(after["conns_active"], 1u);
+}
+
+/* SIGTERM: stats line, clean teardown, exit 0 (checked in TearDown). */
+TEST_F(Shapes, ServerExitsCleanlyOnSigterm)
+{
+	auto d = random_bytes(rng, 1000);
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	echo(d, s);
+	ASSERT_EQ(kill(srv.pid(), SIGTERM), 0);
+	EXPECT_TRUE(q->wait_disconnected(5000)) << "server teardown disconnects clients";
+}
+
+/* The same over TCP loopback (the soft fabric's other transport). */
+class ShapesTcp : public TransportTest {
+      protected:
+	ShapesTcp()
+	{
+		sopts.tcp = true;
+	}
+};
+
+TEST_F(ShapesTcp, ReadWriteAndReplyChunks)
+{
+	Requester *q = connect();
+	ASSERT_NE(q, nullptr);
+	ASSERT_TRUE(ping(q));
+	std::mt19937 rng(5);
+	auto d = random_bytes(rng, 200000);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, d);
+	CallSpec s = read_spec(c, 3);
+	s.writes.push_back({{100000, 100000}, false});
+	Reply r;
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_TRUE(opaque_result(r, c.xid, d));
+	TestCall c2 = call_source(q->next_xid(), 30000, 9);
+	CallSpec s2;
+	s2.reply = {16384, 16384};
+	ASSERT_TRUE(q->call(c2.rpc, s2, &r));
+	EXPECT_TRUE(opaque_result(r, c2.xid, pattern(9, 30000)));
 }
 
 } // namespace
