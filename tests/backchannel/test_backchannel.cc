@@ -46,6 +46,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -854,6 +855,77 @@ TEST_F(ShimCallbacks, BackchannelGrantRespectedAndLateRepliesReturnCredits)
 	Attr at;
 	NFS_OK(*a.c, a.c->getattr(dir, &at));
 	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+/* Hostile answers to callbacks: a reply whose RPC xid names no call, a
+ * reply the RPC layer rejects (MSG_DENIED), a reply too short to be one,
+ * and an RDMA_ERROR with an unknown code. Each callback still completes
+ * (by error or by its timeout), ganesha survives, and a proper callback on a
+ * (possibly new) connection works afterwards. */
+TEST_F(ShimCallbacks, HostileCallbackAnswersAreSurvived)
+{
+	struct Case {
+		const char *name;
+		std::function<void(rrtest::Requester &, const CbRecord &)> answer;
+	};
+	auto be = [](std::initializer_list<uint32_t> w) {
+		Bytes b;
+		for (uint32_t v : w)
+			for (int i = 3; i >= 0; i--)
+				b.push_back(uint8_t(v >> (8 * i)));
+		return b;
+	};
+	std::vector<Case> cases = {
+	    {"reply with another RPC xid",
+	     [&](rrtest::Requester &r, const CbRecord &c) {
+		     r.send_bc_reply(c.rdma_xid,
+				     be({c.rdma_xid ^ 0x5a5a5a5au, 1, 0, 0, 0, 0, 0, 0, 0}));
+	     }},
+	    {"MSG_DENIED (AUTH_ERROR)",
+	     [&](rrtest::Requester &r, const CbRecord &c) {
+		     r.send_bc_reply(c.rdma_xid, be({c.rdma_xid, 1, 1, 1, 1}));
+	     }},
+	    {"reply of 4 bytes",
+	     [&](rrtest::Requester &r, const CbRecord &c) {
+		     r.send_bc_reply(c.rdma_xid, be({c.rdma_xid}));
+	     }},
+	    {"accepted reply cut after the header",
+	     [&](rrtest::Requester &r, const CbRecord &c) {
+		     r.send_bc_reply(c.rdma_xid, be({c.rdma_xid, 1, 0, 0, 0, 0}));
+	     }},
+	    {"RDMA_ERROR with code 77",
+	     [&](rrtest::Requester &r, const CbRecord &c) { r.send_bc_error(c.rdma_xid, 77); }}};
+	for (const Case &k : cases) {
+		SCOPED_TRACE(k.name);
+		BcClient a = bc_client();
+		ASSERT_TRUE(a.c);
+		rrtest::Requester &rq = a.t->requester();
+		a.cb->policy = [&](const CbRecord &c) {
+			k.answer(rq, c);
+			return CbRecord::IGNORE;
+		};
+		auto t0 = std::chrono::steady_clock::now();
+		int id = compound(a.c->cb_program, 2, cb_compound(a.c->sessionid(), 1, 0, nullptr));
+		ASSERT_GE(id, 0);
+		int st = result(&a, id, nullptr, 8000);
+		auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+			      std::chrono::steady_clock::now() - t0)
+			      .count();
+		EXPECT_NE(st, RPC_SUCCESS_) << "a hostile answer must not count as success";
+		EXPECT_LT(ms, 5000);
+		RecordProperty(std::string(k.name), "clnt_stat " + std::to_string(st) + " after " +
+							std::to_string(ms) + " ms");
+		printf("  %-40s -> clnt_stat %d after %lld ms, connection %s\n", k.name, st,
+		       (long long)ms, rq.connected() ? "up" : "closed");
+		ASSERT_TRUE(srv->alive()) << srv->logs();
+		BcClient b = bc_client();
+		ASSERT_TRUE(b.c);
+		EXPECT_EQ(shim_serving(b, "null " + std::to_string(b.c->cb_program)), "stat 0\n")
+		    << "a proper callback after the hostile one";
+		if (rq.connected() && a.c)
+			a.c->destroy_session();
+		NFS_OK(*b.c, b.c->destroy_session());
+	}
 }
 
 /* RFC 8167 / RFC 8267 section 4.4.2: callbacks go inline only, within the
