@@ -219,11 +219,14 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	  << "\tProtocols = 3, 4;\n\tEnable_NLM = false;\n\tEnable_RQUOTA = false;\n"
 	  << "\tMaxRPCSendBufferSize = 4194304;\n\tMaxRPCRecvBufferSize = 4194304;\n}\n"
 	  << "NFSV4 {\n\tGraceless = true;\n\tLease_Lifetime = 10;\n\tGrace_Period = 10;\n"
-	  << "\tRecoveryRoot = " << dir << "/recov;\n}\n"
-	  << "EXPORT {\n\tExport_Id = 1;\n\tPath = /mem;\n\tPseudo = /mem;\n"
+	  << "\tRecoveryRoot = " << dir << "/recov;\n"
+	  << o.extra_nfsv4 << "}\n"
+	  << "EXPORT {\n\tExport_Id = 1;\n\tPath = "
+	  << (o.vfs_dir.empty() ? std::string("/mem") : o.vfs_dir) << ";\n\tPseudo = /mem;\n"
 	  << "\tAccess_Type = RW;\n\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
 	  << "\tMaxRead = 4194304;\n\tMaxWrite = 4194304;\n"
-	  << "\tFSAL { Name = MEM; }\n}\n"
+	  << o.extra_export
+	  << (o.vfs_dir.empty() ? "\tFSAL { Name = MEM; }\n}\n" : "\tFSAL { Name = VFS; }\n}\n")
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
 	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
 	  << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"
@@ -236,7 +239,8 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	if (!stats_path.empty())
 		c << "\tStats_Socket = " << stats_path << ";\n";
 	c << o.extra_rdma << "}\n"
-	  << "LOG {\n\tDefault_Log_Level = EVENT;\n}\n";
+	  << "LOG {\n\tDefault_Log_Level = EVENT;\n"
+	  << o.extra_log << "}\n";
 	std::string conf = dir + "/ganesha.conf";
 	{
 		std::ofstream f(conf);
@@ -262,7 +266,15 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		setenv("LD_PRELOAD", plug.c_str(), 1);
+		if (o.preload_first.empty())
+			setenv("LD_PRELOAD", plug.c_str(), 1);
+		else
+			setenv("LD_PRELOAD", (o.preload_first + ":" + plug).c_str(), 1);
+		for (const auto &e : o.env) {
+			size_t eq = e.find('=');
+			if (eq != std::string::npos)
+				setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+		}
 		execl(gan.c_str(), "ganesha.nfsd", "-F", "-f", conf.c_str(), "-L", logf.c_str(),
 		      "-p", pidf.c_str(), static_cast<char *>(nullptr));
 		_exit(127);
@@ -312,8 +324,9 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	return false;
 }
 
-void GaneshaServer::stop(int grace_ms)
+bool GaneshaServer::stop(int grace_ms, int *status)
 {
+	bool clean = true;
 	if (pid > 0) {
 		kill(pid, SIGTERM);
 		auto deadline =
@@ -330,7 +343,10 @@ void GaneshaServer::stop(int grace_ms)
 		if (!gone) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
+			clean = false;
 		}
+		if (status)
+			*status = st;
 		pid = -1;
 	}
 	if (!dir.empty()) {
@@ -343,6 +359,7 @@ void GaneshaServer::stop(int grace_ms)
 		}
 		dir.clear();
 	}
+	return clean;
 }
 
 } // namespace rrplug

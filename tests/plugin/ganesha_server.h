@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rrplug
 {
@@ -23,8 +24,17 @@ struct GaneshaOptions {
 	uint32_t inline_threshold = 0;	    /* 0: the plugin's default */
 	bool stats = true;		    /* add Stats_Socket when the plugin knows the key */
 	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
-	bool soft_tcp = false;	/* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
-	std::string extra_rdma; /* more "Key = value;" lines for the RDMA block */
+	bool soft_tcp = false;	  /* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
+	std::string extra_rdma;	  /* more "Key = value;" lines for the RDMA block */
+	std::string extra_nfsv4;  /* more lines for the NFSV4 block */
+	std::string extra_export; /* more lines for the EXPORT block (e.g. Delegations) */
+	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
+	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
+	std::string vfs_dir;
+	/* a test library preloaded before the plugin, and NAME=value pairs for
+	 * ganesha's environment (e.g. for such a library) */
+	std::string preload_first;
+	std::vector<std::string> env;
 };
 
 class GaneshaServer
@@ -44,8 +54,12 @@ class GaneshaServer
 
 	/* Start and wait for the plugin's "listening" line (20 s) and the TCP port. */
 	bool start(const GaneshaOptions &o, std::string *err);
-	/* SIGTERM, then SIGKILL after @grace_ms; removes the temp dir unless kept */
-	void stop(int grace_ms = 5000);
+	/*
+	 * SIGTERM, then SIGKILL after @grace_ms; removes the temp dir unless kept.
+	 * Returns true when ganesha exited on SIGTERM within the grace period
+	 * (@status gets its wait status), false when it had to be killed.
+	 */
+	bool stop(int grace_ms = 5000, int *status = nullptr);
 	bool alive();
 	/* ganesha's stderr and log, for failure messages */
 	std::string logs() const;

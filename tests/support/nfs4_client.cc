@@ -30,6 +30,7 @@ enum : uint32_t {
 	NFS4ERR_SEQ_MISORDERED = 10063,
 	NFS4ERR_RETRY_UNCACHED_REP = 10068,
 	NFS4ERR_SEQ_FALSE_RETRY = 10076,
+	CREATE_SESSION4_FLAG_CONN_BACK_CHAN = 0x2,
 	/* RFC 8881 section 5.8 attribute numbers */
 	FATTR4_TYPE = 1,
 	FATTR4_SIZE = 4,
@@ -211,6 +212,7 @@ int Nfs4::send(Comp &c, std::unique_ptr<Dec> *d, bool with_seq)
 		    attempt < 2) {
 			seqid_++;
 			seq_recoveries++;
+			recovery_statuses.push_back(st);
 			/* a new xid for the new request */
 			uint32_t xid = t_.next_xid();
 			put32(c.x.buf, 0, xid);
@@ -235,6 +237,7 @@ int Nfs4::send(Comp &c, std::unique_ptr<Dec> *d, bool with_seq)
 		 * result alone carries NFS4ERR_RETRY_UNCACHED_REP on the next op */
 		if (status == NFS4ERR_RETRY_UNCACHED_REP && attempt < 2) {
 			seq_recoveries++;
+			recovery_statuses.push_back(int(status));
 			uint32_t xid = t_.next_xid();
 			put32(c.x.buf, 0, xid);
 			c.xid = xid;
@@ -347,12 +350,21 @@ int Nfs4::create_session()
 	op(c, nfsxdr::CREATE_SESSION);
 	c.x.u64(clientid_);
 	c.x.u32(eid_seq_);
-	c.x.u32(0); /* flags: no back channel */
+	c.x.u32(back_channel ? uint32_t(CREATE_SESSION4_FLAG_CONN_BACK_CHAN) : 0u);
 	channel_attrs(c.x, 4u << 20, 4u << 20, 8192, 16, 16);
-	channel_attrs(c.x, 4096, 4096, 0, 2, 1);
-	c.x.u32(0x40000000); /* cb_program */
-	c.x.u32(1);	     /* csa_sec_parms: AUTH_NONE */
-	c.x.u32(0);
+	channel_attrs(c.x, 4096, 4096, 0, 2, back_chan_max_requests);
+	c.x.u32(cb_program); /* cb_program */
+	c.x.u32(1);	     /* csa_sec_parms<> */
+	if (cb_sec == nfsxdr::AUTH_SYS) {
+		c.x.u32(nfsxdr::AUTH_SYS); /* authsys_parms (RFC 5531 section 14) */
+		c.x.u32(0);		   /* stamp */
+		c.x.string(machine);
+		c.x.u32(uid);
+		c.x.u32(gid);
+		c.x.u32(0); /* gids */
+	} else {
+		c.x.u32(nfsxdr::AUTH_NONE);
+	}
 	std::unique_ptr<Dec> d;
 	int rc = send(c, &d, false);
 	if (rc)
@@ -361,7 +373,7 @@ int Nfs4::create_session()
 	RES(r, nfsxdr::CREATE_SESSION);
 	r.fixed(16, sessionid_);
 	uint32_t sq = r.u32();
-	r.u32(); /* flags */
+	session_flags = r.u32();
 	get_channel_attrs(r);
 	get_channel_attrs(r);
 	CHECK_DEC(r);
@@ -483,9 +495,11 @@ int Nfs4::getattr(const Fh &fh, Attr *a)
 }
 
 /* open_delegation4 (RFC 8881 section 18.16.2) */
-static void open_delegation4(Dec &d)
+static void open_delegation4(Dec &d, Deleg *dg = nullptr)
 {
 	uint32_t t = d.u32();
+	if (dg)
+		dg->type = t;
 	auto ace = [&d]() {
 		d.u32();
 		d.u32();
@@ -498,6 +512,8 @@ static void open_delegation4(Dec &d)
 	case 1: { /* READ */
 		Stateid s;
 		get_stateid4(d, &s);
+		if (dg)
+			dg->sid = s;
 		d.boolean();
 		ace();
 		break;
@@ -505,6 +521,8 @@ static void open_delegation4(Dec &d)
 	case 2: { /* WRITE */
 		Stateid s;
 		get_stateid4(d, &s);
+		if (dg)
+			dg->sid = s;
 		d.boolean();
 		uint32_t lim = d.u32();
 		if (lim == 1)
@@ -518,6 +536,8 @@ static void open_delegation4(Dec &d)
 	}
 	case 3: { /* NONE_EXT */
 		uint32_t why = d.u32();
+		if (dg)
+			dg->why_none = why;
 		if (why == 1 || why == 2)
 			d.boolean();
 		break;
@@ -561,6 +581,59 @@ int Nfs4::open_create(const Fh &dir, const std::string &name, Fh *out, Stateid *
 	RES(r, nfsxdr::GETFH);
 	out->b = r.opaque(NFS4_FHSIZE);
 	END(r);
+}
+
+int Nfs4::open(const Fh &dir, const std::string &name, uint32_t access, Fh *out, Stateid *sid,
+	       Deleg *dg, uint32_t want)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(dir.b);
+	op(c, nfsxdr::OPEN);
+	c.x.u32(0); /* seqid: ignored in 4.1 */
+	c.x.u32(access | want);
+	c.x.u32(0); /* deny none */
+	c.x.u64(clientid_);
+	c.x.string("owner-" + std::to_string(++owner_seq_));
+	c.x.u32(0); /* OPEN4_NOCREATE */
+	c.x.u32(CLAIM_NULL);
+	c.x.string(name);
+	op(c, nfsxdr::GETFH);
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	Dec &r = *d;
+	RES(r, nfsxdr::PUTFH);
+	RES(r, nfsxdr::OPEN);
+	get_stateid4(r, sid);
+	change_info4(r);
+	r.u32(); /* rflags */
+	bitmap4(r, nullptr);
+	Deleg tmp;
+	open_delegation4(r, dg ? dg : &tmp);
+	CHECK_DEC(r);
+	RES(r, nfsxdr::GETFH);
+	out->b = r.opaque(NFS4_FHSIZE);
+	END(r);
+}
+
+int Nfs4::delegreturn(const Fh &fh, const Stateid &deleg)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(fh.b);
+	op(c, nfsxdr::DELEGRETURN);
+	stateid4(c.x, deleg);
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	RES(*d, nfsxdr::PUTFH);
+	RES(*d, nfsxdr::DELEGRETURN);
+	END(*d);
 }
 
 int Nfs4::close(const Fh &fh, const Stateid &sid)

@@ -159,12 +159,20 @@ bool TcpTransport::call(const Bytes &rpc, const CallOpts &, TransportReply *r, s
 
 std::unique_ptr<RdmaTransport> RdmaTransport::connect(const std::string &addr, std::string *err)
 {
+	return connect(addr, rrtest::RequesterOptions(), err);
+}
+
+std::unique_ptr<RdmaTransport> RdmaTransport::connect(const std::string &addr,
+						      rrtest::RequesterOptions o, std::string *err)
+{
 	std::unique_ptr<RdmaTransport> t(new RdmaTransport());
-	rrtest::RequesterOptions o;
-	o.addr = addr;
-	o.provider = "soft";
-	if (const char *p = getenv("RPCRDMA_FABRIC"))
-		o.provider = p;
+	if (o.addr.empty())
+		o.addr = addr;
+	if (!o.provider) {
+		o.provider = "soft";
+		if (const char *p = getenv("RPCRDMA_FABRIC"))
+			o.provider = p;
+	}
 	t->req_ = rrtest::Requester::connect(o, err);
 	if (!t->req_)
 		return nullptr;

@@ -115,6 +115,10 @@ class RdmaTransport : public Transport
 {
       public:
 	static std::unique_ptr<RdmaTransport> connect(const std::string &addr, std::string *err);
+	/* with requester options of the test's own (addr and provider filled in
+	 * when empty) */
+	static std::unique_ptr<RdmaTransport> connect(const std::string &addr,
+						      rrtest::RequesterOptions o, std::string *err);
 	bool call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
 		  std::string *err) override;
 	std::string name() const override
@@ -295,6 +299,13 @@ struct Stateid {
 	uint8_t other[12] = {};
 };
 
+/* open_delegation4 as OPEN returned it (RFC 8881 section 18.16.2) */
+struct Deleg {
+	uint32_t type = 0; /* OPEN_DELEGATE_NONE 0, READ 1, WRITE 2, NONE_EXT 3 */
+	Stateid sid;
+	uint32_t why_none = 0; /* NONE_EXT: why_no_delegation4 */
+};
+
 /* NFSv4.1 / 4.2 (RFC 8881, RFC 7862) with one session, slot 0. */
 class Nfs4 : public Client
 {
@@ -316,6 +327,11 @@ class Nfs4 : public Client
 	/* OPEN (OPEN4_CREATE, UNCHECKED4, CLAIM_NULL) + GETFH */
 	int open_create(const Fh &dir, const std::string &name, Fh *out, Stateid *sid);
 	int close(const Fh &fh, const Stateid &sid);
+	/* OPEN (no create, CLAIM_NULL) with share access @access (1 READ, 2 WRITE,
+	 * 3 BOTH) | @want (OPEN4_SHARE_ACCESS_WANT_* bits); the delegation in @dg */
+	int open(const Fh &dir, const std::string &name, uint32_t access, Fh *out, Stateid *sid,
+		 Deleg *dg = nullptr, uint32_t want = 0);
+	int delegreturn(const Fh &fh, const Stateid &deleg);
 	int read(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count, Bytes *data,
 		 bool *eof);
 	int write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data,
@@ -349,7 +365,22 @@ class Nfs4 : public Client
 	}
 	/* SEQUENCE statuses that made the client retry with the next seqid */
 	uint32_t seq_recoveries = 0;
+	/* the statuses that caused them, in order */
+	std::vector<int> recovery_statuses;
 	bool cachethis = false;
+	/* CREATE_SESSION: ask for a back channel on this connection
+	 * (CREATE_SESSION4_FLAG_CONN_BACK_CHAN) with this program and security
+	 * (AUTH_NONE 0 or AUTH_SYS 1) */
+	bool back_channel = false;
+	uint32_t cb_program = 0x40000000;
+	uint32_t cb_sec = 0;
+	uint32_t back_chan_max_requests = 1; /* ca_maxrequests of the back channel */
+	/* csr_flags of the last CREATE_SESSION */
+	uint32_t session_flags = 0;
+	const uint8_t *sessionid() const
+	{
+		return sessionid_;
+	}
 
       private:
 	/* a COMPOUND; with_seq puts SEQUENCE first */

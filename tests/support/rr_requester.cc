@@ -150,6 +150,8 @@ int Requester::setup(const RequesterOptions &o)
 		return rc;
 	}
 	recv_size_ = o.priv.recv_size < 1024 ? 1024 : o.priv.recv_size;
+	if (o.recv_buf_size)
+		recv_size_ = o.recv_buf_size;
 	recv_region_ = reg(size_t(recv_size_) * o.recv_bufs, FAB_ACCESS_LOCAL_WRITE);
 	if (!recv_region_)
 		return -ENOMEM;
@@ -335,17 +337,87 @@ int Requester::drain()
 int Requester::progress(int timeout_ms)
 {
 	int n = drain();
-	if (n)
+	if (n) {
+		run_bc_handler();
 		return n;
+	}
 	fab_cq_arm(cq_);
 	n = drain();
-	if (n || timeout_ms <= 0)
+	if (n || timeout_ms <= 0) {
+		run_bc_handler();
 		return n;
+	}
 	pollfd fds[2] = {{fab_channel_fd(ch_), POLLIN, 0}, {fab_cq_fd(cq_), POLLIN, 0}};
 	int prc = poll(fds, 2, timeout_ms);
 	if (prc > 0 && (fds[1].revents & POLLIN))
 		fab_cq_get_event(cq_);
-	return drain();
+	n = drain();
+	run_bc_handler();
+	return n;
+}
+
+void Requester::run_bc_handler()
+{
+	if (!bc_handler_ || in_bc_handler_)
+		return;
+	in_bc_handler_ = true;
+	while (!bc_calls_.empty()) {
+		BcCall c = std::move(bc_calls_.front());
+		bc_calls_.erase(bc_calls_.begin());
+		bc_handler_(*this, c);
+	}
+	in_bc_handler_ = false;
+}
+
+bool Requester::wait_bc_call(BcCall *out, int timeout_ms)
+{
+	auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
+	for (;;) {
+		if (!bc_calls_.empty()) {
+			*out = std::move(bc_calls_.front());
+			bc_calls_.erase(bc_calls_.begin());
+			return true;
+		}
+		int left = ms_left(end);
+		if (left <= 0 || !connected_)
+			return false;
+		drain(); /* not progress(): a handler would take the call */
+		if (bc_calls_.empty()) {
+			fab_cq_arm(cq_);
+			if (!drain()) {
+				pollfd fds[2] = {{fab_channel_fd(ch_), POLLIN, 0},
+						 {fab_cq_fd(cq_), POLLIN, 0}};
+				int prc = poll(fds, 2, left > 100 ? 100 : left);
+				if (prc > 0 && (fds[1].revents & POLLIN))
+					fab_cq_get_event(cq_);
+				drain();
+			}
+		}
+	}
+}
+
+int Requester::send_bc_reply(uint32_t rdma_xid, const std::vector<uint8_t> &rpc, uint32_t credits)
+{
+	std::vector<uint8_t> b;
+	for (uint32_t w : {rdma_xid, 1u, credits, uint32_t(RDMA_MSG), 0u, 0u, 0u})
+		for (int i = 3; i >= 0; i--)
+			b.push_back(uint8_t(w >> (8 * i)));
+	b.insert(b.end(), rpc.begin(), rpc.end());
+	return send_bytes(b);
+}
+
+int Requester::send_bc_error(uint32_t rdma_xid, uint32_t err, uint32_t credits)
+{
+	std::vector<uint32_t> w = {rdma_xid, 1u, credits, uint32_t(RDMA_ERROR), err};
+	if (err == ERR_VERS) {
+		w.push_back(1);
+		w.push_back(1);
+	}
+	std::vector<uint8_t> b;
+	for (uint32_t v : w)
+		for (int i = 3; i >= 0; i--)
+			b.push_back(uint8_t(v >> (8 * i)));
+	return send_bytes(b);
 }
 
 /* --- calls ---------------------------------------------------------------- */
@@ -569,6 +641,25 @@ void Requester::on_recv(const uint8_t *p, size_t n, bool with_inv, uint32_t inv_
 		return;
 	}
 	r.xid = be32(p);
+	/* RFC 8167 section 4.1 (and the Linux client's rpcrdma_is_bcall): an
+	 * RDMA_MSG with three empty lists whose RPC message is a CALL is a
+	 * reverse-direction call; its credit field is not our forward grant. */
+	if (n >= 28 + 8 && be32(p + 4) == 1 && be32(p + 12) == RDMA_MSG && be32(p + 16) == 0 &&
+	    be32(p + 20) == 0 && be32(p + 24) == 0 && be32(p + 28 + 4) == 0 /* CALL */) {
+		BcCall c;
+		c.rdma_xid = r.xid;
+		c.credits = be32(p + 8);
+		c.rpc.assign(p + 28, p + n);
+		if (be32(p + 28) != c.rdma_xid)
+			c.violations.push_back("reverse call: RPC xid differs from rdma_xid");
+		if (n > inline_recv_)
+			c.violations.push_back("reverse call of " + std::to_string(n) +
+					       " bytes exceeds our inline receive size " +
+					       std::to_string(inline_recv_));
+		bc_seen_++;
+		bc_calls_.push_back(std::move(c));
+		return;
+	}
 	if (n >= 12 && be32(p + 4) == 1) {
 		uint32_t c = be32(p + 8);
 		if (c == 0) {

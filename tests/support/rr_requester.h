@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -72,6 +73,21 @@ struct RequesterOptions {
 	uint8_t responder_resources = 16;	/* RDMA Reads the server may have in flight */
 	uint8_t initiator_depth = 0;	/* RDMA Reads we issue: none, like Linux */
 	int connect_timeout_ms = 5000;
+	/* receive buffer size actually posted; 0: the advertised priv.recv_size
+	 * (a test may post smaller buffers than it advertised) */
+	uint32_t recv_buf_size = 0;
+};
+
+/*
+ * A reverse-direction RPC Call (RFC 8167 section 4.1) the server sent on this
+ * connection: RDMA_MSG, no chunks, RPC msg_type CALL. Its rdma_xid is in the
+ * server's own XID space and is answered, not matched to our calls.
+ */
+struct BcCall {
+	uint32_t rdma_xid = 0;
+	uint32_t credits = 0;	/* the server's rdma_credit: backchannel slots it asks for */
+	std::vector<uint8_t> rpc;	/* the RPC Call message */
+	std::vector<std::string> violations;
 };
 
 /* A registered buffer owned by the requester (freed when the last user drops it). */
@@ -174,6 +190,27 @@ class Requester {
 	bool wait(uint32_t xid, Reply *out, int timeout_ms = 5000);
 	/* Wait for any reply that matched no posted call. */
 	bool wait_unsolicited(Reply *out, int timeout_ms);
+	/*
+	 * Reverse-direction calls (RFC 8167). They never count as replies and
+	 * never change the forward grant. With a handler set, progress() hands
+	 * each one to it (outside completion processing, so the handler may send);
+	 * otherwise they queue for wait_bc_call().
+	 */
+	using BcHandler = std::function<void(Requester &, const BcCall &)>;
+	void set_bc_handler(BcHandler h)
+	{
+		bc_handler_ = std::move(h);
+	}
+	bool wait_bc_call(BcCall *out, int timeout_ms);
+	/* Answer a reverse-direction call: RDMA_MSG with its rdma_xid and @credits
+	 * (our backchannel grant), then the RPC Reply @rpc inline. */
+	int send_bc_reply(uint32_t rdma_xid, const std::vector<uint8_t> &rpc, uint32_t credits = 2);
+	/* Refuse it: RDMA_ERROR / ERR_CHUNK (or ERR_VERS 1..1) with its rdma_xid. */
+	int send_bc_error(uint32_t rdma_xid, uint32_t err = ERR_CHUNK, uint32_t credits = 2);
+	uint64_t bc_calls_seen() const
+	{
+		return bc_seen_;
+	}
 	/* post + wait. */
 	bool call(const std::vector<uint8_t> &rpc, const CallSpec &spec, Reply *out,
 		  int timeout_ms = 5000);
@@ -277,6 +314,11 @@ class Requester {
 	std::map<uint32_t, Pending> pending_;
 	std::map<uint32_t, Reply> done_;
 	std::vector<Reply> unsolicited_;
+	std::vector<BcCall> bc_calls_;
+	BcHandler bc_handler_;
+	uint64_t bc_seen_ = 0;
+	bool in_bc_handler_ = false;
+	void run_bc_handler();
 
 	uint32_t xid_ = 0x10000000;
 	uint32_t grant_ = 1;	/* RFC 8166 section 3.3.3: one until the first reply */
