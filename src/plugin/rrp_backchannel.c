@@ -495,7 +495,8 @@ void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
 	if (!p)
 		return;
 	rrp_log("%s: callback xid %#x refused with RDMA_ERROR %s",
-		rr_conn_peer(conn), xid, err == RR_ERR_CHUNK ? "ERR_CHUNK" : "ERR_VERS");
+		rr_conn_peer(conn), xid,
+		err == RR_ERR_CHUNK ? "ERR_CHUNK" : err == RR_ERR_VERS ? "ERR_VERS" : "(unknown code)");
 	f = malloc(sizeof(*f));
 	if (f) {
 		f->cc = p->cc;

@@ -43,6 +43,7 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
  * buffer at a time up to a cap, so steady state registers nothing.
  */
 #define RR_BIG_MAX 256
+#define RR_BIG_PREALLOC 8	/* registered when the pool is made */
 struct rr_bigpool {
 	struct fab_pd *pd;
 	size_t buf_size;

@@ -96,6 +96,7 @@ void rr_server_epoll_del(struct rr_server *srv, int fd)
 struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 {
 	struct rr_bigpool *bp = NULL;
+	bool created = false;
 
 	pthread_mutex_lock(&srv->lock);
 	for (unsigned int i = 0; i < srv->nbigpools; i++)
@@ -110,9 +111,26 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 			bp->max = RR_BIG_MAX;
 			pthread_mutex_init(&bp->lock, NULL);
 			srv->bigpools[srv->nbigpools++] = bp;
+			created = true;
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);
+	if (created) {
+		/*
+		 * Register a few buffers up front: even one client calling one
+		 * at a time overlaps a call's release with the next call's Read
+		 * sink, and growth must not show up as registrations per I/O.
+		 */
+		void *held[RR_BIG_PREALLOC];
+		uint64_t regs = 0;
+		uint32_t lkey, n = 0;
+
+		while (n < RR_BIG_PREALLOC && (held[n] = rr_big_get(bp, &lkey, &regs)))
+			n++;
+		while (n)
+			rr_big_put(bp, held[--n]);
+		atomic_fetch_add(&srv->st.registrations, regs);
+	}
 	return bp;
 }
 
