@@ -61,7 +61,7 @@ step fabric
 FAB=$BUILDDIR/tests/fabric/test_fabric_conformance
 if [ -x "$H$FAB" ]; then
 	t0=$(up)
-	timeout -s KILL 300 chroot $H env RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=$IP \
+	timeout -s KILL 300 chroot $H env RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=$IP RPCRDMA_FABRIC_DEBUG=1 \
 		"$FAB" --gtest_output=xml:/tmp/fabric.xml ${VM_FABRIC_FILTER:+--gtest_filter=$VM_FABRIC_FILTER} \
 		> /out/fabric.log 2>&1
 	rc=$?
