@@ -181,6 +181,8 @@ static enum fab_wc_status vb_status(enum ibv_wc_status s)
 		return FAB_WC_LOC_LEN_ERR;
 	case IBV_WC_LOC_PROT_ERR:
 		return FAB_WC_LOC_PROT_ERR;
+	case IBV_WC_LOC_QP_OP_ERR:
+		return FAB_WC_LOC_QP_OP_ERR;
 	case IBV_WC_REM_ACCESS_ERR:
 		return FAB_WC_REM_ACCESS_ERR;
 	case IBV_WC_REM_OP_ERR:
