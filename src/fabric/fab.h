@@ -106,6 +106,14 @@ enum fab_wc_status {
 	FAB_WC_RETRY_EXC_ERR,		/* transport retries exhausted / peer gone */
 	FAB_WC_WR_FLUSH_ERR,		/* QP in error: work request flushed */
 	FAB_WC_GENERAL_ERR,
+	/*
+	 * IB "Local QP Operation Error": the device found the work request,
+	 * or the receive a message landed in, unusable (a malformed WQE); the
+	 * QP is in error. Soft-RoCE (rdma_rxe, at least up to Linux 6.1)
+	 * reports it where IB calls for LOC_LEN_ERR (receive too small) or
+	 * LOC_PROT_ERR (bad lkey). Never produced by "soft".
+	 */
+	FAB_WC_LOC_QP_OP_ERR,
 };
 
 struct fab_wc {

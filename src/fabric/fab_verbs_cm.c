@@ -218,6 +218,18 @@ static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct f
 		fill_conn_event(ev, e);
 		return c != NULL;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/*
+		 * On IB CM (and RoCE) the peer's DREQ lands here: the kernel
+		 * does not answer it, and the side that disconnected gets its
+		 * own DISCONNECTED only when our DREP arrives (or after the
+		 * DREQ times out, many seconds later). Answer it now, as every
+		 * rdma_cm consumer must; this also moves our QP to error, so
+		 * its work requests flush, as on the side that disconnected.
+		 */
+		if (c && !c->disconnecting) {
+			c->disconnecting = true;
+			rdma_disconnect(e->id);
+		}
 		ev->type = FAB_CM_DISCONNECTED;
 		return c != NULL;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -421,6 +433,7 @@ static int vb_disconnect(struct fab_conn *fc)
 {
 	struct vb_conn *c = (struct vb_conn *)fc;
 
+	c->disconnecting = true;
 	if (rdma_disconnect(c->id) && errno != EINVAL)
 		return fab_set_error(-errno, "verbs: rdma_disconnect: %s", strerror(errno));
 	return 0;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,8 @@ static enum fab_wc_status vb_status(enum ibv_wc_status s)
 		return FAB_WC_LOC_LEN_ERR;
 	case IBV_WC_LOC_PROT_ERR:
 		return FAB_WC_LOC_PROT_ERR;
+	case IBV_WC_LOC_QP_OP_ERR:
+		return FAB_WC_LOC_QP_OP_ERR;
 	case IBV_WC_REM_ACCESS_ERR:
 		return FAB_WC_REM_ACCESS_ERR;
 	case IBV_WC_REM_OP_ERR:
@@ -219,6 +222,19 @@ static struct vb_conn *qpmap_find_locked(struct vb_fabric *vf, uint32_t qpn)
 	return NULL;
 }
 
+/* RPCRDMA_FABRIC_DEBUG=1: every failed completion's raw ibv status on stderr. */
+static bool vb_debug(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("RPCRDMA_FABRIC_DEBUG");
+
+		on = e && *e && strcmp(e, "0") != 0;
+	}
+	return on;
+}
+
 int vb_cq_poll(struct fab_cq *fcq, struct fab_wc *wc, int n)
 {
 	struct vb_cq *cq = (struct vb_cq *)fcq;
@@ -239,6 +255,13 @@ int vb_cq_poll(struct fab_cq *fcq, struct fab_wc *wc, int n)
 			memset(w, 0, sizeof(*w));
 			w->wr_id = iw[i].wr_id;
 			w->status = vb_status(iw[i].status);
+			if (iw[i].status != IBV_WC_SUCCESS && vb_debug())
+				fprintf(stderr,
+					"verbs: wc wr_id %llu qp %u opcode %d status %d (%s) "
+					"vendor_err 0x%x\n",
+					(unsigned long long)iw[i].wr_id, iw[i].qp_num,
+					(int)iw[i].opcode, (int)iw[i].status,
+					ibv_wc_status_str(iw[i].status), iw[i].vendor_err);
 			w->opcode = vb_opcode(iw[i].opcode);
 			w->byte_len = iw[i].byte_len;
 			if (iw[i].status == IBV_WC_SUCCESS && (iw[i].wc_flags & IBV_WC_WITH_INV)) {

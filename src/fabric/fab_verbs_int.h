@@ -77,6 +77,7 @@ struct vb_conn {
 	struct vb_listener *l;
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
+	bool disconnecting; /* fab_disconnect was called (we sent the DREQ, or the DREP) */
 	char peer[128];
 	/* active side: what to use once the route resolves */
 	struct vb_cq *scq, *rcq;
