@@ -544,6 +544,28 @@ TEST_F(Shapes, ServerStatsCountShapes)
 	EXPECT_EQ(after["conns_active"], 1u);
 }
 
+/* rr_reply() from another thread, out of order, with zero-copy payloads
+ * that live in the call's Read sink until the delayed reply is sent. */
+TEST_F(Shapes, DelayedRepliesFromAnotherThread)
+{
+	uint32_t g = q->grant();
+	std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+	for (uint32_t i = 0; i < g; i++) {
+		auto d = random_bytes(rng, 1 + rng() % 100000);
+		TestCall c = call_delay(q->next_xid(), rng() % 40, d);
+		CallSpec s = read_spec(c, 1 + i % 3);
+		s.writes.push_back({{65536, 65536}, (d.size() & 3) != 0});
+		ASSERT_GE(q->post(c.rpc, s), 0) << i;
+		inflight.push_back({c.xid, d});
+	}
+	for (auto &p : inflight) {
+		Reply r;
+		ASSERT_TRUE(q->wait(p.first, &r));
+		EXPECT_TRUE(opaque_result(r, p.first, p.second));
+	}
+	EXPECT_EQ(srv.stats()["ul_delayed_replies"], g);
+}
+
 /* SIGTERM: stats line, clean teardown, exit 0 (checked in TearDown). */
 TEST_F(Shapes, ServerExitsCleanlyOnSigterm)
 {
