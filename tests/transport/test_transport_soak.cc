@@ -277,6 +277,15 @@ static void churn(const std::string &addr, unsigned seed, std::chrono::steady_cl
 			spec.force = true;
 			q->post(rpc, spec);
 		}
+		/* replies the server will send after this connection is gone */
+		for (uint32_t i = 0, n = rng() % 3; i < n; i++) {
+			auto d = random_bytes(rng, 1 + rng() % 60000);
+			TestCall c = call_delay(q->next_xid(), rng() % 30, d);
+			CallSpec spec = read_spec(c, 1 + rng() % 2);
+			spec.writes.push_back({{65536}, false});
+			spec.force = true;
+			q->post(c.rpc, spec);
+		}
 		q->progress(int(rng() % 5));
 		q.reset();
 		(*cycles)++;
