@@ -1,8 +1,11 @@
 #!/bin/sh
-# The main job (README): install dependencies, build, and run the most complete
-# demo the project has. Today that is the wire codec decoding the messages the
-# Linux NFS/RDMA client sends, and the answers a responder gives to hostile ones.
-# (It grows into ganesha + plugin on the soft fabric with a demo client.)
+# The main job (README): install dependencies, build, then
+#   1. the wire codec decoding the message shapes the Linux NFS/RDMA client
+#      sends, and the answers a responder gives to hostile ones;
+#   2. real ganesha with the rpcrdma plugin on the soft fabric, and a demo
+#      NFS client that mounts (NFSv4.1 and NFSv3), writes, reads back and
+#      verifies a file over RPC-over-RDMA, then shows the server's counters
+#      (ci/demo-ganesha.sh).
 set -eu
 cd "$(dirname "$0")/.."
 [ "${RPCRDMA_SKIP_DEPS:-0}" = 1 ] || ./ci/install-deps.sh
@@ -18,3 +21,7 @@ deadbeef 00000002 00000080 00000000 00000000 00000000 00000000
 cafef00d 00000001 00000080 00000002
 600dcafe 00000001 00000020 00000000 00000001 00000010 00000007 00001000 00000000 00001000 00000001 00000010 00000007 00001000 00000000 00001800 00000000 00000000 00000000
 HEX
+
+echo
+echo "== ganesha + rpcrdma plugin (soft fabric) with the demo NFS client"
+exec ci/demo-ganesha.sh "${RPCRDMA_DEMO_MIB:-8}"

@@ -388,6 +388,9 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 		return 0;
 	}
 	tune_socket(c->fd);
+	/* IB CM: the RNR retry count a side sends is what the PEER uses for
+	 * its Sends toward that side; ours governs how long Sends to us wait. */
+	c->peer_rnr_retry = param ? param->rnr_retry_count : 0;
 	c->state = SOFT_S_CONNECTING;
 	rc = start_threads(c);
 	if (rc) {
@@ -421,6 +424,7 @@ static int soft_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 		return fab_set_error(rc, "soft: accept: peer went away");
 	/* Queue ESTABLISHED before the reader can queue a DISCONNECTED. */
 	pthread_mutex_lock(&c->lock);
+	c->peer_rnr_retry = param ? param->rnr_retry_count : 0; /* see soft_connect */
 	c->state = SOFT_S_EST;
 	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
 	pthread_mutex_unlock(&c->lock);
@@ -557,7 +561,6 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	c->fd = fd;
 	c->listener = l;
 	c->state = SOFT_S_REQ;
-	c->peer_rnr_retry = (uint8_t)le32toh(h.c);
 	peer_name(fd, c->peer, sizeof(c->peer));
 	h.a = le64toh(h.a);
 	pthread_mutex_lock(&c->lock);

@@ -165,7 +165,8 @@ struct soft_conn {
 	uint32_t ctl_cap, ctl_head, ctl_n;
 	struct fab_soft_fault fault;
 	uint64_t tx_bytes, tx_wrs;
-	uint8_t peer_rnr_retry; /* the peer's rnr_retry_count: how long its Sends wait for us */
+	uint8_t peer_rnr_retry; /* our own rnr_retry_count: IB CM hands it to the peer, so it is
+				 * how long the peer's Sends wait for our receives */
 	pthread_t reader, writer;
 };
 

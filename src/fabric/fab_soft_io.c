@@ -476,7 +476,6 @@ static int rx_cm(struct soft_conn *c, const struct soft_hdr *h)
 	}
 	if (h->type == SOFT_CONN_REP) {
 		c->state = SOFT_S_EST;
-		c->peer_rnr_retry = (uint8_t)h->c;
 		/* Receiver's view (fab.h): swapped, as IB CM reports a REP. */
 		soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, pd, (uint8_t)h->len,
 				       (uint8_t)(h->a >> 8), (uint8_t)h->a);

@@ -149,7 +149,7 @@ static void *timer_thread(void *arg)
 			struct rrp_pending *p = expired;
 
 			expired = p->next;
-			fprintf(stderr, "rpcrdma: callback xid %#x: no answer, timed out\n", p->xid);
+			rrp_log("callback xid %#x: no answer, timed out", p->xid);
 			complete(p->cc, RPC_TIMEDOUT);
 			free(p);
 		}
@@ -204,8 +204,8 @@ static enum clnt_stat bc_call(struct clnt_req *cc)
 	case 0:
 		return RPC_SUCCESS;
 	case -EMSGSIZE:
-		fprintf(stderr, "rpcrdma: callback xid %#x proc %u is larger than the client's "
-				"inline threshold: not sent (RFC 8167 callbacks are inline only)\n",
+		rrp_log("callback xid %#x proc %u is larger than the client's "
+				"inline threshold: not sent (RFC 8167 callbacks are inline only)",
 			cc->cc_xid, cc->cc_proc);
 		return RPC_CANTENCODEARGS;
 	default:
@@ -292,7 +292,7 @@ EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 	all_clients = cl;
 	pthread_mutex_unlock(&bc_lock);
 	pthread_once(&timer_once, start_timer);
-	fprintf(stderr, "rpcrdma: %s: backchannel up (prog %u)\n",
+	rrp_log("%s: backchannel up (prog %u)",
 		cl->conn ? rr_conn_peer(cl->conn) : "?", cl->prog);
 	return &cl->clnt;
 }
@@ -494,7 +494,7 @@ void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
 	pthread_mutex_unlock(&bc_lock);
 	if (!p)
 		return;
-	fprintf(stderr, "rpcrdma: %s: callback xid %#x refused with RDMA_ERROR %s\n",
+	rrp_log("%s: callback xid %#x refused with RDMA_ERROR %s",
 		rr_conn_peer(conn), xid, err == RR_ERR_CHUNK ? "ERR_CHUNK" : "ERR_VERS");
 	f = malloc(sizeof(*f));
 	if (f) {

@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "fabric/fab.h"
 #include "plugin/rrp_host.h"
@@ -24,6 +26,23 @@ struct rrp_plugin rrp = {
 };
 
 static bool config_loaded;
+
+void rrp_log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "rpcrdma: %s\n", line);
+	syslog(LOG_DAEMON | LOG_NOTICE, "rpcrdma: %s", line);
+}
+
+static void engine_log(const char *line)
+{
+	rrp_log("%s", line);
+}
 
 /* The configuration file ganesha was started with. */
 static const char *config_path(void)
@@ -100,7 +119,7 @@ static void payload_pool_init(void)
 		payload_len = 0;
 		return;
 	}
-	fprintf(stderr, "rpcrdma: READ payload pool: %zu x 64 KiB + %zu x 1 MiB, registered once\n",
+	rrp_log("READ payload pool: %zu x 64 KiB + %zu x 1 MiB, registered once",
 		small, large);
 }
 
@@ -117,20 +136,20 @@ static int start_server(const char *addr, int slot)
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {
-		fprintf(stderr, "rpcrdma: cannot listen on %s (%s): %s\n", addr, rrp.cfg.fabric,
+		rrp_log("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
 			fab_last_error());
 		return ret;
 	}
 	if (payload_len) {
 		ret = rr_server_add_region(rrp.srv[slot], payload_base, payload_len);
 		if (ret)
-			fprintf(stderr, "rpcrdma: cannot register the payload pool: %s "
-					"(READ data will be copied)\n", fab_last_error());
+			rrp_log("cannot register the payload pool: %s "
+					"(READ data will be copied)", fab_last_error());
 	}
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret)
 		return ret;
-	fprintf(stderr, "rpcrdma: NFS over RDMA listening on %s (fabric %s, credits %u, inline %u)\n",
+	rrp_log("NFS over RDMA listening on %s (fabric %s, credits %u, inline %u)",
 		addr, rrp.cfg.fabric, ec.credits, ec.inline_size);
 	return 0;
 }
@@ -145,19 +164,20 @@ void rrp_plugin_start(void)
 	ret = load_config();
 
 	if (ret == -ENOENT || (!ret && !rrp.cfg.enable)) {
-		fprintf(stderr, "rpcrdma: no enabled RDMA block in %s: RDMA not served\n",
+		rrp_log("no enabled RDMA block in %s: RDMA not served",
 			config_path());
 		return;
 	}
 	if (ret) {
-		fprintf(stderr, "rpcrdma: RDMA block in %s is invalid (see above): RDMA not served, "
-				"TCP unaffected\n",
+		rrp_log("RDMA block in %s is invalid (see above): RDMA not served, "
+				"TCP unaffected",
 			config_path());
 		return;
 	}
+	rr_set_log_sink(engine_log);
 	ret = fab_open(rrp.cfg.fabric, &rrp.fab);
 	if (ret) {
-		fprintf(stderr, "rpcrdma: fabric %s unavailable: %s: RDMA not served\n",
+		rrp_log("fabric %s unavailable: %s: RDMA not served",
 			rrp.cfg.fabric, fab_last_error());
 		return;
 	}

@@ -40,6 +40,9 @@ struct rrp_plugin {
 
 extern struct rrp_plugin rrp;
 
+/* One line to stderr and to syslog (ganesha's unit sends stderr to /dev/null). */
+void rrp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The stats socket (rrp_stats.c). */
 int rrp_stats_start(const char *path);
 

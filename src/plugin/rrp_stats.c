@@ -68,7 +68,7 @@ static void write_json(FILE *f)
 	for (int i = 0; i < 2; i++)
 		if (rrp.srv[i])
 			rr_server_foreach_conn(rrp.srv[i], put_conn, &w);
-	fprintf(f, "]}\n");
+	fprintf(f, "]}");
 }
 
 static void *stats_thread(void *arg)
@@ -118,7 +118,7 @@ int rrp_stats_start(const char *path)
 
 		close(listen_fd);
 		listen_fd = -1;
-		fprintf(stderr, "rpcrdma: stats socket %s: %s\n", path, strerror(-err));
+		rrp_log("stats socket %s: %s", path, strerror(-err));
 		return err;
 	}
 	chmod(path, 0600);

@@ -9,6 +9,7 @@
  * x_data / x_v / x_base always describe the current buffer.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,38 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 
 /* ---- encode ---------------------------------------------------------- */
 
+/*
+ * Encode buffers are recycled: a Reply's buffers live until its Send
+ * completes, then come back here, so steady state allocates nothing.
+ */
+#define ENC_CACHE_MAX 512
+
+static pthread_mutex_t enc_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *enc_cache[ENC_CACHE_MAX];
+static unsigned int enc_cached;
+
+static void *enc_buf_get(void)
+{
+	void *b = NULL;
+
+	pthread_mutex_lock(&enc_cache_lock);
+	if (enc_cached)
+		b = enc_cache[--enc_cached];
+	pthread_mutex_unlock(&enc_cache_lock);
+	return b ? b : malloc(RRP_ENC_BUF);
+}
+
+static void enc_buf_put(void *b)
+{
+	pthread_mutex_lock(&enc_cache_lock);
+	if (enc_cached < ENC_CACHE_MAX) {
+		enc_cache[enc_cached++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&enc_cache_lock);
+	free(b);
+}
+
 static struct rrp_xdr_enc *ENC(XDR *x)
 {
 	return (struct rrp_xdr_enc *)x;
@@ -231,7 +264,7 @@ static bool enc_newbuf(XDR *x)
 		return false;
 	}
 	s = &e->seg[e->nseg];
-	s->base = malloc(RRP_ENC_BUF);
+	s->base = enc_buf_get();
 	if (!s->base) {
 		e->failed = true;
 		return false;
@@ -378,7 +411,7 @@ void rrp_xdr_enc_fini(struct rrp_xdr_enc *e)
 		struct rrp_enc_seg *s = &e->seg[i];
 
 		if (s->cap)
-			free(s->base);
+			enc_buf_put(s->base);
 		else if (s->uio && s->uio->uio_release)
 			/* one release per referenced vio, as ntirpc's ioq does */
 			s->uio->uio_release(s->uio, UIO_FLAG_NONE);

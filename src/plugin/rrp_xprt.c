@@ -226,8 +226,8 @@ static void slot_uncache(void *host, uint32_t xid, const struct ulb_sequence *se
 {
 	struct rrp_xprt *x = host;
 
-	fprintf(stderr, "rpcrdma: %s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
-			"will answer NFS4ERR_RETRY_UNCACHED_REP\n",
+	rrp_log("%s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
+			"will answer NFS4ERR_RETRY_UNCACHED_REP",
 		x->conn ? rr_conn_peer(x->conn) : "?", xid, seq->slotid, seq->sequenceid);
 	rrp_slots_uncache(seq);
 }
@@ -412,10 +412,31 @@ static void answer_uncached(struct rrp_req *rq)
 	rq->dec.destroy(&rq->dec);
 }
 
+/*
+ * The ULB scan is needed when chunks came with the Call (DDP eligibility,
+ * Write-chunk pairing) and for NFSv4 (its SEQUENCE slot is what ERR_CHUNK
+ * retirement needs). Anything else goes inline or by Reply chunk as the
+ * engine decides, without a scan.
+ */
+static bool needs_scan(const struct rr_call *call)
+{
+	const uint8_t *p = call->iov[0].iov_base;
+	uint32_t prog, vers;
+
+	if (call->pcl->n_read || call->pcl->n_write)
+		return true;
+	if (call->iovcnt < 1 || call->iov[0].iov_len < 20)
+		return true;
+	prog = (uint32_t)p[12] << 24 | (uint32_t)p[13] << 16 | (uint32_t)p[14] << 8 | p[15];
+	vers = (uint32_t)p[16] << 24 | (uint32_t)p[17] << 16 | (uint32_t)p[18] << 8 | p[19];
+	return prog == 100003 && vers == 4;
+}
+
 void rrp_process(struct rr_call *call)
 {
 	struct rrp_xprt *x = call->upper_priv;
-	struct rrp_req *rq = calloc(1, sizeof(*rq));
+	/* Not zeroed: the ULB scan initialises its part, and only if needed. */
+	struct rrp_req *rq = malloc(sizeof(*rq));
 	struct svc_req *req;
 	enum xprt_stat stat;
 
@@ -427,13 +448,18 @@ void rrp_process(struct rr_call *call)
 	}
 	rq->call = call;
 	rq->x = x;
+	rq->replied = false;
+	rq->scanned = false;
+	rq->ddp_violation = false;
 	rrp_xdr_dec_init(&rq->dec, call->iov, call->iovcnt);
 	rq->dec.destroy = req_xdr_destroy;
 	rq->dec.owner = rq;
 	/* ganesha's decoded arguments may point into the Call until free_cb. */
 	rr_call_hold(call);
 	/* The engine hands over the Call with chunk data in place: pcl NULL. */
-	rq->scanned = ulb_call_scan(call->iov, call->iovcnt, NULL, &rq->ulb) == ULB_SCAN_OK;
+	if (needs_scan(call))
+		rq->scanned =
+			ulb_call_scan(call->iov, call->iovcnt, NULL, &rq->ulb) == ULB_SCAN_OK;
 	if (rq->scanned && rrp_slots_check(&rq->ulb) == RRP_SLOT_RETRY_UNCACHED) {
 		answer_uncached(rq);
 		SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);

@@ -302,8 +302,7 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 		return;
 	rr_log("%s: closing: %s", c->peer, why);
 	RR_STAT_ADD(c, disconnects, 1);
-	/* Moves the QP to error: every posted work request is flushed. */
-	fab_disconnect(c->fc);
+	/* The event thread disconnects (rr_conn_reap), whoever noticed. */
 	rr_server_kick(c->srv);
 }
 
@@ -357,6 +356,12 @@ void rr_conn_reap(struct rr_server *srv)
 			pp = &c->next;
 			continue;
 		}
+		if (!c->disconnected) {
+			/* Moves the QP to error: every posted work request is flushed. */
+			c->disconnected = true;
+			fab_disconnect(c->fc);
+		}
+		rr_send_run_deferred(c);
 		if (!c->down_reported) {
 			struct rr_call_ctx *q = c->read_head;
 

@@ -82,6 +82,8 @@ void rr_counters_read(struct rr_counters *c, struct rr_stats *out);
 
 /* ---- calls: one per receive buffer (rr_recv.c, rr_read.c) ---- */
 
+#define RR_REPLY_MAX_IOV 64	/* iovecs of a Reply handed in from another thread */
+
 enum rr_call_state {
 	RR_CALL_FREE,		/* buffer idle, not posted */
 	RR_CALL_POSTED,		/* receive posted */
@@ -105,6 +107,13 @@ struct rr_call_ctx {
 	bool read_failed;
 	bool queued;			/* on conn->read_head list */
 	bool has_ref;			/* holds a connection reference */
+	/* A Reply handed in off the event thread, waiting to be built there. */
+	struct iovec rep_iov[RR_REPLY_MAX_IOV];
+	int rep_iovcnt;
+	struct rr_reply_plan rep_plan;
+	rr_reply_done_fn rep_done;
+	void *rep_arg;
+	struct rr_call_ctx *rep_next;
 	_Atomic int holds;		/* upper + reply in flight; freed at 0 */
 	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
 };
@@ -183,6 +192,8 @@ struct rr_conn {
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
 	struct rr_call_ctx *free_calls;			/* not posted (lock) */
 	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (lock) */
+	struct rr_call_ctx *rep_head, *rep_tail;	/* Replies to build (lock) */
+	bool disconnected;				/* fab_disconnect called */
 
 	struct rr_counters st;
 	struct rr_conn *next;		/* srv->conns */
@@ -217,6 +228,15 @@ struct rr_server {
 };
 
 void rr_server_kick(struct rr_server *srv);
+/*
+ * Every call into the fabric happens on the event thread: the kernel refuses
+ * verbs commands from a thread whose credentials changed since the device
+ * was opened (ib_safe_file_access), and ganesha's workers switch credentials
+ * per request. Other threads queue work and kick.
+ */
+bool rr_on_event_thread(const struct rr_server *srv);
+/* Event thread: build the Replies and post the chains other threads queued. */
+void rr_send_run_deferred(struct rr_conn *c);
 struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd);
 int rr_server_epoll_add(struct rr_server *srv, int fd, void *tag);
 void rr_server_epoll_del(struct rr_server *srv, int fd);

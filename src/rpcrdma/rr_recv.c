@@ -80,7 +80,10 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	ctx->next = c->free_calls;
 	c->free_calls = ctx;
 	pthread_mutex_unlock(&c->lock);
-	rr_recv_refill(c);
+	if (rr_on_event_thread(c->srv))
+		rr_recv_refill(c);
+	else
+		rr_server_kick(c->srv); /* the event thread reposts */
 	if (had_ref)
 		rr_conn_put(c);
 }

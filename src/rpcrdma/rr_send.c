@@ -70,18 +70,23 @@ static void send_ctx_release(struct rr_send_ctx *s)
 	rr_conn_put(c);
 }
 
+static void post_pending(struct rr_conn *c);
+
 /* Post a built chain now, or queue it behind earlier ones until the send
- * queue has room: posting never blocks, so the event thread may reply. */
+ * queue has room: posting never blocks, so the event thread may reply.
+ * Other threads always queue (see rr_on_event_thread). */
 static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 {
 	struct fab_send_wr *bad;
 	int ret = 0;
 
+	bool here = rr_on_event_thread(c->srv);
+
 	s->wr[s->nwr - 1].next = NULL;
 	pthread_mutex_lock(&c->lock);
 	if (c->state == RR_CONN_CLOSING) {
 		ret = -ENOTCONN;
-	} else if (!c->pend_head && c->sq_avail >= s->nwr) {
+	} else if (here && !c->pend_head && c->sq_avail >= s->nwr) {
 		c->sq_avail -= s->nwr;
 		ret = fab_post_send(c->fc, &s->wr[0], &bad);
 		if (ret)
@@ -98,7 +103,36 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 		if (ret != -ENOTCONN)
 			rr_conn_close(c, "posting a Send failed");
 		send_ctx_release(s);
+	} else if (!here) {
+		rr_server_kick(c->srv);
+	} else {
+		post_pending(c);
 	}
+}
+
+/* Event thread: post queued chains while the send queue has room. */
+static void post_pending(struct rr_conn *c)
+{
+	bool failed = false;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->state != RR_CONN_CLOSING && c->pend_head && c->sq_avail >= c->pend_head->nwr) {
+		struct rr_send_ctx *q = c->pend_head;
+		struct fab_send_wr *bad;
+
+		c->sq_avail -= q->nwr;
+		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
+			c->sq_avail += q->nwr;
+			failed = true;
+			break;
+		}
+		c->pend_head = q->next_pending;
+		if (!c->pend_head)
+			c->pend_tail = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (failed)
+		rr_conn_close(c, "posting a Send failed");
 }
 
 void rr_send_drop_pending(struct rr_conn *c)
@@ -437,18 +471,25 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 	uint32_t xid = ctx->pcl.xid;
 
 	RR_STAT_ADD(c, not_delivered, 1);
+	/*
+	 * Tell the upper layer first: the client may retry the moment it sees
+	 * ERR_CHUNK, and that retry must find the NFSv4.1 slot already marked
+	 * uncached (RFC 8267 section 4.5), or ganesha replays the reply that
+	 * could not be delivered and the retry fails with ERR_CHUNK again.
+	 */
+	if (c->srv->ops.reply_not_delivered)
+		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
 	rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
 	if (done)
 		done(done_arg);
-	if (c->srv->ops.reply_not_delivered)
-		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
 	rr_call_put(ctx);
 }
 
-int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
-	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
+
+static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
+		     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
 {
-	static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
 	struct rr_conn *c = ctx->conn;
 	const struct rr_pcl *p = &ctx->pcl;
@@ -599,6 +640,57 @@ undeliverable:
 	return 0;
 }
 
+int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
+	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+{
+	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
+	struct rr_conn *c = ctx->conn;
+
+	if (rr_on_event_thread(c->srv))
+		return reply_now(call, iov, iovcnt, plan, done, done_arg);
+	/* Another thread: keep the description (not the bytes, which stay
+	 * the caller's until done) and let the event thread build it. */
+	if (iovcnt > RR_REPLY_MAX_IOV) {
+		ctx->rep_iovcnt = 0;
+		ctx->rep_plan.nspans = 0;
+		ctx->rep_plan.deliverable = false;
+	} else {
+		memcpy(ctx->rep_iov, iov, (size_t)iovcnt * sizeof(*iov));
+		ctx->rep_iovcnt = iovcnt;
+		ctx->rep_plan = plan ? *plan : no_spans;
+	}
+	ctx->rep_done = done;
+	ctx->rep_arg = done_arg;
+	ctx->rep_next = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (c->rep_tail)
+		c->rep_tail->rep_next = ctx;
+	else
+		c->rep_head = ctx;
+	c->rep_tail = ctx;
+	pthread_mutex_unlock(&c->lock);
+	rr_server_kick(c->srv);
+	return 0;
+}
+
+void rr_send_run_deferred(struct rr_conn *c)
+{
+	struct rr_call_ctx *q;
+
+	pthread_mutex_lock(&c->lock);
+	q = c->rep_head;
+	c->rep_head = c->rep_tail = NULL;
+	pthread_mutex_unlock(&c->lock);
+	while (q) {
+		struct rr_call_ctx *next = q->rep_next;
+
+		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
+			  q->rep_arg);
+		q = next;
+	}
+	post_pending(c);
+}
+
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 {
 	struct rr_send_ctx *s;
@@ -620,28 +712,9 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	pthread_mutex_lock(&c->lock);
 	if (c->state != RR_CONN_CLOSING)
 		c->sq_avail += s->nwr;
-	/* Queued chains go out in order as room appears. */
-	while (c->state != RR_CONN_CLOSING && c->pend_head && c->sq_avail >= c->pend_head->nwr) {
-		struct rr_send_ctx *q = c->pend_head;
-		struct fab_send_wr *bad;
-
-		c->pend_head = q->next_pending;
-		if (!c->pend_head)
-			c->pend_tail = NULL;
-		c->sq_avail -= q->nwr;
-		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
-			/* Put it back; closing releases it. */
-			q->next_pending = c->pend_head;
-			c->pend_head = q;
-			if (!c->pend_tail)
-				c->pend_tail = q;
-			pthread_mutex_unlock(&c->lock);
-			rr_conn_close(c, "posting a Send failed");
-			pthread_mutex_lock(&c->lock);
-			break;
-		}
-	}
 	pthread_mutex_unlock(&c->lock);
+	/* Queued chains go out in order as room appears. */
+	post_pending(c);
 	send_ctx_release(s);
 }
 

@@ -20,6 +20,13 @@
 #define TAG_CM ((void *)1)
 #define TAG_KICK ((void *)2)
 
+static void (*log_sink)(const char *line);
+
+void rr_set_log_sink(void (*sink)(const char *line))
+{
+	log_sink = sink;
+}
+
 void rr_log(const char *fmt, ...)
 {
 	char line[512];
@@ -28,7 +35,10 @@ void rr_log(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "rpcrdma: %s\n", line);
+	if (log_sink)
+		log_sink(line);
+	else
+		fprintf(stderr, "rpcrdma: %s\n", line);
 }
 
 void rr_config_default(struct rr_config *cfg)
@@ -56,6 +66,11 @@ static int check_config(const struct rr_config *c)
 	    c->limits.max_segs > RR_PCL_MAX_SEGS)
 		return -EINVAL;
 	return 0;
+}
+
+bool rr_on_event_thread(const struct rr_server *srv)
+{
+	return !srv->started || pthread_equal(pthread_self(), srv->thread);
 }
 
 void rr_server_kick(struct rr_server *srv)
@@ -190,6 +205,8 @@ static void handle_kick(struct rr_server *srv)
 		rr_log("kick read: %s", strerror(errno));
 	/* Only this thread changes the list: no lock needed to walk it. */
 	for (c = srv->conns; c; c = c->next) {
+		/* Even when closing: queued Replies must release their calls. */
+		rr_send_run_deferred(c);
 		if (c->state == RR_CONN_CLOSING)
 			continue;
 		rr_recv_refill(c);
@@ -275,11 +292,15 @@ int rr_server_add_region(struct rr_server *srv, void *addr, size_t len)
 
 int rr_server_start(struct rr_server *srv)
 {
-	int ret = pthread_create(&srv->thread, NULL, event_thread, srv);
+	int ret;
 
-	if (ret)
-		return -ret;
+	/* started before the thread runs, so it knows itself at once */
 	srv->started = true;
+	ret = pthread_create(&srv->thread, NULL, event_thread, srv);
+	if (ret) {
+		srv->started = false;
+		return -ret;
+	}
 	return 0;
 }
 

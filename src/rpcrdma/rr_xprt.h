@@ -143,6 +143,9 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(registrations) X(payload_copies)       \
 	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(credit_grant)
 
+/* Where the engine's one-line event logs go (default: stderr). */
+void rr_set_log_sink(void (*sink)(const char *line));
+
 struct rr_stats {
 	uint64_t conns_accepted;
 	uint64_t conns_active;

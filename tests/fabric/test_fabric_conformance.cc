@@ -199,17 +199,23 @@ TEST_F(FabConf, RnrMovesBothQpsToError)
 	expect_wc(s_rcq, 3, FAB_WC_WR_FLUSH_ERR);
 }
 
-/* With rnr_retry_count 7 (retry forever) a Send waits for the receive instead. */
+/*
+ * With rnr_retry_count 7 (retry forever) a Send waits for the receive instead.
+ * As in IB CM, the count a side gives at connect/accept is the one its PEER
+ * uses: the accepting side's 7 lets the connecting side's Send wait.
+ */
 TEST_F(FabConf, RnrRetryWaitsForAReceive)
 {
 	Buf b, sb;
-	struct fab_conn_param cp = {};
+	struct fab_conn_param cp = {}, ap = {};
 
 	cp.responder_resources = 4;
 	cp.initiator_depth = 4;
-	cp.rnr_retry_count = 7;
+	ap.responder_resources = 4;
+	ap.initiator_depth = 4;
+	ap.rnr_retry_count = 7;
 	ASSERT_EQ(b.reg(pd, 4096, kAll), 0);
-	connect_pair([] {}, &cp);
+	connect_pair([] {}, &cp, &ap);
 	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	sb.fill(8);
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
@@ -224,11 +230,13 @@ TEST_F(FabConf, RnrRetryWaitsForAReceive)
 TEST_F(FabConf, DisconnectDuringRnrRetry)
 {
 	Buf sb;
-	struct fab_conn_param cp = {};
+	struct fab_conn_param cp = {}, ap = {};
 	struct fab_cm_event ev;
 
-	cp.rnr_retry_count = 7;
-	connect_pair([] {}, &cp);
+	ap.responder_resources = 4;
+	ap.initiator_depth = 4;
+	ap.rnr_retry_count = 7; /* the connecting side's Sends retry forever */
+	connect_pair([] {}, &cp, &ap);
 	ASSERT_EQ(sb.reg(fab_conn_pd(cc), 4096, kAll), 0);
 	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, sb, 0, 64, 1), 0);
 	usleep(30000);

@@ -106,6 +106,28 @@ void rpc_call_header(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_
 	opaque_auth(x, AUTH_NONE); /* verf */
 }
 
+void rpc_call_header_sys(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
+			 uint32_t uid, uint32_t gid, const std::string &machine)
+{
+	x.u32(xid);
+	x.u32(0); /* CALL */
+	x.u32(2); /* rpcvers */
+	x.u32(prog);
+	x.u32(vers);
+	x.u32(proc);
+	/* authsys_parms: stamp, machinename<255>, uid, gid, gids<16> */
+	Xdr body;
+	body.u32(0x5eed);
+	body.string(machine);
+	body.u32(uid);
+	body.u32(gid);
+	body.u32(0);
+	x.u32(AUTH_SYS);
+	x.opaque(body.buf);
+	x.u32(AUTH_NONE); /* verf */
+	x.u32(0);
+}
+
 void rpc_call_header_gss(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
 			 uint32_t gss_proc, uint32_t service)
 {

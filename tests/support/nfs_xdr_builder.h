@@ -73,6 +73,9 @@ enum : uint32_t {
 };
 void rpc_call_header(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
 		     uint32_t cred_flavor = AUTH_SYS);
+/* A Call with an AUTH_SYS credential naming @uid/@gid (RFC 5531 section 14). */
+void rpc_call_header_sys(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
+			 uint32_t uid, uint32_t gid, const std::string &machine);
 void rpc_call_header_gss(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
 			 uint32_t gss_proc, uint32_t service);
 void rpc_reply_accepted(Xdr &x, uint32_t xid, uint32_t verf_flavor = AUTH_NONE,

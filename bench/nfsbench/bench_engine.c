@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_engine.c - the transport engine alone, answering every RPC Call with
+ * an accepted, successful, empty Reply (what procedure 0 returns), for the
+ * credit and memory benches of bench/run.sh.
+ *
+ *   bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N]
+ *
+ * Prints "READY" when listening. On SIGUSR1 it writes one JSON line to
+ * stdout: the server's counters, the smallest and largest per-connection
+ * credit grant, its own VmRSS in KiB and its thread count. Exits on SIGTERM/SIGINT.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fabric/fab.h"
+#include "rpcrdma/rr_xprt.h"
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_sig(int sig)
+{
+	char c = sig == SIGUSR1 ? 's' : 'q';
+	ssize_t n = write(sig_pipe[1], &c, 1);
+
+	(void)n;
+}
+
+static void on_call(void *ctx, struct rr_call *call)
+{
+	uint8_t *r = malloc(24);
+	struct rr_reply_plan none = {.nspans = 0, .deliverable = true};
+	uint32_t w[6] = {0, htobe32(1), 0, 0, 0, 0};
+	struct iovec iov;
+
+	(void)ctx;
+	if (!r) {
+		rr_call_release(call);
+		return;
+	}
+	w[0] = htobe32(call->xid);
+	memcpy(r, w, sizeof(w));
+	iov.iov_base = r;
+	iov.iov_len = sizeof(w);
+	if (rr_reply(call, &iov, 1, &none, free, r))
+		fprintf(stderr, "bench_engine: rr_reply failed\n");
+}
+
+static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
+{
+	(void)ctx;
+	(void)conn;
+	(void)xid;
+}
+
+struct grants {
+	uint32_t min, max;
+	uint64_t n;
+};
+
+static void conn_grant(void *arg, struct rr_conn *conn, const struct rr_stats *st)
+{
+	struct grants *g = arg;
+
+	(void)conn;
+	if (st->credit_grant < g->min)
+		g->min = st->credit_grant;
+	if (st->credit_grant > g->max)
+		g->max = st->credit_grant;
+	g->n++;
+}
+
+/* A "Name: value" field of /proc/self/status (VmRSS in KiB, Threads). */
+static long proc_status(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t n = strlen(field);
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void print_stats(struct rr_server *srv)
+{
+	struct rr_stats st;
+	struct grants g = {UINT32_MAX, 0, 0};
+
+	rr_server_stats(srv, &st);
+	rr_server_foreach_conn(srv, conn_grant, &g);
+	printf("{");
+#define P(name) printf("\"" #name "\":%" PRIu64 ",", (uint64_t)st.name);
+	RR_STATS_FIELDS(P)
+#undef P
+	printf("\"conn_grant_min\":%u,\"conn_grant_max\":%u,\"conns\":%" PRIu64
+	       ",\"rss_kib\":%ld,\"threads\":%ld}\n",
+	       g.n ? g.min : 0, g.max, g.n, proc_status("VmRSS"), proc_status("Threads"));
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct rr_upper_ops ops = {.call = on_call, .reply_not_delivered = on_not_delivered};
+	struct fab_fabric *fab = NULL;
+	struct rr_server *srv = NULL;
+	struct rr_config cfg;
+	struct sigaction sa;
+	int rc;
+
+	if (argc < 2 || argc % 2)
+		goto usage;
+	rr_config_default(&cfg);
+	for (int i = 2; i < argc; i += 2) {
+		unsigned long long v = strtoull(argv[i + 1], NULL, 0);
+
+		if (!strcmp(argv[i], "--credits"))
+			cfg.credits = (uint32_t)v;
+		else if (!strcmp(argv[i], "--budget"))
+			cfg.recv_mem_budget = v;
+		else if (!strcmp(argv[i], "--max-conns"))
+			cfg.max_conns = (uint32_t)v;
+		else
+			goto usage;
+	}
+	if (pipe(sig_pipe))
+		return 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sig;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (fab_open(NULL, &fab)) {
+		fprintf(stderr, "bench_engine: fab_open: %s\n", fab_last_error());
+		return 1;
+	}
+	rc = rr_server_create(fab, argv[1], &cfg, &ops, NULL, &srv);
+	if (!rc)
+		rc = rr_server_start(srv);
+	if (rc) {
+		fprintf(stderr, "bench_engine: cannot serve %s: %d (%s)\n", argv[1], rc,
+			fab_last_error());
+		if (srv)
+			rr_server_destroy(srv);
+		fab_close(fab);
+		return 1;
+	}
+	printf("READY\n");
+	fflush(stdout);
+	for (;;) {
+		char c;
+		ssize_t n = read(sig_pipe[0], &c, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || c == 'q')
+			break;
+		print_stats(srv);
+	}
+	rr_server_destroy(srv);
+	fab_close(fab);
+	return 0;
+usage:
+	fprintf(stderr, "usage: bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N]\n");
+	return 2;
+}

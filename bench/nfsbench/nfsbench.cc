@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: MIT
+/*
+ * nfsbench.cc - drive NFSv3 operations at a server over RPC-over-RDMA (the
+ * independent requester of tests/support) or over TCP (RFC 5531 record
+ * marking), the same calls on both, for bench/run.sh.
+ *
+ *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT --export PATH]
+ *            --op null|getattr|read4k|write4k|read1m|write1m
+ *            [--qd N] [--count N | --secs S] [--warmup N] [--sync]
+ *   nfsbench --rdma FABADDR --idle N --hold S     open N idle connections
+ *
+ * With --mount it gets the export's root handle by MOUNT v3 over TCP, creates
+ * (UNCHECKED) the file "bench.dat" and fills 1 MiB of it; without --mount only
+ * "null" works (any RPC program answers procedure 0 - the engine bench server
+ * answers every call that way). READ offers one Write chunk for the data;
+ * WRITE moves the data in a Read chunk when the Call exceeds the inline size
+ * (as the Linux client does). Prints one JSON line: ops, seconds, ops/s, MB/s,
+ * and over RDMA the smallest credit grant seen in any reply and how many
+ * replies carried a zero grant or a protocol violation. With --sync it
+ * prints "WARM" after set-up and warm-up and waits for a line on stdin before
+ * the measured calls, and prints "END" after its JSON line and waits again
+ * before disconnecting (so a profiler can be zeroed and dumped around
+ * exactly the measured calls).
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/nfs_xdr_builder.h"
+#include "support/rr_requester.h"
+
+using nfsxdr::Bytes;
+using nfsxdr::Xdr;
+
+namespace {
+
+enum : uint32_t {
+	NFS_PROG = 100003,
+	MOUNT_PROG = 100005,
+	NFSPROC3_NULL = 0,
+	NFSPROC3_GETATTR = 1,
+	NFSPROC3_READ = 6,
+	NFSPROC3_WRITE = 7,
+	NFSPROC3_CREATE = 8,
+	MOUNTPROC3_MNT = 1,
+};
+
+double now()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+	    .count();
+}
+
+[[noreturn]] void die(const std::string &m)
+{
+	fprintf(stderr, "nfsbench: %s\n", m.c_str());
+	exit(1);
+}
+
+/* RPC Call header with AUTH_SYS uid 0 gid 0 (the export squashes nothing). */
+void call_header(Xdr &x, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	x.u32(xid);
+	x.u32(0);
+	x.u32(2);
+	x.u32(prog);
+	x.u32(vers);
+	x.u32(proc);
+	Xdr a;
+	a.u32(1);
+	a.string("nfsbench");
+	a.u32(0);
+	a.u32(0);
+	a.u32(0);
+	x.u32(1); /* AUTH_SYS */
+	x.opaque(a.buf);
+	x.u32(0);
+	x.u32(0);
+}
+
+/* Reads an RPC Reply; returns the offset of the results, or 0 when not SUCCESS. */
+struct Rd {
+	const uint8_t *p;
+	size_t n, off = 0;
+	bool bad = false;
+	uint32_t u32()
+	{
+		if (off + 4 > n) {
+			bad = true;
+			return 0;
+		}
+		uint32_t v = uint32_t(p[off]) << 24 | uint32_t(p[off + 1]) << 16 |
+			     uint32_t(p[off + 2]) << 8 | p[off + 3];
+		off += 4;
+		return v;
+	}
+	void skip(size_t k)
+	{
+		if (off + k > n)
+			bad = true;
+		else
+			off += k;
+	}
+	Bytes opaque()
+	{
+		uint32_t l = u32();
+		if (bad || off + l > n) {
+			bad = true;
+			return {};
+		}
+		Bytes b(p + off, p + off + l);
+		off += (l + 3) & ~3u;
+		return b;
+	}
+};
+
+bool reply_results(Rd &r)
+{
+	r.u32(); /* xid */
+	if (r.u32() != 1 || r.u32() != 0)
+		return false;
+	r.u32();
+	uint32_t vl = r.u32();
+	r.skip((vl + 3) & ~3u);
+	return r.u32() == 0 && !r.bad;
+}
+
+/* One call: the RPC message, and for RDMA which item may go in a Read chunk. */
+struct Op {
+	Bytes rpc;
+	bool has_item = false;
+	nfsxdr::Item item{};
+	uint32_t read_count = 0; /* READ: offer a Write chunk this long */
+	size_t payload = 0;      /* bytes of file data moved */
+};
+
+struct Spec {
+	std::string op;
+	Bytes fh;
+	uint32_t size = 0;
+	Bytes data;
+};
+
+Op build(const Spec &s, uint32_t xid, uint64_t seq)
+{
+	Op o;
+	Xdr x;
+	uint64_t span = s.size ? (1u << 20) / s.size : 1;
+	uint64_t off = s.size ? (seq % span) * s.size : 0;
+
+	if (s.op == "null") {
+		call_header(x, xid, NFS_PROG, 3, NFSPROC3_NULL);
+	} else if (s.op == "getattr") {
+		call_header(x, xid, NFS_PROG, 3, NFSPROC3_GETATTR);
+		x.opaque(s.fh);
+	} else if (s.op.rfind("read", 0) == 0) {
+		call_header(x, xid, NFS_PROG, 3, NFSPROC3_READ);
+		x.opaque(s.fh);
+		x.u64(off);
+		x.u32(s.size);
+		o.read_count = s.size;
+		o.payload = s.size;
+	} else {
+		call_header(x, xid, NFS_PROG, 3, NFSPROC3_WRITE);
+		x.opaque(s.fh);
+		x.u64(off);
+		x.u32(s.size);
+		x.u32(0); /* UNSTABLE */
+		o.item = x.item(s.data);
+		o.has_item = true;
+		o.payload = s.size;
+	}
+	o.rpc = std::move(x.buf);
+	return o;
+}
+
+/* ------------------------------------------------------------------ TCP */
+
+int tcp_connect(const std::string &hp)
+{
+	auto c = hp.rfind(':');
+	if (c == std::string::npos)
+		die("bad HOST:PORT " + hp);
+	sockaddr_in sa{};
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(uint16_t(atoi(hp.c_str() + c + 1)));
+	if (inet_pton(AF_INET, hp.substr(0, c).c_str(), &sa.sin_addr) != 1)
+		die("bad address " + hp);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (sockaddr *)&sa, sizeof(sa)))
+		die("connect " + hp + ": " + strerror(errno));
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* Pipelined record-marking client on one socket (nonblocking, poll). */
+class Tcp
+{
+      public:
+	explicit Tcp(const std::string &hp) : fd_(tcp_connect(hp))
+	{
+		fcntl(fd_, F_SETFL, O_NONBLOCK);
+	}
+	~Tcp()
+	{
+		close(fd_);
+	}
+	void send(const Bytes &rpc)
+	{
+		uint32_t mark = htonl(0x80000000u | uint32_t(rpc.size()));
+		size_t at = out_.size();
+		out_.resize(at + 4 + rpc.size());
+		memcpy(&out_[at], &mark, 4);
+		memcpy(&out_[at + 4], rpc.data(), rpc.size());
+		pending_++;
+	}
+	/* Run I/O until one complete reply is in @out. */
+	void recv(Bytes *out)
+	{
+		for (;;) {
+			if (take(out))
+				return;
+			pollfd p{fd_, short(POLLIN | (out_.size() > sent_ ? POLLOUT : 0)), 0};
+			if (poll(&p, 1, 10000) <= 0)
+				die("tcp: no reply in 10 s");
+			if (p.revents & POLLOUT) {
+				ssize_t k = ::send(fd_, out_.data() + sent_, out_.size() - sent_,
+						   MSG_NOSIGNAL);
+				if (k < 0 && errno != EAGAIN)
+					die(std::string("tcp send: ") + strerror(errno));
+				if (k > 0)
+					sent_ += size_t(k);
+				if (sent_ == out_.size()) {
+					out_.clear();
+					sent_ = 0;
+				} else if (sent_ > (4u << 20)) {
+					out_.erase(out_.begin(), out_.begin() + long(sent_));
+					sent_ = 0;
+				}
+			}
+			if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+				size_t at = in_.size();
+				in_.resize(at + (1u << 20));
+				ssize_t k = ::recv(fd_, in_.data() + at, 1u << 20, 0);
+				in_.resize(at + (k > 0 ? size_t(k) : 0));
+				if (k == 0)
+					die("tcp: server closed the connection");
+				if (k < 0 && errno != EAGAIN)
+					die(std::string("tcp recv: ") + strerror(errno));
+			}
+		}
+	}
+	unsigned pending() const
+	{
+		return pending_;
+	}
+
+      private:
+	bool take(Bytes *out)
+	{
+		size_t at = 0;
+		out->clear();
+		for (;;) {
+			if (in_.size() - at < 4)
+				return false;
+			uint32_t m;
+			memcpy(&m, &in_[at], 4);
+			m = ntohl(m);
+			size_t l = m & 0x7fffffffu;
+			if (in_.size() - at - 4 < l)
+				return false;
+			out->insert(out->end(), in_.begin() + long(at + 4),
+				    in_.begin() + long(at + 4 + l));
+			at += 4 + l;
+			if (m & 0x80000000u)
+				break;
+		}
+		in_.erase(in_.begin(), in_.begin() + long(at));
+		pending_--;
+		return true;
+	}
+	int fd_;
+	Bytes out_, in_;
+	size_t sent_ = 0;
+	unsigned pending_ = 0;
+};
+
+Bytes tcp_call(const std::string &hp, const Bytes &rpc)
+{
+	Tcp t(hp);
+	Bytes r;
+	t.send(rpc);
+	t.recv(&r);
+	return r;
+}
+
+/* ------------------------------------------------------------------ RDMA */
+
+struct Stats {
+	uint64_t ops = 0, errors = 0, zero = 0, viol = 0;
+	uint32_t min_credit = UINT32_MAX, max_credit = 0;
+	std::string first_err;
+};
+
+class Client
+{
+      public:
+	virtual ~Client() = default;
+	virtual void post(const Op &op, uint32_t xid) = 0;
+	/* Completes the oldest call; fills @rpc with the RPC Reply. */
+	virtual void complete(Bytes *rpc, Stats *st) = 0;
+	virtual unsigned room() = 0;
+};
+
+class TcpClient : public Client
+{
+      public:
+	explicit TcpClient(const std::string &hp) : t_(hp)
+	{
+	}
+	void post(const Op &op, uint32_t) override
+	{
+		t_.send(op.rpc);
+	}
+	void complete(Bytes *rpc, Stats *) override
+	{
+		t_.recv(rpc);
+	}
+	unsigned room() override
+	{
+		return 1u << 30;
+	}
+
+      private:
+	Tcp t_;
+};
+
+class RdmaClient : public Client
+{
+      public:
+	explicit RdmaClient(const std::string &addr, std::string *why = nullptr)
+	{
+		rrtest::RequesterOptions o;
+		o.addr = addr;
+		std::string err;
+		r_ = rrtest::Requester::connect(o, &err);
+		if (!r_ && why)
+			*why = err;
+		else if (!r_)
+			die("rdma connect " + addr + ": " + err);
+	}
+	bool ok() const
+	{
+		return r_ != nullptr;
+	}
+	void post(const Op &op, uint32_t) override
+	{
+		rrtest::CallSpec spec;
+		if (op.read_count)
+			spec.writes.push_back(rrtest::WriteChunkSpec{{op.read_count}, false});
+		if (op.has_item && op.rpc.size() + 64 > r_->inline_send()) {
+			spec.mode = rrtest::CallSpec::READ;
+			spec.reads.push_back({size_t(op.item.position), op.item.length});
+		}
+		int64_t x = r_->post(op.rpc, spec);
+		if (x < 0)
+			die("rdma post: " + std::to_string(x) + " " + r_->last_error());
+		q_.push_back(uint32_t(x));
+	}
+	void complete(Bytes *rpc, Stats *st) override
+	{
+		rrtest::Reply rep;
+		uint32_t xid = q_.front();
+		q_.pop_front();
+		if (!r_->wait(xid, &rep, 10000))
+			die("rdma: no reply in 10 s: " + r_->last_error());
+		if (rep.credits == 0)
+			st->zero++;
+		st->min_credit = std::min(st->min_credit, rep.credits);
+		st->max_credit = std::max(st->max_credit, rep.credits);
+		if (!rep.ok()) {
+			if (!st->viol)
+				st->first_err = rep.describe();
+			st->viol++;
+		}
+		*rpc = std::move(rep.rpc);
+	}
+	unsigned room() override
+	{
+		unsigned g = r_->grant();
+		return g > q_.size() ? g - unsigned(q_.size()) : 0;
+	}
+	rrtest::Requester *req()
+	{
+		return r_.get();
+	}
+      private:
+	std::unique_ptr<rrtest::Requester> r_;
+	std::deque<uint32_t> q_;
+};
+
+/* ------------------------------------------------------------------ setup */
+
+Bytes mount_root(const std::string &hp, const std::string &path)
+{
+	Xdr x;
+	call_header(x, 0x4d4e5400, MOUNT_PROG, 3, MOUNTPROC3_MNT);
+	x.string(path);
+	Bytes r = tcp_call(hp, x.buf);
+	Rd d{r.data(), r.size()};
+	if (!reply_results(d) || d.u32() != 0)
+		die("MOUNT " + path + " failed");
+	Bytes fh = d.opaque();
+	if (d.bad || fh.empty())
+		die("MOUNT: bad reply");
+	return fh;
+}
+
+/* One synchronous call through @c; returns the RPC reply. */
+Bytes sync_call(Client &c, const Op &o, uint32_t xid)
+{
+	Stats st;
+	Bytes r;
+	c.post(o, xid);
+	c.complete(&r, &st);
+	return r;
+}
+
+Bytes create_file(Client &c, const Bytes &dir, uint32_t xid)
+{
+	Xdr x;
+	call_header(x, xid, NFS_PROG, 3, NFSPROC3_CREATE);
+	x.opaque(dir);
+	x.string("bench.dat");
+	x.u32(0);       /* UNCHECKED */
+	x.u32(1);       /* set mode */
+	x.u32(0644);
+	for (int i = 0; i < 5; i++)
+		x.u32(0); /* uid gid size atime mtime: don't set */
+	Op o;
+	o.rpc = x.buf;
+	Bytes r = sync_call(c, o, xid);
+	Rd d{r.data(), r.size()};
+	if (!reply_results(d))
+		die("CREATE: RPC failed");
+	uint32_t st = d.u32();
+	if (st != 0)
+		die("CREATE: NFS status " + std::to_string(st));
+	if (!d.u32())
+		die("CREATE: no handle returned");
+	Bytes fh = d.opaque();
+	if (d.bad)
+		die("CREATE: bad reply");
+	return fh;
+}
+
+struct Opts {
+	std::string rdma, tcp, mount, exp = "/mem", op = "null";
+	unsigned qd = 1, idle = 0;
+	uint64_t count = 0, warmup = 0;
+	double secs = 0, hold = 0;
+	bool sync = false;
+};
+
+/* --sync: tell the driver on stdout, wait for a line on stdin. */
+void sync_point(const Opts &o, const char *what)
+{
+	if (!o.sync)
+		return;
+	printf("%s\n", what);
+	fflush(stdout);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin))
+		return;
+}
+
+void usage()
+{
+	fprintf(stderr,
+		"usage: nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT]"
+		" [--export PATH] --op null|getattr|read4k|write4k|read1m|write1m [--qd N]"
+		" [--count N | --secs S] [--warmup N] [--sync]\n"
+		"       nfsbench --rdma FABADDR --idle N --hold SECONDS\n");
+	exit(2);
+}
+
+int idle_conns(const Opts &o)
+{
+	std::vector<std::unique_ptr<RdmaClient>> v;
+	Stats st;
+	unsigned refused = 0;
+	std::string why;
+	for (unsigned i = 0; i < o.idle; i++) {
+		std::unique_ptr<RdmaClient> c(new RdmaClient(o.rdma, &why));
+		if (!c->ok()) {
+			refused++; /* e.g. the receive-memory budget is spent */
+			continue;
+		}
+		v.push_back(std::move(c));
+		uint32_t xid = v.back()->req()->next_xid();
+		v.back()->post(build(Spec{"null", {}, 0, {}}, xid, 0), xid);
+		Bytes r;
+		v.back()->complete(&r, &st);
+	}
+	printf("{\"idle_conns\":%u,\"connected\":%zu,\"refused\":%u,\"min_credit\":%u,"
+	       "\"max_credit\":%u,\"zero_grants\":%llu,\"refusal\":\"%s\"}\n",
+	       o.idle, v.size(), refused, st.min_credit == UINT32_MAX ? 0 : st.min_credit,
+	       st.max_credit, (unsigned long long)st.zero, refused ? why.substr(0, 80).c_str() : "");
+	fflush(stdout);
+	/* Keep every connection serviced while held. */
+	double end = now() + o.hold;
+	while (now() < end) {
+		for (auto &c : v)
+			c->req()->progress(0);
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Opts o;
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		auto val = [&]() -> std::string {
+			if (i + 1 >= argc)
+				usage();
+			return argv[++i];
+		};
+		if (a == "--rdma")
+			o.rdma = val();
+		else if (a == "--tcp")
+			o.tcp = val();
+		else if (a == "--mount")
+			o.mount = val();
+		else if (a == "--export")
+			o.exp = val();
+		else if (a == "--op")
+			o.op = val();
+		else if (a == "--qd")
+			o.qd = unsigned(std::stoul(val()));
+		else if (a == "--count")
+			o.count = std::stoull(val());
+		else if (a == "--secs")
+			o.secs = std::stod(val());
+		else if (a == "--warmup")
+			o.warmup = std::stoull(val());
+		else if (a == "--idle")
+			o.idle = unsigned(std::stoul(val()));
+		else if (a == "--hold")
+			o.hold = std::stod(val());
+		else if (a == "--sync")
+			o.sync = true;
+		else
+			usage();
+	}
+	if (o.rdma.empty() == o.tcp.empty() || o.qd < 1)
+		usage();
+	if (o.idle)
+		return idle_conns(o);
+	if (!o.count && o.secs <= 0)
+		o.count = 1000;
+
+	std::unique_ptr<Client> c;
+	if (!o.rdma.empty())
+		c.reset(new RdmaClient(o.rdma));
+	else
+		c.reset(new TcpClient(o.tcp));
+	uint32_t xid = 0x20000000u ^ uint32_t(getpid() << 8);
+	auto next = [&]() {
+		if (!o.rdma.empty())
+			return static_cast<RdmaClient *>(c.get())->req()->next_xid();
+		return xid++;
+	};
+
+	Spec s;
+	s.op = o.op;
+	if (o.op == "read4k" || o.op == "write4k")
+		s.size = 4096;
+	else if (o.op == "read1m" || o.op == "write1m")
+		s.size = 1u << 20;
+	else if (o.op != "null" && o.op != "getattr")
+		usage();
+	if (o.op != "null") {
+		if (o.mount.empty())
+			die("--op " + o.op + " needs --mount");
+		Bytes root = mount_root(o.mount, o.exp);
+		s.fh = create_file(*c, root, next());
+		/* Fill the first MiB so READs return data. */
+		Spec w{"write1m", s.fh, 1u << 20, nfsxdr::pattern(1u << 20, 7)};
+		uint32_t x = next();
+		Bytes r = sync_call(*c, build(w, x, 0), x);
+		Rd d{r.data(), r.size()};
+		if (!reply_results(d) || d.u32() != 0)
+			die("WRITE (fill) failed");
+	}
+	if (s.size && o.op[0] == 'w')
+		s.data = nfsxdr::pattern(s.size, 1);
+
+	Stats st;
+	uint64_t seq = 0, done = 0, bytes = 0;
+	auto issue = [&](void) {
+		uint32_t x = next();
+		Op op = build(s, x, seq++);
+		c->post(op, x);
+	};
+	auto reap = [&](void) {
+		Bytes r;
+		c->complete(&r, &st);
+		Rd d{r.data(), r.size()};
+		if (!reply_results(d) || (o.op != "null" && d.u32() != 0)) {
+			if (!st.errors)
+				st.first_err = "RPC or NFS error in reply";
+			st.errors++;
+		}
+		done++;
+	};
+	unsigned inflight = 0;
+	/* Warm-up: run @warmup ops at the same depth first (registration caches,
+	 * pools, grants), not timed. */
+	for (uint64_t i = 0; i < o.warmup; i++) {
+		issue();
+		reap();
+	}
+	done = 0;
+	sync_point(o, "WARM");
+	double t0 = now(), end = o.secs > 0 ? t0 + o.secs : 0;
+	uint64_t target = o.count;
+	for (;;) {
+		bool more = end ? now() < end : seq - o.warmup < target;
+		while (more && inflight < o.qd && c->room() > 0) {
+			issue();
+			inflight++;
+			more = end ? true : seq - o.warmup < target;
+		}
+		if (!inflight)
+			break;
+		reap();
+		inflight--;
+		bytes += s.size;
+	}
+	double dt = now() - t0;
+	printf("{\"transport\":\"%s\",\"op\":\"%s\",\"qd\":%u,\"ops\":%llu,\"secs\":%.4f,"
+	       "\"ops_per_s\":%.1f,\"MBps\":%.2f,\"errors\":%llu,\"min_credit\":%u,"
+	       "\"max_credit\":%u,\"zero_grants\":%llu,\"violations\":%llu,\"first_err\":\"%s\"}\n",
+	       o.rdma.empty() ? "tcp" : "rdma", o.op.c_str(), o.qd, (unsigned long long)done, dt,
+	       done / dt, bytes / dt / 1e6, (unsigned long long)st.errors,
+	       st.min_credit == UINT32_MAX ? 0 : st.min_credit, st.max_credit,
+	       (unsigned long long)st.zero, (unsigned long long)st.viol, st.first_err.c_str());
+	fflush(stdout);
+	sync_point(o, "END");
+	return st.errors || st.zero || st.viol ? 1 : 0;
+}

@@ -1,0 +1,316 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# bench/run.sh [--quick|--full] - the rpcrdma benchmarks; writes bench/RESULTS.md.
+#
+#   A  server instructions per operation (callgrind, deterministic), by layer,
+#      RPC-over-RDMA on the soft fabric beside ganesha's own TCP transport
+#   B  throughput: 1 MiB READ/WRITE MB/s, 4 KiB READ/WRITE ops/s at queue
+#      depths 1/16/64, RDMA (soft) and TCP interleaved, median of 3
+#   C  registrations and payload copies per I/O from the plugin's counters
+#   D  forward-channel credits 1..128 at queue depth 64 (engine alone)
+#   E  idle connections 1/100/1000: registered receive memory and RSS per
+#      connection, without and with a receive-memory budget
+#
+# Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha 4.3
+# with FSAL MEM. Builds what it needs in $RPCRDMA_BUILD (default build/).
+# Quick mode (CI) takes about two minutes; full mode a few. Every figure is a
+# median or a ratio measured in the same run; nothing here asserts a time.
+# Exit status: non-zero when a run failed (an error reply, a zero credit
+# grant, a protocol violation, a stall), never because of a figure.
+set -u
+MODE=quick
+case "${1:-}" in
+--quick | "") MODE=quick ;;
+--full) MODE=full ;;
+*) echo "usage: bench/run.sh [--quick|--full]" >&2; exit 2 ;;
+esac
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${RPCRDMA_BUILD:-$ROOT/build}
+case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
+OUT=$ROOT/bench/RESULTS.md
+W=$(mktemp -d /tmp/rpcrdma-bench.XXXXXX)
+T0=$(date +%s)
+NB=$B/bench/nfsbench/nfsbench
+ENG=$B/bench/nfsbench/bench_engine
+FABB=$B/bench/fabric/fab_bench
+PLUGIN=$B/src/plugin/librpcrdma_ganesha.so
+CGS=$ROOT/bench/tools/cgsplit.py
+FAIL=0
+
+if [ "$MODE" = quick ]; then
+	N_SMALL=100 N_BIG=10 SECS=0.3 ROUNDS=3 FABSECS=0.2 CONNS="1 100 1000" HOLD=30
+else
+	N_SMALL=400 N_BIG=40 SECS=1.5 ROUNDS=3 FABSECS=1 CONNS="1 100 1000" HOLD=60
+fi
+
+log() { echo "[$(($(date +%s) - T0))s] $*" >&2; }
+die() { log "FAILED: $*"; FAIL=1; }
+
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	sleep 0.5
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+
+# --- build -------------------------------------------------------------------
+if [ ! -x "$NB" ] || [ ! -x "$ENG" ] || [ ! -f "$PLUGIN" ] || [ ! -x "$FABB" ]; then
+	log "building in $B"
+	cmake -S "$ROOT" -B "$B" -DRPCRDMA_TESTS=OFF >"$W/cmake.log" 2>&1 &&
+		make -C "$B" -j"$(nproc)" nfsbench bench_engine fab_bench rpcrdma_ganesha \
+			>"$W/make.log" 2>&1 || { cat "$W/make.log" >&2; exit 1; }
+fi
+ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null || true
+if ! pgrep -x rpcbind >/dev/null; then mkdir -p /run/rpcbind; rpcbind -w 2>/dev/null || true; fi
+
+# Ports unlikely to collide with another bench or ganesha on this machine.
+BASE=$((20000 + (RANDOM % 2000) * 10))
+
+# gconf DIR PORTBASE CREDITS: a ganesha.conf serving FSAL MEM on NFS/TCP and
+# NFS/RDMA (soft fabric on a unix socket) with the stats socket in DIR.
+gconf() {
+	cat >"$1/ganesha.conf" <<EOF
+NFS_CORE_PARAM {
+	NFS_Port = $2; MNT_Port = $(($2 + 1)); NLM_Port = $(($2 + 2)); Rquota_Port = $(($2 + 3));
+	Protocols = 3, 4; Enable_NLM = false; Enable_RQUOTA = false;
+}
+NFSV4 { Grace_Period = 10; Lease_Lifetime = 10; Graceless = true; }
+EXPORT {
+	Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW; Squash = No_Root_Squash;
+	FSAL { Name = MEM; }
+}
+RDMA {
+	Enable = true; Fabric = soft; Soft_Socket = $1/rdma.sock; Credits = $3;
+	Stats_Socket = $1/stats.sock;
+}
+LOG { Default_Log_Level = EVENT; }
+EOF
+}
+
+# start_ganesha DIR PORT [valgrind args...]; sets GPID.
+start_ganesha() {
+	local d=$1 port=$2
+	shift 2
+	mkdir -p "$d"
+	gconf "$d" "$port" 64
+	LD_PRELOAD=$PLUGIN "$@" ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" \
+		-p "$d/pid" >"$d/stdout.log" 2>&1 &
+	GPID=$!
+	PIDS+=("$GPID")
+	for _ in $(seq 240); do
+		if [ -S "$d/rdma.sock" ] && "$NB" --tcp 127.0.0.1:"$port" --op null --count 1 \
+			>/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$GPID" 2>/dev/null || break
+		sleep 0.5
+	done
+	log "ganesha did not start; see $d"
+	tail -5 "$d/ganesha.log" "$d/stdout.log" >&2
+	return 1
+}
+stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
+
+# cpu_ticks PID: user + system clock ticks of the process, its exited threads included.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+stats_json() { # stats_json SOCKET -> the plugin's JSON on stdout
+	python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    d += b
+sys.stdout.write(d.decode())' "$1"
+}
+
+# nb NAME ARGS...: run nfsbench, keep its JSON line in $W/NAME.json, flag failures.
+nb() {
+	local name=$1
+	shift
+	if ! timeout 120 "$NB" "$@" >"$W/$name.json" 2>"$W/$name.err"; then
+		die "nfsbench $* -> $(tail -c 300 "$W/$name.err") $(cat "$W/$name.json")"
+	fi
+	cat "$W/$name.json" >>"$W/all.jsonl"
+}
+
+OPS="null getattr read4k write4k read1m write1m"
+count_for() { case $1 in *1m) echo "$N_BIG" ;; *) echo "$N_SMALL" ;; esac; }
+
+# --- A: callgrind -------------------------------------------------------------
+HAVE_GANESHA=1
+command -v ganesha.nfsd >/dev/null || { HAVE_GANESHA=0; log "no ganesha.nfsd: A, B (NFS) and C skipped"; }
+HAVE_CG=1
+command -v callgrind_control >/dev/null || { HAVE_CG=0; log "no valgrind: A skipped"; }
+echo "{\"ganesha\":$HAVE_GANESHA,\"callgrind\":$HAVE_CG}" >"$W/have.json"
+
+log "A: ganesha under callgrind"
+CG=$W/cg
+PA=$BASE
+if [ $HAVE_GANESHA = 0 ] || [ $HAVE_CG = 0 ]; then
+	log "A: skipped"
+elif start_ganesha "$CG" "$PA" valgrind --tool=callgrind --callgrind-out-file="$CG/cg.out"; then
+	cgp=$GPID
+	dumpn=0
+	# cg_mark NAME: dump the counters since the last zero into $CG/NAME.cg
+	cg_dump() {
+		callgrind_control -d "$cgp" >/dev/null 2>&1
+		dumpn=$((dumpn + 1))
+		for _ in $(seq 100); do [ -s "$CG/cg.out.$dumpn" ] && break; sleep 0.1; done
+		sleep 0.2
+		mv "$CG/cg.out.$dumpn" "$CG/$1.cg"
+	}
+	for op in $OPS; do
+		n=$(count_for "$op")
+		for tr in rdma tcp; do
+			if [ $tr = rdma ]; then addr=(--rdma "unix:$CG/rdma.sock"); else addr=(--tcp 127.0.0.1:$PA); fi
+			# One connection: set-up and warm-up, then the counters are zeroed,
+			# N calls run, and the counters are dumped before it disconnects.
+			name=$tr-$op
+			rm -f "$W/$name.fifo"
+			mkfifo "$W/$name.fifo"
+			timeout 300 "$NB" "${addr[@]}" --mount 127.0.0.1:$((PA + 1)) --op "$op" \
+				--count "$n" --qd 1 --warmup "$((n / 4 + 2))" --sync \
+				<"$W/$name.fifo" >"$W/cg-$name.out" 2>"$W/cg-$name.err" &
+			np=$!
+			exec 7>"$W/$name.fifo"
+			for _ in $(seq 600); do
+				grep -q WARM "$W/cg-$name.out" && break
+				kill -0 $np 2>/dev/null || break
+				sleep 0.1
+			done
+			callgrind_control -z "$cgp" >/dev/null 2>&1
+			t=$(date +%s.%N)
+			echo go >&7
+			for _ in $(seq 1200); do
+				grep -q END "$W/cg-$name.out" && break
+				kill -0 $np 2>/dev/null || break
+				sleep 0.05
+			done
+			cg_dump "$name"
+			echo "{\"name\":\"$name\",\"tr\":\"$tr\",\"op\":\"$op\",\"n\":$n,\"secs\":$(since "$t")}" >>"$W/cgruns.jsonl"
+			echo bye >&7
+			exec 7>&-
+			wait $np || die "nfsbench (callgrind) $tr $op: $(tail -c 300 "$W/cg-$name.err")"
+			grep '^{' "$W/cg-$name.out" >"$W/cg-$name.json"
+		done
+		log "A: $op done"
+	done
+	# Idle ganesha (no client), after the runs: reported beside the per-op
+	# figures, not subtracted (it is lumpy: timers, reapers).
+	callgrind_control -z "$cgp" >/dev/null 2>&1
+	t=$(date +%s.%N)
+	sleep 3
+	cg_dump idle
+	echo "{\"name\":\"idle\",\"secs\":$(since "$t")}" >>"$W/cgruns.jsonl"
+	python3 "$CGS" "$CG"/*.cg >"$W/cgsplit.jsonl" || die "cgsplit"
+	stop_pid "$cgp"
+else
+	die "ganesha under callgrind"
+fi
+
+# --- B + C: native ganesha -----------------------------------------------------
+log "B: throughput (native ganesha, FSAL MEM)"
+G=$W/native
+PB=$((BASE + 5))
+if [ $HAVE_GANESHA = 0 ]; then
+	log "B, C: skipped"
+elif start_ganesha "$G" "$PB"; then
+	gp=$GPID
+	for r in $(seq "$ROUNDS"); do
+		for op in read1m write1m read4k write4k; do
+			for qd in 1 16 64; do
+				if [ $((r % 2)) = 1 ]; then order="rdma tcp"; else order="tcp rdma"; fi
+				for tr in $order; do
+					if [ $tr = rdma ]; then addr=(--rdma "unix:$G/rdma.sock"); else addr=(--tcp 127.0.0.1:$PB); fi
+					c0=$(cpu_ticks "$gp")
+					nb "tp-$tr-$op-$qd-$r" "${addr[@]}" --mount 127.0.0.1:$((PB + 1)) \
+						--op "$op" --qd "$qd" --secs "$SECS" --warmup 8
+					echo "{\"ticks\":$(($(cpu_ticks "$gp") - c0)),\"hz\":$(getconf CLK_TCK)}" \
+						>"$W/tp-$tr-$op-$qd-$r.cpu"
+				done
+			done
+		done
+		log "B: round $r done"
+	done
+	log "C: counters per I/O"
+	for op in read4k write4k read1m write1m; do
+		n=$(count_for "$op")
+		for k in 1 2; do
+			stats_json "$G/stats.sock" >"$W/ctr-$op-$k-before.json"
+			nb "ctr-$op-$k" --rdma "unix:$G/rdma.sock" --mount 127.0.0.1:$((PB + 1)) \
+				--op "$op" --qd 16 --count $((n * k))
+			stats_json "$G/stats.sock" >"$W/ctr-$op-$k-after.json"
+		done
+	done
+	stop_pid "$gp"
+else
+	die "native ganesha"
+fi
+log "B: fab_bench"
+"$FABB" -s "$FABSECS" >"$W/fab_bench.txt" 2>&1 || die "fab_bench"
+
+# --- D: credits ----------------------------------------------------------------
+log "D: credits"
+for r in $(seq "$ROUNDS"); do
+	for g in 1 4 16 64 128; do
+		sock=$W/eng-$g-$r.sock
+		"$ENG" "unix:$sock" --credits "$g" >"$W/eng-$g-$r.out" 2>&1 &
+		ep=$!
+		PIDS+=("$ep")
+		for _ in $(seq 50); do grep -q READY "$W/eng-$g-$r.out" && break; sleep 0.1; done
+		nb "cr-$g-$r" --rdma "unix:$sock" --op null --qd 64 --secs "$SECS" --warmup 64
+		stop_pid "$ep"
+	done
+done
+
+# --- E: idle connections --------------------------------------------------------
+log "E: idle connections"
+# eng_snapshot PID FILE OUTPUT: SIGUSR1 makes bench_engine print one JSON line.
+eng_snapshot() {
+	local before
+	before=$(grep -c '^{' "$3" 2>/dev/null)
+	kill -USR1 "$1"
+	for _ in $(seq 50); do
+		[ "$(grep -c '^{' "$3")" -gt "$before" ] && break
+		sleep 0.1
+	done
+	grep '^{' "$3" | tail -1 >"$2"
+}
+for budget in 0 $((32 << 20)); do
+	for n in $CONNS; do
+		tag=idle-$budget-$n
+		sock=$W/$tag.sock
+		"$ENG" "unix:$sock" --budget "$budget" --max-conns 4096 >"$W/$tag.out" 2>&1 &
+		ep=$!
+		PIDS+=("$ep")
+		for _ in $(seq 50); do grep -q READY "$W/$tag.out" && break; sleep 0.1; done
+		eng_snapshot "$ep" "$W/$tag-0.json" "$W/$tag.out"
+		timeout $((HOLD + 60)) "$NB" --rdma "unix:$sock" --idle "$n" --hold "$HOLD" \
+			>"$W/$tag.cli" 2>"$W/$tag.clierr" &
+		cp=$!
+		for _ in $(seq $((HOLD * 10))); do
+			grep -q idle_conns "$W/$tag.cli" && break
+			kill -0 "$cp" 2>/dev/null || break
+			sleep 0.1
+		done
+		sleep 0.5
+		eng_snapshot "$ep" "$W/$tag-n.json" "$W/$tag.out"
+		grep -q idle_conns "$W/$tag.cli" || echo "{\"error\":\"$(tail -c 200 "$W/$tag.clierr" | tr -d '"\n')\"}" >"$W/$tag.cli"
+		kill "$cp" 2>/dev/null
+		wait "$cp" 2>/dev/null
+		stop_pid "$ep"
+		log "E: budget $budget, $n connections"
+	done
+done
+
+# --- report --------------------------------------------------------------------
+log "writing $OUT"
+python3 "$ROOT/bench/tools/report.py" "$W" "$MODE" "bench/run.sh --$MODE" \
+	"$(($(date +%s) - T0))" >"$OUT" || die "report"
+log "done in $(($(date +%s) - T0)) s; raw data in $W"
+exit $FAIL

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""cgsplit.py - split a callgrind dump's instruction count (Ir) by layer.
+
+    cgsplit.py DUMP [DUMP...]   -> one JSON object per dump on stdout
+
+Every function is given a layer from its object file, its source file (our
+libraries are built with -g) and its name:
+
+  fabric   src/fabric/, fab_*, soft_*, vb_*
+  rpcrdma  src/rpcrdma/, rr_*
+  ulb      src/ulb/, ulb_*
+  plugin   src/plugin/, rrp_*
+  ntirpc   libntirpc (Debian ships it stripped: static functions are
+           addresses, so its TCP path cannot be told from its XDR/auth/
+           dispatch code by name)
+  ganesha  ganesha.nfsd, libganesha_nfsd, FSALs (/usr/lib/ganesha)
+  (none)   libc, ld.so, libstdc++, liburcu, vdso, other libraries
+
+A layered function is charged its own instructions plus the inclusive cost
+of every call it makes into unlayered code (memcpy, malloc, locks, syscall
+wrappers); "other" is whatever remains of the dump's total (thread start-up,
+libc code not reached from a layered function). Kernel work is not counted
+by callgrind at all.
+"""
+import json
+import re
+import sys
+
+LAYERED = ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha")
+
+
+def layer_of(ob, fl, name):
+    base = name.split("'")[0]
+    for d, l in (("/src/fabric/", "fabric"), ("/src/rpcrdma/", "rpcrdma"),
+                 ("/src/ulb/", "ulb"), ("/src/plugin/", "plugin")):
+        if d in fl:
+            return l
+    for p, l in (("fab_", "fabric"), ("soft_", "fabric"), ("vb_", "fabric"),
+                 ("rr_", "rpcrdma"), ("ulb_", "ulb"), ("rrp_", "plugin")):
+        if base.startswith(p) and "rpcrdma" in ob:
+            return l
+    if "libntirpc" in ob:
+        return "ntirpc"
+    if "ganesha" in ob and "rpcrdma" not in ob:
+        return "ganesha"
+    if "rpcrdma" in ob:
+        return "plugin"
+    return None
+
+
+def parse(path):
+    names = {"ob": {}, "fl": {}, "fn": {}}
+    kind = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl",
+            "cfl": "fl", "fn": "fn", "cfn": "fn"}
+    ref = re.compile(r"^\((\d+)\)(?: (.*))?$")
+
+    def name(k, v):
+        m = ref.match(v)
+        if not m:
+            return v
+        if m.group(2) is not None:
+            names[kind[k]][m.group(1)] = m.group(2)
+            return m.group(2)
+        return names[kind[k]].get(m.group(1), v)
+
+    fninfo = {}     # fn name -> (ob, fl)
+    self_cost = {}  # fn -> Ir
+    calls = []      # (caller fn, callee fn, callee ob, inclusive Ir)
+    total = 0
+    ob = fl = fn = ""
+    cob = cfn = None
+    pending_call = False
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            c0 = line[0]
+            if c0.isdigit() or c0 in "+-*":
+                parts = line.split()
+                ir = int(parts[1]) if len(parts) > 1 else 0
+                if pending_call:
+                    calls.append((fn, cfn, cob if cob is not None else ob, ir))
+                    pending_call = False
+                    cob = cfn = None
+                else:
+                    self_cost[fn] = self_cost.get(fn, 0) + ir
+                continue
+            if line.startswith(("totals:", "summary:")):
+                total = max(total, int(line.split()[1]))
+                continue
+            if "=" not in line:
+                continue
+            k, v = line.split("=", 1)
+            if k == "ob":
+                ob = name(k, v)
+            elif k == "fl":
+                fl = name(k, v)
+            elif k in ("fi", "fe", "cfi", "cfl"):
+                name(k, v)
+            elif k == "fn":
+                fn = name(k, v)
+                fninfo.setdefault(fn, (ob, fl))
+            elif k == "cob":
+                cob = name(k, v)
+            elif k == "cfn":
+                cfn = name(k, v)
+            elif k == "calls":
+                pending_call = True
+    lay = {fn: layer_of(o, f_, fn) for fn, (o, f_) in fninfo.items()}
+    per_fn = {}
+    for fn, ir in self_cost.items():
+        if lay.get(fn):
+            per_fn[fn] = per_fn.get(fn, 0) + ir
+    for caller, callee, cob_, ir in calls:
+        if not lay.get(caller):
+            continue
+        cl = lay.get(callee)
+        if cl is None and callee not in lay:
+            cl = layer_of(cob_, "", callee)
+        if cl is None:
+            per_fn[caller] = per_fn.get(caller, 0) + ir
+    layers = {l: 0 for l in LAYERED}
+    for fn, ir in per_fn.items():
+        layers[lay[fn]] += ir
+    layers["other"] = total - sum(layers[l] for l in LAYERED)
+    top = {}
+    for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
+        fns = sorted(((ir, fn) for fn, ir in per_fn.items() if lay[fn] == l), reverse=True)
+        top[l] = [[fn, ir] for ir, fn in fns[:40]]
+    return {"file": path, "total": total, "layers": layers, "top": top}
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        print(json.dumps(parse(p)))

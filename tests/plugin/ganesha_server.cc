@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ganesha_server.cc - see ganesha_server.h.
+ */
+#include "plugin/ganesha_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#ifndef RR_PLUGIN_SO
+#define RR_PLUGIN_SO ""
+#endif
+#ifndef RR_GANESHA_NFSD
+#define RR_GANESHA_NFSD "/usr/bin/ganesha.nfsd"
+#endif
+
+namespace rrplug
+{
+
+static std::string env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : dflt;
+}
+
+std::string GaneshaServer::plugin_path()
+{
+	return env_or("RPCRDMA_PLUGIN_SO", RR_PLUGIN_SO);
+}
+
+std::string GaneshaServer::ganesha_path()
+{
+	return env_or("GANESHA_NFSD", RR_GANESHA_NFSD);
+}
+
+bool GaneshaServer::available(std::string *why)
+{
+	if (access(ganesha_path().c_str(), X_OK)) {
+		*why = ganesha_path() + " is not installed (set GANESHA_NFSD)";
+		return false;
+	}
+	if (plugin_path().empty() || access(plugin_path().c_str(), R_OK)) {
+		*why = "the plugin library '" + plugin_path() +
+		       "' is missing (not built? set RPCRDMA_PLUGIN_SO)";
+		return false;
+	}
+	return true;
+}
+
+static std::string slurp(const std::string &path)
+{
+	std::ifstream f(path, std::ios::binary);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+bool GaneshaServer::plugin_has_stats()
+{
+	return slurp(plugin_path()).find("Stats_Socket") != std::string::npos;
+}
+
+static bool unix_connectable(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	sockaddr_un sun = {};
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	bool ok = connect(fd, reinterpret_cast<sockaddr *>(&sun), sizeof(sun)) == 0;
+	close(fd);
+	return ok;
+}
+
+bool ensure_rpcbind(std::string *err)
+{
+	if (unix_connectable("/run/rpcbind.sock"))
+		return true;
+	mkdir("/run/rpcbind", 0755);
+	int rc = system("rpcbind -w");
+	for (int i = 0; i < 50; i++) {
+		if (unix_connectable("/run/rpcbind.sock"))
+			return true;
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+	*err = "rpcbind did not start (system() returned " + std::to_string(rc) + ")";
+	return false;
+}
+
+/* A port free for both TCP and UDP on every address (ganesha binds both). */
+static uint16_t free_port(uint16_t avoid1, uint16_t avoid2, uint16_t avoid3)
+{
+	for (int tries = 0; tries < 200; tries++) {
+		int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sockaddr_in sin = {};
+		sin.sin_family = AF_INET;
+		sin.sin_port = 0;
+		socklen_t sl = sizeof(sin);
+		if (bind(t, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)) ||
+		    getsockname(t, reinterpret_cast<sockaddr *>(&sin), &sl)) {
+			close(t);
+			continue;
+		}
+		uint16_t p = ntohs(sin.sin_port);
+		int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		bool udp_ok = bind(u, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)) == 0;
+		close(u);
+		close(t);
+		if (udp_ok && p != avoid1 && p != avoid2 && p != avoid3 && p > 1024)
+			return p;
+	}
+	return 0;
+}
+
+GaneshaServer::~GaneshaServer()
+{
+	stop();
+}
+
+bool GaneshaServer::alive()
+{
+	if (pid <= 0)
+		return false;
+	int st;
+	pid_t r = waitpid(pid, &st, WNOHANG);
+	if (r == pid) {
+		pid = -1;
+		return false;
+	}
+	return true;
+}
+
+std::string GaneshaServer::logs() const
+{
+	if (dir.empty())
+		return "";
+	std::string s = slurp(dir + "/stderr.log");
+	std::string l = slurp(dir + "/ganesha.log");
+	if (l.size() > 6000)
+		l = "..." + l.substr(l.size() - 6000);
+	return "--- ganesha stderr ---\n" + s + "--- ganesha log (tail) ---\n" + l;
+}
+
+static bool tcp_connectable(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in sin = {};
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bool ok = connect(fd, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)) == 0;
+	close(fd);
+	return ok;
+}
+
+bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
+{
+	/*
+	 * ganesha unsets and re-sets its rpcbind registrations at start-up; two
+	 * instances starting at once (parallel ctest, other users of this host)
+	 * can make one exit with "Cannot register NFS V3 on UDP". That is the
+	 * host's shared rpcbind, not the plugin: start again after a pause.
+	 */
+	for (int attempt = 0;; attempt++) {
+		if (start_once(o, err))
+			return true;
+		if (attempt >= 4 || err->find("Cannot register") == std::string::npos)
+			return false;
+		std::this_thread::sleep_for(std::chrono::milliseconds(200 + (getpid() % 7) * 100));
+	}
+}
+
+bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
+{
+	if (!available(err))
+		return false;
+	if (!ensure_rpcbind(err))
+		return false;
+	char tmpl[] = "/tmp/rrplug.XXXXXX";
+	if (!mkdtemp(tmpl)) {
+		*err = std::string("mkdtemp: ") + strerror(errno);
+		return false;
+	}
+	dir = tmpl;
+	mkdir((dir + "/recov").c_str(), 0755);
+	nfs_port = free_port(0, 0, 0);
+	mnt_port = free_port(nfs_port, 0, 0);
+	uint16_t nlm = free_port(nfs_port, mnt_port, 0);
+	uint16_t rq = free_port(nfs_port, mnt_port, nlm);
+	if (!nfs_port || !mnt_port || !nlm || !rq) {
+		*err = "no free ports";
+		return false;
+	}
+	uint16_t rdma_port = o.soft_tcp ? free_port(nfs_port, mnt_port, nlm) : 0;
+	rdma_addr = o.soft_tcp ? "tcp:127.0.0.1:" + std::to_string(rdma_port)
+			       : "unix:" + dir + "/rdma.sock";
+	stats_path = o.stats && plugin_has_stats() ? dir + "/stats.sock" : "";
+
+	std::ostringstream c;
+	c << "NFS_CORE_PARAM {\n"
+	  << "\tNFS_Port = " << nfs_port << ";\n\tMNT_Port = " << mnt_port << ";\n"
+	  << "\tNLM_Port = " << nlm << ";\n\tRquota_Port = " << rq << ";\n"
+	  << "\tProtocols = 3, 4;\n\tEnable_NLM = false;\n\tEnable_RQUOTA = false;\n"
+	  << "\tMaxRPCSendBufferSize = 4194304;\n\tMaxRPCRecvBufferSize = 4194304;\n}\n"
+	  << "NFSV4 {\n\tGraceless = true;\n\tLease_Lifetime = 10;\n\tGrace_Period = 10;\n"
+	  << "\tRecoveryRoot = " << dir << "/recov;\n}\n"
+	  << "EXPORT {\n\tExport_Id = 1;\n\tPath = /mem;\n\tPseudo = /mem;\n"
+	  << "\tAccess_Type = RW;\n\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
+	  << "\tMaxRead = 4194304;\n\tMaxWrite = 4194304;\n"
+	  << "\tFSAL { Name = MEM; }\n}\n"
+	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
+	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
+	  << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"
+	  << (o.soft_tcp ? "\tListen_Addr = 127.0.0.1;\n\tPort = " + std::to_string(rdma_port)
+			 : "\tSoft_Socket = " + dir + "/rdma.sock")
+	  << ";\n"
+	  << "\tCredits = " << o.credits << ";\n";
+	if (o.inline_threshold)
+		c << "\tInline_Threshold = " << o.inline_threshold << ";\n";
+	if (!stats_path.empty())
+		c << "\tStats_Socket = " << stats_path << ";\n";
+	c << o.extra_rdma << "}\n"
+	  << "LOG {\n\tDefault_Log_Level = EVENT;\n}\n";
+	std::string conf = dir + "/ganesha.conf";
+	{
+		std::ofstream f(conf);
+		f << c.str();
+		if (!f) {
+			*err = "cannot write " + conf;
+			return false;
+		}
+	}
+
+	std::string gan = ganesha_path(), plug = plugin_path();
+	std::string logf = dir + "/ganesha.log", pidf = dir + "/ganesha.pid";
+	std::string errf = dir + "/stderr.log";
+	pid = fork();
+	if (pid < 0) {
+		*err = std::string("fork: ") + strerror(errno);
+		return false;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		int fd = open(errf.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setenv("LD_PRELOAD", plug.c_str(), 1);
+		execl(gan.c_str(), "ganesha.nfsd", "-F", "-f", conf.c_str(), "-L", logf.c_str(),
+		      "-p", pidf.c_str(), static_cast<char *>(nullptr));
+		_exit(127);
+	}
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	bool listening = false;
+	while (std::chrono::steady_clock::now() < deadline) {
+		std::string s = slurp(errf);
+		if (s.find("NFS over RDMA listening on") != std::string::npos) {
+			listening = true;
+			break;
+		}
+		if (s.find("RDMA not served") != std::string::npos) {
+			*err = "the plugin does not serve RDMA:\n" + logs();
+			stop();
+			return false;
+		}
+		if (!alive()) {
+			*err = "ganesha exited at start-up:\n" + logs();
+			stop();
+			return false;
+		}
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	if (!listening) {
+		*err = "no 'NFS over RDMA listening' line within 20 s:\n" + logs();
+		stop();
+		return false;
+	}
+	while (std::chrono::steady_clock::now() < deadline + std::chrono::seconds(10)) {
+		/* a config error leaves ganesha up without the export: fail loudly */
+		if (slurp(logf).find(":CONFIG :CRIT") != std::string::npos) {
+			*err = "ganesha rejected the generated config:\n" + logs();
+			stop();
+			return false;
+		}
+		/* the ports open before the exports are ready: wait for the banner too */
+		if (slurp(logf).find("NFS SERVER INITIALIZED") != std::string::npos &&
+		    tcp_connectable(nfs_port) && tcp_connectable(mnt_port))
+			return true;
+		if (!alive())
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	*err = "ganesha never finished start-up (banner, TCP ports):\n" + logs();
+	stop();
+	return false;
+}
+
+void GaneshaServer::stop(int grace_ms)
+{
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		auto deadline =
+		    std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+		int st;
+		bool gone = false;
+		while (std::chrono::steady_clock::now() < deadline) {
+			if (waitpid(pid, &st, WNOHANG) == pid) {
+				gone = true;
+				break;
+			}
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		}
+		if (!gone) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+		pid = -1;
+	}
+	if (!dir.empty()) {
+		const char *keep = getenv("RR_KEEP_TMP");
+		if (!keep || strcmp(keep, "1")) {
+			std::string cmd = "rm -rf '" + dir + "'";
+			if (system(cmd.c_str()) != 0) {
+				/* best effort */
+			}
+		}
+		dir.clear();
+	}
+}
+
+} // namespace rrplug

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ganesha_server.h - start a real /usr/bin/ganesha.nfsd with the rpcrdma
+ * plugin preloaded, on the soft fabric, in a temp directory of its own with
+ * unique ports; tear it down (SIGTERM, then SIGKILL) when done.
+ *
+ * Paths come from CMake (RR_PLUGIN_SO, RR_GANESHA_NFSD) and may be
+ * overridden with RPCRDMA_PLUGIN_SO and GANESHA_NFSD in the environment.
+ * RR_KEEP_TMP=1 keeps the temp directory (config, logs) for inspection.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace rrplug
+{
+
+struct GaneshaOptions {
+	uint32_t credits = 32;
+	uint32_t inline_threshold = 0;	    /* 0: the plugin's default */
+	bool stats = true;		    /* add Stats_Socket when the plugin knows the key */
+	uint64_t mem_inode_size = 2u << 20; /* MEM FSAL stores this much data per file */
+	bool soft_tcp = false;	/* soft fabric on tcp:127.0.0.1:<port> instead of a unix socket */
+	std::string extra_rdma; /* more "Key = value;" lines for the RDMA block */
+};
+
+class GaneshaServer
+{
+      public:
+	static std::string plugin_path();
+	static std::string ganesha_path();
+	/* false (with @why) when the binary or the plugin is missing */
+	static bool available(std::string *why);
+	/* true when the plugin library knows the Stats_Socket key */
+	static bool plugin_has_stats();
+
+	GaneshaServer() = default;
+	~GaneshaServer();
+	GaneshaServer(const GaneshaServer &) = delete;
+	GaneshaServer &operator=(const GaneshaServer &) = delete;
+
+	/* Start and wait for the plugin's "listening" line (20 s) and the TCP port. */
+	bool start(const GaneshaOptions &o, std::string *err);
+	/* SIGTERM, then SIGKILL after @grace_ms; removes the temp dir unless kept */
+	void stop(int grace_ms = 5000);
+	bool alive();
+	/* ganesha's stderr and log, for failure messages */
+	std::string logs() const;
+
+	std::string dir;
+	std::string rdma_addr;	/* "unix:<dir>/rdma.sock" or "tcp:127.0.0.1:<port>" */
+	std::string stats_path; /* empty when the plugin has no stats socket */
+	uint16_t nfs_port = 0;
+	uint16_t mnt_port = 0;
+	pid_t pid = -1;
+
+      private:
+	bool start_once(const GaneshaOptions &o, std::string *err);
+};
+
+/* Start rpcbind (-w) unless it answers on /run/rpcbind.sock. */
+bool ensure_rpcbind(std::string *err);
+
+} // namespace rrplug

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_plugin_nfs4.cc - NFSv4.1 through real ganesha + the rpcrdma plugin
+ * on the soft fabric: session set-up, OPEN/WRITE/READ/CLOSE with data in
+ * Read/Write chunks and checksums, READLINK by Write chunk and inline,
+ * CREATE(NF4LNK) with its linkdata in a Read chunk, a big READDIR through a
+ * Reply chunk, a Long Call, ERR_CHUNK for a COMPOUND reply that fits
+ * nowhere (and the session slot recovering after it), DESTROY_SESSION.
+ */
+#include "plugin/plugin_common.h"
+
+#include <algorithm>
+#include <set>
+
+#include <unistd.h>
+
+using namespace nfsc;
+
+namespace rrplug
+{
+namespace
+{
+
+class Nfs4Rdma : public PluginTest
+{
+      protected:
+	void SetUp() override
+	{
+		PluginTest::SetUp();
+		if (IsSkipped() || HasFatalFailure())
+			return;
+		t = rdma();
+		ASSERT_TRUE(t);
+		c.reset(new Nfs4(*t));
+		NFS_OK(*c, c->null());
+		NFS_OK(*c, c->mount());
+		NFS_OK(*c, c->lookup_path("/mem", &root));
+		/* a directory of our own: OPEN cannot make one, so use v3 MKDIR over TCP */
+		Fh r3 = mount3();
+		auto tt = tcp_nfs();
+		ASSERT_TRUE(tt);
+		Nfs3 c3(*tt);
+		dname = unique("d4");
+		Fh d3;
+		NFS_OK(c3, c3.mkdir(r3, dname, 0755, &d3));
+		NFS_OK(*c, c->lookup(root, dname, &dir));
+	}
+	void TearDown() override
+	{
+		if (c && t && t->requester().connected() && !IsSkipped()) {
+			EXPECT_EQ(c->destroy_session(), 0) << c->err();
+		}
+		PluginTest::TearDown();
+	}
+	Fh root, dir;
+	std::string dname;
+	std::unique_ptr<RdmaTransport> t;
+	std::unique_ptr<Nfs4> c;
+};
+
+TEST_F(Nfs4Rdma, SessionOpenGetattrClose)
+{
+	Attr a;
+	NFS_OK(*c, c->getattr(root, &a));
+	EXPECT_EQ(a.type, 2u);
+	Fh f;
+	Stateid sid;
+	NFS_OK(*c, c->open_create(dir, "file", &f, &sid));
+	NFS_OK(*c, c->getattr(f, &a));
+	EXPECT_EQ(a.type, 1u);
+	EXPECT_EQ(a.size, 0u);
+	EXPECT_EQ(a.mode & 0777, 0644u);
+	NFS_OK(*c, c->close(f, sid));
+	NFS_OK(*c, c->remove(dir, "file"));
+	Fh g;
+	EXPECT_EQ(c->lookup(dir, "file", &g), 2) << "NFS4ERR_NOENT";
+}
+
+TEST_F(Nfs4Rdma, WriteReadThroughChunks)
+{
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	for (size_t n : {size_t(1), size_t(4095), size_t(1) << 20, (size_t(1) << 20) + 3}) {
+		SCOPED_TRACE("length " + std::to_string(n));
+		Fh f;
+		Stateid sid;
+		NFS_OK(*c, c->open_create(dir, "f" + std::to_string(n), &f, &sid));
+		Bytes data = test_data(n, uint32_t(n) * 3);
+		NFS_OK(*c, c->write(f, sid, 0, data));
+		EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::READ);
+		Bytes back;
+		bool eof = false;
+		NFS_OK(*c, c->read(f, sid, 0, uint32_t(n), &back, &eof));
+		ASSERT_EQ(t->last_spec.writes.size(), 1u);
+		EXPECT_EQ(t->last_spec.writes[0].pad, (n & 3) != 0);
+		ASSERT_EQ(c->last().chunks.size(), 1u);
+		EXPECT_EQ(c->last().chunks[0].size(), n) << "READ data came by RDMA Write";
+		ASSERT_EQ(back.size(), n);
+		EXPECT_EQ(crc32c(back), crc32c(data));
+		Attr a;
+		NFS_OK(*c, c->getattr(f, &a));
+		EXPECT_EQ(a.size, n);
+		NFS_OK(*c, c->close(f, sid));
+	}
+}
+
+TEST_F(Nfs4Rdma, WriteOverRdmaReadOverTcp)
+{
+	Fh f;
+	Stateid sid;
+	NFS_OK(*c, c->open_create(dir, "x", &f, &sid));
+	Bytes data = test_data((1 << 20) + 3, 99);
+	NFS_OK(*c, c->write(f, sid, 0, data));
+	NFS_OK(*c, c->close(f, sid));
+	auto tt = tcp_nfs();
+	ASSERT_TRUE(tt);
+	Nfs4 tc(*tt);
+	NFS_OK(tc, tc.mount());
+	Fh tf;
+	Stateid ts;
+	NFS_OK(tc, tc.open_create(dir, "x", &tf, &ts));
+	Bytes back;
+	bool eof;
+	NFS_OK(tc, tc.read(tf, ts, 0, uint32_t(data.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	NFS_OK(tc, tc.close(tf, ts));
+	NFS_OK(tc, tc.destroy_session());
+}
+
+TEST_F(Nfs4Rdma, ReadlinkWriteChunkAndInlineSymlinkReadChunk)
+{
+	std::string target = "../target/" + std::string(500, 'L') + "/x";
+	t->policy.call_ddp = Ddp::ALWAYS;
+	NFS_OK(*c, c->symlink(dir, "sl", target));
+	EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::READ) << "linkdata in a Read chunk";
+	t->policy.call_ddp = Ddp::AUTO;
+	Fh l;
+	NFS_OK(*c, c->lookup(dir, "sl", &l));
+	std::string got;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	NFS_OK(*c, c->readlink(l, &got));
+	EXPECT_EQ(got, target);
+	ASSERT_EQ(c->last().chunks.size(), 1u);
+	EXPECT_EQ(c->last().chunks[0].size(), target.size());
+	t->policy.reply_ddp = Ddp::NEVER;
+	NFS_OK(*c, c->readlink(l, &got));
+	EXPECT_EQ(got, target);
+	EXPECT_EQ(c->last().shape, "inline -> inline");
+}
+
+TEST_F(Nfs4Rdma, BigReaddirThroughReplyChunk)
+{
+	/* 300 files with long names, created over TCP v3 (fast), listed over RDMA v4 */
+	Fh r3 = mount3();
+	auto tt = tcp_nfs();
+	ASSERT_TRUE(tt);
+	Nfs3 c3(*tt);
+	Fh d3;
+	NFS_OK(c3, c3.lookup(r3, dname, &d3));
+	std::set<std::string> names;
+	for (int i = 0; i < 300; i++) {
+		std::string nm = "n" + std::to_string(i) + "-" + std::string(200, 'a' + i % 26);
+		Fh f;
+		NFS_OK(c3, c3.create(d3, nm, 0644, &f));
+		names.insert(nm);
+	}
+	std::vector<DirEntry> ents;
+	bool eof = false;
+	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
+	EXPECT_EQ(c->last().shape, "inline -> reply-chunk");
+	NFS_OK(*c, c->readdir(dir, &ents, 65536));
+	std::set<std::string> got;
+	for (const auto &e : ents)
+		got.insert(e.name);
+	EXPECT_EQ(got, names);
+	/* Long Call in, Long Reply out */
+	t->policy.long_call = true;
+	ents.clear();
+	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
+	EXPECT_EQ(c->last().shape, "long-call -> reply-chunk");
+	EXPECT_GT(ents.size(), 100u);
+}
+
+TEST_F(Nfs4Rdma, LongCallWrite)
+{
+	Fh f;
+	Stateid sid;
+	NFS_OK(*c, c->open_create(dir, "long", &f, &sid));
+	t->policy.long_call = true;
+	Bytes data = test_data(20000, 5);
+	NFS_OK(*c, c->write(f, sid, 0, data));
+	EXPECT_EQ(c->last().shape, "long-call -> inline");
+	t->policy.long_call = false;
+	Bytes back;
+	bool eof;
+	NFS_OK(*c, c->read(f, sid, 0, 20000, &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	NFS_OK(*c, c->close(f, sid));
+}
+
+/* RFC 8166 section 3.5.4 / svcrdma-notes 6: the COMPOUND ran but its reply
+ * fits neither inline nor the Reply chunk: ERR_CHUNK, then the session slot
+ * recovers (the retry must not be answered by a replay that fails again). */
+TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
+{
+	Fh r3 = mount3();
+	auto tt = tcp_nfs();
+	ASSERT_TRUE(tt);
+	Nfs3 c3(*tt);
+	Fh d3;
+	NFS_OK(c3, c3.lookup(r3, dname, &d3));
+	for (int i = 0; i < 100; i++) {
+		Fh f;
+		NFS_OK(c3,
+		       c3.create(d3, "e" + std::to_string(i) + std::string(100, 'z'), 0644, &f));
+	}
+	for (bool cachethis : {false, true}) {
+		SCOPED_TRACE(cachethis ? "cachethis" : "no cachethis");
+		c->cachethis = cachethis;
+		t->policy.reply_chunk = 64;
+		std::vector<DirEntry> ents;
+		bool eof;
+		uint32_t seq_before = c->slot_seqid();
+		double errs = stat("err_chunk_sent");
+		int rc = c->readdir_once(dir, 0, 65536, &ents, &eof);
+		if (errs >= 0) {
+			EXPECT_EQ(stat("err_chunk_sent"), errs + 1);
+		}
+		EXPECT_EQ(rc, E_RDMA_ERROR) << c->err() << " [" << c->last().shape << "]";
+		EXPECT_EQ(c->last().rdma_err, uint32_t(rrtest::ERR_CHUNK));
+		EXPECT_EQ(c->slot_seqid(), seq_before)
+		    << "like Linux: no seqid bump after ERR_CHUNK";
+		EXPECT_TRUE(t->requester().connected());
+		t->policy.reply_chunk = -1;
+		c->cachethis = false;
+		uint32_t rec = c->seq_recoveries;
+		Attr a;
+		NFS_OK(*c, c->getattr(dir, &a));
+		EXPECT_EQ(c->seq_recoveries, rec + 1)
+		    << "the retried seqid should get NFS4ERR_RETRY_UNCACHED_REP, then the next "
+		       "seqid works";
+		ents.clear();
+		NFS_OK(*c, c->readdir(dir, &ents));
+		EXPECT_EQ(ents.size(), 100u);
+	}
+	NFS_OK(*c, c->null());
+}
+
+/* RFC 8267 section 5.4: the i-th Write chunk goes with the i-th READ. */
+TEST_F(Nfs4Rdma, TwoReadsInOneCompoundPairWithTwoWriteChunks)
+{
+	Fh f;
+	Stateid sid;
+	NFS_OK(*c, c->open_create(dir, "two", &f, &sid));
+	Bytes data = test_data(300000, 12);
+	NFS_OK(*c, c->write(f, sid, 0, data));
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	std::vector<Bytes> got;
+	NFS_OK(*c, c->read_multi(f, sid, {{0, 100001}, {200000, 65536}}, &got));
+	ASSERT_EQ(got.size(), 2u);
+	ASSERT_EQ(c->last().chunks.size(), 2u);
+	EXPECT_EQ(c->last().chunks[0].size(), 100001u);
+	EXPECT_EQ(c->last().chunks[1].size(), 65536u);
+	EXPECT_TRUE(std::equal(got[0].begin(), got[0].end(), data.begin()));
+	EXPECT_TRUE(std::equal(got[1].begin(), got[1].end(), data.begin() + 200000));
+	/* the first READ past EOF: its chunk comes back empty, the second is used */
+	NFS_OK(*c, c->read_multi(f, sid, {{400000, 4096}, {1000, 5000}}, &got));
+	ASSERT_EQ(c->last().chunks.size(), 2u);
+	EXPECT_EQ(c->last().chunks[0].size(), 0u);
+	EXPECT_EQ(got[0].size(), 0u);
+	EXPECT_EQ(c->last().chunks[1].size(), 5000u);
+	EXPECT_TRUE(std::equal(got[1].begin(), got[1].end(), data.begin() + 1000));
+	NFS_OK(*c, c->close(f, sid));
+}
+
+/* The same client with minorversion 2 (RFC 7862): session, I/O through chunks. */
+TEST_F(PluginTest, Nfs42SessionAndChunkedIo)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs4 c(*t, 2);
+	NFS_OK(c, c.mount());
+	Fh root, f;
+	NFS_OK(c, c.lookup_path("/mem", &root));
+	Stateid sid;
+	NFS_OK(c, c.open_create(root, unique("v42"), &f, &sid));
+	Bytes data = test_data((1 << 20) + 1, 42);
+	NFS_OK(c, c.write(f, sid, 0, data));
+	Bytes back;
+	bool eof;
+	NFS_OK(c, c.read(f, sid, 0, uint32_t(data.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	/*
+	 * READ_PLUS is not DDP-eligible (RFC 8267 section 6): a Write chunk offered
+	 * with it must come back unused (read_plus() fails otherwise), and the
+	 * result must be what ganesha's own TCP transport gives. (ganesha 4.3 with
+	 * FSAL_MEM answers READ_PLUS with no contents and eof false, on TCP too.)
+	 */
+	auto tt = tcp_nfs();
+	ASSERT_TRUE(tt);
+	Nfs4 tc(*tt, 2);
+	NFS_OK(tc, tc.mount());
+	Fh tf;
+	Stateid tsid;
+	NFS_OK(tc, tc.open_create(root, "rp-" + std::to_string(getpid()), &tf, &tsid));
+	NFS_OK(tc, tc.write(tf, tsid, 0, data));
+	Bytes tback;
+	bool teof = false;
+	int trc = tc.read_plus(tf, tsid, 0, 200000, false, &tback, &teof);
+	Fh rf;
+	Stateid rsid;
+	NFS_OK(c, c.open_create(root, "rp-" + std::to_string(getpid()), &rf, &rsid));
+	int rc = c.read_plus(rf, rsid, 0, 200000, true, &back, &eof);
+	printf("READ_PLUS of 200000 bytes: TCP status %d, %zu bytes, eof %d; RDMA (Write chunk "
+	       "offered) status %d, %zu bytes, eof %d [%s]\n",
+	       trc, tback.size(), teof, rc, back.size(), eof, c.last().shape.c_str());
+	EXPECT_EQ(rc, trc) << c.err();
+	EXPECT_EQ(back, tback);
+	EXPECT_EQ(eof, teof);
+	NFS_OK(tc, tc.close(tf, tsid));
+	NFS_OK(tc, tc.destroy_session());
+	NFS_OK(c, c.close(rf, rsid));
+	NFS_OK(c, c.close(f, sid));
+	NFS_OK(c, c.destroy_session());
+}
+
+} // namespace
+} // namespace rrplug
