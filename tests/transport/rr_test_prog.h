@@ -19,6 +19,8 @@ enum rrt_proc {
 	RRT_PROC_SINK = 2,	/* opaque<> -> u32 length, u32 fnv1a32 */
 	RRT_PROC_SOURCE = 3,	/* u32 length, u32 seed -> opaque<> pattern */
 	RRT_PROC_HOLD = 4,	/* never answered; released at conn_down */
+	RRT_PROC_DELAY = 5,	/* u32 ms, opaque<> -> the opaque<>, answered ms later
+				 * from another thread (even after conn_down) */
 };
 
 /* Largest SOURCE / ECHO the server accepts (else GARBAGE_ARGS). */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric/fab.h"
@@ -189,8 +190,11 @@ static void send_reply(struct rr_call *call, struct reply_buf *rb, struct rr_rep
 		rb->iov[0].iov_len = rb->hdr_len;
 		rb->iovcnt = 1;
 	}
-	if (rr_reply(call, rb->iov, rb->iovcnt, plan ? plan : &none, reply_done, rb))
-		fprintf(stderr, "rr_test_server: rr_reply failed\n");
+	int rc = rr_reply(call, rb->iov, rb->iovcnt, plan ? plan : &none, reply_done, rb);
+
+	/* -ENOTCONN: the connection went down first; the engine dropped it */
+	if (rc && rc != -ENOTCONN)
+		fprintf(stderr, "rr_test_server: rr_reply: %d\n", rc);
 }
 
 static void reply_stat(struct rr_call *call, uint32_t xid, uint32_t stat)
@@ -329,6 +333,97 @@ static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
 	(void)xid;
 }
 
+/* --- DELAY: replies sent later from a worker thread ----------------------- */
+
+struct delayed {
+	struct delayed *next;
+	struct rr_call *call;
+	struct reply_buf *rb;
+	struct iovec data[RR_CALL_MAX_IOV];
+	int n;
+	uint32_t len;
+	struct timespec due;
+};
+
+static pthread_mutex_t delay_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t delay_cond = PTHREAD_COND_INITIALIZER;
+static struct delayed *delay_list;
+static bool delay_stop;
+static pthread_t delay_thread;
+static atomic_ulong ul_delayed_replies;
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static int delayed_add(struct rr_call *call, struct reply_buf *rb, const struct iovec *data, int n,
+		       uint32_t len, uint32_t ms)
+{
+	struct delayed *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -1;
+	d->call = call;
+	d->rb = rb;
+	memcpy(d->data, data, (size_t)n * sizeof(*data));
+	d->n = n;
+	d->len = len;
+	clock_gettime(CLOCK_REALTIME, &d->due);
+	d->due.tv_sec += ms / 1000;
+	d->due.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (d->due.tv_nsec >= 1000000000L) {
+		d->due.tv_sec++;
+		d->due.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&delay_lock);
+	d->next = delay_list;
+	delay_list = d;
+	pthread_cond_signal(&delay_cond);
+	pthread_mutex_unlock(&delay_lock);
+	return 0;
+}
+
+/* Answers each DELAY call when due - also after its connection went down,
+ * which the engine must absorb (rr_xprt.h: it drops the reply). On stop,
+ * everything left is answered at once. */
+static void *delay_worker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&delay_lock);
+	for (;;) {
+		struct delayed **pp, *d = NULL, *first = NULL;
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		for (pp = &delay_list; *pp; pp = &(*pp)->next) {
+			if (delay_stop || !ts_before(&now, &(*pp)->due)) {
+				d = *pp;
+				*pp = d->next;
+				break;
+			}
+			if (!first || ts_before(&(*pp)->due, &first->due))
+				first = *pp;
+		}
+		if (d) {
+			pthread_mutex_unlock(&delay_lock);
+			reply_opaque(d->call, d->rb, d->data, d->n, d->len);
+			atomic_fetch_add(&ul_delayed_replies, 1);
+			free(d);
+			pthread_mutex_lock(&delay_lock);
+			continue;
+		}
+		if (delay_stop)
+			break;
+		if (first)
+			pthread_cond_timedwait(&delay_cond, &delay_lock, &first->due);
+		else
+			pthread_cond_wait(&delay_cond, &delay_lock);
+	}
+	pthread_mutex_unlock(&delay_lock);
+	return NULL;
+}
+
 /* --- the program ------------------------------------------------------------ */
 
 static void on_call(void *ctx, struct rr_call *call)
@@ -398,7 +493,9 @@ static void on_call(void *ctx, struct rr_call *call)
 		reply_stat(call, xid, SUCCESS);
 		return;
 	case RRT_PROC_ECHO:
-	case RRT_PROC_SINK: {
+	case RRT_PROC_SINK:
+	case RRT_PROC_DELAY: {
+		uint32_t delay_ms = proc == RRT_PROC_DELAY ? get32(&s) : 0;
 		uint32_t len = get32(&s);
 		size_t at = s.off;
 		struct iovec data[RR_CALL_MAX_IOV];
@@ -428,6 +525,13 @@ static void on_call(void *ctx, struct rr_call *call)
 			put32(rb, len);
 			put32(rb, h);
 			send_reply(call, rb, NULL);
+			return;
+		}
+		if (proc == RRT_PROC_DELAY) {
+			if (delay_ms > 10000 || delayed_add(call, rb, data, n, len, delay_ms)) {
+				free(rb);
+				reply_stat(call, xid, GARBAGE_ARGS);
+			}
 			return;
 		}
 		/* zero-copy: the result points into the call's own buffers */
@@ -475,9 +579,10 @@ static void on_call(void *ctx, struct rr_call *call)
 static void print_upper(void)
 {
 	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_conn_up\":%lu,"
-	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu",
+	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu,\"ul_delayed_replies\":%lu",
 	       atomic_load(&ul_calls), atomic_load(&ul_not_delivered), atomic_load(&ul_conn_up),
-	       atomic_load(&ul_conn_down), atomic_load(&ul_held_released));
+	       atomic_load(&ul_conn_down), atomic_load(&ul_held_released),
+	       atomic_load(&ul_delayed_replies));
 }
 
 static void print_stats(struct rr_server *srv)
@@ -582,6 +687,11 @@ int main(int argc, char **argv)
 		fab_close(fab);
 		return 1;
 	}
+	if (pthread_create(&delay_thread, NULL, delay_worker, NULL)) {
+		rr_server_destroy(srv);
+		fab_close(fab);
+		return 1;
+	}
 	printf("READY\n");
 	fflush(stdout);
 
@@ -616,6 +726,12 @@ int main(int argc, char **argv)
 			used = 0;
 	}
 	print_stats(srv);
+	/* answer what is still delayed before the engine goes away */
+	pthread_mutex_lock(&delay_lock);
+	delay_stop = true;
+	pthread_cond_signal(&delay_cond);
+	pthread_mutex_unlock(&delay_lock);
+	pthread_join(delay_thread, NULL);
 	rr_server_destroy(srv);
 	/* after teardown: every conn_up had its conn_down, held calls released */
 	printf("{\"destroyed\":1,");

@@ -59,6 +59,20 @@ inline TestCall call_data(uint32_t xid, uint32_t proc, const std::vector<uint8_t
 	return c;
 }
 
+/* DELAY: @data echoed @ms later from the server's worker thread. */
+inline TestCall call_delay(uint32_t xid, uint32_t ms, const std::vector<uint8_t> &data)
+{
+	TestCall c;
+	c.xid = xid;
+	Wire w = rpc_call_header(xid, RRT_PROG, RRT_VERS, RRT_PROC_DELAY);
+	w.u32(ms);
+	c.data_pos = w.b.size() + 4;
+	c.data_len = data.size();
+	w.opaque(data);
+	c.rpc = w.b;
+	return c;
+}
+
 inline TestCall call_source(uint32_t xid, uint32_t len, uint32_t seed)
 {
 	TestCall c;

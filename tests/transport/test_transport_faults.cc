@@ -134,6 +134,46 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 	EXPECT_EQ(released, 3u) << "conn_down must come for the closed connection";
 }
 
+/* The upper layer answers after conn_down (rr_xprt.h allows it: the engine
+ * drops the reply); the calls' buffers are still referenced by those
+ * replies' payload spans. No crash, no leak, others served. */
+TEST_F(Faults, RepliesAfterConnDownAreDropped)
+{
+	Requester *b = connect();
+	ASSERT_NE(b, nullptr);
+	ASSERT_TRUE(ping(b));
+	{
+		std::string err;
+		RequesterOptions o;
+		o.addr = srv.addr();
+		auto a = Requester::connect(o, &err);
+		ASSERT_TRUE(a) << err;
+		ASSERT_TRUE(ping(a.get()));
+		for (int i = 0; i < 10; i++) {
+			auto d = random_bytes(rng, 50000);
+			TestCall c = call_delay(a->next_xid(), 200, d);
+			CallSpec s = read_spec(c, 2);
+			s.writes.push_back({{65536}, false});
+			ASSERT_GE(a->post(c.rpc, s), 0);
+		}
+		/* let the Reads finish so that the calls reach the upper layer */
+		uint64_t calls = 0;
+		for (int i = 0; i < 100 && calls < 12; i++) {
+			a->progress(10);
+			calls = srv.stats()["ul_calls"];
+		}
+		EXPECT_GE(calls, 12u);
+	}
+	uint64_t done = 0;
+	for (int i = 0; i < 40 && done < 10; i++) {
+		usleep(50000);
+		done = srv.stats()["ul_delayed_replies"];
+	}
+	EXPECT_EQ(done, 10u);
+	EXPECT_TRUE(ping(b));
+	EXPECT_TRUE(big_read_ok(b));
+}
+
 /* The requester's link drops while the server is pulling a Read chunk. */
 TEST_F(Faults, ClientLinkDropsDuringRdmaRead)
 {

@@ -523,7 +523,10 @@ TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
 	for (int i = 0; i < 20; i++)
 		round();
 	uint64_t after = srv.stats()["registrations"];
-	EXPECT_EQ(after, before) << (after - before) << " registrations in 80 calls";
+	/* A pool may still grow once when completions lag on a loaded machine
+	 * (seen once in a full ctest run); per-call registration would show
+	 * as dozens here. */
+	EXPECT_LE(after - before, 2u) << (after - before) << " registrations in 80 calls";
 }
 
 TEST_F(Shapes, ServerStatsCountShapes)
@@ -542,6 +545,28 @@ TEST_F(Shapes, ServerStatsCountShapes)
 	EXPECT_GE(after["long_calls"], before["long_calls"] + 1);
 	EXPECT_GE(after["rdma_read_bytes"], before["rdma_read_bytes"] + 2000);
 	EXPECT_EQ(after["conns_active"], 1u);
+}
+
+/* rr_reply() from another thread, out of order, with zero-copy payloads
+ * that live in the call's Read sink until the delayed reply is sent. */
+TEST_F(Shapes, DelayedRepliesFromAnotherThread)
+{
+	uint32_t g = q->grant();
+	std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+	for (uint32_t i = 0; i < g; i++) {
+		auto d = random_bytes(rng, 1 + rng() % 100000);
+		TestCall c = call_delay(q->next_xid(), rng() % 40, d);
+		CallSpec s = read_spec(c, 1 + i % 3);
+		s.writes.push_back({{65536, 65536}, (d.size() & 3) != 0});
+		ASSERT_GE(q->post(c.rpc, s), 0) << i;
+		inflight.push_back({c.xid, d});
+	}
+	for (auto &p : inflight) {
+		Reply r;
+		ASSERT_TRUE(q->wait(p.first, &r));
+		EXPECT_TRUE(opaque_result(r, p.first, p.second));
+	}
+	EXPECT_EQ(srv.stats()["ul_delayed_replies"], g);
 }
 
 /* SIGTERM: stats line, clean teardown, exit 0 (checked in TearDown). */
