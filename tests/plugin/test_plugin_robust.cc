@@ -397,6 +397,125 @@ TEST_F(Robust, PipelinedReadsAndWritesOnOneConnection)
 	}
 }
 
+/* accept_stat of an RPC reply (RFC 5531 section 9), or -1 */
+static int accept_stat(const rrtest::Reply &r, uint32_t xid)
+{
+	TransportReply tr;
+	tr.rpc = r.rpc;
+	Dec d(tr);
+	if (d.u32() != xid || d.u32() != 1 || d.u32() != 0)
+		return -1;
+	d.u32();
+	d.opaque(400);
+	uint32_t st = d.u32();
+	return d.ok() ? int(st) : -1;
+}
+
+/* Faulty calls get their RFC answers and the connection keeps serving. */
+TEST_F(Robust, FaultyCallsAnsweredConnectionSurvives)
+{
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	rrtest::Requester &q = t->requester();
+	Nfs3 c(*t);
+	NFS_OK(c, c.null());
+	auto call = [&](nfsxdr::Xdr &x, const rrtest::CallSpec &spec, rrtest::Reply *r) {
+		ASSERT_TRUE(q.call(x.buf, spec, r, 5000)) << q.last_error();
+		EXPECT_TRUE(r->ok()) << r->describe();
+	};
+	/* rdma_vers 2: ERR_VERS with low = high = 1 (RFC 8166 section 4.5) */
+	{
+		nfsxdr::Xdr x;
+		uint32_t xid = t->next_xid();
+		nfsxdr::rpc_call_header_sys(x, xid, PROG_NFS, 3, 0, 0, 0, "rr");
+		rrtest::CallSpec spec;
+		spec.vers = 2;
+		rrtest::Reply r;
+		call(x, spec, &r);
+		EXPECT_EQ(r.proc, uint32_t(rrtest::RDMA_ERROR));
+		EXPECT_EQ(r.err, uint32_t(rrtest::ERR_VERS));
+		EXPECT_EQ(r.vers_low, 1u);
+		EXPECT_EQ(r.vers_high, 1u);
+	}
+	struct Case {
+		const char *what;
+		uint32_t prog, vers, proc;
+		int expect;
+	} cases[] = {
+	    {"unknown program", 100099, 1, 0, 1 /* PROG_UNAVAIL */},
+	    {"NFS version 5", PROG_NFS, 5, 0, 2 /* PROG_MISMATCH */},
+	    {"NFSv3 procedure 99", PROG_NFS, 3, 99, 3 /* PROC_UNAVAIL */},
+	    {"NFSv3 GETATTR with truncated arguments", PROG_NFS, 3, 1, 4 /* GARBAGE_ARGS */},
+	};
+	for (const auto &k : cases) {
+		SCOPED_TRACE(k.what);
+		nfsxdr::Xdr x;
+		uint32_t xid = t->next_xid();
+		nfsxdr::rpc_call_header_sys(x, xid, k.prog, k.vers, k.proc, 0, 0, "rr");
+		if (k.expect == 4) {
+			x.u32(64); /* nfs_fh3 of 64 bytes, 8 present */
+			x.u64(0x1122334455667788ull);
+		}
+		rrtest::Reply r;
+		call(x, rrtest::CallSpec(), &r);
+		EXPECT_EQ(r.proc, uint32_t(rrtest::RDMA_MSG));
+		EXPECT_EQ(accept_stat(r, xid), k.expect);
+	}
+	/* a file handle is not DDP-eligible (RFC 8267 section 4.3): a GETATTR whose
+	 * fh rides in a Read chunk is refused with GARBAGE_ARGS (DESIGN.md) */
+	{
+		nfsxdr::Xdr x;
+		uint32_t xid = t->next_xid();
+		nfsxdr::rpc_call_header_sys(x, xid, PROG_NFS, 3, 1, 0, 0, "rr");
+		nfsxdr::Item it = x.item(root.b);
+		rrtest::CallSpec spec;
+		spec.mode = rrtest::CallSpec::READ;
+		spec.reads = {{size_t(it.position), it.length}};
+		rrtest::Reply r;
+		call(x, spec, &r);
+		EXPECT_EQ(r.proc, uint32_t(rrtest::RDMA_MSG));
+		EXPECT_EQ(accept_stat(r, xid), 4) << "GETATTR with its fh in a Read chunk";
+	}
+	/* the same in NFSv4: a LOOKUP name in a Read chunk */
+	{
+		nfsxdr::Xdr x;
+		uint32_t xid = t->next_xid();
+		nfsxdr::rpc_call_header_sys(x, xid, PROG_NFS, 4, 1, 0, 0, "rr");
+		x.string("bad");
+		x.u32(0); /* minorversion 0: no session needed */
+		x.u32(2);
+		x.u32(nfsxdr::PUTROOTFH);
+		x.u32(nfsxdr::LOOKUP);
+		std::string name = "mem";
+		nfsxdr::Item it = x.item(Bytes(name.begin(), name.end()));
+		rrtest::CallSpec spec;
+		spec.mode = rrtest::CallSpec::READ;
+		spec.reads = {{size_t(it.position), it.length}};
+		rrtest::Reply r;
+		call(x, spec, &r);
+		EXPECT_EQ(r.proc, uint32_t(rrtest::RDMA_MSG));
+		EXPECT_EQ(accept_stat(r, xid), 4) << "LOOKUP with its name in a Read chunk";
+	}
+	/* a Write chunk offered with a GETATTR stays unused (echoed empty) */
+	{
+		nfsxdr::Xdr x;
+		uint32_t xid = t->next_xid();
+		nfsxdr::rpc_call_header_sys(x, xid, PROG_NFS, 3, 1, 0, 0, "rr");
+		x.opaque(root.b);
+		rrtest::CallSpec spec;
+		spec.writes = {{{4096}, false}};
+		rrtest::Reply r;
+		call(x, spec, &r);
+		EXPECT_EQ(accept_stat(r, xid), 0);
+		ASSERT_EQ(r.write_echo.size(), 1u);
+		ASSERT_EQ(r.write_echo[0].size(), 1u);
+		EXPECT_EQ(r.write_echo[0][0].length, 0u);
+	}
+	Attr a;
+	NFS_OK(c, c.getattr(root, &a));
+	NFS_OK(c, c.null());
+}
+
 /* Several RDMA clients at once, each on its own connection and thread. */
 TEST_F(Robust, ParallelRdmaClients)
 {
