@@ -33,7 +33,15 @@ fi
 # Guest-side writable places are mounted over it.
 chroot_setup() {
 	for d in proc sys dev; do mount --bind /$d $H/$d; done
+	# A checkout or build dir under the host's /tmp must stay visible under
+	# the guest's own tmpfs: keep the host's /tmp reachable and bind them back.
+	mkdir -p /hosttmp; mount --bind $H/tmp /hosttmp
 	mount -t tmpfs tmp $H/tmp; mount --bind /run $H/run
+	for p in "$REPO" "$BUILDDIR"; do
+		case "$p" in
+		/tmp/*) mkdir -p "$H$p" && mount --bind "/hosttmp${p#/tmp}" "$H$p" ;;
+		esac
+	done
 	mount -t tmpfs varlib $H/var/lib/nfs 2>/dev/null || true
 	mount -t tmpfs varlog $H/var/log 2>/dev/null || true
 }
