@@ -319,6 +319,14 @@ int main(int argc, char **argv)
 	if (ok && a.v3)
 		ok = run_v3(a, *t) && ok;
 	t.reset();
+	/* the server learns of the disconnect asynchronously: give it a moment */
+	for (int i = 0; i < 20 && !a.stats.empty(); i++) {
+		Json j;
+		std::string raw, e;
+		if (!read_stats(a.stats, &j, &raw, &e) || j.at("global.conns_active") == 0)
+			break;
+		usleep(50000);
+	}
 	print_stats(a.stats, "after");
 	if (ok && a.nfs_port) {
 		auto tt = TcpTransport::connect(a.host, uint16_t(a.nfs_port), &err);
