@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RDMA block of ganesha.conf (src/plugin/rrp_config.c): defaults, every
+ * key, ganesha's syntax (case, comments, quotes, other blocks), and bad
+ * values named key by key so the admin sees which one and ganesha keeps TCP.
+ */
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+extern "C" {
+#include "plugin/rrp_config.h"
+}
+
+namespace {
+
+/* Parse @text, capturing what the parser writes to stderr. */
+int parse(const std::string &text, rrp_config *c, std::string *err)
+{
+	char path[] = "/tmp/rrp_config_errXXXXXX";
+	int fd = mkstemp(path);
+	int saved = dup(2);
+
+	fflush(stderr);
+	dup2(fd, 2);
+	rrp_config_default(c);
+	int rc = rrp_config_parse_string(text.c_str(), c);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	lseek(fd, 0, SEEK_SET);
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	unlink(path);
+	err->assign(buf, n > 0 ? size_t(n) : 0);
+	return rc;
+}
+
+TEST(RrpConfig, DefaultsMatchTheSample)
+{
+	rrp_config c;
+	rrp_config_default(&c);
+	EXPECT_TRUE(c.enable);
+	EXPECT_EQ(c.port, 20049);
+	EXPECT_STREQ(c.fabric, "verbs");
+	EXPECT_EQ(c.credits, 64u);
+	EXPECT_EQ(c.inline_threshold, 4096u);
+	EXPECT_EQ(c.max_connections, 1024u);
+	EXPECT_EQ(c.recv_mem_budget, 0u);
+	EXPECT_EQ(c.max_ord, 16u);
+	EXPECT_EQ(c.workers, 8u);
+	EXPECT_EQ(c.payload_pool_mb, 80u);
+	EXPECT_STREQ(c.stats_socket, "/run/rpcrdma/stats.sock");
+	EXPECT_EQ(c.nfs_port, 2049);
+}
+
+TEST(RrpConfig, EveryKeyInGaneshaSyntax)
+{
+	rrp_config c;
+	std::string err;
+	const char *text = R"(
+# a ganesha.conf with other blocks around
+NFS_CORE_PARAM { nfs_port = 12049; Protocols = 3, 4; }
+EXPORT { Export_Id = 1; Path = /x; FSAL { Name = MEM; } }
+rdma {
+	ENABLE = yes;            # names are case-insensitive, as in ganesha
+	Listen_Addr = 10.0.0.1;
+	Listen_Addr_v6 = "::";
+	Port = 20050;
+	Fabric = soft;
+	Soft_Socket = "/run/x.sock";
+	Credits = 128;
+	Inline_Threshold = 8192;
+	Max_Connections = 10;
+	Receive_Memory_Budget = 64M;
+	Max_RDMA_Read_Depth = 4;
+	Worker_Threads = 3;
+	Payload_Pool_MB = 0;
+	Stats_Socket = "";
+}
+)";
+	ASSERT_EQ(parse(text, &c, &err), 0) << err;
+	EXPECT_EQ(err, "");
+	EXPECT_TRUE(c.enable);
+	EXPECT_STREQ(c.listen_addr, "10.0.0.1");
+	EXPECT_STREQ(c.listen_addr_v6, "::");
+	EXPECT_EQ(c.port, 20050);
+	EXPECT_STREQ(c.fabric, "soft");
+	EXPECT_STREQ(c.soft_socket, "/run/x.sock");
+	EXPECT_EQ(c.credits, 128u);
+	EXPECT_EQ(c.inline_threshold, 8192u);
+	EXPECT_EQ(c.max_connections, 10u);
+	EXPECT_EQ(c.recv_mem_budget, 64ull << 20);
+	EXPECT_EQ(c.max_ord, 4u);
+	EXPECT_EQ(c.workers, 3u);
+	EXPECT_EQ(c.payload_pool_mb, 0u);
+	EXPECT_STREQ(c.stats_socket, "");
+	EXPECT_EQ(c.nfs_port, 12049) << "NFS_CORE_PARAM.NFS_Port finds ganesha's listener";
+}
+
+TEST(RrpConfig, NoRdmaBlockMeansNotServed)
+{
+	rrp_config c;
+	std::string err;
+	EXPECT_EQ(parse("NFS_CORE_PARAM { NFS_Port = 2049; }", &c, &err), -ENOENT);
+}
+
+TEST(RrpConfig, DisabledBlockParses)
+{
+	rrp_config c;
+	std::string err;
+	ASSERT_EQ(parse("RDMA { Enable = false; }", &c, &err), 0);
+	EXPECT_FALSE(c.enable);
+}
+
+struct Bad {
+	const char *line;
+	const char *key;
+};
+
+TEST(RrpConfig, BadValuesAreNamedKeyByKey)
+{
+	const Bad rows[] = {
+		{"Credits = 0;", "Credits"},
+		{"Credits = 16385;", "Credits"},
+		{"Inline_Threshold = 512;", "Inline_Threshold"},
+		{"Inline_Threshold = 70000;", "Inline_Threshold"},
+		{"Port = 0;", "Port"},
+		{"Port = 70000;", "Port"},
+		{"Max_Connections = -3;", "Max_Connections"},
+		{"Max_RDMA_Read_Depth = 256;", "Max_RDMA_Read_Depth"},
+		{"Worker_Threads = many;", "Worker_Threads"},
+		{"Receive_Memory_Budget = 12Q;", "Receive_Memory_Budget"},
+		{"Fabric = infiniband;", "Fabric"},
+		{"Enable = maybe;", "Enable"},
+		{"Credit = 4;", "Credit"}, /* a misspelt key is not silently ignored */
+	};
+	for (const Bad &b : rows) {
+		rrp_config c;
+		std::string err;
+		std::string text = std::string("RDMA {\n Credits = 8;\n ") + b.line + "\n}\n";
+		EXPECT_EQ(parse(text, &c, &err), -EINVAL) << b.line;
+		EXPECT_NE(err.find("RDMA: "), std::string::npos) << err;
+		EXPECT_NE(err.find(b.key), std::string::npos)
+			<< b.line << ": message was: " << err;
+		EXPECT_NE(err.find("line 3"), std::string::npos) << err;
+	}
+}
+
+TEST(RrpConfig, GarbageNeverCrashes)
+{
+	const char *texts[] = {"RDMA {", "RDMA { Credits = ", "}}}}", "RDMA { = = ; }",
+			       "\"unterminated", "RDMA { Port = 1 } RDMA { Port = 2; }"};
+	for (const char *t : texts) {
+		rrp_config c;
+		std::string err;
+		(void)parse(t, &c, &err);
+		EXPECT_GE(c.port, 1) << t;
+	}
+}
+
+} // namespace
