@@ -40,7 +40,6 @@ struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt);
 
 struct rrp_clnt {
 	CLIENT clnt;			/* first: ganesha sees only this */
-	struct clnt_ops ops;
 	SVCXPRT *xprt;			/* SVC_REF held until cl_destroy */
 	struct rr_conn *conn;		/* valid while !dead (bc_lock) */
 	uint32_t prog, vers;
@@ -72,16 +71,13 @@ static void *real(const char *name)
 	return p ? p : dlsym(RTLD_NEXT, name);
 }
 
+/* Our CLIENTs share one ops table: telling them apart costs a compare, not
+ * a walk of all clients under the lock on every ntirpc client call. */
+static const struct clnt_ops bc_ops;
+
 static bool is_ours(CLIENT *clnt)
 {
-	bool found = false;
-
-	pthread_mutex_lock(&bc_lock);
-	for (struct rrp_clnt *c = all_clients; c; c = c->next)
-		if (&c->clnt == clnt)
-			found = true;
-	pthread_mutex_unlock(&bc_lock);
-	return found;
+	return clnt && clnt->cl_ops == &bc_ops;
 }
 
 /* Unlink and return the pending entry of @cc (or by conn + xid). */
@@ -253,6 +249,14 @@ static bool bc_control(CLIENT *clnt, u_int rq, void *in)
 	return false;
 }
 
+static const struct clnt_ops bc_ops = {
+	.cl_call = bc_call,
+	.cl_abort = bc_abort,
+	.cl_freeres = bc_freeres,
+	.cl_destroy = bc_destroy,
+	.cl_control = bc_control,
+};
+
 /* ---- interposed ntirpc entry points ------------------------------------ */
 
 EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
@@ -268,12 +272,7 @@ EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return NULL;
-	cl->ops.cl_call = bc_call;
-	cl->ops.cl_abort = bc_abort;
-	cl->ops.cl_freeres = bc_freeres;
-	cl->ops.cl_destroy = bc_destroy;
-	cl->ops.cl_control = bc_control;
-	cl->clnt.cl_ops = &cl->ops;
+	cl->clnt.cl_ops = (struct clnt_ops *)&bc_ops;
 	cl->clnt.cl_netid = (char *)"rdma";
 	cl->clnt.cl_tp = (char *)"rpcrdma";
 	cl->clnt.cl_refcnt = 1;
