@@ -194,6 +194,7 @@ int soft_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_w
 int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
 		  const struct fab_qp_caps *caps);
 void soft_qp_free(struct soft_conn *c);
+void soft_qp_fatal_locked(struct soft_conn *c);
 void soft_qp_error_locked(struct soft_conn *c, bool tell_peer);
 void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n,
 			  void *addr);

@@ -324,11 +324,7 @@ static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 	if (c->rq_head == c->rq_tail) {
 		/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both QPs. */
 		soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
-		/* Our QP fails with nothing of ours to flush it: tell the owner
-		 * as an asynchronous QP fatal event would. */
-		if (!c->qp_err && !c->stop)
-			soft_cm_deliver_locked(c, FAB_CM_QP_ERROR, -EIO, NULL, 0, 0, 0);
-		soft_qp_error_locked(c, false);
+		soft_qp_fatal_locked(c);
 		pthread_mutex_unlock(&c->lock);
 		return drain(c->fd, h->len);
 	}
@@ -520,13 +516,9 @@ void *soft_reader(void *arg)
 			rc = rx_answer(c, &h);
 			break;
 		case SOFT_QP_ERR:
-			/* The peer's QP failed ours: report it as verbs reports an
-			 * asynchronous QP fatal event, so an owner with nothing
-			 * posted still learns the connection is dead. */
+			/* The peer's QP failed ours. */
 			pthread_mutex_lock(&c->lock);
-			if (!c->qp_err && !c->stop && c->state == SOFT_S_EST)
-				soft_cm_deliver_locked(c, FAB_CM_QP_ERROR, -EIO, NULL, 0, 0, 0);
-			soft_qp_error_locked(c, false);
+			soft_qp_fatal_locked(c);
 			pthread_mutex_unlock(&c->lock);
 			break;
 		case SOFT_DISC:

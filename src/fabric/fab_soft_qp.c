@@ -138,6 +138,18 @@ void soft_rq_flush_locked(struct soft_conn *c)
 	}
 }
 
+/*
+ * Our QP failed for a reason the owner sees no completion for (an RNR we
+ * detected as responder, or the peer's QP failing ours): report it once as
+ * verbs reports an asynchronous QP fatal event, then fail the QP.
+ */
+void soft_qp_fatal_locked(struct soft_conn *c)
+{
+	if (!c->qp_err && !c->stop && c->state == SOFT_S_EST)
+		soft_cm_deliver_locked(c, FAB_CM_QP_ERROR, -EIO, NULL, 0, 0, 0);
+	soft_qp_error_locked(c, false);
+}
+
 void soft_qp_error_locked(struct soft_conn *c, bool tell_peer)
 {
 	if (!c->has_qp)
