@@ -407,8 +407,10 @@ static void *delay_worker(void *arg)
 		}
 		if (d) {
 			pthread_mutex_unlock(&delay_lock);
-			reply_opaque(d->call, d->rb, d->data, d->n, d->len);
+			/* Count first: the client may read the stats as soon as
+			 * the reply reaches it. */
 			atomic_fetch_add(&ul_delayed_replies, 1);
+			reply_opaque(d->call, d->rb, d->data, d->n, d->len);
 			free(d);
 			pthread_mutex_lock(&delay_lock);
 			continue;
