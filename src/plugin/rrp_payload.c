@@ -7,13 +7,18 @@
  * ganesha 4.3 allocates NFSv4 READ buffers with posix_memalign(4096, n)
  * (gsh_malloc_aligned) and frees them with free() once the reply no longer
  * needs them (the READ uio release). This library interposes those two calls
- * (and realloc, for safety): 4096-aligned requests that fit a size class are
- * served from one arena registered once with the transport; everything else
+ * (and realloc, for safety; rrp_exports.map must list every one of them):
+ * 4096-aligned requests that fit a size class are served from one arena
+ * registered once with the transport; everything else
  * goes to glibc untouched. The arena is never unmapped while the process
  * lives, so a registration can never outlive its pages.
  *
- * NFSv3 READ buffers come from plain malloc() and are not served here: their
- * payload is copied into registered memory (counted as payload_copies).
+ * NFSv3 READ buffers come from plain malloc(RNDUP(count)) (nfs3_read.c), a
+ * call no size or alignment tells apart from any other. So the plugin says
+ * when one is coming: rrp_payload_expect(max) on the worker thread that is
+ * about to run an NFSv3 READ with a Write chunk makes that thread's next
+ * malloc of RRP_PAYLOAD_MIN..max bytes come from the arena, once. A wrong
+ * guess costs nothing: the slot goes back on free() like any other.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,6 +50,8 @@ static struct size_class classes[2];
 static uint8_t *arena;
 static size_t arena_len;
 static _Atomic uint64_t served, fallbacks;
+/* initial-exec: malloc must not reach __tls_get_addr, which may allocate. */
+static __thread size_t expect_max __attribute__((tls_model("initial-exec")));
 
 static bool in_arena(const void *p)
 {
@@ -157,6 +164,29 @@ EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return ENOMEM;
 	*memptr = p;
 	return 0;
+}
+
+void rrp_payload_expect(size_t max)
+{
+	expect_max = max;
+}
+
+EXPORTED void *malloc(size_t size)
+{
+	size_t max = expect_max;
+	void *p;
+
+	if (max && size >= RRP_PAYLOAD_MIN && size <= max &&
+	    __atomic_load_n(&arena, __ATOMIC_ACQUIRE)) {
+		expect_max = 0;
+		p = class_get(size);
+		if (p) {
+			served++;
+			return p;
+		}
+		fallbacks++;
+	}
+	return __libc_malloc(size);
 }
 
 EXPORTED void free(void *p)

@@ -15,6 +15,9 @@
 
 /* Map the arena once; the caller registers [*base, *base + *len). */
 int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t *len);
+/* This thread's next malloc of RRP_PAYLOAD_MIN..@max bytes comes from the
+ * arena (an NFSv3 READ buffer is about to be allocated); 0 cancels. */
+void rrp_payload_expect(size_t max);
 void rrp_payload_stats(uint64_t *served, uint64_t *fallbacks);
 
 #endif

@@ -18,10 +18,12 @@
 #include <rpc/svc_auth.h>
 
 #include "plugin/rrp_host.h"
+#include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
 #include "plugin/rrp_slots.h"
 #include "plugin/rrp_xdr.h"
 #include "ulb/ulb_call.h"
+#include "ulb/ulb_nfs.h"
 #include "ulb/ulb_reply.h"
 #include "ulb/ulb_slots.h"
 
@@ -432,6 +434,21 @@ static bool needs_scan(const struct rr_call *call)
 	return prog == 100003 && vers == 4;
 }
 
+/*
+ * The size of the buffer nfs3_read is about to malloc for this Call's data
+ * (RNDUP(count), or less if the export caps it), when that data will go to
+ * a Write chunk; 0 otherwise. See rrp_payload.c.
+ */
+static size_t nfs3_read_buffer(const struct rrp_req *rq)
+{
+	const struct ulb_call *u = &rq->ulb;
+
+	if (!rq->scanned || !rq->call->pcl->n_write || u->prog != ULB_PROG_NFS || u->vers != 3 ||
+	    u->proc != ULB_NFS3_READ || u->n_read_ops != 1)
+		return 0;
+	return ((size_t)u->read_ops[0].count + 3) & ~(size_t)3;
+}
+
 void rrp_process(struct rr_call *call)
 {
 	struct rrp_xprt *x = call->upper_priv;
@@ -473,7 +490,10 @@ void rrp_process(struct rr_call *call)
 	}
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
+	/* nfs3_read allocates its data buffer on this thread, inside SVC_DECODE */
+	rrp_payload_expect(nfs3_read_buffer(rq));
 	stat = SVC_DECODE(req);
+	rrp_payload_expect(0);
 	if (stat != XPRT_SUSPEND) {
 		if (req->rq_auth)
 			SVCAUTH_RELEASE(req);
