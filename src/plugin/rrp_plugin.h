@@ -37,6 +37,10 @@ struct rrp_plugin {
 	unsigned int nworkers;
 
 	_Atomic uint64_t requests, dropped, replies_failed;
+	/* Call bytes ganesha's XDR decoder copied out of our buffers
+	 * (XDR_GETBYTES: WRITE payloads, names, handles; ganesha 4.3 decodes
+	 * every opaque<> with xdr_bytes into memory of its own). */
+	_Atomic uint64_t decode_copy_bytes;
 };
 
 extern struct rrp_plugin rrp;

@@ -60,6 +60,7 @@ static bool dec_getbytes(XDR *x, char *buf, u_int n)
 		if (left > n)
 			left = n;
 		memcpy(buf, x->x_data, left);
+		d->copied += left;
 		x->x_data += left;
 		buf += left;
 		n -= (u_int)left;
@@ -204,6 +205,7 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 		iovcnt = RRP_DEC_MAX_IOV;
 	d->iov = iov;
 	d->iovcnt = iovcnt;
+	d->copied = 0;
 	for (int i = 0; i < iovcnt; i++) {
 		d->start[i] = off;
 		off += (u_int)iov[i].iov_len;

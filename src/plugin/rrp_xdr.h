@@ -29,6 +29,7 @@ struct rrp_xdr_dec {
 	int iovcnt;
 	int cur;			/* iovec x_v describes */
 	u_int start[RRP_DEC_MAX_IOV];	/* stream offset of each iovec */
+	uint64_t copied;		/* bytes x_getbytes copied out */
 	void (*destroy)(struct rrp_xdr_dec *dec);	/* owner's release */
 	void *owner;
 };

@@ -464,6 +464,8 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 		rr_call_release(rq->call);	/* the Call's own: no reply went */
 	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
+	if (dec->copied)
+		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
 	req_put(rq);
 }
 
