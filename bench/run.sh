@@ -1,7 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# bench/run.sh [--quick|--full] - the rpcrdma benchmarks; writes bench/RESULTS.md.
+# bench/run.sh [--quick|--full] [--only SECTIONS] - the rpcrdma benchmarks;
+# writes bench/RESULTS.md. --only (e.g. "A" or "A,D") runs just those
+# sections and writes the report into the work directory instead, so a partial
+# run never replaces the full RESULTS.md.
 #
 #   A  server instructions per operation (callgrind, deterministic), by layer,
 #      RPC-over-RDMA on the soft fabric beside ganesha's own TCP transport
@@ -20,16 +23,26 @@
 # grant, a protocol violation, a stall), never because of a figure.
 set -u
 MODE=quick
-case "${1:-}" in
---quick | "") MODE=quick ;;
---full) MODE=full ;;
-*) echo "usage: bench/run.sh [--quick|--full]" >&2; exit 2 ;;
-esac
+ONLY=ABCDE
+usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E]" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) MODE=quick ;;
+	--full) MODE=full ;;
+	--only) [ $# -ge 2 ] || usage; ONLY=$(echo "$2" | tr -cd 'ABCDEabcde' | tr a-e A-E); shift ;;
+	*) usage ;;
+	esac
+	shift
+done
+[ -n "$ONLY" ] || usage
+# want X: is section X selected (B and C share one ganesha run)?
+want() { case $ONLY in *"$1"*) return 0 ;; *) return 1 ;; esac; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${RPCRDMA_BUILD:-$ROOT/build}
 case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
-OUT=$ROOT/bench/RESULTS.md
 W=$(mktemp -d /tmp/rpcrdma-bench.XXXXXX)
+OUT=$ROOT/bench/RESULTS.md
+[ "$ONLY" = ABCDE ] || OUT=$W/RESULTS.md
 T0=$(date +%s)
 NB=$B/bench/nfsbench/nfsbench
 ENG=$B/bench/nfsbench/bench_engine
@@ -151,7 +164,9 @@ echo "{\"ganesha\":$HAVE_GANESHA,\"callgrind\":$HAVE_CG}" >"$W/have.json"
 log "A: ganesha under callgrind"
 CG=$W/cg
 PA=$BASE
-if [ $HAVE_GANESHA = 0 ] || [ $HAVE_CG = 0 ]; then
+if ! want A; then
+	log "A: not selected"
+elif [ $HAVE_GANESHA = 0 ] || [ $HAVE_CG = 0 ]; then
 	log "A: skipped"
 elif start_ganesha "$CG" "$PA" valgrind --tool=callgrind --callgrind-out-file="$CG/cg.out"; then
 	cgp=$GPID
@@ -217,11 +232,14 @@ fi
 log "B: throughput (native ganesha, FSAL MEM)"
 G=$W/native
 PB=$((BASE + 5))
-if [ $HAVE_GANESHA = 0 ]; then
+if ! want B && ! want C; then
+	log "B, C: not selected"
+elif [ $HAVE_GANESHA = 0 ]; then
 	log "B, C: skipped"
 elif start_ganesha "$G" "$PB"; then
 	gp=$GPID
-	for r in $(seq "$ROUNDS"); do
+	want B || ROUNDS_B=0
+	for r in $(seq "${ROUNDS_B:-$ROUNDS}"); do
 		for op in read1m write1m read4k write4k; do
 			for qd in 1 16 64; do
 				if [ $((r % 2)) = 1 ]; then order="rdma tcp"; else order="tcp rdma"; fi
@@ -238,7 +256,8 @@ elif start_ganesha "$G" "$PB"; then
 		log "B: round $r done"
 	done
 	log "C: counters per I/O"
-	for op in read4k write4k read1m write1m; do
+	want C || log "C: not selected"
+	for op in $(want C && echo read4k write4k read1m write1m); do
 		n=$(count_for "$op")
 		for k in 1 2; do
 			stats_json "$G/stats.sock" >"$W/ctr-$op-$k-before.json"
@@ -251,12 +270,15 @@ elif start_ganesha "$G" "$PB"; then
 else
 	die "native ganesha"
 fi
-log "B: fab_bench"
-"$FABB" -s "$FABSECS" >"$W/fab_bench.txt" 2>&1 || die "fab_bench"
+if want B; then
+	log "B: fab_bench"
+	"$FABB" -s "$FABSECS" >"$W/fab_bench.txt" 2>&1 || die "fab_bench"
+fi
 
 # --- D: credits ----------------------------------------------------------------
 log "D: credits"
-for r in $(seq "$ROUNDS"); do
+want D || log "D: not selected"
+for r in $(want D && seq "$ROUNDS"); do
 	for g in 1 4 16 64 128; do
 		sock=$W/eng-$g-$r.sock
 		"$ENG" "unix:$sock" --credits "$g" >"$W/eng-$g-$r.out" 2>&1 &
@@ -281,7 +303,8 @@ eng_snapshot() {
 	done
 	grep '^{' "$3" | tail -1 >"$2"
 }
-for budget in 0 $((32 << 20)); do
+want E || log "E: not selected"
+for budget in $(want E && echo 0 $((32 << 20))); do
 	for n in $CONNS; do
 		tag=idle-$budget-$n
 		sock=$W/$tag.sock

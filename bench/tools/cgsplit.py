@@ -22,12 +22,21 @@ of every call it makes into unlayered code (memcpy, malloc, locks, syscall
 wrappers); "other" is whatever remains of the dump's total (thread start-up,
 libc code not reached from a layered function). Kernel work is not counted
 by callgrind at all.
+
+The plugin interposes the allocator (rrp_payload.c: free, realloc,
+posix_memalign) for the whole process, so ganesha's and ntirpc's own frees
+pass through it. Those wrappers keep their own instructions (the range check,
+the payload pool), but the libc work they forward is charged to whoever
+called them, in proportion to each caller's inclusive cost through the
+wrapper: a free() ganesha makes stays ganesha's, as it is over TCP.
 """
 import json
 import re
 import sys
 
 LAYERED = ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha")
+INTERPOSED = ("free", "realloc", "posix_memalign", "malloc", "calloc", "memalign",
+              "aligned_alloc")
 
 
 def layer_of(ob, fl, name):
@@ -63,6 +72,13 @@ def parse(path):
             names[kind[k]][m.group(1)] = m.group(2)
             return m.group(2)
         return names[kind[k]].get(m.group(1), v)
+
+    # Functions are keyed by their compressed id where there is one: libc's
+    # free and the plugin's interposed free share a name.
+    def fkey(v):
+        m = ref.match(v)
+        nm = name("fn", v)
+        return f"{nm}'#{m.group(1)}" if m else nm
 
     fninfo = {}     # fn name -> (ob, fl)
     self_cost = {}  # fn -> Ir
@@ -100,35 +116,49 @@ def parse(path):
             elif k in ("fi", "fe", "cfi", "cfl"):
                 name(k, v)
             elif k == "fn":
-                fn = name(k, v)
+                fn = fkey(v)
                 fninfo.setdefault(fn, (ob, fl))
             elif k == "cob":
                 cob = name(k, v)
             elif k == "cfn":
-                cfn = name(k, v)
+                cfn = fkey(v)
             elif k == "calls":
                 pending_call = True
     lay = {fn: layer_of(o, f_, fn) for fn, (o, f_) in fninfo.items()}
+    wrappers = {fn for fn in lay
+                if lay[fn] == "plugin" and fn.split("'")[0] in INTERPOSED}
     per_fn = {}
     for fn, ir in self_cost.items():
         if lay.get(fn):
             per_fn[fn] = per_fn.get(fn, 0) + ir
+    forwarded = {w: 0 for w in wrappers}   # libc cost under each wrapper
+    through = {w: 0 for w in wrappers}     # inclusive cost of calls into it
     for caller, callee, cob_, ir in calls:
+        if callee in wrappers:
+            through[callee] += ir
         if not lay.get(caller):
             continue
         cl = lay.get(callee)
         if cl is None and callee not in lay:
             cl = layer_of(cob_, "", callee)
         if cl is None:
-            per_fn[caller] = per_fn.get(caller, 0) + ir
+            if caller in wrappers:
+                forwarded[caller] += ir
+            else:
+                per_fn[caller] = per_fn.get(caller, 0) + ir
+    for caller, callee, cob_, ir in calls:
+        if callee in wrappers and lay.get(caller) and through[callee]:
+            share = ir * forwarded[callee] / through[callee]
+            per_fn[caller] = per_fn.get(caller, 0) + share
     layers = {l: 0 for l in LAYERED}
     for fn, ir in per_fn.items():
         layers[lay[fn]] += ir
+    layers = {l: round(v) for l, v in layers.items()}
     layers["other"] = total - sum(layers[l] for l in LAYERED)
     top = {}
     for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
         fns = sorted(((ir, fn) for fn, ir in per_fn.items() if lay[fn] == l), reverse=True)
-        top[l] = [[fn, ir] for ir, fn in fns[:40]]
+        top[l] = [[fn.split("'#")[0], round(ir)] for ir, fn in fns[:40]]
     return {"file": path, "total": total, "layers": layers, "top": top}
 
 

@@ -84,7 +84,9 @@ if "idle" in split and "idle" in runs:
       "ulb, plugin), ntirpc = libntirpc.so (Debian's is stripped, so its TCP transport path "
       "cannot be separated by name from its XDR/auth/dispatch code), ganesha = ganesha.nfsd + "
       "libganesha_nfsd + FSAL MEM; each layered function is also charged the libc it calls "
-      "(memcpy, malloc, locks, syscall wrappers); other = the rest. callgrind counts user-space "
+      "(memcpy, malloc, locks, syscall wrappers), except that the plugin's allocator "
+      "interposer (`free`, for the READ payload pool) keeps only its own instructions and the "
+      "libc work it forwards is charged to its callers; other = the rest. callgrind counts user-space "
       "instructions only: kernel socket work (TCP, and the soft fabric's own socket I/O) is not "
       "in these figures.")
     p("")
@@ -149,28 +151,36 @@ if "idle" in split and "idle" in runs:
         t = tops.get(("rdma", op), {})
         return fmt(sum(v for (l, name), v in t.items() if name == fn))
 
-    if ("rdma", "getattr") in tops:
-        p("What stands in the way of the target (read from the top functions and the plugin "
-          "source; figures are this run's, GETATTR unless named):")
+    if ("rdma", "null") in tops:
+        p("What stands in the way of the target (read from the top functions and the source; "
+          "figures are this run's, NULL unless named):")
         p("")
-        p(f"- Per-call allocation in the plugin: `rrp_process` ({f('getattr', 'rrp_process')}/op) "
-          "is mostly `calloc` of `struct rrp_req` (it embeds `struct ulb_call`, zeroed every "
-          "call) beside ganesha's own request allocation; the reply's 8 KiB encode buffer is "
-          "`malloc`ed per reply (`enc_newbuf`) and both are freed again (`free` charged to the "
-          f"plugin: {f('getattr', 'free')}/op). A per-connection free list of requests and "
-          "encode buffers would remove most of this.")
-        p(f"- The ULB scan walks every Call's XDR (`ulb_call_scan` + `ulb_xdr_advance`: "
-          f"{f('getattr', 'ulb_call_scan')} + {f('getattr', 'ulb_xdr_advance')}/op, even for "
-          "NULL) and plans every Reply (`ulb_reply_plan`); for NFSv3 only READ/WRITE/READLINK/"
-          "SYMLINK have DDP-eligible items, so other procedures could skip the walk.")
-        p(f"- `x_checksum` (DRC key, byte-at-a-time FNV over 256 bytes): "
-          f"{f('getattr', 'x_checksum')}/op.")
+        p("- The engine's fixed cost per call (`rpcrdma`, the largest share of \"ours\" for small "
+          "ops): every Reply is handed from the worker to the event thread (workers may not "
+          "make fabric calls: rr_reply queues it and kicks an eventfd, "
+          f"`rr_reply` {f('null', 'rr_reply')}/op), and the call's path takes the connection "
+          "lock several times - receive refill "
+          f"(`rr_recv_refill` {f('null', 'rr_recv_refill')}), send context get/release, the "
+          f"pending-send queue (`post_pending` {f('null', 'post_pending')}), the call's release "
+          f"(`rr_call_free` {f('null', 'rr_call_free')}) - beside the event loop itself "
+          f"(`event_thread` {f('null', 'event_thread')}: epoll, CQ re-arm). Fewer hand-offs "
+          "(one lock per batch of completions, a lock-free reply queue) are what is left.")
+        p(f"- The worker pool: a mutex + condition variable per call (`worker` "
+          f"{f('null', 'worker')}, `rrp_queue_work` {f('null', 'rrp_queue_work')}/op), the "
+          "hop ntirpc's TCP path also makes but through its own work pool.")
+        p(f"- The ULB for READ/WRITE: `ulb_call_scan` {f('read4k', 'ulb_call_scan')} + "
+          f"`ulb_reply_plan` {f('read4k', 'ulb_reply_plan')}/op at READ 4 KiB, most of it "
+          "including clearing the 2 KiB `struct ulb_call` and the reply plan (the ULB's tests "
+          "compare whole structures, so scans zero them); NULL/GETATTR over NFSv3 are not "
+          "scanned.")
         p(f"- Payload copies: READ data is bounced into registered memory (`stream_copy`, "
           f"{f('read1m', 'stream_copy')}/op at 1 MiB: the whole payload, matching "
           "payload_copies in C); WRITE data is copied out of the registered Read-chunk buffer "
           f"by the plugin's XDR decoder (`dec_getbytes`, {f('write1m', 'dec_getbytes')}/op at "
-          "1 MiB; ntirpc's TCP path copies the same bytes, so WRITE is at parity). This WRITE "
-          "copy is not counted by payload_copies.")
+          "1 MiB; the plugin's `decode_copy_bytes` counter shows it). ganesha 4.3 decodes "
+          "WRITE3args/WRITE4args data with `xdr_bytes` (ntirpc's `mem_alloc` then "
+          "`XDR_GETBYTES`), with no `getbufs`-style hook, so the copy stays; ntirpc's TCP path "
+          "copies the same bytes, so WRITE is at parity.")
         p("- The comparison itself: ntirpc's TCP path leaves its byte moving to the kernel "
           "(recv/writev), which callgrind does not count, while the soft fabric (shown apart, "
           "not in \"ours\") does it in user space. On a verbs device the fabric column goes "

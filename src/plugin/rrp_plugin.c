@@ -81,6 +81,7 @@ static void *worker(void *arg)
 	(void)arg;
 	for (;;) {
 		struct rrp_work *w;
+		bool heap;
 
 		pthread_mutex_lock(&rrp.lock);
 		while (!rrp.head && !rrp.stopping)
@@ -94,8 +95,10 @@ static void *worker(void *arg)
 		if (!rrp.head)
 			rrp.tail = NULL;
 		pthread_mutex_unlock(&rrp.lock);
+		heap = w->heap; /* fn may recycle the owner of an embedded w */
 		w->fn(w->arg);
-		free(w);
+		if (heap)
+			free(w);
 	}
 }
 
@@ -208,14 +211,8 @@ void rrp_plugin_start(void)
 		rrp_stats_start(rrp.cfg.stats_socket);
 }
 
-bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
+void rrp_queue_work(struct rrp_work *w)
 {
-	struct rrp_work *w = malloc(sizeof(*w));
-
-	if (!w)
-		return false;
-	w->fn = fn;
-	w->arg = arg;
 	w->next = NULL;
 	pthread_mutex_lock(&rrp.lock);
 	if (rrp.tail)
@@ -225,19 +222,17 @@ bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
 	rrp.tail = w;
 	pthread_cond_signal(&rrp.cond);
 	pthread_mutex_unlock(&rrp.lock);
+}
+
+bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
+{
+	struct rrp_work *w = malloc(sizeof(*w));
+
+	if (!w)
+		return false;
+	w->fn = fn;
+	w->arg = arg;
+	w->heap = true;
+	rrp_queue_work(w);
 	return true;
-}
-
-static void process_call(void *arg)
-{
-	rrp_process(arg);
-}
-
-/* Queue a Call for the workers (engine thread: must not block). */
-void rrp_queue(struct rr_call *call)
-{
-	if (!rrp_queue_fn(process_call, call)) {
-		atomic_fetch_add(&rrp.dropped, 1);
-		rr_call_release(call);
-	}
 }

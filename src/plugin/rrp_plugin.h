@@ -19,6 +19,7 @@ struct rrp_work {
 	struct rrp_work *next;
 	void (*fn)(void *arg);
 	void *arg;
+	bool heap;			/* rrp_queue_fn's: the worker frees it */
 };
 
 struct rrp_plugin {
@@ -36,6 +37,10 @@ struct rrp_plugin {
 	unsigned int nworkers;
 
 	_Atomic uint64_t requests, dropped, replies_failed;
+	/* Call bytes ganesha's XDR decoder copied out of our buffers
+	 * (XDR_GETBYTES: WRITE payloads, names, handles; ganesha 4.3 decodes
+	 * every opaque<> with xdr_bytes into memory of its own). */
+	_Atomic uint64_t decode_copy_bytes;
 };
 
 extern struct rrp_plugin rrp;
@@ -48,11 +53,10 @@ int rrp_stats_start(const char *path);
 
 /* Upper-layer callbacks given to the engine (rrp_xprt.c). */
 extern const struct rr_upper_ops rrp_upper_ops;
-/* Run one Call through ganesha on a worker thread (rrp_xprt.c). */
-void rrp_process(struct rr_call *call);
 /* Queue work for the pool (never blocks); false if it could not be queued. */
 bool rrp_queue_fn(void (*fn)(void *arg), void *arg);
-void rrp_queue(struct rr_call *call);
+/* Queue a work item embedded in its owner (no allocation; never fails). */
+void rrp_queue_work(struct rrp_work *w);
 
 /* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
 struct rrp_xprt;

@@ -60,6 +60,7 @@ static bool dec_getbytes(XDR *x, char *buf, u_int n)
 		if (left > n)
 			left = n;
 		memcpy(buf, x->x_data, left);
+		d->copied += left;
 		x->x_data += left;
 		buf += left;
 		n -= (u_int)left;
@@ -204,6 +205,7 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 		iovcnt = RRP_DEC_MAX_IOV;
 	d->iov = iov;
 	d->iovcnt = iovcnt;
+	d->copied = 0;
 	for (int i = 0; i < iovcnt; i++) {
 		d->start[i] = off;
 		off += (u_int)iov[i].iov_len;
@@ -264,7 +266,8 @@ static bool enc_newbuf(XDR *x)
 		return false;
 	}
 	s = &e->seg[e->nseg];
-	s->base = enc_buf_get();
+	s->base = e->keep ? e->keep : enc_buf_get();
+	e->keep = NULL;
 	if (!s->base) {
 		e->failed = true;
 		return false;
@@ -382,12 +385,22 @@ static const struct xdr_ops enc_ops = {
 	.x_allochdrs = no_allochdrs,
 };
 
-int rrp_xdr_enc_init(struct rrp_xdr_enc *e)
+/* An empty stream; its first buffer is @e->keep when there is one. Only the
+ * header is cleared: segments are written before they are read. */
+static int enc_open(struct rrp_xdr_enc *e)
 {
-	memset(e, 0, sizeof(*e));
+	memset(&e->xdrs, 0, sizeof(e->xdrs));
 	e->xdrs.x_op = XDR_ENCODE;
 	e->xdrs.x_ops = &enc_ops;
+	e->nseg = 0;
+	e->failed = false;
 	return enc_newbuf(&e->xdrs) ? 0 : -ENOMEM;
+}
+
+int rrp_xdr_enc_init(struct rrp_xdr_enc *e)
+{
+	e->keep = NULL;
+	return enc_open(e);
 }
 
 int rrp_xdr_enc_iov(struct rrp_xdr_enc *e, struct iovec *iov)
@@ -405,16 +418,34 @@ int rrp_xdr_enc_iov(struct rrp_xdr_enc *e, struct iovec *iov)
 	return n;
 }
 
-void rrp_xdr_enc_fini(struct rrp_xdr_enc *e)
+/* Give back what the stream holds; with @keep_one, its first own buffer
+ * stays in e->keep for the next stream. */
+static void enc_release(struct rrp_xdr_enc *e, bool keep_one)
 {
 	for (int i = 0; i < e->nseg; i++) {
 		struct rrp_enc_seg *s = &e->seg[i];
 
-		if (s->cap)
+		if (s->cap && keep_one && !e->keep)
+			e->keep = s->base;
+		else if (s->cap)
 			enc_buf_put(s->base);
 		else if (s->uio && s->uio->uio_release)
 			/* one release per referenced vio, as ntirpc's ioq does */
 			s->uio->uio_release(s->uio, UIO_FLAG_NONE);
 	}
 	e->nseg = 0;
+}
+
+void rrp_xdr_enc_fini(struct rrp_xdr_enc *e)
+{
+	enc_release(e, false);
+	if (e->keep)
+		enc_buf_put(e->keep);
+	e->keep = NULL;
+}
+
+int rrp_xdr_enc_recycle(struct rrp_xdr_enc *e)
+{
+	enc_release(e, true);
+	return enc_open(e);
 }

@@ -29,6 +29,7 @@ struct rrp_xdr_dec {
 	int iovcnt;
 	int cur;			/* iovec x_v describes */
 	u_int start[RRP_DEC_MAX_IOV];	/* stream offset of each iovec */
+	uint64_t copied;		/* bytes x_getbytes copied out */
 	void (*destroy)(struct rrp_xdr_dec *dec);	/* owner's release */
 	void *owner;
 };
@@ -46,6 +47,7 @@ struct rrp_xdr_enc {
 	int nseg;
 	struct rrp_enc_seg seg[RRP_ENC_MAX_SEG];
 	bool failed;
+	void *keep;			/* own buffer kept for the next stream */
 };
 
 /* Decode over @iov (not copied: must outlive the stream). */
@@ -56,5 +58,8 @@ int rrp_xdr_enc_init(struct rrp_xdr_enc *enc);
 /* The encoded Reply as iovecs (at most RRP_ENC_MAX_SEG); returns the count. */
 int rrp_xdr_enc_iov(struct rrp_xdr_enc *enc, struct iovec *iov);
 void rrp_xdr_enc_fini(struct rrp_xdr_enc *enc);
+/* Release like fini, but keep one buffer and start a new, empty stream over
+ * it (objects recycled per request allocate nothing in steady state). */
+int rrp_xdr_enc_recycle(struct rrp_xdr_enc *enc);
 
 #endif

@@ -35,20 +35,86 @@ struct rrp_xprt {
 	bool slots_ok;
 };
 
-/* One request: the decode stream ganesha reads the Call from. */
+/*
+ * One request: the decode stream ganesha reads the Call from, the stream
+ * its Reply is encoded into, and the queue link that takes it to a worker.
+ * Two holds - the request (until ganesha destroys the decode stream) and
+ * the Reply (until the engine is done with its buffers) - and the last one
+ * gives it back to a free list, so a call allocates nothing in steady state.
+ */
 struct rrp_req {
 	struct rrp_xdr_dec dec;		/* first: req->rq_xdrs points here */
+	struct rrp_work work;
 	struct rr_call *call;
 	struct rrp_xprt *x;
+	atomic_uint holds;
 	bool replied;
 	bool scanned;			/* ulb holds a valid scan of the Call */
 	bool ddp_violation;		/* RFC 8267 section 2.5: GARBAGE_ARGS */
+	bool slot_tracked;		/* its SEQUENCE slot is in x->slots */
+	struct rrp_xdr_enc enc;		/* the Reply; reused, buffer kept */
+	struct rrp_req *next_free;
 	struct ulb_call ulb;
 };
 
-struct rrp_reply {
-	struct rrp_xdr_enc enc;
-};
+/* Enough for every credit of a few busy connections; beyond, freed. */
+#define RRP_REQ_FREE_MAX 256
+
+static pthread_mutex_t req_free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rrp_req *req_free;
+static unsigned int req_nfree;
+
+static void rrp_process(void *arg);
+
+static struct rrp_req *req_get(void)
+{
+	struct rrp_req *rq;
+
+	pthread_mutex_lock(&req_free_lock);
+	rq = req_free;
+	if (rq) {
+		req_free = rq->next_free;
+		req_nfree--;
+	}
+	pthread_mutex_unlock(&req_free_lock);
+	if (!rq) {
+		/* Not zeroed: the ULB scan initialises its part, and only if needed. */
+		rq = malloc(sizeof(*rq));
+		if (!rq)
+			return NULL;
+		if (rrp_xdr_enc_init(&rq->enc)) {
+			free(rq);
+			return NULL;
+		}
+		rq->work.fn = rrp_process;
+		rq->work.arg = rq;
+		rq->work.heap = false;
+	}
+	atomic_init(&rq->holds, 1);
+	rq->replied = false;
+	rq->scanned = false;
+	rq->ddp_violation = false;
+	rq->slot_tracked = false;
+	return rq;
+}
+
+static void req_put(struct rrp_req *rq)
+{
+	if (atomic_fetch_sub(&rq->holds, 1) != 1)
+		return;
+	pthread_mutex_lock(&req_free_lock);
+	if (req_nfree < RRP_REQ_FREE_MAX) {
+		rq->next_free = req_free;
+		req_free = rq;
+		req_nfree++;
+		rq = NULL;
+	}
+	pthread_mutex_unlock(&req_free_lock);
+	if (rq) {
+		rrp_xdr_enc_fini(&rq->enc);
+		free(rq);
+	}
+}
 
 static struct rrp_xprt *XP(SVCXPRT *xprt)
 {
@@ -96,12 +162,22 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	return XPRT_IDLE;
 }
 
+/* The engine is done with the Reply's buffers: ready the stream for reuse. */
 static void reply_done(void *arg)
 {
-	struct rrp_reply *r = arg;
+	struct rrp_req *rq = arg;
 
-	rrp_xdr_enc_fini(&r->enc);
-	free(r);
+	rrp_xdr_enc_recycle(&rq->enc);
+	req_put(rq);
+}
+
+/* The Reply stream, empty (a failed recycle left none: try again here). */
+static struct rrp_xdr_enc *reply_stream(struct rrp_req *rq)
+{
+	if (rq->enc.nseg == 0 && rrp_xdr_enc_recycle(&rq->enc))
+		return NULL;
+	atomic_fetch_add(&rq->holds, 1);
+	return &rq->enc;
 }
 
 /*
@@ -129,49 +205,57 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	struct rrp_req *rq = (struct rrp_req *)req->rq_xdrs;
 	struct iovec iov[RRP_ENC_MAX_SEG];
 	struct rr_reply_plan plan;
-	struct rrp_reply *r;
+	struct rrp_xdr_enc *enc;
 	int n;
 
 	if (rq->replied)
 		return XPRT_IDLE;
-	r = malloc(sizeof(*r));
-	if (!r || rrp_xdr_enc_init(&r->enc)) {
-		free(r);
+	enc = reply_stream(rq);
+	if (!enc) {
 		atomic_fetch_add(&rrp.replies_failed, 1);
 		return XPRT_DIED;
 	}
-	if (!xdr_dplx_msg(&r->enc.xdrs, &req->rq_msg))
+	if (!xdr_dplx_msg(&enc->xdrs, &req->rq_msg))
 		goto fail;
 	if (req->rq_msg.rm_reply.rp_stat == MSG_ACCEPTED &&
 	    req->rq_msg.rm_reply.rp_acpt.ar_stat == SUCCESS && req->rq_auth &&
-	    !SVCAUTH_WRAP(req, &r->enc.xdrs))
+	    !SVCAUTH_WRAP(req, &enc->xdrs))
 		goto fail;
-	if (r->enc.failed)
+	if (enc->failed)
 		goto fail;
-	n = rrp_xdr_enc_iov(&r->enc, iov);
+	n = rrp_xdr_enc_iov(enc, iov);
 	plan_reply(rq, iov, n, &plan);
 	rq->replied = true;
-	rr_reply(rq->call, iov, n, &plan, reply_done, r);
-	if (plan.deliverable && rq->x->slots_ok)
+	rr_reply(rq->call, iov, n, &plan, reply_done, rq);
+	if (plan.deliverable && rq->slot_tracked)
 		ulb_slot_reply_sent(&rq->x->slots, rq->call->xid);
 	return XPRT_IDLE;
 fail:
 	atomic_fetch_add(&rrp.replies_failed, 1);
-	reply_done(r);
+	reply_done(rq);
 	return XPRT_DIED;
 }
 
-/* The duplicate-request cache keys on this (as svc_vc: first 256 bytes). */
+/*
+ * The duplicate-request cache keys on this (as svc_vc: first 256 bytes).
+ * FNV-1a's step taken eight bytes at a time, then folded so that the high
+ * bits, which the multiply mixes best, reach the low ones too.
+ */
 static void x_checksum(struct svc_req *req, void *data, size_t length)
 {
 	const uint8_t *p = data;
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 1469598103934665603ull, w;
+	size_t i = 0;
 
 	if (length > 256)
 		length = 256;
-	for (size_t i = 0; i < length; i++)
+	for (; i + 8 <= length; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 1099511628211ull;
+	}
+	for (; i < length; i++)
 		h = (h ^ p[i]) * 1099511628211ull;
-	req->rq_cksum = h;
+	req->rq_cksum = h ^ (h >> 29) ^ length;
 }
 
 static void x_unlink(SVCXPRT *xprt, u_int flags, const char *tag, const int line)
@@ -323,25 +407,22 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
 }
 
-struct rrp_pending {
-	struct rr_call *call;
-	struct rrp_xprt *x;
-};
-
 static void up_call(void *ctx, struct rr_call *call)
 {
 	struct rrp_xprt *x = conn_xprt(call->conn);
+	struct rrp_req *rq = x && rrp_host.alloc_cb ? req_get() : NULL;
 
 	(void)ctx;
-	if (!x || !rrp_host.alloc_cb) {
+	if (!rq) {
 		atomic_fetch_add(&rrp.dropped, 1);
 		rr_call_release(call);
 		return;
 	}
 	/* The worker may run after conn_down: keep the transport alive. */
 	SVC_REF(&x->xprt, SVC_REF_FLAG_NONE);
-	call->upper_priv = x;
-	rrp_queue(call);
+	rq->call = call;
+	rq->x = x;
+	rrp_queue_work(&rq->work);
 }
 
 static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
@@ -380,37 +461,38 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 	struct rrp_req *rq = dec->owner;
 
 	if (!rq->replied) {
-		if (rq->x->slots_ok)
+		if (rq->slot_tracked)
 			ulb_slot_forget(&rq->x->slots, rq->call->xid);
 		rr_call_release(rq->call);	/* the Call's own: no reply went */
 	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
-	free(rq);
+	if (dec->copied)
+		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
+	req_put(rq);
 }
 
 /* A retry of a COMPOUND whose Reply was lost to ERR_CHUNK: answered here. */
 static void answer_uncached(struct rrp_req *rq)
 {
-	struct rrp_reply *r = malloc(sizeof(*r));
+	struct rrp_xdr_enc *enc = reply_stream(rq);
 	struct rr_reply_plan plan = {.nspans = 0, .deliverable = true};
 	struct iovec iov;
 	int n;
 
-	if (!r || rrp_xdr_enc_init(&r->enc)) {
-		free(r);
+	if (!enc) {
 		rq->dec.destroy(&rq->dec);
 		return;
 	}
-	n = rrp_slots_encode_uncached(rq->call, &rq->ulb, r->enc.seg[0].base, r->enc.seg[0].cap);
+	n = rrp_slots_encode_uncached(rq->call, &rq->ulb, enc->seg[0].base, enc->seg[0].cap);
 	if (n < 0) {
-		reply_done(r);
+		reply_done(rq);
 		rq->dec.destroy(&rq->dec);
 		return;
 	}
-	r->enc.xdrs.x_data = r->enc.seg[0].base + n;
-	rrp_xdr_enc_iov(&r->enc, &iov);
+	enc->xdrs.x_data = enc->seg[0].base + n;
+	rrp_xdr_enc_iov(enc, &iov);
 	rq->replied = true;
-	rr_reply(rq->call, &iov, 1, &plan, reply_done, r);
+	rr_reply(rq->call, &iov, 1, &plan, reply_done, rq);
 	rq->dec.destroy(&rq->dec);
 }
 
@@ -449,25 +531,16 @@ static size_t nfs3_read_buffer(const struct rrp_req *rq)
 	return ((size_t)u->read_ops[0].count + 3) & ~(size_t)3;
 }
 
-void rrp_process(struct rr_call *call)
+/* Run one Call through ganesha (a worker: ganesha may block in the FSAL). */
+static void rrp_process(void *arg)
 {
-	struct rrp_xprt *x = call->upper_priv;
-	/* Not zeroed: the ULB scan initialises its part, and only if needed. */
-	struct rrp_req *rq = malloc(sizeof(*rq));
+	struct rrp_req *rq = arg;
+	struct rr_call *call = rq->call;
+	struct rrp_xprt *x = rq->x;
 	struct svc_req *req;
 	enum xprt_stat stat;
 
 	atomic_fetch_add(&rrp.requests, 1);
-	if (!rq) {
-		rr_call_release(call);
-		SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);
-		return;
-	}
-	rq->call = call;
-	rq->x = x;
-	rq->replied = false;
-	rq->scanned = false;
-	rq->ddp_violation = false;
 	rrp_xdr_dec_init(&rq->dec, call->iov, call->iovcnt);
 	rq->dec.destroy = req_xdr_destroy;
 	rq->dec.owner = rq;
@@ -486,7 +559,8 @@ void rrp_process(struct rr_call *call)
 		rq->ddp_violation =
 			ulb_call_check_read_chunks(&rq->ulb, call->pcl) == ULB_DDP_VIOLATION;
 		if (rq->ulb.has_sequence && x->slots_ok)
-			ulb_slot_track(&x->slots, call->xid, &rq->ulb.seq);
+			rq->slot_tracked =
+				ulb_slot_track(&x->slots, call->xid, &rq->ulb.seq) == 0;
 	}
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);

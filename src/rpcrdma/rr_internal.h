@@ -211,6 +211,7 @@ struct rr_server {
 	struct fab_listener *listener;
 	int epfd;
 	int kickfd;			/* eventfd: wake the event thread */
+	atomic_bool kick_pending;	/* a wake-up is written and not yet handled */
 	pthread_t thread;
 	bool started;
 	_Atomic bool stopping;

@@ -70,7 +70,7 @@ static void send_ctx_release(struct rr_send_ctx *s)
 	rr_conn_put(c);
 }
 
-static void post_pending(struct rr_conn *c);
+static void post_pending(struct rr_conn *c, uint32_t returned);
 
 /* Post a built chain now, or queue it behind earlier ones until the send
  * queue has room: posting never blocks, so the event thread may reply.
@@ -81,6 +81,7 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 	int ret = 0;
 
 	bool here = rr_on_event_thread(c->srv);
+	bool queued = false;
 
 	s->wr[s->nwr - 1].next = NULL;
 	pthread_mutex_lock(&c->lock);
@@ -97,6 +98,7 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 		else
 			c->pend_head = s;
 		c->pend_tail = s;
+		queued = true;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (ret) {
@@ -105,17 +107,22 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 		send_ctx_release(s);
 	} else if (!here) {
 		rr_server_kick(c->srv);
-	} else {
-		post_pending(c);
+	} else if (queued) {
+		post_pending(c, 0);
 	}
+	/* Posted at once: nothing was queued ahead of it, and other threads
+	 * that queue behind it kick. */
 }
 
-/* Event thread: post queued chains while the send queue has room. */
-static void post_pending(struct rr_conn *c)
+/* Event thread: give back @returned send-queue slots (a completed chain),
+ * then post queued chains while the send queue has room; one lock. */
+static void post_pending(struct rr_conn *c, uint32_t returned)
 {
 	bool failed = false;
 
 	pthread_mutex_lock(&c->lock);
+	if (c->state != RR_CONN_CLOSING)
+		c->sq_avail += returned;
 	while (c->state != RR_CONN_CLOSING && c->pend_head && c->sq_avail >= c->pend_head->nwr) {
 		struct rr_send_ctx *q = c->pend_head;
 		struct fab_send_wr *bad;
@@ -688,7 +695,7 @@ void rr_send_run_deferred(struct rr_conn *c)
 			  q->rep_arg);
 		q = next;
 	}
-	post_pending(c);
+	post_pending(c, 0);
 }
 
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
@@ -709,12 +716,8 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 		return;
 	s = (struct rr_send_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
 
-	pthread_mutex_lock(&c->lock);
-	if (c->state != RR_CONN_CLOSING)
-		c->sq_avail += s->nwr;
-	pthread_mutex_unlock(&c->lock);
 	/* Queued chains go out in order as room appears. */
-	post_pending(c);
+	post_pending(c, s->nwr);
 	send_ctx_release(s);
 }
 

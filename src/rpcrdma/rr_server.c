@@ -73,10 +73,18 @@ bool rr_on_event_thread(const struct rr_server *srv)
 	return !srv->started || pthread_equal(pthread_self(), srv->thread);
 }
 
+/*
+ * Wake the event thread. While a wake-up is pending it will see whatever was
+ * queued before it clears the flag (handle_kick), so one write serves every
+ * thread queueing until then: a worker's Reply and its call release cost one
+ * eventfd write, not two.
+ */
 void rr_server_kick(struct rr_server *srv)
 {
 	uint64_t one = 1;
 
+	if (atomic_exchange(&srv->kick_pending, true))
+		return;
 	if (write(srv->kickfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		rr_log("kick: %s", strerror(errno));
 }
@@ -221,6 +229,8 @@ static void handle_kick(struct rr_server *srv)
 
 	if (read(srv->kickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		rr_log("kick read: %s", strerror(errno));
+	/* Before the walk: work queued after this point kicks again. */
+	atomic_store(&srv->kick_pending, false);
 	/* Only this thread changes the list: no lock needed to walk it. */
 	for (c = srv->conns; c; c = c->next) {
 		/* Even when closing: queued Replies must release their calls. */

@@ -44,7 +44,8 @@ static bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
 	return true;
 }
 
-bool ulb_xdr_skip(struct ulb_xdr *x, uint64_t n)
+/* Items that cross an iovec boundary (or run past the end). */
+bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
 {
 	return ulb_xdr_advance(x, NULL, n);
 }
@@ -54,7 +55,7 @@ bool ulb_xdr_bytes(struct ulb_xdr *x, void *dst, size_t n)
 	return ulb_xdr_advance(x, dst, n);
 }
 
-bool ulb_xdr_u32(struct ulb_xdr *x, uint32_t *v)
+bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v)
 {
 	uint8_t b[4];
 
