@@ -14,9 +14,10 @@
  *  - A answers the CB_RECALL with RDMA_ERROR / ERR_CHUNK: ganesha retries
  *    the recall on the same slot with the next sequence (the slot was
  *    retired, not lost or replayed), A answers it, B's OPEN completes.
- *  - A is killed with the CB_RECALL in flight: ganesha keeps serving B, the
- *    delegation goes (revoked or expired), B's OPEN completes, A's connection
- *    leaves the stats.
+ *  - A is killed with the CB_RECALL in flight: the call completes at once,
+ *    ganesha keeps serving (TCP and RDMA), A's connection leaves the stats
+ *    (within one lease time: ganesha 4.3 crashes when it later revokes a
+ *    delegation whose recall never got through - see the test).
  *
  * Skipped, with the reason, only where glusterd or ganesha's FSAL GLUSTER is
  * not installed (ci/install-deps.sh installs both); RR_BC_REQUIRE_DELEG=1
@@ -46,6 +47,10 @@ class Delegations : public Backchannel
 		skip_why.clear();
 		start_err.clear();
 		gluster_err.clear();
+		gluster_missing.clear();
+		/* no ganesha or plugin here (e.g. the sanitizer build): SetUp skips */
+		if (!GaneshaServer::available(&skip_why))
+			return;
 		if (!GlusterVolume::available(&gluster_missing))
 			return;
 		vol.reset(new GlusterVolume());
@@ -110,13 +115,15 @@ class Delegations : public Backchannel
 
 	void SetUp() override
 	{
-		if (!gluster_missing.empty()) {
+		if (skip_why.empty() && !gluster_missing.empty()) {
 			const char *req = getenv("RR_BC_REQUIRE_DELEG");
 			if (req && *req == '1')
 				FAIL() << "RR_BC_REQUIRE_DELEG=1 but " << gluster_missing;
 			GTEST_SKIP() << "delegation recall needs FSAL GLUSTER: " << gluster_missing;
 		}
-		ASSERT_TRUE(vol) << "the GlusterFS volume did not start: " << gluster_err;
+		if (skip_why.empty()) {
+			ASSERT_TRUE(vol) << "the GlusterFS volume did not start: " << gluster_err;
+		}
 		Backchannel::SetUp();
 		if (IsSkipped() || HasFatalFailure())
 			return;
@@ -313,11 +320,26 @@ TEST_F(Delegations, RecallRefusedWithErrChunkIsRetriedOnTheNextSequence)
 	NFS_OK(*a.c, a.c->destroy_session());
 }
 
-/* A dies with ganesha's CB_RECALL in flight: the call fails with the
- * connection, ganesha keeps serving (B over TCP, a new RDMA client), the
- * delegation goes when ganesha gives up on A (revoked after its lease, or
- * with A's expired lease), then B's OPEN completes; A's connection leaves the
- * stats. */
+/* A dies with ganesha's CB_RECALL in flight: the call completes at once with
+ * the connection (RPC_CANTRECV, ganesha logs "call result: 4"), not by its
+ * timeout; ganesha keeps serving B over TCP and a new RDMA client with a back
+ * channel; B still gets NFS4ERR_DELAY (the dead client's delegation stands
+ * until ganesha revokes it); A's connection leaves the stats; the plugin
+ * counted the call and no reply.
+ *
+ * Bounded to one lease time (10 s) after the recall, then ganesha is
+ * restarted for the next tests, because ganesha 4.3 itself cannot get rid of
+ * a delegation whose recall is pending, whatever the transport:
+ *  - it re-reserves the client's lease with every recall retry, so the
+ *    reaper never expires the dead client;
+ *  - after two lease times delegrecall_task revokes the delegation and then
+ *    drops its last state reference after release_op_context():
+ *    dec_nfs4_state_ref dereferences a NULL op_ctx and ganesha dies (SIGSEGV;
+ *    fixed upstream after 4.3 by 336abcba0, "free_state may not always be
+ *    able to be called with a valid export");
+ *  - a restarted client (same owner) makes CREATE_SESSION expire the old
+ *    one, and revoke_owner_delegs() spins: state_deleg_revoke() skips a
+ *    delegation whose recall is in progress, so the loop never ends. */
 TEST_F(Delegations, ClientKilledWithRecallInFlight)
 {
 	Json j0;
@@ -363,52 +385,68 @@ TEST_F(Delegations, ClientKilledWithRecallInFlight)
 	std::unique_ptr<TcpTransport> bt;
 	auto b = tcp_client(&bt);
 	ASSERT_TRUE(b);
+	Counters c0 = counters();
 	Fh fb;
 	Stateid bsid;
 	int rc = b->open(dir, "killed", SHARE_WRITE, &fb, &bsid);
 	EXPECT_EQ(rc, int(NFS4ERR_DELAY)) << b->err();
 	ASSERT_EQ(read(p[0], &x, 1), 1) << "the CB_RECALL never reached A";
 	ASSERT_EQ(x, 'c');
+	auto t_recall = std::chrono::steady_clock::now();
 	close(p[0]);
 	kill(child, SIGKILL);
 	int st;
 	ASSERT_EQ(waitpid(child, &st, 0), child);
-	auto t0 = std::chrono::steady_clock::now();
 
-	/* ganesha keeps serving meanwhile: RDMA with a back channel, and TCP */
+	/* the recall in flight fails with the connection, at once */
+	const std::string failed = "call result: 4, marking CB channel down";
+	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (slurp(srv->dir + "/ganesha.log").find(failed) == std::string::npos &&
+	       std::chrono::steady_clock::now() < until)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	EXPECT_NE(slurp(srv->dir + "/ganesha.log").find(failed), std::string::npos)
+	    << "ganesha's CB_RECALL did not complete with RPC_CANTRECV within 5 s";
+
+	/* ganesha keeps serving: TCP, and RDMA with a back channel */
+	Attr at;
+	NFS_OK(*b, b->getattr(dir, &at));
 	{
 		BcClient c = bc_client();
 		ASSERT_TRUE(c.c);
-		Attr at;
 		NFS_OK(*c.c, c.c->getattr(dir, &at));
 		NFS_OK(*c.c, c.c->destroy_session());
 	}
-	/* Lease_Lifetime is 10 s: ganesha revokes within two lease times of
-	 * the first recall, and A's lease expires after one */
-	int delays = 1;
-	rc = open_for_write(*b, nullptr, "killed", &fb, &bsid, 60000, &delays);
-	auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-								  t0)
-		     .count();
-	EXPECT_EQ(rc, 0) << "B's OPEN after A died: " << b->err() << "\n" << srv->logs();
-	RecordProperty("b_open_after_kill_s", int(s));
-	ASSERT_TRUE(srv->alive()) << srv->logs();
-	if (rc == 0)
-		NFS_OK(*b, b->close(fb, bsid));
-	NFS_OK(*b, b->destroy_session());
-	if (conns0 == size_t(-1))
-		return;
-	Json j;
-	size_t n = size_t(-1);
-	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-	while (std::chrono::steady_clock::now() < until) {
-		ASSERT_TRUE(stats(&j, &why)) << why;
-		n = connections(j);
-		if (n == conns0)
-			break;
-		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	/* the delegation is still the dead A's: B waits, as it must */
+	rc = b->open(dir, "killed", SHARE_WRITE, &fb, &bsid);
+	EXPECT_EQ(rc, int(NFS4ERR_DELAY)) << "B's OPEN while dead A holds the delegation";
+	/* A's connection leaves the stats; the recall counted, never answered */
+	if (conns0 != size_t(-1)) {
+		Json j;
+		size_t n = size_t(-1);
+		until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+		while (std::chrono::steady_clock::now() < until) {
+			ASSERT_TRUE(stats(&j, &why)) << why;
+			n = connections(j);
+			if (n == conns0)
+				break;
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		}
+		EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
+		Counters c1 = counters();
+		EXPECT_EQ(c1.calls - c0.calls, 1) << "bc_calls: the CB_RECALL A never answered";
+		EXPECT_EQ(c1.replies - c0.replies, 0) << "bc_replies";
 	}
-	EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
+	NFS_OK(*b, b->destroy_session());
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+		      std::chrono::steady_clock::now() - t_recall)
+		      .count();
+	RecordProperty("ms_checked_after_recall", int(ms));
+	ASSERT_LT(ms, 10000) << "checks ran past one lease time";
+	ASSERT_TRUE(srv->alive()) << srv->logs();
+	/* a fresh ganesha for what follows (see above: 4.3 cannot drop the
+	 * dead client's delegation without crashing) */
+	srv.reset(new GaneshaServer());
+	ASSERT_TRUE(srv->start(options, &start_err)) << start_err;
 }
 
 } // namespace
