@@ -12,9 +12,13 @@
 #include "support/nfs4_callback.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 namespace rrplug
 {
@@ -140,6 +144,88 @@ class Backchannel : public PluginTest
 		EXPECT_EQ(tc->open_create(dir, name, &f, &s), 0) << tc->err();
 		EXPECT_EQ(tc->close(f, s), 0) << tc->err();
 		return f;
+	}
+
+	/* the plugin's backchannel counters (-1: no stats socket) */
+	struct Counters {
+		double calls = -1, replies = -1, errors = -1;
+	};
+	Counters counters()
+	{
+		Counters c;
+		c.calls = stat_at("global.bc_calls");
+		c.replies = stat_at("global.bc_replies");
+		c.errors = stat_at("global.bc_errors");
+		return c;
+	}
+
+	/*
+	 * A client process (forked) on RDMA whose back channel never answers:
+	 * it mounts, runs @ready (false: it exits), writes 'r' to the pipe,
+	 * serves callbacks until @until, writes 'c' and waits to be killed.
+	 * Returns its pid (-1 with a test failure) and the pipe's read end.
+	 */
+	pid_t spawn_silent_client(uint32_t prog, const std::function<bool(Nfs4 &)> &ready,
+				  const std::function<bool(CbServer &)> &until, int *rd)
+	{
+		int p[2];
+		EXPECT_EQ(pipe(p), 0);
+		pid_t child = fork();
+		EXPECT_GE(child, 0);
+		if (child != 0) {
+			close(p[1]);
+			*rd = p[0];
+			return child;
+		}
+		close(p[0]);
+		std::string err;
+		auto t = RdmaTransport::connect(srv->rdma_addr, &err);
+		if (!t)
+			_exit(2);
+		Nfs4 c(*t);
+		c.back_channel = true;
+		c.cb_program = prog;
+		CbServer cb(t->requester(), prog);
+		cb.policy = [](const CbRecord &) { return CbRecord::IGNORE; };
+		if (c.mount())
+			_exit(3);
+		cb.set_session(c.sessionid());
+		if (ready && !ready(c))
+			_exit(4);
+		if (write(p[1], "r", 1) != 1)
+			_exit(5);
+		cb.serve_until([&] { return until(cb); }, 30000);
+		if (write(p[1], "c", 1) != 1)
+			_exit(6);
+		pause();
+		_exit(0);
+	}
+
+	/* the stats socket's connection count, waited for until it is @want
+	 * (at most @ms); the last count seen */
+	size_t wait_connections(size_t want, int ms)
+	{
+		Json j;
+		std::string why;
+		size_t n = size_t(-1);
+		auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+		while (std::chrono::steady_clock::now() < until) {
+			EXPECT_TRUE(stats(&j, &why)) << why;
+			n = connections(j);
+			if (n == want)
+				break;
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		}
+		return n;
+	}
+
+	/* wait @ms, answering @a's callbacks meanwhile when there is an @a */
+	static void serve_or_sleep(BcClient *a, int ms)
+	{
+		if (a && a->cb)
+			a->cb->serve_until([] { return false; }, ms);
+		else
+			std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 	}
 
 	double stat_at(const std::string &path)

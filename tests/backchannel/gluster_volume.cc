@@ -64,7 +64,8 @@ bool GlusterVolume::up(const std::string &name, std::string *err)
 	es << ef.rdbuf();
 	unlink(errf.c_str());
 	if (!got || st != 0) {
-		*err = "gluster-volume.sh up failed (status " + std::to_string(st) + "): " + es.str();
+		*err =
+		    "gluster-volume.sh up failed (status " + std::to_string(st) + "): " + es.str();
 		down();
 		return false;
 	}

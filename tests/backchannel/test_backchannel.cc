@@ -74,7 +74,6 @@ TEST_F(Backchannel, CreateSessionGetsBackChannelOverRdma)
 	}
 }
 
-
 /* RFC 8267 section 4.5 / svcrdma-notes 6, fore channel: the COMPOUND ran,
  * its reply fit nowhere (ERR_CHUNK); the retry on the same slot and sequence
  * must get NFS4ERR_RETRY_UNCACHED_REP - never a replay of the cached reply,
@@ -307,23 +306,8 @@ class ShimCallbacks : public Backchannel
 					      << timeout_ms << " ms";
 				return -1;
 			}
-			if (a && a->cb)
-				a->cb->serve_until([] { return false; }, 20);
-			else
-				std::this_thread::sleep_for(std::chrono::milliseconds(20));
+			serve_or_sleep(a, 20);
 		}
-	}
-
-	struct Counters {
-		double calls = -1, replies = -1, errors = -1;
-	};
-	Counters counters()
-	{
-		Counters c;
-		c.calls = stat_at("global.bc_calls");
-		c.replies = stat_at("global.bc_replies");
-		c.errors = stat_at("global.bc_errors");
-		return c;
 	}
 };
 std::string ShimCallbacks::sock;
@@ -478,41 +462,19 @@ TEST_F(ShimCallbacks, ClientKilledWithCallbackInFlight)
 	std::string why;
 	size_t conns0 = stats(&j0, &why) ? connections(j0) : size_t(-1);
 	uint32_t prog = 0x40000000 + 0x7000 + uint32_t(getpid() & 0xfff);
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t child = fork();
-	ASSERT_GE(child, 0);
-	if (child == 0) {
-		close(p[0]);
-		std::string err;
-		auto t = RdmaTransport::connect(srv->rdma_addr, &err);
-		if (!t)
-			_exit(2);
-		Nfs4 c(*t);
-		c.back_channel = true;
-		c.cb_program = prog;
-		CbServer cb(t->requester(), prog);
-		cb.policy = [](const CbRecord &) { return CbRecord::IGNORE; };
-		if (c.mount())
-			_exit(3);
-		if (write(p[1], "r", 1) != 1)
-			_exit(4);
-		cb.serve_until([&] { return cb.count_proc(CB_COMPOUND_PROC) > 0; }, 30000);
-		if (write(p[1], "c", 1) != 1)
-			_exit(5);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
+	int rd = -1;
+	pid_t child = spawn_silent_client(
+	    prog, nullptr, [](CbServer &cb) { return cb.count_proc(CB_COMPOUND_PROC) > 0; }, &rd);
+	ASSERT_GT(child, 0);
 	char x = 0;
-	ASSERT_EQ(read(p[0], &x, 1), 1) << "the child could not mount";
+	ASSERT_EQ(read(rd, &x, 1), 1) << "the child could not mount";
 	ASSERT_EQ(x, 'r');
 	uint8_t zero_sid[16] = {};
 	int id = compound(prog, 30, cb_compound(zero_sid, 1, 0, nullptr));
 	ASSERT_GE(id, 0);
-	ASSERT_EQ(read(p[0], &x, 1), 1) << "the callback never reached the child";
+	ASSERT_EQ(read(rd, &x, 1), 1) << "the callback never reached the child";
 	ASSERT_EQ(x, 'c');
-	close(p[0]);
+	close(rd);
 	kill(child, SIGKILL);
 	int st;
 	ASSERT_EQ(waitpid(child, &st, 0), child);
@@ -539,19 +501,10 @@ TEST_F(ShimCallbacks, ClientKilledWithCallbackInFlight)
 	}
 	Attr at;
 	NFS_OK(*tc, tc->getattr(dir, &at));
-	if (conns0 == size_t(-1))
-		return;
-	Json j;
-	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-	size_t n = size_t(-1);
-	while (std::chrono::steady_clock::now() < until) {
-		ASSERT_TRUE(stats(&j, &why)) << why;
-		n = connections(j);
-		if (n == conns0)
-			break;
-		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	if (conns0 != size_t(-1)) {
+		EXPECT_EQ(wait_connections(conns0, 10000), conns0)
+		    << "the killed client's connection is still listed";
 	}
-	EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
 }
 
 /* RFC 8167 section 3 (and RFC 8166 credits): reverse-direction calls stay

@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 namespace rrplug
@@ -155,23 +156,8 @@ class Delegations : public Backchannel
 			if (rc != int(NFS4ERR_DELAY) || std::chrono::steady_clock::now() > end)
 				return rc;
 			(*delays)++;
-			if (a && a->cb)
-				a->cb->serve_until([] { return false; }, 200);
-			else
-				std::this_thread::sleep_for(std::chrono::milliseconds(200));
+			serve_or_sleep(a, 200);
 		}
-	}
-
-	struct Counters {
-		double calls = -1, replies = -1, errors = -1;
-	};
-	Counters counters()
-	{
-		Counters c;
-		c.calls = stat_at("global.bc_calls");
-		c.replies = stat_at("global.bc_replies");
-		c.errors = stat_at("global.bc_errors");
-		return c;
 	}
 
 	std::unique_ptr<Nfs4> tcp_client(std::unique_ptr<TcpTransport> *t)
@@ -185,6 +171,56 @@ class Delegations : public Backchannel
 		return rc ? nullptr : std::move(c);
 	}
 
+	/* A (RDMA, back channel) holds a read delegation on a file that B
+	 * (TCP) then opens for write, and gets NFS4ERR_DELAY for */
+	struct Scene {
+		std::string name;
+		BcClient a;
+		Fh fa, fb;
+		Stateid osid, bsid;
+		Deleg dg;
+		std::unique_ptr<TcpTransport> bt;
+		std::unique_ptr<Nfs4> b;
+		Counters c0;
+	};
+	/* A's delegation; then, after @before_b (e.g. A's callback policy), B's
+	 * conflicting OPEN; counters from just before B's OPEN */
+	void start_scene(Scene *sc, const std::string &name,
+			 const std::function<void()> &before_b = nullptr)
+	{
+		sc->name = name;
+		sc->a = bc_client();
+		ASSERT_TRUE(sc->a.c);
+		ASSERT_TRUE(sc->a.c->session_flags & CONN_BACK_CHAN);
+		read_deleg(sc->a, name, &sc->fa, &sc->osid, &sc->dg);
+		if (HasFatalFailure())
+			return;
+		if (before_b)
+			before_b();
+		sc->b = tcp_client(&sc->bt);
+		ASSERT_TRUE(sc->b);
+		sc->c0 = counters();
+		int rc = sc->b->open(dir, name, SHARE_WRITE, &sc->fb, &sc->bsid);
+		EXPECT_EQ(rc, int(NFS4ERR_DELAY))
+		    << "B's OPEN while A holds the delegation: " << sc->b->err();
+	}
+	/* A returns the delegation on the fore channel, as a client does; B's
+	 * OPEN completes (retried past NFS4ERR_DELAY); both clients close */
+	void finish_scene(Scene *sc)
+	{
+		NFS_OK(*sc->a.c, sc->a.c->delegreturn(sc->fa, sc->dg.sid));
+		int delays = 1;
+		int rc =
+		    open_for_write(*sc->b, &sc->a, sc->name, &sc->fb, &sc->bsid, 20000, &delays);
+		EXPECT_EQ(rc, 0) << "B's OPEN after the delegation was returned: " << sc->b->err();
+		RecordProperty("b_delays", delays);
+		if (rc == 0)
+			NFS_OK(*sc->b, sc->b->close(sc->fb, sc->bsid));
+		NFS_OK(*sc->a.c, sc->a.c->close(sc->fa, sc->osid));
+		NFS_OK(*sc->b, sc->b->destroy_session());
+		NFS_OK(*sc->a.c, sc->a.c->destroy_session());
+	}
+
 	static std::unique_ptr<GlusterVolume> vol;
 	static std::string gluster_missing, gluster_err;
 };
@@ -193,26 +229,11 @@ std::string Delegations::gluster_missing, Delegations::gluster_err;
 
 TEST_F(Delegations, DelegationRecalledOverRdma)
 {
-	BcClient a = bc_client();
-	ASSERT_TRUE(a.c);
-	ASSERT_TRUE(a.c->session_flags & CONN_BACK_CHAN);
-	Fh fa;
-	Stateid osid;
-	Deleg dg;
-	read_deleg(a, "deleg", &fa, &osid, &dg);
+	Scene sc;
+	start_scene(&sc, "deleg");
 	if (HasFatalFailure())
 		return;
-	Counters c0 = counters();
-
-	/* B over TCP wants to write: the delegation must be recalled */
-	std::unique_ptr<TcpTransport> bt;
-	auto b = tcp_client(&bt);
-	ASSERT_TRUE(b);
-	Fh fb;
-	Stateid bsid;
-	int rc = b->open(dir, "deleg", SHARE_WRITE, &fb, &bsid);
-	EXPECT_EQ(rc, int(NFS4ERR_DELAY)) << "B's OPEN while A holds the delegation: " << b->err();
-
+	BcClient &a = sc.a;
 	ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->count_op(OP_CB_RECALL) > 0; }, 20000))
 	    << "no CB_RECALL reached A's RDMA connection in 20 s; callbacks seen: "
 	    << a.cb->log().size() << "\n"
@@ -222,31 +243,19 @@ TEST_F(Delegations, DelegationRecalledOverRdma)
 	EXPECT_EQ(r.action, CbRecord::ANSWER);
 	EXPECT_EQ(r.status, 0u) << r.describe();
 	EXPECT_EQ(r.seq_status, 0u) << r.describe();
-	EXPECT_EQ(r.recall_fh.b, fa.b) << "CB_RECALL names another file";
-	EXPECT_EQ(memcmp(r.recall_sid.other, dg.sid.other, 12), 0) << "CB_RECALL stateid";
+	EXPECT_EQ(r.recall_fh.b, sc.fa.b) << "CB_RECALL names another file";
+	EXPECT_EQ(memcmp(r.recall_sid.other, sc.dg.sid.other, 12), 0) << "CB_RECALL stateid";
 	EXPECT_EQ(memcmp(r.sessionid, a.c->sessionid(), 16), 0) << "CB_SEQUENCE session";
 	EXPECT_EQ(a.cb->violations(), "");
-	/* A returns the delegation on the fore channel, as a client does */
-	NFS_OK(*a.c, a.c->delegreturn(fa, dg.sid));
-
-	int delays = rc == int(NFS4ERR_DELAY) ? 1 : 0;
-	if (rc == int(NFS4ERR_DELAY))
-		rc = open_for_write(*b, &a, "deleg", &fb, &bsid, 20000, &delays);
-	EXPECT_EQ(rc, 0) << "B's OPEN after the delegation was returned: " << b->err();
-	RecordProperty("b_delays", delays);
+	finish_scene(&sc);
 	/* the callback went over RDMA: the plugin counted it (TCP callbacks are
 	 * ganesha's own and never reach these counters) */
 	Counters c1 = counters();
-	if (c0.calls >= 0) {
-		EXPECT_EQ(c1.calls - c0.calls, 1) << "bc_calls: the one CB_RECALL";
-		EXPECT_EQ(c1.replies - c0.replies, 1) << "bc_replies";
-		EXPECT_EQ(c1.errors - c0.errors, 0) << "bc_errors";
+	if (sc.c0.calls >= 0) {
+		EXPECT_EQ(c1.calls - sc.c0.calls, 1) << "bc_calls: the one CB_RECALL";
+		EXPECT_EQ(c1.replies - sc.c0.replies, 1) << "bc_replies";
+		EXPECT_EQ(c1.errors - sc.c0.errors, 0) << "bc_errors";
 	}
-	if (rc == 0)
-		NFS_OK(*b, b->close(fb, bsid));
-	NFS_OK(*a.c, a.c->close(fa, osid));
-	NFS_OK(*b, b->destroy_session());
-	NFS_OK(*a.c, a.c->destroy_session());
 }
 
 /* RFC 8267 section 4.5 on the back channel, with ganesha's own recall: A
@@ -257,29 +266,18 @@ TEST_F(Delegations, DelegationRecalledOverRdma)
  * retry, returns the delegation, B's OPEN completes. */
 TEST_F(Delegations, RecallRefusedWithErrChunkIsRetriedOnTheNextSequence)
 {
-	BcClient a = bc_client();
-	ASSERT_TRUE(a.c);
-	Fh fa;
-	Stateid osid;
-	Deleg dg;
-	read_deleg(a, "refused", &fa, &osid, &dg);
+	Scene sc;
+	int recalls_seen = 0;
+	start_scene(&sc, "refused", [&] {
+		sc.a.cb->policy = [&](const CbRecord &c) {
+			if (!c.has_recall)
+				return CbRecord::ANSWER;
+			return recalls_seen++ == 0 ? CbRecord::ERR_CHUNK : CbRecord::ANSWER;
+		};
+	});
 	if (HasFatalFailure())
 		return;
-	int recalls_seen = 0;
-	a.cb->policy = [&](const CbRecord &c) {
-		if (!c.has_recall)
-			return CbRecord::ANSWER;
-		return recalls_seen++ == 0 ? CbRecord::ERR_CHUNK : CbRecord::ANSWER;
-	};
-	Counters c0 = counters();
-	std::unique_ptr<TcpTransport> bt;
-	auto b = tcp_client(&bt);
-	ASSERT_TRUE(b);
-	Fh fb;
-	Stateid bsid;
-	int rc = b->open(dir, "refused", SHARE_WRITE, &fb, &bsid);
-	EXPECT_EQ(rc, int(NFS4ERR_DELAY)) << b->err();
-
+	BcClient &a = sc.a;
 	ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->count_op(OP_CB_RECALL) >= 2; }, 20000))
 	    << "ganesha did not retry the refused CB_RECALL in 20 s; callbacks seen: "
 	    << a.cb->log().size() << "\n"
@@ -294,30 +292,21 @@ TEST_F(Delegations, RecallRefusedWithErrChunkIsRetriedOnTheNextSequence)
 	EXPECT_EQ(r1.action, CbRecord::ANSWER) << r1.describe();
 	EXPECT_EQ(r1.slot, r0.slot) << "ganesha has one back-channel slot per session here";
 	EXPECT_EQ(r1.seq, r0.seq + 1) << "the retry must advance the retired slot's sequence\n"
-				       << r0.describe() << "\n"
-				       << r1.describe();
-	EXPECT_EQ(r1.seq_status, 0u) << "the retry is a new call on a working slot: "
-				     << r1.describe();
+				      << r0.describe() << "\n"
+				      << r1.describe();
+	EXPECT_EQ(r1.seq_status, 0u)
+	    << "the retry is a new call on a working slot: " << r1.describe();
 	EXPECT_EQ(r1.status, 0u) << r1.describe();
-	EXPECT_EQ(memcmp(r1.recall_sid.other, dg.sid.other, 12), 0);
+	EXPECT_EQ(memcmp(r1.recall_sid.other, sc.dg.sid.other, 12), 0);
 	EXPECT_EQ(a.cb->violations(), "");
 	EXPECT_TRUE(a.t->requester().connected()) << "ERR_CHUNK must not cost the connection";
-
-	NFS_OK(*a.c, a.c->delegreturn(fa, dg.sid));
-	int delays = 1;
-	rc = open_for_write(*b, &a, "refused", &fb, &bsid, 20000, &delays);
-	EXPECT_EQ(rc, 0) << "B's OPEN after the delegation was returned: " << b->err();
+	finish_scene(&sc);
 	Counters c1 = counters();
-	if (c0.calls >= 0) {
-		EXPECT_EQ(c1.calls - c0.calls, double(recalls.size())) << "bc_calls";
-		EXPECT_EQ(c1.errors - c0.errors, 1) << "bc_errors: the one ERR_CHUNK";
-		EXPECT_EQ(c1.replies - c0.replies, double(recalls.size() - 1)) << "bc_replies";
+	if (sc.c0.calls >= 0) {
+		EXPECT_EQ(c1.calls - sc.c0.calls, double(recalls.size())) << "bc_calls";
+		EXPECT_EQ(c1.errors - sc.c0.errors, 1) << "bc_errors: the one ERR_CHUNK";
+		EXPECT_EQ(c1.replies - sc.c0.replies, double(recalls.size() - 1)) << "bc_replies";
 	}
-	if (rc == 0)
-		NFS_OK(*b, b->close(fb, bsid));
-	NFS_OK(*a.c, a.c->close(fa, osid));
-	NFS_OK(*b, b->destroy_session());
-	NFS_OK(*a.c, a.c->destroy_session());
 }
 
 /* A dies with ganesha's CB_RECALL in flight: the call completes at once with
@@ -345,42 +334,20 @@ TEST_F(Delegations, ClientKilledWithRecallInFlight)
 	Json j0;
 	std::string why;
 	size_t conns0 = stats(&j0, &why) ? connections(j0) : size_t(-1);
-	int p[2];
-	ASSERT_EQ(pipe(p), 0);
-	pid_t child = fork();
-	ASSERT_GE(child, 0);
-	if (child == 0) {
-		close(p[0]);
-		std::string err;
-		auto t = RdmaTransport::connect(srv->rdma_addr, &err);
-		if (!t)
-			_exit(2);
-		Nfs4 c(*t);
-		c.back_channel = true;
-		c.cb_program = 0x40000000 + 0x7100 + uint32_t(getpid() & 0xff);
-		CbServer cb(t->requester(), c.cb_program);
-		cb.policy = [](const CbRecord &) { return CbRecord::IGNORE; };
-		if (c.mount())
-			_exit(3);
-		cb.set_session(c.sessionid());
-		Fh f;
-		Stateid s;
-		Deleg d;
-		if (c.open(dir, "killed", SHARE_READ, &f, &s, &d, WANT_READ_DELEG) ||
-		    d.type != uint32_t(DELEG_READ))
-			_exit(4);
-		if (write(p[1], "r", 1) != 1)
-			_exit(5);
-		cb.serve_until([&] { return cb.count_op(OP_CB_RECALL) > 0; }, 30000);
-		if (write(p[1], "c", 1) != 1)
-			_exit(6);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
+	int rd = -1;
+	pid_t child = spawn_silent_client(
+	    0x40000000 + 0x7100 + uint32_t(getpid() & 0xff),
+	    [&](Nfs4 &c) {
+		    Fh f;
+		    Stateid s;
+		    Deleg d;
+		    return c.open(dir, "killed", SHARE_READ, &f, &s, &d, WANT_READ_DELEG) == 0 &&
+			   d.type == uint32_t(DELEG_READ);
+	    },
+	    [](CbServer &cb) { return cb.count_op(OP_CB_RECALL) > 0; }, &rd);
+	ASSERT_GT(child, 0);
 	char x = 0;
-	ASSERT_EQ(read(p[0], &x, 1), 1) << "A could not mount or got no delegation\n"
-					<< srv->logs();
+	ASSERT_EQ(read(rd, &x, 1), 1) << "A could not mount or got no delegation\n" << srv->logs();
 	ASSERT_EQ(x, 'r');
 	std::unique_ptr<TcpTransport> bt;
 	auto b = tcp_client(&bt);
@@ -390,10 +357,10 @@ TEST_F(Delegations, ClientKilledWithRecallInFlight)
 	Stateid bsid;
 	int rc = b->open(dir, "killed", SHARE_WRITE, &fb, &bsid);
 	EXPECT_EQ(rc, int(NFS4ERR_DELAY)) << b->err();
-	ASSERT_EQ(read(p[0], &x, 1), 1) << "the CB_RECALL never reached A";
+	ASSERT_EQ(read(rd, &x, 1), 1) << "the CB_RECALL never reached A";
 	ASSERT_EQ(x, 'c');
 	auto t_recall = std::chrono::steady_clock::now();
-	close(p[0]);
+	close(rd);
 	kill(child, SIGKILL);
 	int st;
 	ASSERT_EQ(waitpid(child, &st, 0), child);
@@ -421,17 +388,8 @@ TEST_F(Delegations, ClientKilledWithRecallInFlight)
 	EXPECT_EQ(rc, int(NFS4ERR_DELAY)) << "B's OPEN while dead A holds the delegation";
 	/* A's connection leaves the stats; the recall counted, never answered */
 	if (conns0 != size_t(-1)) {
-		Json j;
-		size_t n = size_t(-1);
-		until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-		while (std::chrono::steady_clock::now() < until) {
-			ASSERT_TRUE(stats(&j, &why)) << why;
-			n = connections(j);
-			if (n == conns0)
-				break;
-			std::this_thread::sleep_for(std::chrono::milliseconds(50));
-		}
-		EXPECT_EQ(n, conns0) << "the killed client's connection is still listed";
+		EXPECT_EQ(wait_connections(conns0, 3000), conns0)
+		    << "the killed client's connection is still listed";
 		Counters c1 = counters();
 		EXPECT_EQ(c1.calls - c0.calls, 1) << "bc_calls: the CB_RECALL A never answered";
 		EXPECT_EQ(c1.replies - c0.replies, 0) << "bc_replies";
