@@ -52,16 +52,20 @@ brick_online() {
 	cli volume status "$VOLUME" --xml 2>/dev/null | grep -q '<status>1</status>'
 }
 
-# TERM, then KILL after 5 s, one pid at a time (only the ones we started)
-stop_pid() {
-	pid=$1
-	kill -TERM "$pid" 2>/dev/null || return 0
+# TERM the given pids (only ones we started) together, KILL what is left after 5 s
+stop_pids() {
+	kill -TERM "$@" 2>/dev/null || true
 	n=50
-	while kill -0 "$pid" 2>/dev/null && [ "$n" -gt 0 ]; do
+	while [ "$n" -gt 0 ]; do
+		alive=0
+		for pid in "$@"; do
+			! kill -0 "$pid" 2>/dev/null || alive=1
+		done
+		[ "$alive" = 1 ] || return 0
 		sleep 0.1
 		n=$((n - 1))
 	done
-	kill -KILL "$pid" 2>/dev/null || true
+	kill -KILL "$@" 2>/dev/null || true
 }
 
 up() {
@@ -100,18 +104,24 @@ EOF
 
 down() {
 	[ -d "$DIR" ] || return 0
+	pids=""
+	files=""
 	for f in "$DIR"/run/vols/*/*.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
+		pids="$pids $pid"
 		# the brick's socket and log live outside DIR: named on its command line
 		args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
-		stop_pid "$pid"
 		sock=$(echo "$args" | sed -n 's/.* -S \([^ ]*\.socket\) .*/\1/p')
 		blog=$(echo "$args" | sed -n 's/.* -l \([^ ]*\.log\) .*/\1/p')
-		case "$sock" in /var/run/gluster/*.socket | /run/gluster/*.socket) rm -f "$sock" ;; esac
-		case "$blog" in /var/log/glusterfs/bricks/*.log) rm -f "$blog" ;; esac
+		case "$sock" in /var/run/gluster/*.socket | /run/gluster/*.socket) files="$files $sock" ;; esac
+		case "$blog" in /var/log/glusterfs/bricks/*.log) files="$files $blog" ;; esac
 	done
-	[ -f "$DIR/glusterd.pid" ] && stop_pid "$(cat "$DIR/glusterd.pid")"
+	[ -f "$DIR/glusterd.pid" ] && pids="$pids $(cat "$DIR/glusterd.pid")"
+	# shellcheck disable=SC2086
+	[ -z "$pids" ] || stop_pids $pids
+	# shellcheck disable=SC2086
+	[ -z "$files" ] || rm -f $files
 	rm -rf "$DIR"
 }
 
