@@ -13,6 +13,8 @@
 # No systemd: glusterd runs in the foreground (-N) from a volfile of our own,
 # so its working, run and socket directories are all under DIR and reruns
 # start clean. Bounded: every wait below has a limit of seconds.
+# RR_GLUSTER_FORCE_FALLBACK=1 takes the lo fallback address (see brick_host)
+# even where a global address exists, to test that path.
 set -eu
 
 GLUSTERD_PORT=24007 # fixed: gfapi (ganesha's FSAL) always asks this port
@@ -28,10 +30,18 @@ cli() {
 }
 
 # glusterd refuses loopback brick hosts ("provide a valid hostname/ip other
-# than localhost"): use the first global IPv4 address of this machine.
+# than localhost"): use the first global IPv4 address of this machine. A box
+# with none (an isolated CI runner) gets one on lo from the benchmarking range
+# (RFC 2544), removed again by down.
+FALLBACK_ADDR=198.18.0.1
 brick_host() {
 	ip -4 -o addr show scope global 2>/dev/null |
 		awk '{ sub(/\/.*/, "", $4); print $4; exit }'
+}
+fallback_host() {
+	ip addr add "$FALLBACK_ADDR/32" dev lo scope global 2>/dev/null || return 1
+	: >"$DIR/lo-addr"
+	echo "$FALLBACK_ADDR"
 }
 
 # wait up to $1 seconds for "$2" (a command) to succeed
@@ -70,8 +80,11 @@ stop_pids() {
 
 up() {
 	command -v glusterd >/dev/null || die "glusterd is not installed (glusterfs-server)"
-	HOST=$(brick_host)
-	[ -n "$HOST" ] || die "no global IPv4 address for the brick (glusterd refuses loopback)"
+	mkdir -p "$DIR"
+	HOST=
+	[ -n "${RR_GLUSTER_FORCE_FALLBACK:-}" ] || HOST=$(brick_host)
+	[ -n "$HOST" ] || HOST=$(fallback_host) ||
+		die "no global IPv4 address for the brick and none could be added to lo (glusterd refuses loopback)"
 	! port_busy || die "port $GLUSTERD_PORT is taken (another glusterd?)"
 	mkdir -p "$DIR/lib" "$DIR/run" "$DIR/log" "$DIR/brick"
 	cat >"$DIR/glusterd.vol" <<EOF
@@ -122,6 +135,7 @@ down() {
 	[ -z "$pids" ] || stop_pids $pids
 	# shellcheck disable=SC2086
 	[ -z "$files" ] || rm -f $files
+	[ ! -f "$DIR/lo-addr" ] || ip addr del "$FALLBACK_ADDR/32" dev lo 2>/dev/null || true
 	rm -rf "$DIR"
 }
 
