@@ -131,6 +131,18 @@ struct soft_rwr {
 	struct fab_sge *sge;
 };
 
+/* A shared receive queue: attached conns' readers pop from it in order. */
+struct soft_srq {
+	struct fab_fabric *fab;
+	pthread_mutex_t lock; /* taken after a conn's lock, never before */
+	pthread_cond_t cond;  /* a receive was posted: readers waiting out an RNR */
+	struct soft_rwr *rq;
+	struct fab_sge *sge;
+	uint32_t max_wr, max_sge;
+	uint64_t head, tail;
+	uint32_t nqp; /* attached QPs: destroy refuses while any */
+};
+
 struct soft_ctl {
 	uint8_t type;
 	uint8_t status;
@@ -155,7 +167,8 @@ struct soft_conn {
 	struct soft_swr *sq;
 	struct fab_sge *sq_sge;
 	uint64_t sq_head, sq_resp, sq_tx, sq_tail;
-	/* receive queue */
+	/* receive queue (unused when srq is set) */
+	struct soft_srq *srq;
 	struct soft_rwr *rq;
 	struct fab_sge *rq_sge;
 	uint64_t rq_head, rq_tail;
@@ -200,6 +213,12 @@ void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uin
 			  void *addr);
 void soft_sq_progress_locked(struct soft_conn *c);
 void soft_rq_flush_locked(struct soft_conn *c);
+int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out);
+int soft_srq_destroy(struct fab_srq *srq);
+int soft_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
+/* Next receive for an incoming Send (own queue or SRQ); false when none is posted. */
+bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sge, int *nsge);
+bool soft_rq_empty_locked(struct soft_conn *c);
 
 /* fab_soft_io.c */
 void *soft_reader(void *arg);

@@ -264,19 +264,39 @@ static void delay_completion(struct soft_conn *c)
 		usleep(us);
 }
 
+/* Wait up to 10 ms for a receive to be posted (to our queue or our SRQ). */
+static void rnr_nap_locked(struct soft_conn *c)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 10 * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (!c->srq) {
+		pthread_cond_timedwait(&c->cond, &c->lock, &until);
+		return;
+	}
+	/* Lock order is conn, then SRQ: let go of ours while we wait on it. */
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->srq->lock);
+	if (c->srq->head == c->srq->tail)
+		pthread_cond_timedwait(&c->srq->cond, &c->srq->lock, &until);
+	pthread_mutex_unlock(&c->srq->lock);
+	pthread_mutex_lock(&c->lock);
+}
+
 /*
  * No receive posted and the sender retries RNRs: hold this Send (and, as the
- * sender would retransmit in order, everything behind it) until one is.
+ * sender would retransmit in order, everything behind it) until one is or
+ * *left_ms runs out (-1: for ever).
  */
-static void rnr_wait_locked(struct soft_conn *c)
+static void rnr_wait_locked(struct soft_conn *c, long *left_ms)
 {
-	long left_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
-			   ? -1
-			   : (long)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
-
-	while (c->rq_head == c->rq_tail && !c->qp_err && !c->stop && left_ms != 0) {
+	while (soft_rq_empty_locked(c) && !c->qp_err && !c->stop && *left_ms != 0) {
 		struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
-		struct timespec until;
 
 		/*
 		 * The peer's DISC sits behind this Send in the stream; its
@@ -289,50 +309,42 @@ static void rnr_wait_locked(struct soft_conn *c)
 			c->state = SOFT_S_CLOSED;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 10 * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&c->cond, &c->lock, &until);
-		if (left_ms > 0)
-			left_ms = left_ms > 10 ? left_ms - 10 : 0;
+		rnr_nap_locked(c);
+		if (*left_ms > 0)
+			*left_ms = *left_ms > 10 ? *left_ms - 10 : 0;
 	}
 }
 
 /* Incoming Send: consume the next posted receive (RNR if none). */
 static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 {
-	struct soft_rwr *r;
 	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
 	struct fab_wc wc = {.opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c};
+	long left_ms;
 	uint64_t cap = 0;
 	int nsge, rc;
 
 	pthread_mutex_lock(&c->lock);
-	if (c->qp_err || c->state != SOFT_S_EST) {
-		pthread_mutex_unlock(&c->lock);
-		return drain(c->fd, h->len);
+	left_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE ? -1
+						       : (long)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+	for (;;) {
+		if (c->qp_err || c->stop || c->state != SOFT_S_EST) {
+			pthread_mutex_unlock(&c->lock);
+			return drain(c->fd, h->len);
+		}
+		if (soft_rq_pop_locked(c, &wc.wr_id, sge, &nsge))
+			break;
+		if (left_ms == 0) {
+			/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both
+			 * QPs. */
+			soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
+			soft_qp_fatal_locked(c);
+			pthread_mutex_unlock(&c->lock);
+			return drain(c->fd, h->len);
+		}
+		/* An SRQ receive seen here may be taken by another QP's reader: retry. */
+		rnr_wait_locked(c, &left_ms);
 	}
-	if (c->rq_head == c->rq_tail && c->peer_rnr_retry)
-		rnr_wait_locked(c);
-	if (c->qp_err || c->stop) {
-		pthread_mutex_unlock(&c->lock);
-		return drain(c->fd, h->len);
-	}
-	if (c->rq_head == c->rq_tail) {
-		/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both QPs. */
-		soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
-		soft_qp_fatal_locked(c);
-		pthread_mutex_unlock(&c->lock);
-		return drain(c->fd, h->len);
-	}
-	r = &c->rq[c->rq_head % c->caps.max_recv_wr];
-	c->rq_head++;
-	wc.wr_id = r->wr_id;
-	nsge = r->nsge;
-	memcpy(sge, r->sge, nsge * sizeof(*sge));
 	c->rx_busy = true;
 	pthread_mutex_unlock(&c->lock);
 

@@ -228,6 +228,17 @@ inline int post_one_recv(struct fab_conn *c, Buf &b, size_t off, uint32_t len, u
 	return fab_post_recv(c, &wr, nullptr);
 }
 
+inline int post_one_srq_recv(struct fab_srq *q, Buf &b, size_t off, uint32_t len, uint64_t id)
+{
+	struct fab_sge s = b.sge(off, len);
+	struct fab_recv_wr wr = {};
+
+	wr.wr_id = id;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	return fab_post_srq_recv(q, &wr, nullptr);
+}
+
 inline int post_one_send(struct fab_conn *c, enum fab_wr_opcode op, Buf &b, size_t off,
 			 uint32_t len, uint64_t id, bool signaled = true, uint64_t raddr = 0,
 			 uint32_t rkey = 0, uint32_t inv = 0)
