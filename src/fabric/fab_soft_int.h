@@ -37,6 +37,8 @@ enum soft_msg_type {
 /* RNR: 7 retries mean "forever" (IB); each other retry stands for one RNR timer of this long. */
 #define SOFT_RNR_INFINITE 7
 #define SOFT_RNR_STEP_MS 20
+/* Largest Send parked while it waits out an RNR (bigger ones drop the link). */
+#define SOFT_PARK_MAX (16u << 20)
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
@@ -173,6 +175,11 @@ struct soft_conn {
 	struct fab_sge *rq_sge;
 	uint64_t rq_head, rq_tail;
 	bool rx_busy; /* reader is filling a receive it popped */
+	/* A Send waiting out an RNR, already read off the wire (reader only). */
+	bool parked;
+	struct soft_hdr park_hdr;
+	uint8_t *park_buf;
+	int64_t park_deadline_ms; /* CLOCK_MONOTONIC; INT64_MAX: retry for ever */
 	/* responses for the writer, in order */
 	struct soft_ctl *ctl;
 	uint32_t ctl_cap, ctl_head, ctl_n;

@@ -288,73 +288,49 @@ static void rnr_nap_locked(struct soft_conn *c)
 	pthread_mutex_lock(&c->lock);
 }
 
-/*
- * No receive posted and the sender retries RNRs: hold this Send (and, as the
- * sender would retransmit in order, everything behind it) until one is or
- * *left_ms runs out (-1: for ever).
- */
-static void rnr_wait_locked(struct soft_conn *c, long *left_ms)
+static int64_t now_ms(void)
 {
-	while (soft_rq_empty_locked(c) && !c->qp_err && !c->stop && *left_ms != 0) {
-		struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+	struct timespec t;
 
-		/*
-		 * The peer's DISC sits behind this Send in the stream; its
-		 * half-close (sent right after DISC) is visible now.
-		 */
-		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-			soft_qp_error_locked(c, false);
-			if (c->state == SOFT_S_EST)
-				soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
-			c->state = SOFT_S_CLOSED;
-			break;
-		}
-		rnr_nap_locked(c);
-		if (*left_ms > 0)
-			*left_ms = *left_ms > 10 ? *left_ms - 10 : 0;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void copy_scatter(const struct fab_sge *sge, int nsge, const uint8_t *src, uint32_t len)
+{
+	for (int i = 0; i < nsge && len; i++) {
+		uint32_t n = len < sge[i].length ? len : sge[i].length;
+
+		memcpy(sge[i].addr, src, n);
+		src += n;
+		len -= n;
 	}
 }
 
-/* Incoming Send: consume the next posted receive (RNR if none). */
-static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
+/*
+ * Place a Send into the receive just popped (c->lock held; released on
+ * return). @src: the Send's bytes, read earlier (a parked Send); NULL: they
+ * are next on the socket.
+ */
+static int rx_place(struct soft_conn *c, const struct soft_hdr *h, const uint8_t *src,
+		    uint64_t wr_id, const struct fab_sge *sge, int nsge)
 {
-	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
-	struct fab_wc wc = {.opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c};
-	long left_ms;
+	struct fab_wc wc = {.wr_id = wr_id, .opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c};
 	uint64_t cap = 0;
-	int nsge, rc;
+	int rc = 0;
 
-	pthread_mutex_lock(&c->lock);
-	left_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE ? -1
-						       : (long)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
-	for (;;) {
-		if (c->qp_err || c->stop || c->state != SOFT_S_EST) {
-			pthread_mutex_unlock(&c->lock);
-			return drain(c->fd, h->len);
-		}
-		if (soft_rq_pop_locked(c, &wc.wr_id, sge, &nsge))
-			break;
-		if (left_ms == 0) {
-			/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both
-			 * QPs. */
-			soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
-			soft_qp_fatal_locked(c);
-			pthread_mutex_unlock(&c->lock);
-			return drain(c->fd, h->len);
-		}
-		/* An SRQ receive seen here may be taken by another QP's reader: retry. */
-		rnr_wait_locked(c, &left_ms);
-	}
 	c->rx_busy = true;
 	pthread_mutex_unlock(&c->lock);
-
 	for (int i = 0; i < nsge; i++)
 		cap += sge[i].length;
 	if (h->len > cap) {
 		wc.status = FAB_WC_LOC_LEN_ERR;
-		rc = drain(c->fd, h->len);
+		rc = src ? 0 : drain(c->fd, h->len);
 	} else {
-		rc = rx_scatter(c->fd, sge, nsge, h->len);
+		if (src)
+			copy_scatter(sge, nsge, src, h->len);
+		else
+			rc = rx_scatter(c->fd, sge, nsge, h->len);
 		wc.byte_len = h->len;
 		if (h->flags & SOFT_F_WITH_INV) {
 			soft_invalidate_rkey(c->sf, h->b);
@@ -379,6 +355,137 @@ static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 	soft_rq_flush_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both QPs. */
+static void rnr_fatal_locked(struct soft_conn *c)
+{
+	soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
+	soft_qp_fatal_locked(c);
+}
+
+static void park_drop_locked(struct soft_conn *c)
+{
+	free(c->park_buf);
+	c->park_buf = NULL;
+	c->parked = false;
+}
+
+/*
+ * Incoming Send: consume the next posted receive. None posted = RNR: fatal
+ * with rnr_retry 0; otherwise the Send is parked (read off the wire) until a
+ * receive is posted or its RNR timers run out. On the wire the sender's
+ * retransmissions would leave the answers to OUR requests flowing, so the
+ * reader keeps processing those behind a parked Send (rx_parked); a peer
+ * whose ACKs waited on our receives could deadlock a shared receive queue.
+ */
+static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
+{
+	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
+	uint64_t wr_id;
+	uint8_t *buf;
+	int nsge;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->qp_err || c->stop || c->state != SOFT_S_EST) {
+		pthread_mutex_unlock(&c->lock);
+		return drain(c->fd, h->len);
+	}
+	if (soft_rq_pop_locked(c, &wr_id, sge, &nsge))
+		return rx_place(c, h, NULL, wr_id, sge, nsge);
+	if (!c->peer_rnr_retry) {
+		rnr_fatal_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return drain(c->fd, h->len);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (h->len > SOFT_PARK_MAX)
+		return -1; /* no receive anywhere takes that: drop the link */
+	buf = malloc(h->len ? h->len : 1);
+	if (!buf || soft_io_full(c->fd, buf, h->len, true)) {
+		free(buf);
+		return -1;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->park_hdr = *h;
+	c->park_buf = buf;
+	c->parked = true;
+	c->park_deadline_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
+				  ? INT64_MAX
+				  : now_ms() + (int64_t)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static bool is_answer(uint8_t type)
+{
+	return type == SOFT_ACK || type == SOFT_NAK || type == SOFT_READ_RESP;
+}
+
+static int read_hdr(int fd, struct soft_hdr *h)
+{
+	if (soft_io_full(fd, h, sizeof(*h), true))
+		return -1;
+	h->len = le32toh(h->len);
+	h->a = le64toh(h->a);
+	h->b = le32toh(h->b);
+	h->c = le32toh(h->c);
+	return 0;
+}
+
+static int rx_answer(struct soft_conn *c, const struct soft_hdr *h);
+
+/*
+ * Reader with a parked Send: deliver it once a receive is posted, fail it
+ * when its RNR timers run out, and meanwhile process answers to our own
+ * requests. A request behind it waits (in order, as on the wire), except a
+ * disconnect or QP error: the sender has flushed the parked Send.
+ */
+static int rx_parked(struct soft_conn *c, struct soft_hdr *next, bool *have_next)
+{
+	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	uint64_t wr_id;
+	int nsge;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->qp_err || c->stop || c->state != SOFT_S_EST ||
+	    (*have_next && (next->type == SOFT_DISC || next->type == SOFT_QP_ERR))) {
+		park_drop_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	if (soft_rq_pop_locked(c, &wr_id, sge, &nsge)) {
+		struct soft_hdr h = c->park_hdr;
+		uint8_t *buf = c->park_buf;
+		int rc;
+
+		c->park_buf = NULL;
+		c->parked = false;
+		rc = rx_place(c, &h, buf, wr_id, sge, nsge);
+		free(buf);
+		return rc;
+	}
+	if (now_ms() >= c->park_deadline_ms) {
+		rnr_fatal_locked(c);
+		park_drop_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	if (*have_next) {
+		rnr_nap_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (poll(&p, 1, 10) <= 0)
+		return 0;
+	if (read_hdr(c->fd, next))
+		return -1;
+	if (is_answer(next->type))
+		return rx_answer(c, next);
+	*have_next = true;
+	return 0;
 }
 
 /* Incoming RDMA Write or Read request: checked here, where the memory lives. */
@@ -501,15 +608,18 @@ void *soft_reader(void *arg)
 {
 	struct soft_conn *c = arg;
 	struct soft_hdr h;
+	bool have_next = false;
 	int rc = 0;
 
 	while (rc == 0) {
-		if (soft_io_full(c->fd, &h, sizeof(h), true))
+		if (c->parked) { /* only this thread parks and unparks */
+			rc = rx_parked(c, &h, &have_next);
+			continue;
+		}
+		if (have_next)
+			have_next = false;
+		else if (read_hdr(c->fd, &h))
 			break;
-		h.len = le32toh(h.len);
-		h.a = le64toh(h.a);
-		h.b = le32toh(h.b);
-		h.c = le32toh(h.c);
 		switch (h.type) {
 		case SOFT_CONN_REP:
 		case SOFT_CONN_REJ:
@@ -548,6 +658,7 @@ void *soft_reader(void *arg)
 	}
 	/* EOF, error or protocol violation: the link is gone. */
 	pthread_mutex_lock(&c->lock);
+	park_drop_locked(c);
 	c->dead = true;
 	shutdown(c->fd, SHUT_RDWR);
 	if (!c->stop) {
