@@ -402,8 +402,8 @@ if rows:
         per = {n: b["recv_mem_bytes"] / b["conns_active"] for n, b in srq}
         met = [n for n in per if per[n] <= 16 * 1024]
         p("Shared receive queue (`Use_SRQ`, `bench_engine --srq 1`): connections post no receives "
-          "of their own; one server-wide pool starts at 32 buffers and grows 32 at a time while "
-          "fewer than 16 stay posted, up to `SRQ_Depth` (default 1024), so idle connections add "
+          "of their own; one server-wide pool starts at 4 buffers and doubles whenever fewer than a "
+          "quarter were left posted, up to `SRQ_Depth` (default 1024), so idle connections add "
           "none (`rr_srq.c`). Registered receive memory per idle connection: "
           + ", ".join(f"{fmt(per[n])} B at {n}" for n in sorted(per))
           + f". Target <= 16 KiB per idle connection: met at {', '.join(str(n) for n in sorted(met)) or 'none'}"

@@ -37,8 +37,8 @@ enum soft_msg_type {
 /* RNR: 7 retries mean "forever" (IB); each other retry stands for one RNR timer of this long. */
 #define SOFT_RNR_INFINITE 7
 #define SOFT_RNR_STEP_MS 20
-/* Largest Send parked while it waits out an RNR (bigger ones drop the link). */
-#define SOFT_PARK_MAX (16u << 20)
+/* Most payload parked behind a Send waiting out an RNR (more drops the link). */
+#define SOFT_PARK_MAX (64u << 20)
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
@@ -137,12 +137,18 @@ struct soft_rwr {
 struct soft_srq {
 	struct fab_fabric *fab;
 	pthread_mutex_t lock; /* taken after a conn's lock, never before */
-	pthread_cond_t cond;  /* a receive was posted: readers waiting out an RNR */
 	struct soft_rwr *rq;
 	struct fab_sge *sge;
 	uint32_t max_wr, max_sge;
 	uint64_t head, tail;
 	uint32_t nqp; /* attached QPs: destroy refuses while any */
+};
+
+/* A request parked behind a Send that waits out an RNR (fab_soft_io.c). */
+struct soft_parked {
+	struct soft_parked *next;
+	struct soft_hdr h;
+	uint8_t data[]; /* Send / Write payload */
 };
 
 struct soft_ctl {
@@ -175,11 +181,11 @@ struct soft_conn {
 	struct fab_sge *rq_sge;
 	uint64_t rq_head, rq_tail;
 	bool rx_busy; /* reader is filling a receive it popped */
-	/* A Send waiting out an RNR, already read off the wire (reader only). */
-	bool parked;
-	struct soft_hdr park_hdr;
-	uint8_t *park_buf;
-	int64_t park_deadline_ms; /* CLOCK_MONOTONIC; INT64_MAX: retry for ever */
+	/* A Send waiting out an RNR and the requests behind it, read off the
+	 * wire (reader only; lock held to change the list) */
+	struct soft_parked *park_head, *park_tail;
+	uint64_t park_bytes;
+	int64_t park_deadline_ms; /* the head Send's, CLOCK_MONOTONIC; INT64_MAX: for ever */
 	/* responses for the writer, in order */
 	struct soft_ctl *ctl;
 	uint32_t ctl_cap, ctl_head, ctl_n;
@@ -225,7 +231,6 @@ int soft_srq_destroy(struct fab_srq *srq);
 int soft_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
 /* Next receive for an incoming Send (own queue or SRQ); false when none is posted. */
 bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sge, int *nsge);
-bool soft_rq_empty_locked(struct soft_conn *c);
 
 /* fab_soft_io.c */
 void *soft_reader(void *arg);

@@ -264,30 +264,6 @@ static void delay_completion(struct soft_conn *c)
 		usleep(us);
 }
 
-/* Wait up to 10 ms for a receive to be posted (to our queue or our SRQ). */
-static void rnr_nap_locked(struct soft_conn *c)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 10 * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	if (!c->srq) {
-		pthread_cond_timedwait(&c->cond, &c->lock, &until);
-		return;
-	}
-	/* Lock order is conn, then SRQ: let go of ours while we wait on it. */
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_lock(&c->srq->lock);
-	if (c->srq->head == c->srq->tail)
-		pthread_cond_timedwait(&c->srq->cond, &c->srq->lock, &until);
-	pthread_mutex_unlock(&c->srq->lock);
-	pthread_mutex_lock(&c->lock);
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec t;
@@ -364,26 +340,67 @@ static void rnr_fatal_locked(struct soft_conn *c)
 	soft_qp_fatal_locked(c);
 }
 
+/* Drop every parked request (the QP failed, or the sender flushed them). */
 static void park_drop_locked(struct soft_conn *c)
 {
-	free(c->park_buf);
-	c->park_buf = NULL;
-	c->parked = false;
+	while (c->park_head) {
+		struct soft_parked *p = c->park_head;
+
+		c->park_head = p->next;
+		free(p);
+	}
+	c->park_tail = NULL;
+	c->park_bytes = 0;
+}
+
+static void park_deadline_locked(struct soft_conn *c)
+{
+	c->park_deadline_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
+				  ? INT64_MAX
+				  : now_ms() + (int64_t)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+}
+
+/* Read a request's payload off the socket and queue it behind the parked ones. */
+static int park_request(struct soft_conn *c, const struct soft_hdr *h)
+{
+	uint32_t len = h->type == SOFT_READ_REQ ? 0 : h->len;
+	struct soft_parked *p;
+
+	if (c->park_bytes + len > SOFT_PARK_MAX)
+		return -1; /* more than any receive or window holds: drop the link */
+	p = malloc(sizeof(*p) + len);
+	if (!p || soft_io_full(c->fd, p->data, len, true)) {
+		free(p);
+		return -1;
+	}
+	p->h = *h;
+	p->next = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (c->park_tail)
+		c->park_tail->next = p;
+	else
+		c->park_head = p;
+	c->park_tail = p;
+	c->park_bytes += len;
+	if (c->park_head == p)
+		park_deadline_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 /*
  * Incoming Send: consume the next posted receive. None posted = RNR: fatal
- * with rnr_retry 0; otherwise the Send is parked (read off the wire) until a
- * receive is posted or its RNR timers run out. On the wire the sender's
- * retransmissions would leave the answers to OUR requests flowing, so the
- * reader keeps processing those behind a parked Send (rx_parked); a peer
- * whose ACKs waited on our receives could deadlock a shared receive queue.
+ * with rnr_retry 0; otherwise the Send is parked (read off the wire), with
+ * every request behind it, until a receive is posted or its RNR timers run
+ * out. On the wire the sender retransmits from the Send on while the
+ * answers to OUR requests keep flowing; so the reader keeps processing
+ * those (rx_parked): a peer whose ACKs waited on our receives could
+ * deadlock a shared receive queue.
  */
 static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 {
 	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
 	uint64_t wr_id;
-	uint8_t *buf;
 	int nsge;
 
 	pthread_mutex_lock(&c->lock);
@@ -399,22 +416,7 @@ static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 		return drain(c->fd, h->len);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (h->len > SOFT_PARK_MAX)
-		return -1; /* no receive anywhere takes that: drop the link */
-	buf = malloc(h->len ? h->len : 1);
-	if (!buf || soft_io_full(c->fd, buf, h->len, true)) {
-		free(buf);
-		return -1;
-	}
-	pthread_mutex_lock(&c->lock);
-	c->park_hdr = *h;
-	c->park_buf = buf;
-	c->parked = true;
-	c->park_deadline_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
-				  ? INT64_MAX
-				  : now_ms() + (int64_t)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
-	pthread_mutex_unlock(&c->lock);
-	return 0;
+	return park_request(c, h);
 }
 
 static bool is_answer(uint8_t type)
@@ -433,63 +435,91 @@ static int read_hdr(int fd, struct soft_hdr *h)
 	return 0;
 }
 
+static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h, const uint8_t *src);
 static int rx_answer(struct soft_conn *c, const struct soft_hdr *h);
+static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h);
 
 /*
- * Reader with a parked Send: deliver it once a receive is posted, fail it
- * when its RNR timers run out, and meanwhile process answers to our own
- * requests. A request behind it waits (in order, as on the wire), except a
- * disconnect or QP error: the sender has flushed the parked Send.
+ * Run parked requests in order from the head: a Send once a receive is
+ * posted (failed when its RNR timers ran out), Writes and Read requests as
+ * they come. Returns with the queue empty or its head a Send still waiting.
  */
-static int rx_parked(struct soft_conn *c, struct soft_hdr *next, bool *have_next)
+static int park_run(struct soft_conn *c)
 {
 	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
-	struct pollfd p = {.fd = c->fd, .events = POLLIN};
-	uint64_t wr_id;
-	int nsge;
+	uint64_t wr_id = 0;
+	int nsge = 0, rc = 0;
 
 	pthread_mutex_lock(&c->lock);
-	if (c->qp_err || c->stop || c->state != SOFT_S_EST ||
-	    (*have_next && (next->type == SOFT_DISC || next->type == SOFT_QP_ERR))) {
-		park_drop_locked(c);
-		pthread_mutex_unlock(&c->lock);
-		return 0;
-	}
-	if (soft_rq_pop_locked(c, &wr_id, sge, &nsge)) {
-		struct soft_hdr h = c->park_hdr;
-		uint8_t *buf = c->park_buf;
-		int rc;
+	while (c->park_head && rc == 0) {
+		struct soft_parked *p = c->park_head;
 
-		c->park_buf = NULL;
-		c->parked = false;
-		rc = rx_place(c, &h, buf, wr_id, sge, nsge);
-		free(buf);
-		return rc;
-	}
-	if (now_ms() >= c->park_deadline_ms) {
-		rnr_fatal_locked(c);
-		park_drop_locked(c);
-		pthread_mutex_unlock(&c->lock);
-		return 0;
-	}
-	if (*have_next) {
-		rnr_nap_locked(c);
-		pthread_mutex_unlock(&c->lock);
-		return 0;
+		if (c->qp_err || c->stop || c->state != SOFT_S_EST) {
+			park_drop_locked(c);
+			break;
+		}
+		if (p->h.type == SOFT_SEND && !soft_rq_pop_locked(c, &wr_id, sge, &nsge)) {
+			if (now_ms() < c->park_deadline_ms)
+				break;
+			rnr_fatal_locked(c);
+			park_drop_locked(c);
+			break;
+		}
+		c->park_head = p->next;
+		if (!c->park_head)
+			c->park_tail = NULL;
+		c->park_bytes -= p->h.type == SOFT_READ_REQ ? 0 : p->h.len;
+		if (c->park_head)
+			park_deadline_locked(c);
+		if (p->h.type == SOFT_SEND) {
+			rc = rx_place(c, &p->h, p->data, wr_id, sge, nsge);
+		} else {
+			pthread_mutex_unlock(&c->lock);
+			rc = rx_rdma(c, &p->h, p->data);
+		}
+		free(p);
+		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (poll(&p, 1, 10) <= 0)
-		return 0;
-	if (read_hdr(c->fd, next))
-		return -1;
-	if (is_answer(next->type))
-		return rx_answer(c, next);
-	*have_next = true;
-	return 0;
+	return rc;
 }
 
-/* Incoming RDMA Write or Read request: checked here, where the memory lives. */
-static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h)
+/*
+ * Reader with parked requests: run them when it can, and meanwhile read on:
+ * answers to our own requests are processed at once, requests are parked
+ * behind the others (in order, as on the wire), a disconnect or QP error
+ * drops them (the sender has flushed them) and is processed.
+ */
+static int rx_parked(struct soft_conn *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	struct soft_hdr h;
+	int rc = park_run(c);
+
+	if (rc || !c->park_head)
+		return rc;
+	/* Short: a receive posted meanwhile does not wake this poll. */
+	if (poll(&p, 1, 1) <= 0)
+		return 0;
+	if (read_hdr(c->fd, &h))
+		return -1;
+	if (is_answer(h.type))
+		return rx_answer(c, &h);
+	if (h.type == SOFT_SEND || h.type == SOFT_WRITE || h.type == SOFT_READ_REQ)
+		return park_request(c, &h);
+	if (h.type == SOFT_DISC || h.type == SOFT_QP_ERR) {
+		pthread_mutex_lock(&c->lock);
+		park_drop_locked(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return rx_dispatch(c, &h);
+}
+
+/*
+ * Incoming RDMA Write or Read request: checked here, where the memory lives.
+ * @src: a parked Write's payload, read earlier; NULL: it is next on the socket.
+ */
+static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h, const uint8_t *src)
 {
 	bool wr = h->type == SOFT_WRITE;
 	unsigned int need = wr ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ;
@@ -500,9 +530,11 @@ static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h)
 	err = c->qp_err || c->state != SOFT_S_EST;
 	pthread_mutex_unlock(&c->lock);
 	if (err)
-		return wr ? drain(c->fd, h->len) : 0;
+		return wr && !src ? drain(c->fd, h->len) : 0;
 	ok = !(h->flags & SOFT_F_FORCE_FAIL) && soft_remote_ok(c->sf, h->b, h->a, h->len, need);
-	if (wr)
+	if (wr && src && ok)
+		memcpy((void *)(uintptr_t)h->a, src, h->len);
+	else if (wr && !src)
 		rc = ok ? (h->len ? soft_io_full(c->fd, (void *)(uintptr_t)h->a, h->len, true) : 0)
 			: drain(c->fd, h->len);
 	pthread_mutex_lock(&c->lock);
@@ -604,57 +636,56 @@ static int rx_cm(struct soft_conn *c, const struct soft_hdr *h)
 	return 0;
 }
 
+/* One message from the peer, in stream order. */
+static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h)
+{
+	switch (h->type) {
+	case SOFT_CONN_REP:
+	case SOFT_CONN_REJ:
+		return rx_cm(c, h);
+	case SOFT_SEND:
+		return rx_send(c, h);
+	case SOFT_WRITE:
+	case SOFT_READ_REQ:
+		return rx_rdma(c, h, NULL);
+	case SOFT_ACK:
+	case SOFT_NAK:
+	case SOFT_READ_RESP:
+		return rx_answer(c, h);
+	case SOFT_QP_ERR:
+		/* The peer's QP failed ours. */
+		pthread_mutex_lock(&c->lock);
+		soft_qp_fatal_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	case SOFT_DISC:
+		pthread_mutex_lock(&c->lock);
+		soft_qp_error_locked(c, false);
+		if (!c->stop && c->state == SOFT_S_EST)
+			soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
+		c->state = SOFT_S_CLOSED;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	default:
+		return -1; /* protocol violation: drop the link */
+	}
+}
+
 void *soft_reader(void *arg)
 {
 	struct soft_conn *c = arg;
 	struct soft_hdr h;
-	bool have_next = false;
 	int rc = 0;
 
 	while (rc == 0) {
-		if (c->parked) { /* only this thread parks and unparks */
-			rc = rx_parked(c, &h, &have_next);
+		/* Only this thread parks requests and runs them. */
+		if (c->park_head) {
+			rc = rx_parked(c);
 			continue;
 		}
-		if (have_next)
-			have_next = false;
-		else if (read_hdr(c->fd, &h))
+		if (read_hdr(c->fd, &h))
 			break;
-		switch (h.type) {
-		case SOFT_CONN_REP:
-		case SOFT_CONN_REJ:
-			rc = rx_cm(c, &h);
-			break;
-		case SOFT_SEND:
-			rc = rx_send(c, &h);
-			break;
-		case SOFT_WRITE:
-		case SOFT_READ_REQ:
-			rc = rx_rdma(c, &h);
-			break;
-		case SOFT_ACK:
-		case SOFT_NAK:
-		case SOFT_READ_RESP:
-			rc = rx_answer(c, &h);
-			break;
-		case SOFT_QP_ERR:
-			/* The peer's QP failed ours. */
-			pthread_mutex_lock(&c->lock);
-			soft_qp_fatal_locked(c);
-			pthread_mutex_unlock(&c->lock);
-			break;
-		case SOFT_DISC:
-			pthread_mutex_lock(&c->lock);
-			soft_qp_error_locked(c, false);
-			if (!c->stop && c->state == SOFT_S_EST)
-				soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
-			c->state = SOFT_S_CLOSED;
-			pthread_mutex_unlock(&c->lock);
-			break;
-		default:
-			rc = -1; /* protocol violation: drop the link */
-			break;
-		}
+		rc = rx_dispatch(c, &h);
 	}
 	/* EOF, error or protocol violation: the link is gone. */
 	pthread_mutex_lock(&c->lock);

@@ -335,7 +335,6 @@ int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct
 	for (uint32_t i = 0; i < max_wr; i++)
 		q->rq[i].sge = &q->sge[(size_t)i * max_sge];
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_cond_init(&q->cond, NULL);
 	*out = (struct fab_srq *)q;
 	return 0;
 }
@@ -351,7 +350,6 @@ int soft_srq_destroy(struct fab_srq *fq)
 	}
 	pthread_mutex_unlock(&q->lock);
 	/* Receives still posted vanish without completions, as with ibv_destroy_srq. */
-	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->lock);
 	free(q->rq);
 	free(q->sge);
@@ -388,21 +386,8 @@ int soft_post_srq_recv(struct fab_srq *fq, struct fab_recv_wr *wr, struct fab_re
 	}
 	if (rc && bad)
 		*bad = wr;
-	pthread_cond_broadcast(&q->cond); /* readers may wait out an RNR */
 	pthread_mutex_unlock(&q->lock);
 	return rc;
-}
-
-bool soft_rq_empty_locked(struct soft_conn *c)
-{
-	bool empty;
-
-	if (!c->srq)
-		return c->rq_head == c->rq_tail;
-	pthread_mutex_lock(&c->srq->lock);
-	empty = c->srq->head == c->srq->tail;
-	pthread_mutex_unlock(&c->srq->lock);
-	return empty;
 }
 
 bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sge, int *nsge)

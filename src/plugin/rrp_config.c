@@ -164,10 +164,10 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 	}
 	if (!strcasecmp(key, "SRQ_Depth")) {
 		ret = set_range(key, v, 0, RR_SRQ_MAX_DEPTH, &n, line);
-		if (!ret && n && n < RR_SRQ_CHUNK) {
+		if (!ret && n && n < RR_SRQ_MIN_DEPTH) {
 			fprintf(stderr,
 				"rpcrdma: RDMA: SRQ_Depth: %llu is neither 0 nor in %u..%u (line %d)\n",
-				(unsigned long long)n, RR_SRQ_CHUNK, RR_SRQ_MAX_DEPTH, line);
+				(unsigned long long)n, RR_SRQ_MIN_DEPTH, RR_SRQ_MAX_DEPTH, line);
 			ret = -EINVAL;
 		}
 		c->srq_depth = (uint32_t)(ret ? c->srq_depth : n);

@@ -219,8 +219,9 @@ struct rr_srq {
 	struct fab_srq *fsrq;
 	struct fab_pd *pd;		/* connections on another PD use their own receives */
 	uint32_t bound;			/* most receives the pool grows to */
-	uint32_t chunk;			/* receives added per growth step */
+	uint32_t chunk;			/* the first registration; each later one doubles the pool */
 	uint32_t low_water;		/* grow when fewer stay posted */
+	bool starved;			/* fell below low_water since the last refill */
 	uint32_t nbufs;			/* registered so far (event thread) */
 	uint32_t posted;		/* (event thread) */
 	uint32_t nchunks;

@@ -175,7 +175,8 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 
 	pthread_mutex_lock(&c->lock);
 	if (ctx->srq) {
-		ctx->srq->posted--;
+		if (--ctx->srq->posted < ctx->srq->low_water)
+			ctx->srq->starved = true;
 		ctx->conn = c;
 		overrun = ++c->srq_held > c->srq_held_max;
 	} else {

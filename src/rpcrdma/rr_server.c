@@ -61,7 +61,7 @@ static int check_config(const struct rr_config *c)
 		return -EINVAL;
 	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
 		return -EINVAL;
-	if (c->srq_depth && (c->srq_depth < RR_SRQ_CHUNK || c->srq_depth > RR_SRQ_MAX_DEPTH))
+	if (c->srq_depth && (c->srq_depth < RR_SRQ_MIN_DEPTH || c->srq_depth > RR_SRQ_MAX_DEPTH))
 		return -EINVAL;
 	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
 	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||

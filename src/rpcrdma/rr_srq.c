@@ -4,10 +4,10 @@
  * registered receive buffers for every connection of the server, instead of
  * 2 x credits + bc_credits + recv_batch buffers per connection.
  *
- * The pool starts with one chunk of buffers and grows a chunk (one
- * registration) at a time while fewer than low_water receives stay posted,
- * up to an explicit bound; it never shrinks, so steady state registers
- * nothing. Buffers are posted only here, on the event thread; any thread
+ * The pool starts with one chunk of buffers and, whenever fewer than
+ * low_water (a quarter of the pool) receives were left posted, doubles (one
+ * registration per step) up to an explicit bound; it never shrinks, so
+ * steady state registers nothing. Buffers are posted only here, on the event thread; any thread
  * gives one back with rr_srq_put. Credits stay per connection: a client
  * within its grant may still meet a momentarily empty SRQ, which its RNR
  * retries (accepted with rnr_retry_count 7) turn into a delay.
@@ -34,11 +34,14 @@ static uint32_t srq_bound(const struct rr_config *cfg)
 	return bound > RR_SRQ_MAX_DEPTH ? RR_SRQ_MAX_DEPTH : (uint32_t)bound;
 }
 
-/* Register one more chunk of buffers and add its contexts to the free list. */
+/* Register one more chunk of buffers (as many as the pool has, so it doubles)
+ * and add its contexts to the free list. */
 static int srq_grow(struct rr_srq *q)
 {
 	struct rr_server *srv = q->srv;
-	uint32_t n = q->bound - q->nbufs < q->chunk ? q->bound - q->nbufs : q->chunk;
+	/* Doubling: a burst reaches the pool it needs in a few steps. */
+	uint32_t step = q->nbufs > q->chunk ? q->nbufs : q->chunk;
+	uint32_t n = q->bound - q->nbufs < step ? q->bound - q->nbufs : step;
 	struct rr_srq_chunk *ch = &q->chunks[q->nchunks];
 	uint64_t bytes = (uint64_t)n * srv->cfg.inline_size;
 	int ret;
@@ -73,6 +76,8 @@ static int srq_grow(struct rr_srq *q)
 	pthread_mutex_unlock(&q->lock);
 	q->nchunks++;
 	q->nbufs += n;
+	/* A quarter of the pool: a bigger pool serves more connections at once. */
+	q->low_water = q->nbufs / 4 > q->chunk / 2 ? q->nbufs / 4 : (q->chunk + 1) / 2;
 	return 0;
 }
 
@@ -95,7 +100,7 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 		free(q);
 		return NULL;
 	}
-	q->chunk = q->bound < RR_SRQ_CHUNK ? q->bound : RR_SRQ_CHUNK;
+	q->chunk = q->bound < RR_SRQ_START ? q->bound : RR_SRQ_START;
 	q->low_water = (q->chunk + 1) / 2;
 	/* A device may offer a shallower SRQ than asked: take what it gives. */
 	for (depth = q->bound;; depth /= 2) {
@@ -190,10 +195,14 @@ void rr_srq_refill(struct rr_server *srv)
 		q->free_calls = NULL;
 		pthread_mutex_unlock(&q->lock);
 		srq_post_list(q, list);
-		/* Most buffers held by calls in progress: the load needs more. */
-		if (q->posted >= q->low_water || q->nbufs >= q->bound || srq_grow(q))
-			return;
+		/* Most buffers held by calls in progress (now, or at a completion
+		 * since the last refill): the load needs more. */
+		if ((q->posted >= q->low_water && !q->starved) || q->nbufs >= q->bound ||
+		    srq_grow(q))
+			break;
+		q->starved = false;
 	}
+	q->starved = false;
 }
 
 void rr_srq_put(struct rr_call_ctx *ctx)

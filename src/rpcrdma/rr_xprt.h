@@ -44,17 +44,18 @@ struct rr_config {
 	/*
 	 * Shared receive queue (Use_SRQ): receives come from one server-wide
 	 * pool instead of 2 x credits + bc_credits + recv_batch buffers per
-	 * connection. The pool starts at RR_SRQ_CHUNK buffers and grows a
-	 * chunk at a time, when fewer than half a chunk stay posted, up to
+	 * connection. The pool starts at RR_SRQ_START buffers and doubles
+	 * whenever fewer than a quarter of them were left posted, up to
 	 * srq_depth (0: recv_mem_budget / inline_size when a budget is set,
 	 * else RR_SRQ_DEFAULT_DEPTH); never above the budget either.
 	 */
 	bool use_srq;
-	uint32_t srq_depth;		/* 0 or RR_SRQ_CHUNK..RR_SRQ_MAX_DEPTH (SRQ_Depth) */
+	uint32_t srq_depth;		/* 0 or RR_SRQ_MIN_DEPTH..RR_SRQ_MAX_DEPTH (SRQ_Depth) */
 	struct rr_hdr_limits limits;
 };
 
-#define RR_SRQ_CHUNK 32		/* receives registered per growth step */
+#define RR_SRQ_START 4		/* receives registered when the first client connects */
+#define RR_SRQ_MIN_DEPTH 32
 #define RR_SRQ_DEFAULT_DEPTH 1024
 #define RR_SRQ_MAX_DEPTH 65536
 

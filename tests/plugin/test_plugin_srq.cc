@@ -8,9 +8,6 @@
  */
 #include "plugin/plugin_common.h"
 
-#include <atomic>
-#include <thread>
-
 using namespace nfsc;
 
 namespace rrplug
@@ -84,7 +81,7 @@ TEST_F(SrqPlugin, Nfs3AndNfs41ThroughChunks)
 	EXPECT_EQ(j.at("global.rnr_disconnects"), 0);
 }
 
-/* Six clients with their full grants against a pool of 64: slowed, never cut off. */
+/* Six clients at once, each with a connection of its own, on a pool of 64. */
 TEST_F(SrqPlugin, ParallelClientsShareThePool)
 {
 	Fh root = mount3();
@@ -98,44 +95,63 @@ TEST_F(SrqPlugin, ParallelClientsShareThePool)
 	std::vector<Fh> files(nthreads);
 	for (int i = 0; i < nthreads; i++)
 		NFS_OK(sc, sc.create(dir, "p" + std::to_string(i), 0644, &files[i]));
-	std::atomic<int> ok{0};
-	std::vector<std::string> errs(nthreads);
-	std::vector<std::thread> th;
-	for (int i = 0; i < nthreads; i++)
-		th.emplace_back([&, i] {
-			std::string err;
-			auto t = RdmaTransport::connect(srv->rdma_addr, &err);
-			if (!t) {
-				errs[i] = err;
-				return;
-			}
-			t->policy.call_ddp = i % 2 ? Ddp::ALWAYS : Ddp::AUTO;
-			t->policy.reply_ddp = Ddp::ALWAYS;
-			Nfs3 c(*t);
-			for (int r = 0; r < rounds; r++) {
-				Bytes data = test_data(2000 + 50000 * r + i, uint32_t(i * 100 + r));
-				Bytes back;
-				bool eof;
-				if (c.write(files[i], 0, data) ||
-				    c.read(files[i], 0, uint32_t(data.size()), &back, &eof)) {
-					errs[i] = c.err();
-					return;
-				}
-				if (crc32c(back) != crc32c(data)) {
-					errs[i] = "checksum mismatch in round " + std::to_string(r);
-					return;
-				}
-				ok++;
-			}
-		});
-	for (auto &x : th)
-		x.join();
+	auto errs = parallel_write_read(files, rounds);
 	for (int i = 0; i < nthreads; i++)
 		EXPECT_EQ(errs[i], "") << "client " << i;
-	EXPECT_EQ(ok, nthreads * rounds);
 	double rnr = stat("rnr_disconnects");
 	if (rnr >= 0) {
 		EXPECT_EQ(rnr, 0);
+	}
+}
+
+/*
+ * Three clients each fill their whole grant with NULLs at once: more calls
+ * than the pool has buffers. The Sends that find the SRQ empty wait out
+ * RNRs; every call is answered and no connection is cut.
+ */
+TEST_F(SrqPlugin, BurstBeyondThePoolIsDelayedNotDisconnected)
+{
+	std::vector<std::unique_ptr<RdmaTransport>> ts;
+	uint32_t total = 0;
+	for (int i = 0; i < 3; i++) {
+		ts.push_back(rdma());
+		ASSERT_TRUE(ts.back());
+		Nfs3 c(*ts.back());
+		NFS_OK(c, c.null()); /* the first reply brings the real grant */
+		total += ts.back()->requester().grant();
+	}
+	ASSERT_GT(total, uint32_t(kPool)) << "the burst must exceed the pool";
+	for (int round = 0; round < 3; round++) {
+		std::vector<std::vector<uint32_t>> xids(ts.size());
+		for (size_t k = 0; k < ts.size(); k++) {
+			RdmaTransport &t = *ts[k];
+			for (uint32_t i = 0; i < t.requester().grant(); i++) {
+				nfsxdr::Xdr x;
+				std::string err;
+				nfsxdr::rpc_call_header_sys(x, t.next_xid(), PROG_NFS, 3, 0, 0, 0, "rr");
+				int64_t xid = t.post(x.buf, CallOpts(), &err);
+				ASSERT_GE(xid, 0) << err;
+				xids[k].push_back(uint32_t(xid));
+			}
+		}
+		for (size_t k = 0; k < ts.size(); k++) {
+			for (uint32_t xid : xids[k]) {
+				TransportReply r;
+				std::string err;
+				ASSERT_TRUE(ts[k]->collect(xid, &r, &err))
+				    << "client " << k << " round " << round << ": " << err;
+				EXPECT_FALSE(r.rdma_error);
+			}
+		}
+	}
+	for (auto &t : ts) {
+		Nfs3 c(*t);
+		NFS_OK(c, c.null());
+	}
+	double rnr = stat("rnr_disconnects");
+	if (rnr >= 0) {
+		EXPECT_EQ(rnr, 0);
+		EXPECT_EQ(stat("recv_mem_bytes"), kPool * kInline) << "the pool stops at SRQ_Depth";
 	}
 }
 
