@@ -429,7 +429,7 @@ if rows:
           "connection each; modes interleaved (order alternates per round); NULL calls/s summed over "
           "the 16 clients, median of the rounds.")
         p("")
-        p("| receives | NULL calls/s, 16 connections (median) | min..max of the rounds | clients completed | zero grants + violations | RNR disconnects | recv_mem_bytes at the end | rounds |")
+        p("| receives | NULL calls/s, 16 connections (median) | min..max of the rounds | clients completed | zero grants + violations | RNR disconnects | recv_mem_bytes after the clients left (median) | rounds |")
         p("|---|---:|---:|---:|---:|---:|---:|---:|")
         med = {}
         for mode in ("own", "srq"):

@@ -3,7 +3,8 @@
  * rr_internal.h - private structures of the transport engine, shared by its
  * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
  * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
- * rr_send.c (reply path and error replies), rr_pool.c (registered buffers).
+ * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
+ * rr_srq.c (the shared receive pool).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
