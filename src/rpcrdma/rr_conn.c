@@ -56,33 +56,41 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv)
 	return credits;
 }
 
+/*
+ * Empty a closing connection's CQ. Only flushed receives can be left: they
+ * hold no reference, but a shared pool's buffer must go back to the pool.
+ */
+static void reclaim_flushed(struct rr_conn *c)
+{
+	struct fab_wc wc[RR_CQ_POLL_BATCH];
+	int n;
+
+	while ((n = fab_cq_poll(c->cq, wc, RR_CQ_POLL_BATCH)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct rr_call_ctx *ctx =
+			    (struct rr_call_ctx *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)RR_WRID_MASK);
+
+			if ((wc[i].wr_id & RR_WRID_MASK) == RR_WRID_RECV && ctx->srq) {
+				c->srv->srq->posted--;
+				rr_srq_put(ctx);
+				rr_server_kick(c->srv);
+			}
+		}
+	}
+}
+
 static void conn_free_resources(struct rr_conn *c)
 {
 	if (c->cq) {
 		if (c->in_epoll)
 			rr_server_epoll_del(c->srv, fab_cq_fd(c->cq));
+		/* Before the QP goes too: a verbs provider may purge its CQEs. */
+		reclaim_flushed(c);
 	}
 	if (c->fc)
 		fab_conn_destroy(c->fc);
 	if (c->cq) {
-		struct fab_wc wc[RR_CQ_POLL_BATCH];
-
-		int n;
-
-		/* Only flushed receives can be left: they hold no reference, but
-		 * a shared pool's buffer must go back to the pool. */
-		while ((n = fab_cq_poll(c->cq, wc, RR_CQ_POLL_BATCH)) > 0) {
-			for (int i = 0; i < n; i++) {
-				struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(
-				    wc[i].wr_id & ~(uint64_t)RR_WRID_MASK);
-
-				if ((wc[i].wr_id & RR_WRID_MASK) == RR_WRID_RECV && ctx->srq) {
-					c->srv->srq->posted--;
-					rr_srq_put(ctx);
-					rr_server_kick(c->srv);
-				}
-			}
-		}
+		reclaim_flushed(c);
 		fab_cq_destroy(c->cq);
 	}
 	rr_pool_fini(&c->recv_pool);
