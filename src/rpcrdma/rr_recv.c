@@ -42,6 +42,10 @@ int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
  */
 void rr_recv_refill(struct rr_conn *c)
 {
+	if (c->srq) {
+		rr_srq_refill(c->srv);
+		return;
+	}
 	pthread_mutex_lock(&c->lock);
 	while (c->state != RR_CONN_CLOSING && c->posted < c->post_target && c->free_calls) {
 		struct rr_call_ctx *ctx = c->free_calls;
@@ -76,10 +80,16 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	ctx->has_ref = false;
 	ctx->queued = false;
 	pthread_mutex_lock(&c->lock);
-	ctx->state = RR_CALL_FREE;
-	ctx->next = c->free_calls;
-	c->free_calls = ctx;
+	if (ctx->srq) {
+		c->srq_held--;
+	} else {
+		ctx->state = RR_CALL_FREE;
+		ctx->next = c->free_calls;
+		c->free_calls = ctx;
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (ctx->srq)
+		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
 	if (rr_on_event_thread(c->srv))
 		rr_recv_refill(c);
 	else
@@ -161,10 +171,26 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
 	enum rr_hdr_result r;
 	enum rr_hdr_action act;
+	bool overrun = false;
 
 	pthread_mutex_lock(&c->lock);
-	c->posted--;
+	if (ctx->srq) {
+		if (--ctx->srq->posted < ctx->srq->low_water)
+			ctx->srq->starved = true;
+		ctx->conn = c;
+		overrun = ++c->srq_held > c->srq_held_max;
+	} else {
+		c->posted--;
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (overrun && wc->status == FAB_WC_SUCCESS) {
+		/* Far past its grant: without an SRQ this client would have met an
+		 * RNR. Closing it returns what it holds to the others. */
+		RR_STAT_ADD(c, rnr_disconnects, 1);
+		rr_conn_close(c, "client overran its credits (shared receive queue)");
+		rr_call_free(ctx);
+		return;
+	}
 
 	if (wc->status != FAB_WC_SUCCESS) {
 		/* Close first: a QP in error flushes every receive we would
