@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench_table.py OUTDIR - the VM bench's medians and ratios (ci/vm/guest-bench.sh's raw files).
+
+Reads OUTDIR/bench.results ("SERVER VERS ROUND TEST STATUS BYTES SECONDS"), the fio JSON files
+and mount lines under OUTDIR/bench/, and OUTDIR/host-info; writes OUTDIR/bench.json and prints
+the table. Exit status 1 when a measurement failed or a server has no figures at all.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+OUT = sys.argv[1]
+TESTS = [  # name, what the figure is, unit
+    ("dd_write1m", "dd write, 1 MiB records, conv=fsync", "MB/s"),
+    ("dd_read1m", "dd read, 1 MiB records, after remount", "MB/s"),
+    ("fio_seqwrite1m", "fio 1 MiB sequential write, O_DIRECT, QD 4", "MB/s"),
+    ("fio_seqread1m", "fio 1 MiB sequential read, O_DIRECT, QD 4", "MB/s"),
+    ("fio_randwrite4k", "fio 4 KiB random write, O_DIRECT, QD 16", "IOPS"),
+    ("fio_randread4k", "fio 4 KiB random read, O_DIRECT, QD 16", "IOPS"),
+]
+SERVERS = ("knfsd", "ganesha")
+
+
+def read_kv(path):
+    try:
+        with open(path) as f:
+            return dict(re.findall(r"(\w+)=(\S+)", f.read()))
+    except OSError:
+        return {}
+
+
+def fio_figure(path, unit):
+    """The job's bandwidth (MB/s) or IOPS from fio's JSON, None when unreadable."""
+    try:
+        with open(path) as f:
+            text = f.read()
+        job = json.loads(text[text.index("{"):])["jobs"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    side = job["write"] if job["write"]["io_bytes"] else job["read"]
+    if side.get("error") or not side["io_bytes"]:
+        return None
+    return side["iops"] if unit == "IOPS" else side["bw_bytes"] / 1e6
+
+
+def measurements():
+    """{(server, vers, test): [figure per round]}, failures as text lines."""
+    unit = {t: u for t, _, u in TESTS}
+    fig, failed = {}, []
+    try:
+        lines = open(os.path.join(OUT, "bench.results")).read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        f = line.split()
+        if len(f) < 7:
+            continue
+        server, vers, rnd, test, status, nbytes, secs = f[:7]
+        if status != "pass":
+            failed.append(line)
+            continue
+        if test.startswith("fio_"):
+            v = fio_figure(os.path.join(OUT, "bench", f"fio-{server}-{vers}-{rnd}-{test[4:]}.json"),
+                           unit.get(test, "MB/s"))
+            if v is None:
+                failed.append(line + " (no figure in fio's JSON)")
+                continue
+        else:
+            if float(secs) <= 0:
+                failed.append(line + " (no time)")
+                continue
+            v = int(nbytes) / float(secs) / 1e6
+        fig.setdefault((server, vers, test), []).append(v)
+    return fig, failed
+
+
+def mount_options():
+    r = {}
+    for p in glob.glob(os.path.join(OUT, "bench", "mount-*.txt")):
+        key = os.path.basename(p)[6:-4]
+        try:
+            opts = open(p).read().split()[3].split(",")
+        except (OSError, IndexError):
+            continue
+        r[key] = ",".join(o for o in opts if o.split("=")[0] in ("vers", "rsize", "wsize", "proto"))
+    return r
+
+
+def main():
+    fig, failed = measurements()
+    params = read_kv(os.path.join(OUT, "bench", "params"))
+    try:
+        host = "; ".join(open(os.path.join(OUT, "host-info")).read().strip().splitlines())
+    except OSError:
+        host = ""
+    versions = sorted({k[1] for k in fig}, key=float)
+    rows = []
+    for vers in versions:
+        for test, what, unit in TESTS:
+            k = fig.get(("knfsd", vers, test))
+            g = fig.get(("ganesha", vers, test))
+            if not k and not g:
+                continue
+            km = statistics.median(k) if k else None
+            gm = statistics.median(g) if g else None
+            rows.append({"vers": vers, "test": test, "what": what, "unit": unit,
+                         "knfsd": k or [], "ganesha": g or [],
+                         "knfsd_median": km, "ganesha_median": gm,
+                         "ratio": gm / km if km and gm is not None else None})
+    mounts = mount_options()
+    res = {"params": params, "host": host, "mounts": mounts, "rows": rows, "failed": failed}
+    with open(os.path.join(OUT, "bench.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+    print(f"VM bench ({host}; {' '.join(f'{k}={v}' for k, v in params.items())})")
+    print("knfsd: tmpfs export, 8 threads; ganesha+rpcrdma: FSAL VFS on tmpfs; "
+          "client: the guest kernel's NFS/RDMA client over rxe0. Median of the rounds.")
+    print(f"{'vers':<5} {'test':<17} {'unit':<5} {'knfsd':>9} {'ganesha':>9} {'ratio':>6}  per round (k | g)")
+
+    def num(v):
+        return "-" if v is None else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+    for r in rows:
+        rounds = " ".join(num(v) for v in r["knfsd"]) + " | " + " ".join(num(v) for v in r["ganesha"])
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        print(f"{r['vers']:<5} {r['test']:<17} {r['unit']:<5} {num(r['knfsd_median']):>9} "
+              f"{num(r['ganesha_median']):>9} {ratio:>6}  {rounds}")
+    for key in sorted(mounts):
+        print(f"mount {key}: {mounts[key]}")
+    for line in failed:
+        print(f"FAILED: {line}")
+    missing = [s for s in SERVERS if not any(k[0] == s for k in fig)]
+    for s in missing:
+        print(f"no figures for {s}")
+    return 1 if failed or missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
