@@ -80,7 +80,7 @@ bench_all() {
 	BENCH_FIO=; [ -x $H/usr/bin/fio ] && BENCH_FIO=1
 	: > $BR
 	echo "rounds=$BENCH_ROUNDS mb=$BENCH_MB fio=${BENCH_FIO:-0} fio_secs=$BENCH_SECS fio_mb=$BENCH_FIO_MB" \
-		"versions=$VERSIONS" > /out/bench/params
+		"versions=$(echo $VERSIONS | tr " " ,)" > /out/bench/params
 	servers="knfsd"
 	grep -q "^RESULT ganesha - start pass" /out/results && servers="knfsd ganesha"
 	r=1
