@@ -11,6 +11,9 @@
 #   D  forward-channel credits 1..128 at queue depth 64 (engine alone)
 #   E  idle connections 1/100/1000: registered receive memory and RSS per
 #      connection, without and with a receive-memory budget
+#   F  (--full only) the Linux kernel NFS/RDMA client in the rxe VM (ci/vm,
+#      RPCRDMA_VM_ONLY=bench): dd/fio throughput against ganesha+rpcrdma and
+#      against knfsd in one boot, ratio ganesha/knfsd (about 10 minutes)
 #
 # Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha 4.3
 # with FSAL MEM. Builds what it needs in $RPCRDMA_BUILD (default build/).
@@ -307,6 +310,16 @@ for budget in 0 $((32 << 20)); do
 		log "E: budget $budget, $n connections"
 	done
 done
+
+# --- F: kernel client in the VM (--full only: ~10 min of qemu TCG) ---------------
+if [ "$MODE" = full ]; then
+	log "F: kernel NFS/RDMA client in the rxe VM, knfsd vs ganesha+rpcrdma"
+	VW=${RPCRDMA_VM_WORK:-$ROOT/ci/vm/work}
+	RPCRDMA_VM_ONLY=bench RPCRDMA_BUILD_DIR=$B RPCRDMA_VM_WORK=$VW "$ROOT/ci/vm/run.sh" \
+		>"$W/vmbench.log" 2>&1 || die "VM bench: $(grep -A5 'INTEROP VM: FAIL' "$W/vmbench.log")"
+	cp "$VW/out/bench.json" "$W/vmbench.json" 2>/dev/null
+	cp -r "$VW/out" "$W/vmbench-out" 2>/dev/null
+fi
 
 # --- report --------------------------------------------------------------------
 log "writing $OUT"
