@@ -23,6 +23,11 @@ TESTS = [  # name, what the figure is, unit
     ("fio_randread4k", "fio 4 KiB random read, O_DIRECT, QD 16", "IOPS"),
 ]
 SERVERS = ("knfsd", "ganesha")
+CONTROLS = ("knfsd-tcp", "ganesha-tcp")  # RPCRDMA_VM_BENCH_TCP=1
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
 
 
 def read_kv(path):
@@ -98,19 +103,25 @@ def main():
     except OSError:
         host = ""
     versions = sorted({k[1] for k in fig}, key=float)
+    controls = [c for c in CONTROLS if any(k[0] == c for k in fig)]
     rows = []
     for vers in versions:
         for test, what, unit in TESTS:
-            k = fig.get(("knfsd", vers, test))
-            g = fig.get(("ganesha", vers, test))
-            if not k and not g:
+            row = {"vers": vers, "test": test, "what": what, "unit": unit}
+            for srv in SERVERS + tuple(controls):
+                v = fig.get((srv, vers, test), [])
+                row[srv] = v
+                row[srv + "_median"] = statistics.median(v) if v else None
+            if not any(row[srv] for srv in SERVERS):
                 continue
-            km = statistics.median(k) if k else None
-            gm = statistics.median(g) if g else None
-            rows.append({"vers": vers, "test": test, "what": what, "unit": unit,
-                         "knfsd": k or [], "ganesha": g or [],
-                         "knfsd_median": km, "ganesha_median": gm,
-                         "ratio": gm / km if km and gm is not None else None})
+            row["ratio"] = ratio(row["ganesha_median"], row["knfsd_median"])
+            # rounds pair up (the same round ran both, next to each other): the median of the
+            # per-round ratios is less hurt by the shared host's drift between rounds
+            paired = [g / k for k, g in zip(row["knfsd"], row["ganesha"]) if k]
+            row["paired_ratio"] = statistics.median(paired) if paired else None
+            if controls:
+                row["tcp_ratio"] = ratio(row.get("ganesha-tcp_median"), row.get("knfsd-tcp_median"))
+            rows.append(row)
     mounts = mount_options()
     res = {"params": params, "host": host, "mounts": mounts, "rows": rows, "failed": failed}
     with open(os.path.join(OUT, "bench.json"), "w") as f:
@@ -118,16 +129,26 @@ def main():
 
     print(f"VM bench ({host}; {' '.join(f'{k}={v}' for k, v in params.items())})")
     print("knfsd: tmpfs export, 8 threads; ganesha+rpcrdma: FSAL VFS on tmpfs; "
-          "client: the guest kernel's NFS/RDMA client over rxe0. Median of the rounds.")
-    print(f"{'vers':<5} {'test':<17} {'unit':<5} {'knfsd':>9} {'ganesha':>9} {'ratio':>6}  per round (k | g)")
+          "client: the guest kernel's NFS/RDMA client over rxe0. Median of the rounds; "
+          "ratio = ganesha/knfsd over RDMA (of the medians; paired: median of the per-round "
+          "ratios)" + (", tcp ratio = the same over TCP (controls)"
+                                               if controls else "") + ".")
+    cols = SERVERS + tuple(controls)
+    print(f"{'vers':<5} {'test':<17} {'unit':<5} " + " ".join(f"{c:>11}" for c in cols) +
+          f" {'ratio':>6} {'paired':>6}" + (f" {'tcp ratio':>9}" if controls else "") + "  per round (" +
+          " | ".join(c[0] + ("t" if c.endswith("tcp") else "") for c in cols) + ")")
 
     def num(v):
         return "-" if v is None else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+    def rat(v):
+        return "-" if v is None else f"{v:.2f}"
     for r in rows:
-        rounds = " ".join(num(v) for v in r["knfsd"]) + " | " + " ".join(num(v) for v in r["ganesha"])
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        print(f"{r['vers']:<5} {r['test']:<17} {r['unit']:<5} {num(r['knfsd_median']):>9} "
-              f"{num(r['ganesha_median']):>9} {ratio:>6}  {rounds}")
+        rounds = " | ".join(" ".join(num(v) for v in r[c]) for c in cols)
+        print(f"{r['vers']:<5} {r['test']:<17} {r['unit']:<5} " +
+              " ".join(f"{num(r[c + '_median']):>11}" for c in cols) + f" {rat(r['ratio']):>6}" +
+              f" {rat(r['paired_ratio']):>6}" +
+              (f" {rat(r['tcp_ratio']):>9}" if controls else "") + f"  {rounds}")
     for key in sorted(mounts):
         print(f"mount {key}: {mounts[key]}")
     for line in failed:

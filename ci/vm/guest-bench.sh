@@ -15,9 +15,14 @@ BR=/out/bench.results
 BM=$H/mnt	# inside the chroot: /mnt, so the host's fio sees the same mount
 mkdir -p /out/bench
 
-bench_opts() { # SERVER VERS -> mount options
-	if [ "$1" = knfsd ]; then p=20049 mp=20048; else p=20050 mp=2051; fi
-	o="vers=$2,proto=rdma,port=$p,soft,timeo=600,retrans=2"
+bench_opts() { # SERVER VERS -> mount options (SERVER knfsd-tcp, ganesha-tcp: the TCP controls)
+	case $1 in
+	knfsd) o="proto=rdma,port=20049" mp=20048 ;;
+	knfsd-tcp) o="proto=tcp,port=2049" mp=20048 ;;
+	ganesha) o="proto=rdma,port=20050" mp=2051 ;;
+	ganesha-tcp) o="proto=tcp,port=2050" mp=2051 ;;
+	esac
+	o="vers=$2,$o,soft,timeo=600,retrans=2"
 	[ "$2" = 3 ] && o="$o,mountproto=tcp,mountport=$mp,nolock"
 	echo "$o"
 }
@@ -80,14 +85,19 @@ bench_all() {
 	BENCH_FIO=; [ -x $H/usr/bin/fio ] && BENCH_FIO=1
 	: > $BR
 	echo "rounds=$BENCH_ROUNDS mb=$BENCH_MB fio=${BENCH_FIO:-0} fio_secs=$BENCH_SECS fio_mb=$BENCH_FIO_MB" \
+		"tcp_controls=${BENCH_TCP:-0}" \
 		"versions=$(echo $VERSIONS | tr " " ,)" > /out/bench/params
+	# BENCH_TCP=1: each server over TCP too (same server processes), to tell ganesha's own cost
+	# from the transport's
 	servers="knfsd"
 	grep -q "^RESULT ganesha - start pass" /out/results && servers="knfsd ganesha"
+	[ "${BENCH_TCP:-0}" = 1 ] && servers="$servers knfsd-tcp ganesha-tcp"
 	r=1
 	while [ $r -le $BENCH_ROUNDS ]; do
 		for V in $VERSIONS; do
 			order=$servers
-			[ $((r % 2)) = 0 ] && [ "$servers" = "knfsd ganesha" ] && order="ganesha knfsd"
+			# every other round backwards
+			[ $((r % 2)) = 0 ] && order=$(for S in $servers; do echo $S; done | sed -n '1!G;h;$p')
 			for S in $order; do bench_cell $S $V $r; done
 		done
 		r=$((r + 1))
