@@ -39,7 +39,7 @@ def read_kv(path):
 
 
 def fio_figure(path, unit):
-    """The job's bandwidth (MB/s) or IOPS from fio's JSON, None when unreadable."""
+    """(bandwidth in MB/s or IOPS, number of I/Os) from fio's JSON, None when unreadable."""
     try:
         with open(path) as f:
             text = f.read()
@@ -49,13 +49,17 @@ def fio_figure(path, unit):
     side = job["write"] if job["write"]["io_bytes"] else job["read"]
     if side.get("error") or not side["io_bytes"]:
         return None
-    return side["iops"] if unit == "IOPS" else side["bw_bytes"] / 1e6
+    return (side["iops"] if unit == "IOPS" else side["bw_bytes"] / 1e6), side["total_ios"]
+
+
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")  # the guest runs the host's kernel config: USER_HZ 100
 
 
 def measurements():
-    """{(server, vers, test): [figure per round]}, failures as text lines."""
+    """{(server, vers, test): [figure per round]}, {same: [(server CPU ms per I/O, guest busy
+    fraction) per round]}, failures as text lines."""
     unit = {t: u for t, _, u in TESTS}
-    fig, failed = {}, []
+    fig, cpu, failed = {}, {}, []
     try:
         lines = open(os.path.join(OUT, "bench.results")).read().splitlines()
     except OSError:
@@ -69,18 +73,24 @@ def measurements():
             failed.append(line)
             continue
         if test.startswith("fio_"):
-            v = fio_figure(os.path.join(OUT, "bench", f"fio-{server}-{vers}-{rnd}-{test[4:]}.json"),
+            r = fio_figure(os.path.join(OUT, "bench", f"fio-{server}-{vers}-{rnd}-{test[4:]}.json"),
                            unit.get(test, "MB/s"))
-            if v is None:
+            if r is None:
                 failed.append(line + " (no figure in fio's JSON)")
                 continue
+            v, ios = r
         else:
             if float(secs) <= 0:
                 failed.append(line + " (no time)")
                 continue
-            v = int(nbytes) / float(secs) / 1e6
+            v, ios = int(nbytes) / float(secs) / 1e6, int(nbytes) >> 20
         fig.setdefault((server, vers, test), []).append(v)
-    return fig, failed
+        kv = dict(x.split("=", 1) for x in f[7:] if "=" in x)
+        if ios and {"busy", "idle", "srv"} <= kv.keys():
+            busy, idle = int(kv["busy"]), int(kv["idle"])
+            cpu.setdefault((server, vers, test), []).append(
+                (int(kv["srv"]) * TICK_MS / ios, busy / (busy + idle) if busy + idle else 0))
+    return fig, cpu, failed
 
 
 def mount_options():
@@ -96,7 +106,7 @@ def mount_options():
 
 
 def main():
-    fig, failed = measurements()
+    fig, cpu, failed = measurements()
     params = read_kv(os.path.join(OUT, "bench", "params"))
     try:
         host = "; ".join(open(os.path.join(OUT, "host-info")).read().strip().splitlines())
@@ -114,6 +124,10 @@ def main():
                 row[srv + "_median"] = statistics.median(v) if v else None
             if not any(row[srv] for srv in SERVERS):
                 continue
+            for srv in SERVERS + tuple(controls):
+                c = cpu.get((srv, vers, test), [])
+                row[srv + "_srv_ms_per_io"] = statistics.median(x[0] for x in c) if c else None
+                row[srv + "_guest_busy"] = statistics.median(x[1] for x in c) if c else None
             row["ratio"] = ratio(row["ganesha_median"], row["knfsd_median"])
             # rounds pair up (the same round ran both, next to each other): the median of the
             # per-round ratios is less hurt by the shared host's drift between rounds
@@ -139,7 +153,7 @@ def main():
           " | ".join(c[0] + ("t" if c.endswith("tcp") else "") for c in cols) + ")")
 
     def num(v):
-        return "-" if v is None else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+        return "-" if v is None else f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
 
     def rat(v):
         return "-" if v is None else f"{v:.2f}"
@@ -149,6 +163,13 @@ def main():
               " ".join(f"{num(r[c + '_median']):>11}" for c in cols) + f" {rat(r['ratio']):>6}" +
               f" {rat(r['paired_ratio']):>6}" +
               (f" {rat(r['tcp_ratio']):>9}" if controls else "") + f"  {rounds}")
+    if any(r.get("knfsd_srv_ms_per_io") is not None for r in rows):
+        print("\nserver CPU per I/O, ms (its threads: ganesha.nfsd, or the nfsd kthreads; rxe and "
+              "softirq work elsewhere), and the guest's busy % over the job (fio start included):")
+        for r in rows:
+            print(f"{r['vers']:<5} {r['test']:<17} " + "  ".join(
+                f"{c} {num(r[c + '_srv_ms_per_io'])} ms {num(100 * r[c + '_guest_busy'])}%"
+                for c in cols if r.get(c + "_srv_ms_per_io") is not None))
     for key in sorted(mounts):
         print(f"mount {key}: {mounts[key]}")
     for line in failed:

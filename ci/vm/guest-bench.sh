@@ -7,7 +7,8 @@
 #   fio_*       when the host has fio (it runs in the chroot of the host root): O_DIRECT, libaio,
 #               BENCH_SECS seconds each: 1 MiB sequential write/read at queue depth 4, 4 KiB random
 #               write/read at queue depth 16
-# Each measurement is one line "SERVER VERS ROUND TEST pass|fail BYTES SECONDS" in /out/bench.results
+# Each measurement is one line "SERVER VERS ROUND TEST pass|fail BYTES SECONDS busy=T idle=T srv=T"
+# in /out/bench.results (T: clock ticks, see cpu_snap)
 # (fio: BYTES/SECONDS from its JSON, kept as /out/bench/fio-SERVER-VERS-ROUND-TEST.json); the
 # mount line and the client's mountstats after each cell go to /out/bench/ for the diagnosis.
 # ci/vm/bench_table.py turns them into medians and ratios.
@@ -32,34 +33,46 @@ bench_line() { echo "$*" >> $BR; echo "BENCH $*"; }
 
 bench_dd() { # SERVER VERS ROUND: sequential 1 MiB write, remount, read
 	bytes=$((BENCH_MB * 1048576))
-	t0=$(up)
+	t0=$(up); c0=$(cpu_snap $1)
 	timeout -s KILL 600 dd if=/dev/zero of=$BM/seq bs=1M count=$BENCH_MB conv=fsync 2>/dev/null
 	rc=$?; st=pass; [ $rc = 0 ] || st=fail
-	bench_line "$1 $2 $3 dd_write1m $st $bytes $(secs $t0)"
+	bench_line "$1 $2 $3 dd_write1m $st $bytes $(secs $t0) $(cpu_delta "$c0" "$(cpu_snap $1)")"
 	bench_umount; bench_mount "$1" "$2" || { bench_line "$1 $2 $3 dd_read1m fail 0 0 remount"; return 1; }
-	t0=$(up)
+	t0=$(up); c0=$(cpu_snap $1)
 	timeout -s KILL 600 dd if=$BM/seq of=/dev/null bs=1M 2>/dev/null
 	rc=$?; st=pass; [ $rc = 0 ] || st=fail
-	bench_line "$1 $2 $3 dd_read1m $st $bytes $(secs $t0)"
+	bench_line "$1 $2 $3 dd_read1m $st $bytes $(secs $t0) $(cpu_delta "$c0" "$(cpu_snap $1)")"
 	rm -f $BM/seq
 }
 
 BENCH_FIO_JOBS="seqwrite1m:write:1M:4 seqread1m:read:1M:4 randwrite4k:randwrite:4k:16 randread4k:randread:4k:16"
+# cpu_snap SERVER: "BUSY IDLE SRV" clock ticks: the guest's busy (user, nice, system, irq, softirq)
+# and idle (idle, iowait) time from /proc/stat, and the server's own threads (ganesha.nfsd, or
+# every nfsd kthread): under TCG the guest's 2 vCPUs are what both servers compete for
+cpu_snap() {
+	case $1 in knfsd*) p=$(pidof nfsd) ;; *) p=$(pidof ganesha.nfsd) ;; esac
+	srv=0; for q in $p; do srv=$((srv + $(awk '{print $14 + $15}' /proc/$q/stat 2>/dev/null || echo 0))); done
+	awk -v s=$srv '$1=="cpu"{print $2+$3+$4+$7+$8, $5+$6, s; exit}' /proc/stat
+}
+cpu_delta() { # BEFORE AFTER -> "busy=.. idle=.. srv=.."
+	echo "$1 $2" | awk '{printf "busy=%d idle=%d srv=%d", $4-$1, $5-$2, $6-$3}'
+}
+
 bench_fio() { # SERVER VERS ROUND
 	for j in $BENCH_FIO_JOBS; do
 		IFS=: read -r name rw bs qd <<-EOF
 		$j
 		EOF
 		f=/out/bench/fio-$1-$2-$3-$name.json
-		t0=$(up)
+		t0=$(up); c0=$(cpu_snap $1)
 		timeout -s KILL $((BENCH_SECS + 300)) chroot $H fio --name=$name --filename=/mnt/fio.dat \
 			--size=${BENCH_FIO_MB}M --rw=$rw --bs=$bs --iodepth=$qd --ioengine=libaio --direct=1 \
 			--runtime=$BENCH_SECS --time_based --fallocate=none --output-format=json \
 			--output=/tmp/fio.json > /tmp/fio.err 2>&1
-		rc=$?
+		rc=$?; c1=$(cpu_snap $1)
 		cp $H/tmp/fio.json $f 2>/dev/null
 		st=pass; [ $rc = 0 ] || { st=fail; tail -3 /tmp/fio.err; }
-		bench_line "$1 $2 $3 fio_$name $st - $(secs $t0)"
+		bench_line "$1 $2 $3 fio_$name $st - $(secs $t0) $(cpu_delta "$c0" "$c1")"
 	done
 	rm -f $BM/fio.dat
 }
