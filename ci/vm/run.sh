@@ -6,7 +6,7 @@
 #
 # Env: RPCRDMA_BUILD_DIR   host build dir (default: build/ in the repo)
 #      RPCRDMA_VM_WORK     cache/work dir (default: ci/vm/work)
-#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500)
+#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500, bench 3000)
 #      RPCRDMA_VM_VERSIONS NFS versions (default "3 4.1 4.2")
 #      RPCRDMA_VM_GANESHA_TCP  control run of the list against ganesha's own TCP transport (tells
 #                          ganesha/config trouble from plugin trouble): 1 (default) NFSv4.1 only,
@@ -29,7 +29,10 @@ REPO=$(cd "$HERE/../.." && pwd)
 W=${RPCRDMA_VM_WORK:-$HERE/work}
 BUILDDIR=${RPCRDMA_BUILD_DIR:-$REPO/build}
 BUILDDIR=$(cd "$BUILDDIR" 2>/dev/null && pwd || echo "$BUILDDIR")
-GT=${RPCRDMA_VM_TIMEOUT:-1500}
+GT=1500
+# the bench with its TCP controls runs 24 cells of about a minute each
+[ "${RPCRDMA_VM_ONLY:-}" = bench ] && GT=3000
+GT=${RPCRDMA_VM_TIMEOUT:-$GT}
 mkdir -p "$W"
 T0=$(date +%s)
 
