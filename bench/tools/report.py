@@ -426,14 +426,27 @@ else:
       "rounds; ratio = ganesha+rpcrdma / knfsd. Under TCG everything, the RDMA device included, is "
       "emulated CPU work on shared cores: compare ratios, not absolute figures.")
     p("")
-    p("| NFS | test | unit | knfsd | ganesha+rpcrdma | ratio | rounds (knfsd / ganesha) |")
-    p("|---|---|---|---:|---:|---:|---|")
+    tcp = any("tcp_ratio" in r for r in vm.get("rows", []))
+    p("| NFS | test | unit | knfsd | ganesha+rpcrdma | ratio | paired | "
+      + ("TCP ratio (controls) | " if tcp else "")
+      + "server CPU ms per I/O (knfsd / ganesha) | rounds (knfsd / ganesha) |")
+    p("|---|---|---|---:|---:|---:|---:|" + ("---:|" if tcp else "") + "---:|---|")
     for r in vm.get("rows", []):
         d = 0 if r["unit"] == "IOPS" else 1
         rounds = (", ".join(fmt(v, d) for v in r["knfsd"]) + " / " +
                   ", ".join(fmt(v, d) for v in r["ganesha"]))
         p(f"| v{r['vers']} | {r['what']} | {r['unit']} | {fmt(r['knfsd_median'], d)} | "
-          f"{fmt(r['ganesha_median'], d)} | {fmt(r['ratio'], 2)} | {rounds} |")
+          f"{fmt(r['ganesha_median'], d)} | {fmt(r['ratio'], 2)} | "
+          f"{fmt(r.get('paired_ratio'), 2)} | "
+          + (f"{fmt(r.get('tcp_ratio'), 2)} | " if tcp else "")
+          + f"{fmt(r.get('knfsd_srv_ms_per_io'), 2)} / {fmt(r.get('ganesha_srv_ms_per_io'), 2)} | "
+          f"{rounds} |")
+    p("")
+    p("paired = median of the per-round ratios (both servers ran next to each other in a round). "
+      "Server CPU = the ganesha.nfsd process, or the nfsd kthreads (rxe's and the softirq work "
+      "of either is not in it), per I/O of the job."
+      + (" TCP ratio = ganesha / knfsd over TCP, same processes (RPCRDMA_VM_BENCH_TCP=1): "
+         "what ganesha itself costs against knfsd without our transport." if tcp else ""))
     p("")
     mounts = vm.get("mounts", {})
     if mounts:
