@@ -13,7 +13,7 @@
 #      connection, without and with a receive-memory budget
 #   F  (--full only) the Linux kernel NFS/RDMA client in the rxe VM (ci/vm,
 #      RPCRDMA_VM_ONLY=bench): dd/fio throughput against ganesha+rpcrdma and
-#      against knfsd in one boot, ratio ganesha/knfsd (about 10 minutes)
+#      against knfsd in one boot, ratio ganesha/knfsd (about 15 minutes)
 #
 # Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha 4.3
 # with FSAL MEM. Builds what it needs in $RPCRDMA_BUILD (default build/).
@@ -311,7 +311,7 @@ for budget in 0 $((32 << 20)); do
 	done
 done
 
-# --- F: kernel client in the VM (--full only: ~10 min of qemu TCG) ---------------
+# --- F: kernel client in the VM (--full only: ~15 min of qemu TCG) ---------------
 if [ "$MODE" = full ]; then
 	log "F: kernel NFS/RDMA client in the rxe VM, knfsd vs ganesha+rpcrdma"
 	VW=${RPCRDMA_VM_WORK:-$ROOT/ci/vm/work}

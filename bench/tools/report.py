@@ -409,7 +409,7 @@ try:
 except (OSError, ValueError):
     pass
 if vm is None:
-    p("Not run" + (" (--quick: it takes about 10 minutes of qemu TCG; `bench/run.sh --full` runs it)."
+    p("Not run" + (" (--quick: it takes about 15 minutes of qemu TCG; `bench/run.sh --full` runs it)."
                    if MODE == "quick" else " (the VM bench failed to start; see vmbench.log in the work directory)."))
     p("")
 else:
