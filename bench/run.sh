@@ -16,6 +16,9 @@
 #      connection, without and with a receive-memory budget, and with a
 #      shared receive queue (Use_SRQ); NULL calls/s at 16 busy connections,
 #      SRQ vs per-connection receives, interleaved, median of the rounds
+#   F  (--full only) the Linux kernel NFS/RDMA client in the rxe VM (ci/vm,
+#      RPCRDMA_VM_ONLY=bench): dd/fio throughput against ganesha+rpcrdma and
+#      against knfsd in one boot, ratio ganesha/knfsd (about 15 minutes)
 #
 # Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha 4.3
 # with FSAL MEM. Builds what it needs in $RPCRDMA_BUILD (default build/).
@@ -25,13 +28,13 @@
 # grant, a protocol violation, a stall), never because of a figure.
 set -u
 MODE=quick
-ONLY=ABCDE
-usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E]" >&2; exit 2; }
+ONLY=ABCDEF
+usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E,F]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) MODE=quick ;;
 	--full) MODE=full ;;
-	--only) [ $# -ge 2 ] || usage; ONLY=$(echo "$2" | tr -cd 'ABCDEabcde' | tr a-e A-E); shift ;;
+	--only) [ $# -ge 2 ] || usage; ONLY=$(echo "$2" | tr -cd 'ABCDEFabcdef' | tr a-f A-F); shift ;;
 	*) usage ;;
 	esac
 	shift
@@ -44,7 +47,7 @@ B=${RPCRDMA_BUILD:-$ROOT/build}
 case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
 W=$(mktemp -d /tmp/rpcrdma-bench.XXXXXX)
 OUT=$ROOT/bench/RESULTS.md
-[ "$ONLY" = ABCDE ] || OUT=$W/RESULTS.md
+[ "$ONLY" = ABCDEF ] || OUT=$W/RESULTS.md
 T0=$(date +%s)
 NB=$B/bench/nfsbench/nfsbench
 ENG=$B/bench/nfsbench/bench_engine
@@ -358,6 +361,16 @@ for r in $(want E && seq "$ROUNDS"); do
 	done
 	log "E: busy round $r done"
 done
+
+# --- F: kernel client in the VM (--full only: ~15 min of qemu TCG) ---------------
+if [ "$MODE" = full ] && want F; then
+	log "F: kernel NFS/RDMA client in the rxe VM, knfsd vs ganesha+rpcrdma"
+	VW=${RPCRDMA_VM_WORK:-$ROOT/ci/vm/work}
+	RPCRDMA_VM_ONLY=bench RPCRDMA_BUILD_DIR=$B RPCRDMA_VM_WORK=$VW "$ROOT/ci/vm/run.sh" \
+		>"$W/vmbench.log" 2>&1 || die "VM bench: $(grep -A5 'INTEROP VM: FAIL' "$W/vmbench.log")"
+	cp "$VW/out/bench.json" "$W/vmbench.json" 2>/dev/null
+	cp -r "$VW/out" "$W/vmbench-out" 2>/dev/null
+fi
 
 # --- report --------------------------------------------------------------------
 log "writing $OUT"

@@ -4,6 +4,8 @@
 #   1. fabric conformance suite (verbs provider on rxe0), if built
 #   2. knfsd over RDMA (reference): guest-tests.sh for NFSv3, v4.1, v4.2
 #   3. ganesha + librpcrdma_ganesha.so (LD_PRELOAD) over RDMA, same tests, if the plugin is built
+# VM_ONLY=fabric stops after 1; VM_ONLY=bench skips 1-3 and runs guest-bench.sh instead, with knfsd
+# and ganesha+rpcrdma up side by side (knfsd on 2049/20049, ganesha on 2050/20050).
 # Every result is a line "RESULT <server> <vers> <test> <pass|fail|na> <seconds> [note]" in
 # /out/results (and on the console); ci/vm/run.sh turns them into the table.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -67,7 +69,9 @@ fi
 # ---------------------------------------------------------------- part 1: fabric conformance
 step fabric
 FAB=$BUILDDIR/tests/fabric/test_fabric_conformance
-if [ -x "$H$FAB" ]; then
+if [ "${VM_ONLY:-}" = bench ]; then
+	: # the bench measures NFS; the fabric suite is the interop run's job
+elif [ -x "$H$FAB" ]; then
 	t0=$(up)
 	timeout -s KILL 300 chroot $H env RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=$IP RPCRDMA_FABRIC_DEBUG=1 \
 		"$FAB" --gtest_output=xml:/tmp/fabric.xml ${VM_FABRIC_FILTER:+--gtest_filter=$VM_FABRIC_FILTER} \
@@ -93,54 +97,68 @@ if [ "${VM_ONLY:-}" = fabric ]; then
 fi
 
 # ---------------------------------------------------------------- part 2: knfsd reference
-step knfsd-start
-mount -t nfsd nfsd /proc/fs/nfsd
-mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
-mount -t tmpfs -o size=256m tmpfs /export
-echo '/export *(rw,no_root_squash,fsid=1,insecure,no_subtree_check)' > /etc/exports
-touch /var/lib/nfs/etab /var/lib/nfs/rmtab
-mkdir -p /run/rpcbind; chown _rpc /run/rpcbind
-rpcbind -w || echo "FAIL rpcbind"
-exportfs -ra
-rpc.mountd --no-udp || echo "FAIL mountd"
-echo 10 > /proc/fs/nfsd/nfsv4leasetime; echo 10 > /proc/fs/nfsd/nfsv4gracetime
-rpc.nfsd --no-udp 4 || echo "FAIL nfsd"
-echo "rdma 20049" > /proc/fs/nfsd/portlist || echo "FAIL portlist"
-cat /proc/fs/nfsd/portlist
-rdma resource show cm_id 2>/dev/null | grep -i listen
-step knfsd-grace; sleep 11
-for V in $VERSIONS; do
-	step "knfsd v$V"
-	sh $HERE/guest-tests.sh knfsd $V rdma /export
-done
-step knfsd-stop
-rpc.nfsd 0; exportfs -ua; killall rpc.mountd 2>/dev/null
-killall rpcbind 2>/dev/null; sleep 1
-umount /export
+knfsd_start() {
+	step knfsd-start
+	mount -t nfsd nfsd /proc/fs/nfsd
+	mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
+	mount -t tmpfs -o size=${KNFSD_EXPORT_SIZE:-256m} tmpfs /export
+	echo '/export *(rw,no_root_squash,fsid=1,insecure,no_subtree_check)' > /etc/exports
+	touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+	mkdir -p /run/rpcbind; chown _rpc /run/rpcbind
+	rpcbind -w || echo "FAIL rpcbind"
+	exportfs -ra
+	# a fixed MOUNT port: ganesha, started beside knfsd in the bench, takes over rpcbind's entries
+	rpc.mountd --no-udp -p 20048 || echo "FAIL mountd"
+	echo 10 > /proc/fs/nfsd/nfsv4leasetime; echo 10 > /proc/fs/nfsd/nfsv4gracetime
+	rpc.nfsd --no-udp ${KNFSD_THREADS:-4} || echo "FAIL nfsd"
+	echo "rdma 20049" > /proc/fs/nfsd/portlist || echo "FAIL portlist"
+	cat /proc/fs/nfsd/portlist
+	rdma resource show cm_id 2>/dev/null | grep -i listen
+	step knfsd-grace; sleep 11
+}
+knfsd_stop() {
+	step knfsd-stop
+	rpc.nfsd 0; exportfs -ua; killall rpc.mountd 2>/dev/null
+	killall rpcbind 2>/dev/null; sleep 1
+	umount /export
+}
+if [ "${VM_ONLY:-}" != bench ]; then
+	knfsd_start
+	for V in $VERSIONS; do
+		step "knfsd v$V"
+		sh $HERE/guest-tests.sh knfsd $V rdma /export
+	done
+	knfsd_stop
+fi
 
 # ---------------------------------------------------------------- part 3: ganesha + rpcrdma
 PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
 # run_ganesha ganesha-tcp tcp "" runs the list against ganesha's own TCP transport (no plugin):
 # the control that proves the ganesha half of this harness (GANESHA_CONTROL: 1, all or 0).
-run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
+# ganesha_start LABEL PROTO PRELOAD [SED]: ganesha.nfsd in the host-root chroot on ci/vm/ganesha.conf
+# (edited by the sed script SED, e.g. other ports), exporting $H/tmp/export; sets gpid; fails when
+# it does not come up. PROTO rdma: wait for its rdma_cm listener on $GANESHA_RDMA_PORT too.
+GANESHA_RDMA_PORT=20049
+ganesha_start() {
 	label=$1; proto=$2; pre=$3
 	step "ganesha-start $label"
-	rpcbind -w || echo "FAIL rpcbind"
+	pidof rpcbind > /dev/null || rpcbind -w || echo "FAIL rpcbind"
 	mkdir -p $H/tmp/export $H/run/ganesha $H/var/lib/nfs/ganesha
-	sed "s|@EXPORT@|/tmp/export|" $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
+	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
 	t0=$(up)
 	# LD_PRELOAD only when given; the plugin's counters come from its Stats_Socket
 	timeout -s KILL 1200 chroot $H env ${pre:+LD_PRELOAD=$pre} \
 		/usr/bin/ganesha.nfsd -F -L /tmp/ganesha.log -f /tmp/ganesha.conf -p /run/ganesha/pid &
 	gpid=$!
-	# ready when it listens on 2049 and, for rdma, has an rdma_cm listener on 20049; if that
+	# ready when it listens on its NFS port and, for rdma, has an rdma_cm listener; if that
 	# listener never shows, go on after 30 s anyway (the mounts will tell)
+	nport=$(awk '$1=="NFS_Port"{print $3+0; exit}' $H/tmp/ganesha.conf)
 	ok=0
 	for i in $(seq 60); do
 		kill -0 $gpid 2>/dev/null || break
-		if netstat -ltn 2>/dev/null | grep -q ':2049 '; then
+		if netstat -ltn 2>/dev/null | grep -q ":${nport:-2049} "; then
 			# an rdma_cm listener shows in the rdma tool's cm_id table, not in netstat
-			if [ $proto = tcp ] || rdma resource show cm_id 2>/dev/null | grep -qi 'listen.*:20049'; then
+			if [ $proto = tcp ] || rdma resource show cm_id 2>/dev/null | grep -qi "listen.*:$GANESHA_RDMA_PORT"; then
 				ok=1; break
 			fi
 			[ $i -ge 30 ] && { ok=1; break; }	# no listener seen: try anyway
@@ -148,18 +166,18 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
 		sleep 1
 	done
 	if [ $ok = 1 ]; then
-		if [ $proto = rdma ] && ! rdma resource show cm_id 2>/dev/null | grep -qi 'listen.*:20049'; then
-			result $label - start pass "$(secs $t0)" "but no rdma_cm listener on :20049"
+		if [ $proto = rdma ] && ! rdma resource show cm_id 2>/dev/null | grep -qi "listen.*:$GANESHA_RDMA_PORT"; then
+			result $label - start pass "$(secs $t0)" "but no rdma_cm listener on :$GANESHA_RDMA_PORT"
 		else
 			result $label - start pass "$(secs $t0)"
 		fi
-		for V in $VERSIONS; do
-			step "$label v$V"
-			sh $HERE/guest-tests.sh $label $V $proto $H/tmp/export
-		done
-	else
-		result $label - start fail "$(secs $t0)" "ganesha did not come up"
+		return 0
 	fi
+	result $label - start fail "$(secs $t0)" "ganesha did not come up"
+	return 1
+}
+ganesha_stop() { # LABEL: counters, SIGTERM, logs to /out/LABEL.*
+	label=$1
 	step "ganesha-stop $label"
 	rdma resource show cm_id 2>/dev/null | grep -i listen
 	# the plugin's counters (one JSON object from its stats socket), before it stops
@@ -182,7 +200,34 @@ print("plugin:", " ".join("%s=%s" % kv for kv in sorted(j["plugin"].items())))' 
 	killall rpcbind 2>/dev/null; sleep 1
 	rm -rf $H/tmp/export $H/var/lib/nfs/ganesha/*
 }
-if [ "${GANESHA_CONTROL:-1}" != 0 ]; then
+# run_ganesha ganesha-tcp tcp "" runs the list against ganesha's own TCP transport (no plugin):
+# the control that proves the ganesha half of this harness (GANESHA_CONTROL: 1, all or 0).
+run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
+	if ganesha_start "$1" "$2" "$3"; then
+		for V in $VERSIONS; do
+			step "$1 v$V"
+			sh $HERE/guest-tests.sh $1 $V $2 $H/tmp/export
+		done
+	fi
+	ganesha_stop "$1"
+}
+if [ "${VM_ONLY:-}" = bench ]; then
+	# both servers up at once, so the rounds can alternate without restarts
+	KNFSD_THREADS=8; KNFSD_EXPORT_SIZE=512m	# 8: Debian's default (RPCNFSDCOUNT)
+	knfsd_start
+	GANESHA_RDMA_PORT=20050
+	if [ -f "$H$PLUGIN" ]; then
+		ganesha_start ganesha rdma "$PLUGIN" \
+			's|NFS_Port = 2049;|NFS_Port = 2050; MNT_Port = 2051;|; s|Port = 20049;|Port = 20050;|'
+	else
+		result ganesha - start na 0 "no $PLUGIN"
+	fi
+	. $HERE/guest-bench.sh
+	bench_all
+	[ -f "$H$PLUGIN" ] && ganesha_stop ganesha
+	knfsd_stop
+fi
+if [ "${VM_ONLY:-}" != bench ] && [ "${GANESHA_CONTROL:-1}" != 0 ]; then
 	# the control runs one version unless asked for all (its job: ganesha + config work here)
 	all=$VERSIONS
 	case " $VERSIONS " in *" 4.1 "*) VERSIONS=4.1 ;; *) VERSIONS=${VERSIONS%% *} ;; esac
@@ -190,7 +235,9 @@ if [ "${GANESHA_CONTROL:-1}" != 0 ]; then
 	run_ganesha ganesha-tcp tcp ""
 	VERSIONS=$all
 fi
-if [ -f "$H$PLUGIN" ]; then
+if [ "${VM_ONLY:-}" = bench ]; then
+	:
+elif [ -f "$H$PLUGIN" ]; then
 	run_ganesha ganesha rdma "$PLUGIN"
 else
 	result ganesha - start na 0 "no $PLUGIN"

@@ -6,13 +6,18 @@
 #
 # Env: RPCRDMA_BUILD_DIR   host build dir (default: build/ in the repo)
 #      RPCRDMA_VM_WORK     cache/work dir (default: ci/vm/work)
-#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500)
+#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500, bench 3000)
 #      RPCRDMA_VM_VERSIONS NFS versions (default "3 4.1 4.2")
 #      RPCRDMA_VM_GANESHA_TCP  control run of the list against ganesha's own TCP transport (tells
 #                          ganesha/config trouble from plugin trouble): 1 (default) NFSv4.1 only,
 #                          all = every version, 0 = skip
 #      RPCRDMA_VM_TEST_TIMEOUT seconds per test (default 240)
 #      RPCRDMA_VM_ONLY=fabric  run only the rxe setup and part 1 (the fabric suite), skip the NFS parts
+#      RPCRDMA_VM_ONLY=bench   instead of 1-3: the throughput bench (guest-bench.sh), knfsd vs
+#                          ganesha+rpcrdma, versions "3 4.1" unless RPCRDMA_VM_VERSIONS says;
+#                          RPCRDMA_VM_BENCH_ROUNDS (3), RPCRDMA_VM_BENCH_MB (dd file, 64),
+#                          RPCRDMA_VM_BENCH_SECS (per fio job, 5), RPCRDMA_VM_BENCH_TCP=1 (each
+#                          server over TCP too, as controls); table + out/bench.json
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 #      RPCRDMA_VM_REPORT_ONLY=1  no boot: print the table of the last run (ci/vm/work/out)
@@ -24,11 +29,17 @@ REPO=$(cd "$HERE/../.." && pwd)
 W=${RPCRDMA_VM_WORK:-$HERE/work}
 BUILDDIR=${RPCRDMA_BUILD_DIR:-$REPO/build}
 BUILDDIR=$(cd "$BUILDDIR" 2>/dev/null && pwd || echo "$BUILDDIR")
-GT=${RPCRDMA_VM_TIMEOUT:-1500}
+GT=1500
+# the bench with its TCP controls runs 24 cells of about a minute each
+[ "${RPCRDMA_VM_ONLY:-}" = bench ] && GT=3000
+GT=${RPCRDMA_VM_TIMEOUT:-$GT}
 mkdir -p "$W"
 T0=$(date +%s)
 
 OUT=$W/out
+VERSIONS=${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}
+[ "${RPCRDMA_VM_ONLY:-}" = bench ] && VERSIONS=${RPCRDMA_VM_VERSIONS:-3 4.1}
+host_info() { echo "host $(nproc) CPUs ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 QRC=0; T1=$T0; T2=$T0
 if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	eval "$("$HERE/prepare.sh" | tail -1)" || { echo "run.sh: prepare failed"; exit 1; }
@@ -40,16 +51,22 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	REPO='$REPO'
 	BUILDDIR='$BUILDDIR'
 	GUEST_TIMEOUT=$GT
-	VM_VERSIONS='${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}'
+	VM_VERSIONS='$VERSIONS'
+	BENCH_ROUNDS=${RPCRDMA_VM_BENCH_ROUNDS:-3}
+	BENCH_MB=${RPCRDMA_VM_BENCH_MB:-64}
+	BENCH_SECS=${RPCRDMA_VM_BENCH_SECS:-5}
+	BENCH_TCP=${RPCRDMA_VM_BENCH_TCP:-0}
 	GANESHA_CONTROL=${RPCRDMA_VM_GANESHA_TCP:-1}
 	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
 	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER
+	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] && APPEND="$APPEND shell"
 	echo "== interop VM: kernel $(basename "$KERNEL"), build dir $BUILDDIR (log: $OUT/vm.log)"
+	echo "guest $(basename "$KERNEL") under qemu TCG -smp 2; $(host_info) at start" > "$OUT/host-info"
 	CON=(-nographic)
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] || CON=(-display none -serial "file:$OUT/vm.log" -monitor none)
 	timeout -s KILL $((GT + 120)) qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
@@ -59,6 +76,7 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 		-kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND"
 	QRC=$?
 	T2=$(date +%s)
+	echo "load $(cut -d" " -f1-3 /proc/loadavg) at end" >> "$OUT/host-info"
 fi
 [ -f "$OUT/vm.log" ] && tr -d '\r' < "$OUT/vm.log" > "$OUT/vm.log.txt"
 
@@ -90,6 +108,23 @@ fail) printf '%-28s %s\n' "fabric conformance (verbs)" "FAIL ${secs}s  $fnote"; 
 esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
 
+finish() {
+	grep -aq GUEST-MAIN-DONE "$OUT/vm.log.txt" 2>/dev/null || { fail=1; why+=("guest did not finish (timeout or crash; qemu rc=$QRC)"); }
+	echo
+	echo "time: prepare $((T1 - T0))s, VM $((T2 - T1))s, total $(( $(date +%s) - T0 ))s"
+	if [ $fail = 0 ]; then echo "INTEROP VM: PASS"; exit 0; fi
+	echo "INTEROP VM: FAIL"; for w in "${why[@]}"; do echo "  - $w"; done
+	exit 1
+}
+if [ "${RPCRDMA_VM_ONLY:-}" = bench ]; then
+	printf '%-28s %s\n' "knfsd start" "$(grep -aq 'FAIL \(nfsd\|portlist\|mountd\)' "$OUT/guest.log" && echo FAIL || echo pass)"
+	printf '%-28s %s\n' "ganesha+rpcrdma start" "$(cell ganesha - start)"
+	echo
+	python3 "$HERE/bench_table.py" "$OUT" || { fail=1; why+=("bench: a measurement failed or is missing (see $OUT/guest.log)"); }
+	echo "(raw: $OUT/bench.results, $OUT/bench/; summary: $OUT/bench.json)"
+	finish
+fi
+
 COLS="knfsd ganesha"
 grep -q "^ganesha-tcp " "$R" && COLS="knfsd ganesha-tcp ganesha"
 declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)")
@@ -104,7 +139,7 @@ esac
 echo
 printf '%-6s %-14s' vers test; for c in $COLS; do printf '%-18s' "${HDR[$c]}"; done; echo
 VERS=$(awk '$1=="knfsd"{print $2}' "$R" | awk '!s[$0]++')
-[ -n "$VERS" ] || VERS=${RPCRDMA_VM_VERSIONS:-3 4.1 4.2}
+[ -n "$VERS" ] || VERS=$VERSIONS
 TESTS=$(awk '$1=="knfsd"{print $3}' "$R" | awk '!s[$0]++')
 [ -n "$TESTS" ] || [ "${RPCRDMA_VM_ONLY:-}" = fabric ] || { fail=1; why+=("no knfsd results at all (VM or guest broke; see $OUT/vm.log.txt)"); }
 npass=0; ntot=0
@@ -137,9 +172,4 @@ if [ -s "$OUT/dmesg-errors.txt" ]; then
 else
 	echo "-- dmesg: no xprtrdma/svcrdma/rxe error lines"
 fi
-grep -aq GUEST-MAIN-DONE "$OUT/vm.log.txt" 2>/dev/null || { fail=1; why+=("guest did not finish (timeout or crash; qemu rc=$QRC)"); }
-echo
-echo "time: prepare $((T1 - T0))s, VM $((T2 - T1))s, total $(( $(date +%s) - T0 ))s"
-if [ $fail = 0 ]; then echo "INTEROP VM: PASS"; exit 0; fi
-echo "INTEROP VM: FAIL"; for w in "${why[@]}"; do echo "  - $w"; done
-exit 1
+finish
