@@ -193,7 +193,10 @@ struct rr_conn {
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
 	struct rr_call_ctx *free_calls;			/* not posted (lock) */
 	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (lock) */
-	struct rr_call_ctx *rep_head, *rep_tail;	/* Replies to build (lock) */
+	/* Replies handed in off the event thread, newest first: pushed
+	 * lock-free, taken whole by the event thread. */
+	_Atomic(struct rr_call_ctx *) rep_stack;
+	atomic_bool pend_offthread;	/* a chain was queued off the event thread */
 	bool disconnected;				/* fab_disconnect called */
 
 	struct rr_counters st;

@@ -106,6 +106,7 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 			rr_conn_close(c, "posting a Send failed");
 		send_ctx_release(s);
 	} else if (!here) {
+		atomic_store_explicit(&c->pend_offthread, true, memory_order_release);
 		rr_server_kick(c->srv);
 	} else if (queued) {
 		post_pending(c, 0);
@@ -647,6 +648,17 @@ undeliverable:
 	return 0;
 }
 
+/* Any thread: one lock-free push; the event thread takes the whole stack. */
+static void push_reply(struct rr_conn *c, struct rr_call_ctx *ctx)
+{
+	struct rr_call_ctx *top = atomic_load_explicit(&c->rep_stack, memory_order_relaxed);
+
+	do
+		ctx->rep_next = top;
+	while (!atomic_compare_exchange_weak_explicit(&c->rep_stack, &top, ctx,
+						      memory_order_release, memory_order_relaxed));
+}
+
 int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
 {
@@ -668,34 +680,35 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
-	ctx->rep_next = NULL;
-	pthread_mutex_lock(&c->lock);
-	if (c->rep_tail)
-		c->rep_tail->rep_next = ctx;
-	else
-		c->rep_head = ctx;
-	c->rep_tail = ctx;
-	pthread_mutex_unlock(&c->lock);
+	push_reply(c, ctx);
 	rr_server_kick(c->srv);
 	return 0;
 }
 
 void rr_send_run_deferred(struct rr_conn *c)
 {
-	struct rr_call_ctx *q;
+	struct rr_call_ctx *q = atomic_exchange_explicit(&c->rep_stack, NULL, memory_order_acquire);
+	struct rr_call_ctx *fifo = NULL;
 
-	pthread_mutex_lock(&c->lock);
-	q = c->rep_head;
-	c->rep_head = c->rep_tail = NULL;
-	pthread_mutex_unlock(&c->lock);
+	/* Newest first on the stack: reverse, so Replies go in arrival order. */
 	while (q) {
 		struct rr_call_ctx *next = q->rep_next;
 
-		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
-			  q->rep_arg);
+		q->rep_next = fifo;
+		fifo = q;
 		q = next;
 	}
-	post_pending(c, 0);
+	while (fifo) {
+		struct rr_call_ctx *next = fifo->rep_next;
+
+		reply_now(&fifo->call, fifo->rep_iov, fifo->rep_iovcnt, &fifo->rep_plan,
+			  fifo->rep_done, fifo->rep_arg);
+		fifo = next;
+	}
+	/* Chains other threads queued (reverse-direction calls) go now; the
+	 * event thread's own queued chains go as Sends complete. */
+	if (atomic_exchange_explicit(&c->pend_offthread, false, memory_order_acquire))
+		post_pending(c, 0);
 }
 
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
