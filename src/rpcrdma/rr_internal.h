@@ -173,7 +173,7 @@ struct rr_conn {
 	uint32_t credits;		/* the grant carried in every message */
 	uint32_t nrecv;			/* receive buffers (= call contexts) */
 	uint32_t post_target;		/* receives kept posted */
-	uint32_t posted;		/* receives currently posted */
+	uint32_t posted;		/* receives currently posted (event thread) */
 	uint32_t sq_depth;
 	uint32_t sq_avail;
 	uint32_t ord;			/* RDMA Reads we may have outstanding */
@@ -191,7 +191,10 @@ struct rr_conn {
 	struct rr_send_ctx *free_sends;
 	uint32_t nsends;
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
-	struct rr_call_ctx *free_calls;			/* not posted (lock) */
+	struct rr_call_ctx *free_calls;			/* not posted (event thread) */
+	/* Calls given back by other threads: a lock-free stack that
+	 * rr_recv_refill moves to free_calls. */
+	_Atomic(struct rr_call_ctx *) returned_calls;
 	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (lock) */
 	/* Replies handed in off the event thread, newest first: pushed
 	 * lock-free, taken whole by the event thread. */

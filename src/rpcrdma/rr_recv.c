@@ -38,11 +38,23 @@ int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
 /*
  * Top the receive queue back up to its target. Called before a received
  * message is processed, so the receive that a reply's credit promises is
- * always posted before that reply is sent.
+ * always posted before that reply is sent. Event thread: free_calls and
+ * posted are its own; calls other threads gave back are taken over first.
  */
 void rr_recv_refill(struct rr_conn *c)
 {
-	pthread_mutex_lock(&c->lock);
+	struct rr_call_ctx *back = atomic_load_explicit(&c->returned_calls, memory_order_relaxed);
+
+	if (back) {
+		back = atomic_exchange_explicit(&c->returned_calls, NULL, memory_order_acquire);
+		while (back) {
+			struct rr_call_ctx *next = back->next;
+
+			back->next = c->free_calls;
+			c->free_calls = back;
+			back = next;
+		}
+	}
 	while (c->state != RR_CONN_CLOSING && c->posted < c->post_target && c->free_calls) {
 		struct rr_call_ctx *ctx = c->free_calls;
 
@@ -52,16 +64,15 @@ void rr_recv_refill(struct rr_conn *c)
 			ctx->state = RR_CALL_FREE;
 			ctx->next = c->free_calls;
 			c->free_calls = ctx;
-			pthread_mutex_unlock(&c->lock);
 			rr_conn_close(c, "posting a receive failed");
 			return;
 		}
 		c->posted++;
 	}
-	pthread_mutex_unlock(&c->lock);
 }
 
-/* Return a call context (and its Read sinks) to the connection. Any thread. */
+/* Return a call context (and its Read sinks) to the connection. Any thread:
+ * off the event thread it goes on a lock-free stack the refill takes over. */
 void rr_call_free(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
@@ -75,15 +86,23 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	}
 	ctx->has_ref = false;
 	ctx->queued = false;
-	pthread_mutex_lock(&c->lock);
 	ctx->state = RR_CALL_FREE;
-	ctx->next = c->free_calls;
-	c->free_calls = ctx;
-	pthread_mutex_unlock(&c->lock);
-	if (rr_on_event_thread(c->srv))
+	if (rr_on_event_thread(c->srv)) {
+		ctx->next = c->free_calls;
+		c->free_calls = ctx;
 		rr_recv_refill(c);
-	else
+	} else {
+		struct rr_call_ctx *top =
+			atomic_load_explicit(&c->returned_calls, memory_order_relaxed);
+
+		do
+			ctx->next = top;
+		while (!atomic_compare_exchange_weak_explicit(&c->returned_calls, &top, ctx,
+							      memory_order_release,
+							      memory_order_relaxed));
 		rr_server_kick(c->srv); /* the event thread reposts */
+	}
+	/* Last: the connection outlives the push above. */
 	if (had_ref)
 		rr_conn_put(c);
 }
@@ -162,9 +181,7 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	enum rr_hdr_result r;
 	enum rr_hdr_action act;
 
-	pthread_mutex_lock(&c->lock);
-	c->posted--;
-	pthread_mutex_unlock(&c->lock);
+	c->posted--; /* event thread only */
 
 	if (wc->status != FAB_WC_SUCCESS) {
 		/* Close first: a QP in error flushes every receive we would
