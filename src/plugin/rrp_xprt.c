@@ -162,6 +162,16 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	return XPRT_IDLE;
 }
 
+/* Add the Call bytes the decoder copied so far to the plugin's counter;
+ * done before the Reply goes, so a client that reads the counter after
+ * its answer sees its own Call counted. */
+static void count_decode_copies(struct rrp_xdr_dec *dec)
+{
+	if (dec->copied)
+		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
+	dec->copied = 0;
+}
+
 /* The engine is done with the Reply's buffers: ready the stream for reuse. */
 static void reply_done(void *arg)
 {
@@ -225,6 +235,7 @@ static enum xprt_stat x_reply(struct svc_req *req)
 		goto fail;
 	n = rrp_xdr_enc_iov(enc, iov);
 	plan_reply(rq, iov, n, &plan);
+	count_decode_copies(&rq->dec);
 	rq->replied = true;
 	rr_reply(rq->call, iov, n, &plan, reply_done, rq);
 	if (plan.deliverable && rq->slot_tracked)
@@ -466,8 +477,7 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 		rr_call_release(rq->call);	/* the Call's own: no reply went */
 	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
-	if (dec->copied)
-		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
+	count_decode_copies(dec);
 	req_put(rq);
 }
 

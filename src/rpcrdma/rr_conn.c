@@ -89,12 +89,15 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 {
 	const struct rr_config *cfg = &srv->cfg;
 	struct fab_qp_caps caps;
-	uint32_t i;
+	uint32_t i, nbc;
 	int ret;
 
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
-	c->nsends = nrecv;
+	/* A reverse-direction call's Send may complete after its answer: twice
+	 * the backchannel grant we provision keeps callbacks from waiting. */
+	nbc = 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
+	c->nsends = nrecv + nbc;
 	/* Reads are bounded by ord; replies queue when the SQ is short. */
 	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
 	c->sq_avail = c->sq_depth;
@@ -130,8 +133,14 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		c->sends[i].max_sge = RR_SEND_SMALL_SGE;
 		c->sends[i].conn = c;
 		c->sends[i].hdr = rr_pool_get(&c->send_pool);
-		c->sends[i].next_free = c->free_sends;
-		c->free_sends = &c->sends[i];
+		c->sends[i].bc = i >= nrecv;
+		if (c->sends[i].bc) {
+			c->sends[i].next_free = c->free_bc_sends;
+			c->free_bc_sends = &c->sends[i];
+		} else {
+			c->sends[i].next_free = c->free_sends;
+			c->free_sends = &c->sends[i];
+		}
 	}
 
 	ret = fab_cq_create(srv->fab, (int)(nrecv + c->sq_depth), &c->cq);
@@ -295,7 +304,6 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 
 	pthread_mutex_lock(&c->lock);
 	was = c->state;
-	c->sq_avail = 0; /* nothing more is posted */
 	c->state = RR_CONN_CLOSING;
 	pthread_mutex_unlock(&c->lock);
 	if (was == RR_CONN_CLOSING)

@@ -139,6 +139,7 @@ struct rr_send_ctx {
 	void *done_arg;
 	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
+	bool bc;			/* from the reverse-direction reserve */
 	struct fab_send_wr *wr;		/* wr_small or a grown array */
 	struct fab_sge *sge;
 	uint32_t max_wr, max_sge;
@@ -164,7 +165,7 @@ struct rr_conn {
 	char peer[80];
 	void *upper;
 
-	pthread_mutex_t lock;		/* state, send queue, posting */
+	pthread_mutex_t lock;		/* state, reverse-direction counters and reserve */
 	enum rr_conn_state state;
 	bool down_reported;
 	bool in_epoll;
@@ -175,7 +176,7 @@ struct rr_conn {
 	uint32_t post_target;		/* receives kept posted */
 	uint32_t posted;		/* receives currently posted (event thread) */
 	uint32_t sq_depth;
-	uint32_t sq_avail;
+	uint32_t sq_avail;		/* event thread */
 	uint32_t ord;			/* RDMA Reads we may have outstanding */
 	uint32_t reads_in_flight;
 	struct rr_inline_limits inl;
@@ -188,18 +189,19 @@ struct rr_conn {
 	struct rr_pool send_pool;
 	struct rr_call_ctx *calls;	/* nrecv contexts */
 	struct rr_send_ctx *sends;
-	struct rr_send_ctx *free_sends;
-	uint32_t nsends;
+	struct rr_send_ctx *free_sends;		/* event thread */
+	struct rr_send_ctx *free_bc_sends;	/* reverse-direction calls (lock) */
+	uint32_t nsends;			/* replies' + the reverse direction's */
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
 	struct rr_call_ctx *free_calls;			/* not posted (event thread) */
 	/* Calls given back by other threads: a lock-free stack that
 	 * rr_recv_refill moves to free_calls. */
 	_Atomic(struct rr_call_ctx *) returned_calls;
-	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (lock) */
-	/* Replies handed in off the event thread, newest first: pushed
-	 * lock-free, taken whole by the event thread. */
+	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (event thread) */
+	/* Replies handed in off the event thread, and chains built there,
+	 * newest first: pushed lock-free, taken whole by the event thread. */
 	_Atomic(struct rr_call_ctx *) rep_stack;
-	atomic_bool pend_offthread;	/* a chain was queued off the event thread */
+	_Atomic(struct rr_send_ctx *) offthread_sends;
 	bool disconnected;				/* fab_disconnect called */
 
 	struct rr_counters st;

@@ -102,10 +102,7 @@ void rr_read_pump(struct rr_conn *c)
 		while (ctx->reads_posted < ctx->reads_total && c->reads_in_flight < c->ord) {
 			int ret;
 
-			pthread_mutex_lock(&c->lock);
-			ret = c->state == RR_CONN_CLOSING ? -ENOTCONN
-							  : post_one_read(ctx, ctx->reads_posted);
-			pthread_mutex_unlock(&c->lock);
+			ret = post_one_read(ctx, ctx->reads_posted);
 			if (ret) {
 				rr_conn_close(c, "posting an RDMA Read failed");
 				return;

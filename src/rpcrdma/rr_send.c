@@ -30,15 +30,26 @@ struct piece {
 
 #define RR_MAX_PIECES 64
 
-static struct rr_send_ctx *send_ctx_get(struct rr_conn *c)
+/*
+ * Send contexts: replies and error replies are built on the event thread
+ * from free_sends, which is its own; reverse-direction calls come from any
+ * thread and take theirs from a small reserve under the lock (@bc).
+ */
+static struct rr_send_ctx *send_ctx_get(struct rr_conn *c, bool bc)
 {
 	struct rr_send_ctx *s;
 
-	pthread_mutex_lock(&c->lock);
-	s = c->free_sends;
-	if (s)
-		c->free_sends = s->next_free;
-	pthread_mutex_unlock(&c->lock);
+	if (bc) {
+		pthread_mutex_lock(&c->lock);
+		s = c->free_bc_sends;
+		if (s)
+			c->free_bc_sends = s->next_free;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		s = c->free_sends;
+		if (s)
+			c->free_sends = s->next_free;
+	}
 	if (!s)
 		return NULL;
 	s->nbounce = 0;
@@ -51,7 +62,8 @@ static struct rr_send_ctx *send_ctx_get(struct rr_conn *c)
 	return s;
 }
 
-/* Give a send context back: bounce buffers, the caller's memory, the call. */
+/* Give a send context back: bounce buffers, the caller's memory, the call.
+ * Event thread, except a reverse-direction call's (see send_ctx_get). */
 static void send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;
@@ -63,94 +75,126 @@ static void send_ctx_release(struct rr_send_ctx *s)
 		s->done(s->done_arg);
 	if (s->call)
 		rr_call_put(s->call);
-	pthread_mutex_lock(&c->lock);
-	s->next_free = c->free_sends;
-	c->free_sends = s;
-	pthread_mutex_unlock(&c->lock);
+	if (s->bc) {
+		pthread_mutex_lock(&c->lock);
+		s->next_free = c->free_bc_sends;
+		c->free_bc_sends = s;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		s->next_free = c->free_sends;
+		c->free_sends = s;
+	}
 	rr_conn_put(c);
 }
 
 static void post_pending(struct rr_conn *c, uint32_t returned);
 
-/* Post a built chain now, or queue it behind earlier ones until the send
- * queue has room: posting never blocks, so the event thread may reply.
- * Other threads always queue (see rr_on_event_thread). */
+/*
+ * Post a built chain now, or queue it behind earlier ones until the send
+ * queue has room: posting never blocks, so the event thread may reply. The
+ * send queue and its pending list are the event thread's: another thread
+ * (a reverse-direction call) pushes its chain on a lock-free stack and kicks.
+ */
 static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 {
 	struct fab_send_wr *bad;
-	int ret = 0;
-
-	bool here = rr_on_event_thread(c->srv);
-	bool queued = false;
 
 	s->wr[s->nwr - 1].next = NULL;
-	pthread_mutex_lock(&c->lock);
-	if (c->state == RR_CONN_CLOSING) {
-		ret = -ENOTCONN;
-	} else if (here && !c->pend_head && c->sq_avail >= s->nwr) {
-		c->sq_avail -= s->nwr;
-		ret = fab_post_send(c->fc, &s->wr[0], &bad);
-		if (ret)
-			c->sq_avail += s->nwr;
-	} else {
-		if (c->pend_tail)
-			c->pend_tail->next_pending = s;
-		else
-			c->pend_head = s;
-		c->pend_tail = s;
-		queued = true;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (ret) {
-		if (ret != -ENOTCONN)
-			rr_conn_close(c, "posting a Send failed");
-		send_ctx_release(s);
-	} else if (!here) {
-		atomic_store_explicit(&c->pend_offthread, true, memory_order_release);
+	if (!rr_on_event_thread(c->srv)) {
+		struct rr_send_ctx *top = atomic_load_explicit(&c->offthread_sends,
+							       memory_order_relaxed);
+
+		do
+			s->next_pending = top;
+		while (!atomic_compare_exchange_weak_explicit(&c->offthread_sends, &top, s,
+							      memory_order_release,
+							      memory_order_relaxed));
 		rr_server_kick(c->srv);
-	} else if (queued) {
-		post_pending(c, 0);
+		return;
 	}
-	/* Posted at once: nothing was queued ahead of it, and other threads
-	 * that queue behind it kick. */
+	if (c->state == RR_CONN_CLOSING) {
+		send_ctx_release(s);
+		return;
+	}
+	if (!c->pend_head && c->sq_avail >= s->nwr) {
+		c->sq_avail -= s->nwr;
+		if (fab_post_send(c->fc, &s->wr[0], &bad)) {
+			c->sq_avail += s->nwr;
+			rr_conn_close(c, "posting a Send failed");
+			send_ctx_release(s);
+		}
+		return;
+	}
+	if (c->pend_tail)
+		c->pend_tail->next_pending = s;
+	else
+		c->pend_head = s;
+	c->pend_tail = s;
+	post_pending(c, 0);
 }
 
 /* Event thread: give back @returned send-queue slots (a completed chain),
- * then post queued chains while the send queue has room; one lock. */
+ * then post queued chains while the send queue has room. */
 static void post_pending(struct rr_conn *c, uint32_t returned)
 {
-	bool failed = false;
-
-	pthread_mutex_lock(&c->lock);
-	if (c->state != RR_CONN_CLOSING)
-		c->sq_avail += returned;
-	while (c->state != RR_CONN_CLOSING && c->pend_head && c->sq_avail >= c->pend_head->nwr) {
+	if (c->state == RR_CONN_CLOSING)
+		return; /* rr_send_drop_pending releases the queue */
+	c->sq_avail += returned;
+	while (c->pend_head && c->sq_avail >= c->pend_head->nwr) {
 		struct rr_send_ctx *q = c->pend_head;
 		struct fab_send_wr *bad;
 
 		c->sq_avail -= q->nwr;
 		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
 			c->sq_avail += q->nwr;
-			failed = true;
-			break;
+			rr_conn_close(c, "posting a Send failed");
+			return;
 		}
 		c->pend_head = q->next_pending;
 		if (!c->pend_head)
 			c->pend_tail = NULL;
 	}
-	pthread_mutex_unlock(&c->lock);
-	if (failed)
-		rr_conn_close(c, "posting a Send failed");
 }
 
+/* Event thread: chains other threads pushed join the pending queue, oldest
+ * first; true if there were any. */
+static bool take_offthread_sends(struct rr_conn *c)
+{
+	struct rr_send_ctx *q = atomic_exchange_explicit(&c->offthread_sends, NULL,
+							 memory_order_acquire);
+	struct rr_send_ctx *fifo = NULL;
+
+	if (!q)
+		return false;
+	while (q) {
+		struct rr_send_ctx *next = q->next_pending;
+
+		q->next_pending = fifo;
+		fifo = q;
+		q = next;
+	}
+	while (fifo) {
+		struct rr_send_ctx *next = fifo->next_pending;
+
+		fifo->next_pending = NULL;
+		if (c->pend_tail)
+			c->pend_tail->next_pending = fifo;
+		else
+			c->pend_head = fifo;
+		c->pend_tail = fifo;
+		fifo = next;
+	}
+	return true;
+}
+
+/* Event thread, closing: give back every chain that never got posted. */
 void rr_send_drop_pending(struct rr_conn *c)
 {
 	struct rr_send_ctx *s;
 
-	pthread_mutex_lock(&c->lock);
+	take_offthread_sends(c);
 	s = c->pend_head;
 	c->pend_head = c->pend_tail = NULL;
-	pthread_mutex_unlock(&c->lock);
 	while (s) {
 		struct rr_send_ctx *next = s->next_pending;
 
@@ -206,7 +250,7 @@ static struct fab_send_wr *next_wr(struct rr_send_ctx *s)
 
 void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act)
 {
-	struct rr_send_ctx *s = send_ctx_get(c);
+	struct rr_send_ctx *s = send_ctx_get(c, false);
 	struct fab_send_wr *wr;
 	ssize_t len;
 
@@ -527,7 +571,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		not_delivered(c, ctx, done, done_arg);
 		return 0;
 	}
-	s = send_ctx_get(c);
+	s = send_ctx_get(c, false);
 	if (!s) {
 		if (done)
 			done(done_arg);
@@ -705,10 +749,15 @@ void rr_send_run_deferred(struct rr_conn *c)
 			  fifo->rep_done, fifo->rep_arg);
 		fifo = next;
 	}
-	/* Chains other threads queued (reverse-direction calls) go now; the
-	 * event thread's own queued chains go as Sends complete. */
-	if (atomic_exchange_explicit(&c->pend_offthread, false, memory_order_acquire))
-		post_pending(c, 0);
+	/* Chains other threads built (reverse-direction calls) go now, or
+	 * are given back if the connection is closing; the event thread's own
+	 * queued chains go as Sends complete. */
+	if (take_offthread_sends(c)) {
+		if (c->state == RR_CONN_CLOSING)
+			rr_send_drop_pending(c);
+		else
+			post_pending(c, 0);
+	}
 }
 
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
@@ -761,7 +810,7 @@ int rr_conn_bc_send(struct rr_conn *c, uint32_t xid, const struct iovec *iov, in
 	c->bc_outstanding++;
 	pthread_mutex_unlock(&c->lock);
 
-	s = send_ctx_get(c);
+	s = send_ctx_get(c, true);
 	if (!s) {
 		pthread_mutex_lock(&c->lock);
 		c->bc_outstanding--;
