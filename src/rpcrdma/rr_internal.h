@@ -102,6 +102,7 @@ struct rr_call_ctx {
 	struct rr_pcl pcl;
 	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, big pool */
 	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
+	uint32_t nsinks;		/* sink[i] may be set only below this */
 	uint32_t reads_total;		/* segments to pull */
 	uint32_t reads_posted;
 	uint32_t reads_done;

@@ -25,6 +25,8 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 		if (ctx->sink[i])
 			continue;
 		ctx->sink[i] = rr_big_get(c->big, &ctx->sink_lkey[i], &regs);
+		if (ctx->sink[i] && i >= ctx->nsinks)
+			ctx->nsinks = i + 1;
 		if (regs)
 			RR_STAT_ADD(c, registrations, regs);
 		if (!ctx->sink[i])

@@ -78,12 +78,13 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	struct rr_conn *c = ctx->conn;
 	bool had_ref = ctx->has_ref;
 
-	for (unsigned int i = 0; i < RR_PCL_MAX_READ_CHUNKS; i++) {
+	for (unsigned int i = 0; i < ctx->nsinks; i++) {
 		if (ctx->sink[i]) {
 			rr_big_put(c->big, ctx->sink[i]);
 			ctx->sink[i] = NULL;
 		}
 	}
+	ctx->nsinks = 0;
 	ctx->has_ref = false;
 	ctx->queued = false;
 	ctx->state = RR_CALL_FREE;

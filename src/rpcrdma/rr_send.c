@@ -288,9 +288,8 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 		*lkey = c->send_pool.mr->lkey;
 		return true;
 	}
-	if (rr_big_lkey(c->big, addr, len, lkey))
-		return true;
-	/* The upper layer's registered payload pools (same PD only). */
+	/* The upper layer's registered payload pools (same PD only): where READ
+	 * data lives, so looked at before the big pool's buffer-by-buffer walk. */
 	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
 		const struct fab_mr *mr = c->srv->regions[i];
 		const uint8_t *a = addr, *b = mr->addr;
@@ -300,7 +299,7 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 			return true;
 		}
 	}
-	return false;
+	return rr_big_lkey(c->big, addr, len, lkey);
 }
 
 /* A byte range of the Reply stream as registered pieces; false when some
