@@ -249,6 +249,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	return;
 
 undo_budget:
+	if (c->state == RR_CONN_CLOSING) /* a failed receive post closed it: never listed */
+		atomic_fetch_sub(&srv->nclosing, 1);
 	pthread_mutex_lock(&srv->lock);
 	srv->recv_mem_used -= c->recv_mem;
 	pthread_mutex_unlock(&srv->lock);
@@ -308,6 +310,7 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 	pthread_mutex_unlock(&c->lock);
 	if (was == RR_CONN_CLOSING)
 		return;
+	atomic_fetch_add(&c->srv->nclosing, 1);
 	rr_log("%s: closing: %s", c->peer, why);
 	RR_STAT_ADD(c, disconnects, 1);
 	/* The event thread disconnects (rr_conn_reap), whoever noticed. */
@@ -357,6 +360,9 @@ void rr_conn_reap(struct rr_server *srv)
 {
 	struct rr_conn **pp = &srv->conns;
 
+	if (!atomic_load_explicit(&srv->nclosing, memory_order_acquire))
+		return; /* the common case: no walk per wake-up */
+
 	while (*pp) {
 		struct rr_conn *c = *pp;
 
@@ -402,6 +408,7 @@ void rr_conn_reap(struct rr_server *srv)
 		pthread_mutex_lock(&srv->lock);
 		*pp = c->next;
 		srv->nconns--;
+		atomic_fetch_sub(&srv->nclosing, 1);
 		srv->recv_mem_used -= c->recv_mem;
 		pthread_mutex_unlock(&srv->lock);
 		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);

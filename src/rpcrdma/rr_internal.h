@@ -228,6 +228,7 @@ struct rr_server {
 	pthread_mutex_t lock;		/* conns list, bigpools, budget */
 	struct rr_conn *conns;
 	uint32_t nconns;
+	_Atomic uint32_t nclosing;	/* on the list and closing: rr_conn_reap has work */
 	uint64_t recv_mem_used;
 	struct rr_bigpool *bigpools[4];
 	unsigned int nbigpools;
