@@ -712,14 +712,19 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
 	/* Another thread: keep the description (not the bytes, which stay
 	 * the caller's until done) and let the event thread build it. */
-	if (iovcnt > RR_REPLY_MAX_IOV) {
+	if (!plan)
+		plan = &no_spans;
+	if (iovcnt < 0 || iovcnt > RR_REPLY_MAX_IOV || plan->nspans > RR_PCL_MAX_WRITE_CHUNKS) {
 		ctx->rep_iovcnt = 0;
 		ctx->rep_plan.nspans = 0;
 		ctx->rep_plan.deliverable = false;
 	} else {
 		memcpy(ctx->rep_iov, iov, (size_t)iovcnt * sizeof(*iov));
 		ctx->rep_iovcnt = iovcnt;
-		ctx->rep_plan = plan ? *plan : no_spans;
+		/* the spans in use only: a plan has room for every Write chunk */
+		ctx->rep_plan.nspans = plan->nspans;
+		ctx->rep_plan.deliverable = plan->deliverable;
+		memcpy(ctx->rep_plan.spans, plan->spans, plan->nspans * sizeof(plan->spans[0]));
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
