@@ -11,11 +11,51 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fabric/fab.h"
 #include "rpcrdma/rr_cm_private.h"
 #include "rpcrdma/rr_xprt.h"
+
+/* ---- hand-offs to the event thread ---- */
+
+/*
+ * An intrusive lock-free stack: any thread pushes, the event thread takes
+ * the whole of it at once (an exchange, so no ABA) and gets it oldest first.
+ */
+struct rr_handoff {
+	struct rr_handoff *next;
+};
+
+#define RR_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static inline void rr_handoff_push(_Atomic(struct rr_handoff *) *top, struct rr_handoff *n)
+{
+	struct rr_handoff *t = atomic_load_explicit(top, memory_order_relaxed);
+
+	do
+		n->next = t;
+	while (!atomic_compare_exchange_weak_explicit(top, &t, n, memory_order_release,
+						      memory_order_relaxed));
+}
+
+static inline struct rr_handoff *rr_handoff_take(_Atomic(struct rr_handoff *) *top)
+{
+	struct rr_handoff *q, *fifo = NULL;
+
+	if (!atomic_load_explicit(top, memory_order_relaxed))
+		return NULL;
+	q = atomic_exchange_explicit(top, NULL, memory_order_acquire);
+	while (q) {
+		struct rr_handoff *next = q->next;
+
+		q->next = fifo;
+		fifo = q;
+		q = next;
+	}
+	return fifo;
+}
 
 /* ---- registered buffer pools (rr_pool.c) ---- */
 
@@ -115,7 +155,8 @@ struct rr_call_ctx {
 	struct rr_reply_plan rep_plan;
 	rr_reply_done_fn rep_done;
 	void *rep_arg;
-	struct rr_call_ctx *rep_next;
+	struct rr_handoff rep_link;	/* conn->rep_stack */
+	struct rr_handoff free_link;	/* conn->returned_calls */
 	_Atomic int holds;		/* upper + reply in flight; freed at 0 */
 	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
 };
@@ -141,6 +182,7 @@ struct rr_send_ctx {
 	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
 	bool bc;			/* from the reverse-direction reserve */
+	struct rr_handoff handoff;	/* conn->offthread_sends */
 	struct fab_send_wr *wr;		/* wr_small or a grown array */
 	struct fab_sge *sge;
 	uint32_t max_wr, max_sge;
@@ -197,12 +239,12 @@ struct rr_conn {
 	struct rr_call_ctx *free_calls;			/* not posted (event thread) */
 	/* Calls given back by other threads: a lock-free stack that
 	 * rr_recv_refill moves to free_calls. */
-	_Atomic(struct rr_call_ctx *) returned_calls;
+	_Atomic(struct rr_handoff *) returned_calls;
 	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (event thread) */
 	/* Replies handed in off the event thread, and chains built there,
 	 * newest first: pushed lock-free, taken whole by the event thread. */
-	_Atomic(struct rr_call_ctx *) rep_stack;
-	_Atomic(struct rr_send_ctx *) offthread_sends;
+	_Atomic(struct rr_handoff *) rep_stack;
+	_Atomic(struct rr_handoff *) offthread_sends;
 	bool disconnected;				/* fab_disconnect called */
 
 	struct rr_counters st;

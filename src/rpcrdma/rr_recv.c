@@ -43,17 +43,12 @@ int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
  */
 void rr_recv_refill(struct rr_conn *c)
 {
-	struct rr_call_ctx *back = atomic_load_explicit(&c->returned_calls, memory_order_relaxed);
+	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
+		struct rr_call_ctx *back = RR_CONTAINER_OF(h, struct rr_call_ctx, free_link);
 
-	if (back) {
-		back = atomic_exchange_explicit(&c->returned_calls, NULL, memory_order_acquire);
-		while (back) {
-			struct rr_call_ctx *next = back->next;
-
-			back->next = c->free_calls;
-			c->free_calls = back;
-			back = next;
-		}
+		h = h->next;
+		back->next = c->free_calls;
+		c->free_calls = back;
 	}
 	while (c->state != RR_CONN_CLOSING && c->posted < c->post_target && c->free_calls) {
 		struct rr_call_ctx *ctx = c->free_calls;
@@ -93,14 +88,7 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		c->free_calls = ctx;
 		rr_recv_refill(c);
 	} else {
-		struct rr_call_ctx *top =
-			atomic_load_explicit(&c->returned_calls, memory_order_relaxed);
-
-		do
-			ctx->next = top;
-		while (!atomic_compare_exchange_weak_explicit(&c->returned_calls, &top, ctx,
-							      memory_order_release,
-							      memory_order_relaxed));
+		rr_handoff_push(&c->returned_calls, &ctx->free_link);
 		rr_server_kick(c->srv); /* the event thread reposts */
 	}
 	/* Last: the connection outlives the push above. */

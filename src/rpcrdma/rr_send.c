@@ -101,14 +101,7 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 
 	s->wr[s->nwr - 1].next = NULL;
 	if (!rr_on_event_thread(c->srv)) {
-		struct rr_send_ctx *top = atomic_load_explicit(&c->offthread_sends,
-							       memory_order_relaxed);
-
-		do
-			s->next_pending = top;
-		while (!atomic_compare_exchange_weak_explicit(&c->offthread_sends, &top, s,
-							      memory_order_release,
-							      memory_order_relaxed));
+		rr_handoff_push(&c->offthread_sends, &s->handoff);
 		rr_server_kick(c->srv);
 		return;
 	}
@@ -160,29 +153,20 @@ static void post_pending(struct rr_conn *c, uint32_t returned)
  * first; true if there were any. */
 static bool take_offthread_sends(struct rr_conn *c)
 {
-	struct rr_send_ctx *q = atomic_exchange_explicit(&c->offthread_sends, NULL,
-							 memory_order_acquire);
-	struct rr_send_ctx *fifo = NULL;
+	struct rr_handoff *h = rr_handoff_take(&c->offthread_sends);
 
-	if (!q)
+	if (!h)
 		return false;
-	while (q) {
-		struct rr_send_ctx *next = q->next_pending;
+	while (h) {
+		struct rr_send_ctx *s = RR_CONTAINER_OF(h, struct rr_send_ctx, handoff);
 
-		q->next_pending = fifo;
-		fifo = q;
-		q = next;
-	}
-	while (fifo) {
-		struct rr_send_ctx *next = fifo->next_pending;
-
-		fifo->next_pending = NULL;
+		h = h->next;
+		s->next_pending = NULL;
 		if (c->pend_tail)
-			c->pend_tail->next_pending = fifo;
+			c->pend_tail->next_pending = s;
 		else
-			c->pend_head = fifo;
-		c->pend_tail = fifo;
-		fifo = next;
+			c->pend_head = s;
+		c->pend_tail = s;
 	}
 	return true;
 }
@@ -691,17 +675,6 @@ undeliverable:
 	return 0;
 }
 
-/* Any thread: one lock-free push; the event thread takes the whole stack. */
-static void push_reply(struct rr_conn *c, struct rr_call_ctx *ctx)
-{
-	struct rr_call_ctx *top = atomic_load_explicit(&c->rep_stack, memory_order_relaxed);
-
-	do
-		ctx->rep_next = top;
-	while (!atomic_compare_exchange_weak_explicit(&c->rep_stack, &top, ctx,
-						      memory_order_release, memory_order_relaxed));
-}
-
 int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
 {
@@ -728,30 +701,20 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
-	push_reply(c, ctx);
+	rr_handoff_push(&c->rep_stack, &ctx->rep_link);
 	rr_server_kick(c->srv);
 	return 0;
 }
 
 void rr_send_run_deferred(struct rr_conn *c)
 {
-	struct rr_call_ctx *q = atomic_exchange_explicit(&c->rep_stack, NULL, memory_order_acquire);
-	struct rr_call_ctx *fifo = NULL;
+	/* oldest first: Replies go in the order they were handed in */
+	for (struct rr_handoff *h = rr_handoff_take(&c->rep_stack); h;) {
+		struct rr_call_ctx *q = RR_CONTAINER_OF(h, struct rr_call_ctx, rep_link);
 
-	/* Newest first on the stack: reverse, so Replies go in arrival order. */
-	while (q) {
-		struct rr_call_ctx *next = q->rep_next;
-
-		q->rep_next = fifo;
-		fifo = q;
-		q = next;
-	}
-	while (fifo) {
-		struct rr_call_ctx *next = fifo->rep_next;
-
-		reply_now(&fifo->call, fifo->rep_iov, fifo->rep_iovcnt, &fifo->rep_plan,
-			  fifo->rep_done, fifo->rep_arg);
-		fifo = next;
+		h = h->next;
+		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
+			  q->rep_arg);
 	}
 	/* Chains other threads built (reverse-direction calls) go now, or
 	 * are given back if the connection is closing; the event thread's own
