@@ -22,9 +22,11 @@ void rr_conn_get(struct rr_conn *c)
 
 void rr_conn_put(struct rr_conn *c)
 {
+	struct rr_server *srv = c->srv; /* c may be reaped once the count drops */
+
 	/* The last reference is reaped on the event thread. */
 	if (atomic_fetch_sub(&c->refs, 1) == 1)
-		rr_server_kick(c->srv);
+		rr_server_kick(srv);
 }
 
 /*

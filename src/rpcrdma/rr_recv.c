@@ -88,10 +88,12 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		c->free_calls = ctx;
 		rr_recv_refill(c);
 	} else {
+		struct rr_server *srv = c->srv;
+
 		rr_handoff_push(&c->returned_calls, &ctx->free_link);
-		rr_server_kick(c->srv); /* the event thread reposts */
+		rr_server_kick(srv); /* the event thread reposts */
 	}
-	/* Last: the connection outlives the push above. */
+	/* Last: a held reference keeps the connection through the push. */
 	if (had_ref)
 		rr_conn_put(c);
 }

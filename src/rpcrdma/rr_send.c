@@ -101,8 +101,10 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 
 	s->wr[s->nwr - 1].next = NULL;
 	if (!rr_on_event_thread(c->srv)) {
+		struct rr_server *srv = c->srv; /* once pushed, c may go at any time */
+
 		rr_handoff_push(&c->offthread_sends, &s->handoff);
-		rr_server_kick(c->srv);
+		rr_server_kick(srv);
 		return;
 	}
 	if (c->state == RR_CONN_CLOSING) {
@@ -680,6 +682,7 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 {
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
 	struct rr_conn *c = ctx->conn;
+	struct rr_server *srv;
 
 	if (rr_on_event_thread(c->srv))
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
@@ -701,8 +704,11 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
+	/* Once pushed, the event thread may send it, release the call and
+	 * free the connection: only the server is known to outlive this. */
+	srv = c->srv;
 	rr_handoff_push(&c->rep_stack, &ctx->rep_link);
-	rr_server_kick(c->srv);
+	rr_server_kick(srv);
 	return 0;
 }
 
