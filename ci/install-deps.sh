@@ -6,6 +6,8 @@ export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
+# glusterfs-server, nfs-ganesha-gluster: a one-brick GlusterFS volume exported with FSAL GLUSTER, the
+# one FSAL of Debian's ganesha 4.3 that grants delegations (tests/backchannel/gluster-volume.sh).
 # qemu-system-x86 .. xz-utils, nfs-common, rdmacm-utils, ibverbs-utils: the interop VM (ci/vm/), which
 # also apt-get downloads (never installs) linux-image-amd64 and nfs-kernel-server.
 PKGS="
@@ -16,6 +18,7 @@ PKGS="
  liburcu-dev
  libntirpc-dev libntirpc4.3
  nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs
+ nfs-ganesha-gluster glusterfs-server
  rpcbind nfs-common iproute2 procps psmisc python3
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils

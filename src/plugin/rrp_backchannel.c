@@ -482,10 +482,34 @@ static void fail_one(void *arg)
 	free(f);
 }
 
+/* Complete the taken-out call @p with @st on a worker (ganesha's completion
+ * hooks take locks). With no memory for that, @p goes back to the pending
+ * list due now and the timer completes it: a call that never completes would
+ * keep ganesha's back-channel slot busy for good. */
+static void fail_pending(struct rrp_pending *p, enum clnt_stat st)
+{
+	struct bc_failure *f = malloc(sizeof(*f));
+
+	if (f) {
+		f->cc = p->cc;
+		f->st = st;
+		if (rrp_queue_fn(fail_one, f)) {
+			free(p);
+			return;
+		}
+		free(f);
+	}
+	p->conn = NULL; /* may be freed: no answer can match it any more */
+	clock_gettime(CLOCK_MONOTONIC, &p->deadline);
+	pthread_mutex_lock(&bc_lock);
+	p->next = pending;
+	pending = p;
+	pthread_mutex_unlock(&bc_lock);
+}
+
 void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
 {
 	struct rrp_pending *p;
-	struct bc_failure *f;
 
 	(void)ctx;
 	pthread_mutex_lock(&bc_lock);
@@ -496,14 +520,7 @@ void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
 	rrp_log("%s: callback xid %#x refused with RDMA_ERROR %s",
 		rr_conn_peer(conn), xid,
 		err == RR_ERR_CHUNK ? "ERR_CHUNK" : err == RR_ERR_VERS ? "ERR_VERS" : "(unknown code)");
-	f = malloc(sizeof(*f));
-	if (f) {
-		f->cc = p->cc;
-		f->st = RPC_CANTDECODERES;
-		if (!rrp_queue_fn(fail_one, f))
-			free(f);
-	}
-	free(p);
+	fail_pending(p, RPC_CANTDECODERES);
 }
 
 /* The connection is gone: its clients send nothing more, and every pending
@@ -532,15 +549,8 @@ void rrp_bc_conn_down(struct rr_conn *conn)
 	pthread_mutex_unlock(&bc_lock);
 	while (failed) {
 		struct rrp_pending *p = failed;
-		struct bc_failure *f = malloc(sizeof(*f));
 
 		failed = p->next;
-		if (f) {
-			f->cc = p->cc;
-			f->st = RPC_CANTRECV;
-			if (!rrp_queue_fn(fail_one, f))
-				free(f);
-		}
-		free(p);
+		fail_pending(p, RPC_CANTRECV);
 	}
 }

@@ -186,6 +186,15 @@ bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 	}
 }
 
+/* the EXPORT's FSAL sub-block: MEM, VFS or GLUSTER (gfapi logs beside ganesha's) */
+static std::string fsal_block(const GaneshaOptions &o, const std::string &dir)
+{
+	if (!o.gluster_volume.empty())
+		return "Name = GLUSTER; Hostname = \"" + o.gluster_host + "\"; Volume = \"" +
+		       o.gluster_volume + "\"; glfs_log = \"" + dir + "/gfapi.log\";";
+	return o.vfs_dir.empty() ? "Name = MEM;" : "Name = VFS;";
+}
+
 bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 {
 	if (!available(err))
@@ -225,8 +234,8 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	  << (o.vfs_dir.empty() ? std::string("/mem") : o.vfs_dir) << ";\n\tPseudo = /mem;\n"
 	  << "\tAccess_Type = RW;\n\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
 	  << "\tMaxRead = 4194304;\n\tMaxWrite = 4194304;\n"
-	  << o.extra_export
-	  << (o.vfs_dir.empty() ? "\tFSAL { Name = MEM; }\n}\n" : "\tFSAL { Name = VFS; }\n}\n")
+	  << o.extra_export << "\tFSAL { " << fsal_block(o, dir)
+	  << " }\n}\n"
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
 	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
 	  << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"

@@ -31,6 +31,9 @@ struct GaneshaOptions {
 	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
 	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
 	std::string vfs_dir;
+	/* non-empty: export this GlusterFS volume on that host with FSAL GLUSTER
+	 * (still as /mem), instead of MEM or VFS */
+	std::string gluster_host, gluster_volume;
 	/* a test library preloaded before the plugin, and NAME=value pairs for
 	 * ganesha's environment (e.g. for such a library) */
 	std::string preload_first;
