@@ -13,7 +13,9 @@
 #   C  registrations and payload copies per I/O from the plugin's counters
 #   D  forward-channel credits 1..128 at queue depth 64 (engine alone)
 #   E  idle connections 1/100/1000: registered receive memory and RSS per
-#      connection, without and with a receive-memory budget
+#      connection, without and with a receive-memory budget, and with a
+#      shared receive queue (Use_SRQ); NULL calls/s at 16 busy connections,
+#      SRQ vs per-connection receives, interleaved, median of the rounds
 #
 # Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha 4.3
 # with FSAL MEM. Builds what it needs in $RPCRDMA_BUILD (default build/).
@@ -304,11 +306,13 @@ eng_snapshot() {
 	grep '^{' "$3" | tail -1 >"$2"
 }
 want E || log "E: not selected"
-for budget in $(want E && echo 0 $((32 << 20))); do
+# "srq": no budget, receives from the shared pool (bench_engine --srq 1).
+for budget in $(want E && echo 0 $((32 << 20)) srq); do
 	for n in $CONNS; do
 		tag=idle-$budget-$n
 		sock=$W/$tag.sock
-		"$ENG" "unix:$sock" --budget "$budget" --max-conns 4096 >"$W/$tag.out" 2>&1 &
+		if [ "$budget" = srq ]; then eargs=(--srq 1); else eargs=(--budget "$budget"); fi
+		"$ENG" "unix:$sock" "${eargs[@]}" --max-conns 4096 >"$W/$tag.out" 2>&1 &
 		ep=$!
 		PIDS+=("$ep")
 		for _ in $(seq 50); do grep -q READY "$W/$tag.out" && break; sleep 0.1; done
@@ -329,6 +333,30 @@ for budget in $(want E && echo 0 $((32 << 20))); do
 		stop_pid "$ep"
 		log "E: budget $budget, $n connections"
 	done
+done
+# 16 busy connections (one nfsbench each, NULL at queue depth 16), shared pool
+# vs receives of their own; the order alternates per round.
+want E && log "E: 16 busy connections, SRQ vs per-connection receives"
+for r in $(want E && seq "$ROUNDS"); do
+	if [ $((r % 2)) = 1 ]; then order="srq own"; else order="own srq"; fi
+	for m in $order; do
+		sock=$W/busy-$m-$r.sock
+		"$ENG" "unix:$sock" --srq "$([ $m = srq ] && echo 1 || echo 0)" \
+			>"$W/busy-$m-$r.out" 2>&1 &
+		ep=$!
+		PIDS+=("$ep")
+		for _ in $(seq 50); do grep -q READY "$W/busy-$m-$r.out" && break; sleep 0.1; done
+		cps=()
+		for k in $(seq 16); do
+			timeout 120 "$NB" --rdma "unix:$sock" --op null --qd 16 --secs "$SECS" \
+				--warmup 16 >"$W/busy-$m-$r-$k.json" 2>"$W/busy-$m-$r-$k.err" &
+			cps+=($!)
+		done
+		for cp in "${cps[@]}"; do wait "$cp" || die "busy $m round $r: $(tail -c 200 "$W/busy-$m-$r-"*.err | tr -d '\n')"; done
+		eng_snapshot "$ep" "$W/busy-$m-$r-eng.json" "$W/busy-$m-$r.out"
+		stop_pid "$ep"
+	done
+	log "E: busy round $r done"
 done
 
 # --- report --------------------------------------------------------------------

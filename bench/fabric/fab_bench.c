@@ -102,7 +102,7 @@ static void post_send(struct fab_conn *c, enum fab_wr_opcode op, void *buf, uint
 /* Child: expose a region, echo every Send, leave when disconnected. */
 static int target(const char *addr)
 {
-	struct fab_qp_caps caps = {64, 64, 1, 1};
+	struct fab_qp_caps caps = {64, 64, 1, 1, NULL};
 	struct fab_fabric *fab;
 	struct fab_channel *ch;
 	struct fab_listener *l;
@@ -187,7 +187,7 @@ static double memcpy_bw(unsigned char *dst, unsigned char *src, uint32_t size, d
 
 int main(int argc, char **argv)
 {
-	struct fab_qp_caps caps = {64, 64, 1, 1};
+	struct fab_qp_caps caps = {64, 64, 1, 1, NULL};
 	double secs = 0.5;
 	int depth = 16, opt, tcp = 0;
 	char addr[128];

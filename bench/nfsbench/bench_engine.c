@@ -4,7 +4,8 @@
  * an accepted, successful, empty Reply (what procedure 0 returns), for the
  * credit and memory benches of bench/run.sh.
  *
- *   bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N]
+ *   bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] [--srq 0|1]
+ *                [--srq-depth N]
  *
  * Prints "READY" when listening. On SIGUSR1 it writes one JSON line to
  * stdout: the server's counters, the smallest and largest per-connection
@@ -132,6 +133,10 @@ int main(int argc, char **argv)
 			cfg.recv_mem_budget = v;
 		else if (!strcmp(argv[i], "--max-conns"))
 			cfg.max_conns = (uint32_t)v;
+		else if (!strcmp(argv[i], "--srq"))
+			cfg.use_srq = v != 0;
+		else if (!strcmp(argv[i], "--srq-depth"))
+			cfg.srq_depth = (uint32_t)v;
 		else
 			goto usage;
 	}
@@ -175,6 +180,7 @@ int main(int argc, char **argv)
 	fab_close(fab);
 	return 0;
 usage:
-	fprintf(stderr, "usage: bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N]\n");
+	fprintf(stderr, "usage: bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] "
+			"[--srq 0|1] [--srq-depth N]\n");
 	return 2;
 }

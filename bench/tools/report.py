@@ -372,8 +372,10 @@ if cr:
 p("## E. Idle connections: registered receive memory and RSS (engine alone)")
 p("")
 rows = []
-for budget in sorted({int(re.search(r"idle-(\d+)-", f).group(1))
-                      for f in glob.glob(os.path.join(W, "idle-*-0.json"))}):
+def budget_key(b):
+    return (1, 0) if b == "srq" else (0, int(b))
+for budget in sorted({re.search(r"idle-(\d+|srq)-", f).group(1)
+                      for f in glob.glob(os.path.join(W, "idle-*-0.json"))}, key=budget_key):
     for f in sorted(glob.glob(os.path.join(W, f"idle-{budget}-*-0.json")),
                     key=lambda x: int(re.search(r"-(\d+)-0\.json$", x).group(1))):
         n = int(re.search(r"-(\d+)-0\.json$", f).group(1))
@@ -406,7 +408,9 @@ if rows:
         conns = b.get("conns_active", 0)
         rm = b["recv_mem_bytes"]
         drss = (b["rss_kib"] - a["rss_kib"]) * 1024
-        p(f"| {'none' if budget == 0 else f'{budget >> 20} MiB'} | {n} | {conns} | {fmt(rm)} | "
+        label = ("SRQ (Use_SRQ, no budget)" if budget == "srq"
+                 else "none" if int(budget) == 0 else f"{int(budget) >> 20} MiB")
+        p(f"| {label} | {n} | {conns} | {fmt(rm)} | "
           f"{fmt(rm / conns if conns else None)} | {fmt(drss)} | {fmt(drss / conns if conns else None)} | "
           f"{b.get('threads', '-')} | "
           f"{b.get('conn_grant_min')}..{b.get('conn_grant_max')} | "
@@ -417,11 +421,54 @@ if rows:
       "refused (`rr_conn.c: grant_credits`). It bounds the total; it does not spread the "
       "memory over many connections with smaller grants.")
     p("")
-    p("Shared receive queue (SRQ, `Use_SRQ`): not implemented - every connection posts its own "
-      "receives (credits + backchannel + batch). Receive_Memory_Budget is what bounds receive "
-      "memory today: under it, later connections are granted fewer credits (never 0) and so "
-      "post fewer receives; the table shows the per-connection memory with and without it.")
-    p("")
+    srq = [(n, b) for budget, n, a, b, c in rows if budget == "srq" and b.get("conns_active")]
+    if srq:
+        per = {n: b["recv_mem_bytes"] / b["conns_active"] for n, b in srq}
+        met = [n for n in per if per[n] <= 16 * 1024]
+        p("Shared receive queue (`Use_SRQ`, `bench_engine --srq 1`): connections post no receives "
+          "of their own; one server-wide pool starts at 4 buffers and doubles whenever fewer than a "
+          "quarter were left posted, up to `SRQ_Depth` (default 1024), so idle connections add "
+          "none (`rr_srq.c`). Registered receive memory per idle connection: "
+          + ", ".join(f"{fmt(per[n])} B at {n}" for n in sorted(per))
+          + f". Target <= 16 KiB per idle connection: met at {', '.join(str(n) for n in sorted(met)) or 'none'}"
+          + (f", not met at {', '.join(str(n) for n in sorted(set(per) - set(met)))} "
+             "(one connection alone carries the whole starting pool)" if set(per) - set(met) else "")
+          + ". RSS per connection is dominated by the soft provider's two threads and the "
+          "per-connection send buffers (the same 138 x 4 KiB, registered but untouched until used).")
+        p("")
+    busy = {}
+    for f in glob.glob(os.path.join(W, "busy-*-*-eng.json")):
+        m = re.search(r"busy-(srq|own)-(\d+)-eng\.json$", f)
+        if not m:
+            continue
+        cl = [jload(x) for x in glob.glob(os.path.join(W, f"busy-{m.group(1)}-{m.group(2)}-*.json"))
+              if re.search(r"-\d+-\d+\.json$", x)]
+        cl = [x for x in cl if x and "ops_per_s" in x]
+        busy.setdefault(m.group(1), []).append((sum(x["ops_per_s"] for x in cl), len(cl),
+                                                sum(x.get("zero_grants", 0) + x.get("violations", 0) for x in cl),
+                                                jload(f) or {}))
+    if busy:
+        p("16 busy connections: `bench_engine` with and without `--srq 1` (everything else default: "
+          "64 credits, SRQ_Depth 1024), 16 `nfsbench --op null --qd 16` processes at once, one "
+          "connection each; modes interleaved (order alternates per round); NULL calls/s summed over "
+          "the 16 clients, median of the rounds.")
+        p("")
+        p("| receives | NULL calls/s, 16 connections (median) | min..max of the rounds | clients completed | zero grants + violations | RNR disconnects | recv_mem_bytes after the clients left (median) | rounds |")
+        p("|---|---:|---:|---:|---:|---:|---:|---:|")
+        med = {}
+        for mode in ("own", "srq"):
+            if mode not in busy:
+                continue
+            v = [x[0] for x in busy[mode]]
+            med[mode] = statistics.median(v)
+            p(f"| {'per connection' if mode == 'own' else 'shared pool (SRQ)'} | {fmt(med[mode])} | "
+              f"{fmt(min(v))}..{fmt(max(v))} | {min(x[1] for x in busy[mode])}..{max(x[1] for x in busy[mode])} of 16 | "
+              f"{sum(x[2] for x in busy[mode])} | {sum(x[3].get('rnr_disconnects', 0) for x in busy[mode])} | "
+              f"{fmt(statistics.median(x[3].get('recv_mem_bytes', 0) for x in busy[mode]))} | {len(busy[mode])} |")
+        p("")
+        if "own" in med and "srq" in med and med["own"]:
+            p(f"SRQ / per-connection: {fmt(med['srq'] / med['own'], 2)} (median over median).")
+            p("")
 
 p("## What was measured vs. the issue")
 p("")
@@ -435,6 +482,7 @@ p("- A: as asked, for NULL, GETATTR, 4 KiB and 1 MiB READ/WRITE, RDMA and TCP, i
 p("- B: as asked; 4 KiB figures are shown for READ and WRITE separately.")
 p("- C: as asked, from the plugin's stats socket.")
 p("- D: engine level (bench_engine + requester), NULL calls, grants 1/4/16/64/128 at QD 64.")
-p("- E: engine level; SRQ not implemented (not in the engine; reported instead: receive memory "
-  "per connection with and without Receive_Memory_Budget).")
+p("- E: engine level: receive memory and RSS per idle connection with and without "
+  "Receive_Memory_Budget and with the shared receive queue, and NULL throughput at 16 busy "
+  "connections, SRQ vs per-connection receives.")
 print("\n".join(out))

@@ -231,3 +231,20 @@ int fab_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr
 {
 	return fab_of(c)->ops->post_recv(c, wr, bad);
 }
+
+int fab_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out)
+{
+	if (!pd || !out || max_wr == 0 || max_sge == 0)
+		return fab_set_error(-EINVAL, "SRQ needs a PD, a depth and at least one SGE");
+	return fab_of(pd)->ops->srq_create(pd, max_wr, max_sge, out);
+}
+
+int fab_srq_destroy(struct fab_srq *srq)
+{
+	return srq ? fab_of(srq)->ops->srq_destroy(srq) : 0;
+}
+
+int fab_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad)
+{
+	return fab_of(srq)->ops->post_srq_recv(srq, wr, bad);
+}

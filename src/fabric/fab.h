@@ -31,6 +31,7 @@ struct fab_listener;	/* passive endpoint */
 struct fab_conn;	/* one RC connection: CM identity + its QP */
 struct fab_cq;		/* completion queue (pollable fd) */
 struct fab_pd;		/* protection domain, shared per device */
+struct fab_srq;		/* shared receive queue, on one protection domain */
 
 /* Largest CM private data carried on connect/accept/reject (IB REQ: 56). */
 #define FAB_PRIVATE_DATA_MAX 56
@@ -168,6 +169,12 @@ struct fab_qp_caps {
 	uint32_t max_recv_wr;
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
+	/*
+	 * Non-NULL: the QP takes its receives from this SRQ (same PD) and has
+	 * no receive queue of its own (max_recv_wr / max_recv_sge ignored,
+	 * fab_post_recv fails with -EINVAL).
+	 */
+	struct fab_srq *srq;
 };
 
 /* Counters kept by a provider, for tests and bench/. */
@@ -249,6 +256,31 @@ int fab_pd_get(struct fab_fabric *fab, struct fab_pd **out);
 int fab_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
 	       struct fab_mr **out);
 void fab_mr_dereg(struct fab_mr *mr);
+
+/* --- shared receive queues -------------------------------------------- */
+
+/*
+ * One receive queue many QPs of the same PD draw from (verbs: ibv_srq), so
+ * receive memory is one pool instead of a queue per connection.
+ * Receiver's view:
+ * - an incoming Send on any attached QP consumes the SRQ's oldest posted
+ *   receive; its completion arrives on THAT QP's receive CQ with wc.conn
+ *   naming the connection (wr_id is the one posted to the SRQ);
+ * - an empty SRQ is RNR for the sender exactly as an empty per-QP queue:
+ *   with the rnr_retry_count we gave the peer (fab_accept / fab_connect) at
+ *   0 the Send fails (FAB_WC_RNR_RETRY_EXC_ERR at the sender, both QPs in
+ *   error), 1..6 it waits that many RNR timers, 7 until a receive is posted;
+ * - a QP in error (disconnect, destroy) flushes only the receive a message
+ *   was being placed in when it failed (if any, on its CQ); the SRQ's other
+ *   receives stay posted for the other QPs;
+ * - fab_srq_destroy fails with -EBUSY while a QP is attached; receives still
+ *   posted are discarded without completions (as ibv_destroy_srq does), and
+ *   their buffers are the caller's again when it returns.
+ * @max_wr bounds the receives posted at once (-ENOMEM past it at post time).
+ */
+int fab_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out);
+int fab_srq_destroy(struct fab_srq *srq);
+int fab_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
 
 /* --- completion queues -------------------------------------------------- */
 

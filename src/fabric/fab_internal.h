@@ -52,6 +52,11 @@ struct fab_ops {
 	int (*cq_poll)(struct fab_cq *cq, struct fab_wc *wc, int n);
 	int (*post_send)(struct fab_conn *c, struct fab_send_wr *wr, struct fab_send_wr **bad);
 	int (*post_recv)(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
+	int (*srq_create)(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge,
+			  struct fab_srq **out);
+	int (*srq_destroy)(struct fab_srq *srq);
+	int (*post_srq_recv)(struct fab_srq *srq, struct fab_recv_wr *wr,
+			     struct fab_recv_wr **bad);
 };
 
 /* Counters, updated from any thread. */

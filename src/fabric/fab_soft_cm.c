@@ -802,4 +802,7 @@ const struct fab_ops fab_soft_ops = {
     .cq_poll = soft_cq_poll,
     .post_send = soft_post_send,
     .post_recv = soft_post_recv,
+    .srq_create = soft_srq_create,
+    .srq_destroy = soft_srq_destroy,
+    .post_srq_recv = soft_post_srq_recv,
 };

@@ -37,6 +37,8 @@ enum soft_msg_type {
 /* RNR: 7 retries mean "forever" (IB); each other retry stands for one RNR timer of this long. */
 #define SOFT_RNR_INFINITE 7
 #define SOFT_RNR_STEP_MS 20
+/* Most payload parked behind a Send waiting out an RNR (more drops the link). */
+#define SOFT_PARK_MAX (64u << 20)
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
@@ -131,6 +133,24 @@ struct soft_rwr {
 	struct fab_sge *sge;
 };
 
+/* A shared receive queue: attached conns' readers pop from it in order. */
+struct soft_srq {
+	struct fab_fabric *fab;
+	pthread_mutex_t lock; /* taken after a conn's lock, never before */
+	struct soft_rwr *rq;
+	struct fab_sge *sge;
+	uint32_t max_wr, max_sge;
+	uint64_t head, tail;
+	uint32_t nqp; /* attached QPs: destroy refuses while any */
+};
+
+/* A request parked behind a Send that waits out an RNR (fab_soft_io.c). */
+struct soft_parked {
+	struct soft_parked *next;
+	struct soft_hdr h;
+	uint8_t data[]; /* Send / Write payload */
+};
+
 struct soft_ctl {
 	uint8_t type;
 	uint8_t status;
@@ -155,11 +175,17 @@ struct soft_conn {
 	struct soft_swr *sq;
 	struct fab_sge *sq_sge;
 	uint64_t sq_head, sq_resp, sq_tx, sq_tail;
-	/* receive queue */
+	/* receive queue (unused when srq is set) */
+	struct soft_srq *srq;
 	struct soft_rwr *rq;
 	struct fab_sge *rq_sge;
 	uint64_t rq_head, rq_tail;
 	bool rx_busy; /* reader is filling a receive it popped */
+	/* A Send waiting out an RNR and the requests behind it, read off the
+	 * wire (reader only; lock held to change the list) */
+	struct soft_parked *park_head, *park_tail;
+	uint64_t park_bytes;
+	int64_t park_deadline_ms; /* the head Send's, CLOCK_MONOTONIC; INT64_MAX: for ever */
 	/* responses for the writer, in order */
 	struct soft_ctl *ctl;
 	uint32_t ctl_cap, ctl_head, ctl_n;
@@ -200,6 +226,11 @@ void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uin
 			  void *addr);
 void soft_sq_progress_locked(struct soft_conn *c);
 void soft_rq_flush_locked(struct soft_conn *c);
+int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out);
+int soft_srq_destroy(struct fab_srq *srq);
+int soft_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
+/* Next receive for an incoming Send (own queue or SRQ); false when none is posted. */
+bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sge, int *nsge);
 
 /* fab_soft_io.c */
 void *soft_reader(void *arg);

@@ -264,85 +264,49 @@ static void delay_completion(struct soft_conn *c)
 		usleep(us);
 }
 
-/*
- * No receive posted and the sender retries RNRs: hold this Send (and, as the
- * sender would retransmit in order, everything behind it) until one is.
- */
-static void rnr_wait_locked(struct soft_conn *c)
+static int64_t now_ms(void)
 {
-	long left_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
-			   ? -1
-			   : (long)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+	struct timespec t;
 
-	while (c->rq_head == c->rq_tail && !c->qp_err && !c->stop && left_ms != 0) {
-		struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
-		struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
-		/*
-		 * The peer's DISC sits behind this Send in the stream; its
-		 * half-close (sent right after DISC) is visible now.
-		 */
-		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-			soft_qp_error_locked(c, false);
-			if (c->state == SOFT_S_EST)
-				soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
-			c->state = SOFT_S_CLOSED;
-			break;
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 10 * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&c->cond, &c->lock, &until);
-		if (left_ms > 0)
-			left_ms = left_ms > 10 ? left_ms - 10 : 0;
+static void copy_scatter(const struct fab_sge *sge, int nsge, const uint8_t *src, uint32_t len)
+{
+	for (int i = 0; i < nsge && len; i++) {
+		uint32_t n = len < sge[i].length ? len : sge[i].length;
+
+		memcpy(sge[i].addr, src, n);
+		src += n;
+		len -= n;
 	}
 }
 
-/* Incoming Send: consume the next posted receive (RNR if none). */
-static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
+/*
+ * Place a Send into the receive just popped (c->lock held; released on
+ * return). @src: the Send's bytes, read earlier (a parked Send); NULL: they
+ * are next on the socket.
+ */
+static int rx_place(struct soft_conn *c, const struct soft_hdr *h, const uint8_t *src,
+		    uint64_t wr_id, const struct fab_sge *sge, int nsge)
 {
-	struct soft_rwr *r;
-	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
-	struct fab_wc wc = {.opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c};
+	struct fab_wc wc = {.wr_id = wr_id, .opcode = FAB_WC_RECV, .conn = (struct fab_conn *)c};
 	uint64_t cap = 0;
-	int nsge, rc;
+	int rc = 0;
 
-	pthread_mutex_lock(&c->lock);
-	if (c->qp_err || c->state != SOFT_S_EST) {
-		pthread_mutex_unlock(&c->lock);
-		return drain(c->fd, h->len);
-	}
-	if (c->rq_head == c->rq_tail && c->peer_rnr_retry)
-		rnr_wait_locked(c);
-	if (c->qp_err || c->stop) {
-		pthread_mutex_unlock(&c->lock);
-		return drain(c->fd, h->len);
-	}
-	if (c->rq_head == c->rq_tail) {
-		/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both QPs. */
-		soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
-		soft_qp_fatal_locked(c);
-		pthread_mutex_unlock(&c->lock);
-		return drain(c->fd, h->len);
-	}
-	r = &c->rq[c->rq_head % c->caps.max_recv_wr];
-	c->rq_head++;
-	wc.wr_id = r->wr_id;
-	nsge = r->nsge;
-	memcpy(sge, r->sge, nsge * sizeof(*sge));
 	c->rx_busy = true;
 	pthread_mutex_unlock(&c->lock);
-
 	for (int i = 0; i < nsge; i++)
 		cap += sge[i].length;
 	if (h->len > cap) {
 		wc.status = FAB_WC_LOC_LEN_ERR;
-		rc = drain(c->fd, h->len);
+		rc = src ? 0 : drain(c->fd, h->len);
 	} else {
-		rc = rx_scatter(c->fd, sge, nsge, h->len);
+		if (src)
+			copy_scatter(sge, nsge, src, h->len);
+		else
+			rc = rx_scatter(c->fd, sge, nsge, h->len);
 		wc.byte_len = h->len;
 		if (h->flags & SOFT_F_WITH_INV) {
 			soft_invalidate_rkey(c->sf, h->b);
@@ -369,8 +333,193 @@ static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
 	return rc;
 }
 
-/* Incoming RDMA Write or Read request: checked here, where the memory lives. */
-static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h)
+/* RNR with retries exhausted (at once for rnr_retry 0): fatal for both QPs. */
+static void rnr_fatal_locked(struct soft_conn *c)
+{
+	soft_ctl_push_locked(c, SOFT_NAK, FAB_WC_RNR_RETRY_EXC_ERR, 0, NULL);
+	soft_qp_fatal_locked(c);
+}
+
+/* Drop every parked request (the QP failed, or the sender flushed them). */
+static void park_drop_locked(struct soft_conn *c)
+{
+	while (c->park_head) {
+		struct soft_parked *p = c->park_head;
+
+		c->park_head = p->next;
+		free(p);
+	}
+	c->park_tail = NULL;
+	c->park_bytes = 0;
+}
+
+static void park_deadline_locked(struct soft_conn *c)
+{
+	c->park_deadline_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
+				  ? INT64_MAX
+				  : now_ms() + (int64_t)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+}
+
+/* Read a request's payload off the socket and queue it behind the parked ones. */
+static int park_request(struct soft_conn *c, const struct soft_hdr *h)
+{
+	uint32_t len = h->type == SOFT_READ_REQ ? 0 : h->len;
+	struct soft_parked *p;
+
+	if (c->park_bytes + len > SOFT_PARK_MAX)
+		return -1; /* more than any receive or window holds: drop the link */
+	p = malloc(sizeof(*p) + len);
+	if (!p || soft_io_full(c->fd, p->data, len, true)) {
+		free(p);
+		return -1;
+	}
+	p->h = *h;
+	p->next = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (c->park_tail)
+		c->park_tail->next = p;
+	else
+		c->park_head = p;
+	c->park_tail = p;
+	c->park_bytes += len;
+	if (c->park_head == p)
+		park_deadline_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/*
+ * Incoming Send: consume the next posted receive. None posted = RNR: fatal
+ * with rnr_retry 0; otherwise the Send is parked (read off the wire), with
+ * every request behind it, until a receive is posted or its RNR timers run
+ * out. On the wire the sender retransmits from the Send on while the
+ * answers to OUR requests keep flowing; so the reader keeps processing
+ * those (rx_parked): a peer whose ACKs waited on our receives could
+ * deadlock a shared receive queue.
+ */
+static int rx_send(struct soft_conn *c, const struct soft_hdr *h)
+{
+	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
+	uint64_t wr_id;
+	int nsge;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->qp_err || c->stop || c->state != SOFT_S_EST) {
+		pthread_mutex_unlock(&c->lock);
+		return drain(c->fd, h->len);
+	}
+	if (soft_rq_pop_locked(c, &wr_id, sge, &nsge))
+		return rx_place(c, h, NULL, wr_id, sge, nsge);
+	if (!c->peer_rnr_retry) {
+		rnr_fatal_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return drain(c->fd, h->len);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return park_request(c, h);
+}
+
+static bool is_answer(uint8_t type)
+{
+	return type == SOFT_ACK || type == SOFT_NAK || type == SOFT_READ_RESP;
+}
+
+static int read_hdr(int fd, struct soft_hdr *h)
+{
+	if (soft_io_full(fd, h, sizeof(*h), true))
+		return -1;
+	h->len = le32toh(h->len);
+	h->a = le64toh(h->a);
+	h->b = le32toh(h->b);
+	h->c = le32toh(h->c);
+	return 0;
+}
+
+static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h, const uint8_t *src);
+static int rx_answer(struct soft_conn *c, const struct soft_hdr *h);
+static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h);
+
+/*
+ * Run parked requests in order from the head: a Send once a receive is
+ * posted (failed when its RNR timers ran out), Writes and Read requests as
+ * they come. Returns with the queue empty or its head a Send still waiting.
+ */
+static int park_run(struct soft_conn *c)
+{
+	struct fab_sge *sge = &c->rq_sge[(size_t)c->caps.max_recv_wr * c->caps.max_recv_sge];
+	uint64_t wr_id = 0;
+	int nsge = 0, rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->park_head && rc == 0) {
+		struct soft_parked *p = c->park_head;
+
+		if (c->qp_err || c->stop || c->state != SOFT_S_EST) {
+			park_drop_locked(c);
+			break;
+		}
+		if (p->h.type == SOFT_SEND && !soft_rq_pop_locked(c, &wr_id, sge, &nsge)) {
+			if (now_ms() < c->park_deadline_ms)
+				break;
+			rnr_fatal_locked(c);
+			park_drop_locked(c);
+			break;
+		}
+		c->park_head = p->next;
+		if (!c->park_head)
+			c->park_tail = NULL;
+		c->park_bytes -= p->h.type == SOFT_READ_REQ ? 0 : p->h.len;
+		if (c->park_head)
+			park_deadline_locked(c);
+		if (p->h.type == SOFT_SEND) {
+			rc = rx_place(c, &p->h, p->data, wr_id, sge, nsge);
+		} else {
+			pthread_mutex_unlock(&c->lock);
+			rc = rx_rdma(c, &p->h, p->data);
+		}
+		free(p);
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/*
+ * Reader with parked requests: run them when it can, and meanwhile read on:
+ * answers to our own requests are processed at once, requests are parked
+ * behind the others (in order, as on the wire), a disconnect or QP error
+ * drops them (the sender has flushed them) and is processed.
+ */
+static int rx_parked(struct soft_conn *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	struct soft_hdr h;
+	int rc = park_run(c);
+
+	if (rc || !c->park_head)
+		return rc;
+	/* Short: a receive posted meanwhile does not wake this poll. */
+	if (poll(&p, 1, 1) <= 0)
+		return 0;
+	if (read_hdr(c->fd, &h))
+		return -1;
+	if (is_answer(h.type))
+		return rx_answer(c, &h);
+	if (h.type == SOFT_SEND || h.type == SOFT_WRITE || h.type == SOFT_READ_REQ)
+		return park_request(c, &h);
+	if (h.type == SOFT_DISC || h.type == SOFT_QP_ERR) {
+		pthread_mutex_lock(&c->lock);
+		park_drop_locked(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return rx_dispatch(c, &h);
+}
+
+/*
+ * Incoming RDMA Write or Read request: checked here, where the memory lives.
+ * @src: a parked Write's payload, read earlier; NULL: it is next on the socket.
+ */
+static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h, const uint8_t *src)
 {
 	bool wr = h->type == SOFT_WRITE;
 	unsigned int need = wr ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ;
@@ -381,9 +530,11 @@ static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h)
 	err = c->qp_err || c->state != SOFT_S_EST;
 	pthread_mutex_unlock(&c->lock);
 	if (err)
-		return wr ? drain(c->fd, h->len) : 0;
+		return wr && !src ? drain(c->fd, h->len) : 0;
 	ok = !(h->flags & SOFT_F_FORCE_FAIL) && soft_remote_ok(c->sf, h->b, h->a, h->len, need);
-	if (wr)
+	if (wr && src && ok)
+		memcpy((void *)(uintptr_t)h->a, src, h->len);
+	else if (wr && !src)
 		rc = ok ? (h->len ? soft_io_full(c->fd, (void *)(uintptr_t)h->a, h->len, true) : 0)
 			: drain(c->fd, h->len);
 	pthread_mutex_lock(&c->lock);
@@ -485,6 +636,41 @@ static int rx_cm(struct soft_conn *c, const struct soft_hdr *h)
 	return 0;
 }
 
+/* One message from the peer, in stream order. */
+static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h)
+{
+	switch (h->type) {
+	case SOFT_CONN_REP:
+	case SOFT_CONN_REJ:
+		return rx_cm(c, h);
+	case SOFT_SEND:
+		return rx_send(c, h);
+	case SOFT_WRITE:
+	case SOFT_READ_REQ:
+		return rx_rdma(c, h, NULL);
+	case SOFT_ACK:
+	case SOFT_NAK:
+	case SOFT_READ_RESP:
+		return rx_answer(c, h);
+	case SOFT_QP_ERR:
+		/* The peer's QP failed ours. */
+		pthread_mutex_lock(&c->lock);
+		soft_qp_fatal_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	case SOFT_DISC:
+		pthread_mutex_lock(&c->lock);
+		soft_qp_error_locked(c, false);
+		if (!c->stop && c->state == SOFT_S_EST)
+			soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
+		c->state = SOFT_S_CLOSED;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	default:
+		return -1; /* protocol violation: drop the link */
+	}
+}
+
 void *soft_reader(void *arg)
 {
 	struct soft_conn *c = arg;
@@ -492,50 +678,18 @@ void *soft_reader(void *arg)
 	int rc = 0;
 
 	while (rc == 0) {
-		if (soft_io_full(c->fd, &h, sizeof(h), true))
-			break;
-		h.len = le32toh(h.len);
-		h.a = le64toh(h.a);
-		h.b = le32toh(h.b);
-		h.c = le32toh(h.c);
-		switch (h.type) {
-		case SOFT_CONN_REP:
-		case SOFT_CONN_REJ:
-			rc = rx_cm(c, &h);
-			break;
-		case SOFT_SEND:
-			rc = rx_send(c, &h);
-			break;
-		case SOFT_WRITE:
-		case SOFT_READ_REQ:
-			rc = rx_rdma(c, &h);
-			break;
-		case SOFT_ACK:
-		case SOFT_NAK:
-		case SOFT_READ_RESP:
-			rc = rx_answer(c, &h);
-			break;
-		case SOFT_QP_ERR:
-			/* The peer's QP failed ours. */
-			pthread_mutex_lock(&c->lock);
-			soft_qp_fatal_locked(c);
-			pthread_mutex_unlock(&c->lock);
-			break;
-		case SOFT_DISC:
-			pthread_mutex_lock(&c->lock);
-			soft_qp_error_locked(c, false);
-			if (!c->stop && c->state == SOFT_S_EST)
-				soft_cm_deliver_locked(c, FAB_CM_DISCONNECTED, 0, NULL, 0, 0, 0);
-			c->state = SOFT_S_CLOSED;
-			pthread_mutex_unlock(&c->lock);
-			break;
-		default:
-			rc = -1; /* protocol violation: drop the link */
-			break;
+		/* Only this thread parks requests and runs them. */
+		if (c->park_head) {
+			rc = rx_parked(c);
+			continue;
 		}
+		if (read_hdr(c->fd, &h))
+			break;
+		rc = rx_dispatch(c, &h);
 	}
 	/* EOF, error or protocol violation: the link is gone. */
 	pthread_mutex_lock(&c->lock);
+	park_drop_locked(c);
 	c->dead = true;
 	shutdown(c->fd, SHUT_RDWR);
 	if (!c->stop) {

@@ -37,6 +37,11 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 		k.max_send_sge = 1;
 	if (!k.max_recv_sge)
 		k.max_recv_sge = 1;
+	if (k.srq) {
+		/* No queue of its own; the scratch SGEs must hold the SRQ's widest receive. */
+		k.max_recv_wr = 1;
+		k.max_recv_sge = ((struct soft_srq *)k.srq)->max_sge;
+	}
 	if (k.max_send_wr > 65536 || k.max_recv_wr > 65536 || k.max_send_sge > 32 ||
 	    k.max_recv_sge > 32)
 		return fab_set_error(-EINVAL, "soft: QP caps too large");
@@ -57,6 +62,12 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 		c->rq[i].sge = &c->rq_sge[(size_t)i * k.max_recv_sge];
 	c->scq = (struct soft_cq *)send_cq;
 	c->rcq = (struct soft_cq *)recv_cq;
+	if (k.srq) {
+		c->srq = (struct soft_srq *)k.srq;
+		pthread_mutex_lock(&c->srq->lock);
+		c->srq->nqp++;
+		pthread_mutex_unlock(&c->srq->lock);
+	}
 	c->has_qp = true;
 	return 0;
 }
@@ -73,6 +84,12 @@ void soft_qp_free(struct soft_conn *c)
 	c->rq = NULL;
 	c->rq_sge = NULL;
 	c->ctl = NULL;
+	if (c->srq) {
+		pthread_mutex_lock(&c->srq->lock);
+		c->srq->nqp--;
+		pthread_mutex_unlock(&c->srq->lock);
+		c->srq = NULL;
+	}
 	c->has_qp = false;
 }
 
@@ -263,8 +280,9 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 	for (; wr; wr = wr->next) {
 		struct soft_rwr *r;
 
-		if (!c->has_qp) {
-			rc = fab_set_error(-EINVAL, "soft: no QP");
+		if (!c->has_qp || c->srq) {
+			rc = fab_set_error(-EINVAL, c->srq ? "soft: QP takes receives from an SRQ"
+							   : "soft: no QP");
 			break;
 		}
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > c->caps.max_recv_sge ||
@@ -290,4 +308,109 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 	pthread_cond_broadcast(&c->cond); /* a reader may wait out an RNR */
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+/* --- shared receive queue ----------------------------------------------- */
+
+int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out)
+{
+	struct soft_srq *q;
+
+	if (max_wr > 65536 || max_sge > 32)
+		return fab_set_error(-EINVAL, "soft: SRQ caps too large");
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return fab_set_error(-ENOMEM, "soft: out of memory for SRQ");
+	q->fab = fab_of(pd);
+	q->max_wr = max_wr;
+	q->max_sge = max_sge;
+	q->rq = calloc(max_wr, sizeof(*q->rq));
+	q->sge = calloc((size_t)max_wr * max_sge, sizeof(*q->sge));
+	if (!q->rq || !q->sge) {
+		free(q->rq);
+		free(q->sge);
+		free(q);
+		return fab_set_error(-ENOMEM, "soft: out of memory for SRQ");
+	}
+	for (uint32_t i = 0; i < max_wr; i++)
+		q->rq[i].sge = &q->sge[(size_t)i * max_sge];
+	pthread_mutex_init(&q->lock, NULL);
+	*out = (struct fab_srq *)q;
+	return 0;
+}
+
+int soft_srq_destroy(struct fab_srq *fq)
+{
+	struct soft_srq *q = (struct soft_srq *)fq;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->nqp) {
+		pthread_mutex_unlock(&q->lock);
+		return fab_set_error(-EBUSY, "soft: SRQ still has %u QP(s) attached", q->nqp);
+	}
+	pthread_mutex_unlock(&q->lock);
+	/* Receives still posted vanish without completions, as with ibv_destroy_srq. */
+	pthread_mutex_destroy(&q->lock);
+	free(q->rq);
+	free(q->sge);
+	free(q);
+	return 0;
+}
+
+int soft_post_srq_recv(struct fab_srq *fq, struct fab_recv_wr *wr, struct fab_recv_wr **bad)
+{
+	struct soft_srq *q = (struct soft_srq *)fq;
+	struct soft_fabric *sf = (struct soft_fabric *)q->fab;
+	int rc = 0;
+
+	pthread_mutex_lock(&q->lock);
+	for (; wr; wr = wr->next) {
+		struct soft_rwr *r;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+		    !soft_local_ok(sf, wr->sg_list, wr->num_sge, true)) {
+			rc = fab_set_error(-EINVAL, "soft: bad SRQ receive WR (sge count, lkey or "
+						    "access)");
+			break;
+		}
+		if (q->tail - q->head >= q->max_wr) {
+			rc = fab_set_error(-ENOMEM, "soft: SRQ full");
+			break;
+		}
+		r = &q->rq[q->tail % q->max_wr];
+		r->wr_id = wr->wr_id;
+		r->nsge = wr->num_sge;
+		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*r->sge));
+		q->tail++;
+		fab_count(&sf->base.cnt.recv_posted, 1);
+	}
+	if (rc && bad)
+		*bad = wr;
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sge, int *nsge)
+{
+	struct soft_srq *q = c->srq;
+	struct soft_rwr *r;
+
+	if (!q) {
+		if (c->rq_head == c->rq_tail)
+			return false;
+		r = &c->rq[c->rq_head++ % c->caps.max_recv_wr];
+	} else {
+		pthread_mutex_lock(&q->lock);
+		if (q->head == q->tail) {
+			pthread_mutex_unlock(&q->lock);
+			return false;
+		}
+		r = &q->rq[q->head++ % q->max_wr];
+	}
+	*wr_id = r->wr_id;
+	*nsge = r->nsge;
+	memcpy(sge, r->sge, r->nsge * sizeof(*sge));
+	if (q)
+		pthread_mutex_unlock(&q->lock);
+	return true;
 }

@@ -566,4 +566,7 @@ const struct fab_ops fab_verbs_ops = {
     .cq_poll = vb_cq_poll,
     .post_send = vb_post_send,
     .post_recv = vb_post_recv,
+    .srq_create = vb_srq_create,
+    .srq_destroy = vb_srq_destroy,
+    .post_srq_recv = vb_post_srq_recv,
 };

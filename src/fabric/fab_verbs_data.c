@@ -311,9 +311,17 @@ int vb_create_qp(struct vb_conn *c, struct vb_cq *scq, struct vb_cq *rcq,
 	    .sq_sig_all = 0,
 	};
 	struct vb_pd *pd = vb_pd_for(vf, c->id->verbs);
+	struct vb_srq *srq = (struct vb_srq *)caps->srq;
 
 	if (!pd)
 		return fab_set_error(-ENOMEM, "verbs: no PD for the connection's device");
+	if (srq) {
+		if (srq->pd != pd)
+			return fab_set_error(-EINVAL, "verbs: SRQ is on another device's PD");
+		attr.srq = srq->srq;
+		attr.cap.max_recv_wr = 0;
+		attr.cap.max_recv_sge = 0;
+	}
 	if (rdma_create_qp(c->id, pd->pd, &attr))
 		return fab_set_error(errno ? -errno : -EINVAL, "verbs: rdma_create_qp: %s",
 				     strerror(errno));
@@ -407,15 +415,14 @@ int vb_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr
 	return 0;
 }
 
-int vb_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_wr **bad)
+/* One chain to a QP's receive queue or to an SRQ, in doorbell batches. */
+static int vb_post_recv_chain(struct vb_fabric *vf, struct ibv_qp *qp, struct ibv_srq *srq,
+			      struct fab_recv_wr *wr, struct fab_recv_wr **bad)
 {
-	struct vb_conn *c = (struct vb_conn *)fc;
 	struct ibv_recv_wr iw[VB_BATCH_WR], *ibad;
 	struct fab_recv_wr *first[VB_BATCH_WR];
 	struct ibv_sge sge[VB_BATCH_SGE];
 
-	if (!c->qp)
-		return fab_set_error(-EINVAL, "verbs: no QP");
 	while (wr) {
 		int nw = 0, ns = 0, rc;
 
@@ -443,13 +450,69 @@ int vb_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_wr
 			first[nw] = wr;
 			nw++;
 		}
-		rc = ibv_post_recv(c->qp, iw, &ibad);
+		ibad = NULL;
+		rc = srq ? ibv_post_srq_recv(srq, iw, &ibad) : ibv_post_recv(qp, iw, &ibad);
 		if (rc) {
 			if (bad)
 				*bad = ibad ? first[ibad - iw] : first[0];
-			return fab_set_error(-rc, "verbs: ibv_post_recv: %s", strerror(rc));
+			return fab_set_error(-rc, "verbs: %s: %s",
+					     srq ? "ibv_post_srq_recv" : "ibv_post_recv",
+					     strerror(rc));
 		}
-		fab_count(&c->vf->base.cnt.recv_posted, (uint64_t)nw);
+		fab_count(&vf->base.cnt.recv_posted, (uint64_t)nw);
 	}
 	return 0;
+}
+
+int vb_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_wr **bad)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (!c->qp)
+		return fab_set_error(-EINVAL, "verbs: no QP");
+	if (c->qp->srq)
+		return fab_set_error(-EINVAL, "verbs: QP takes receives from an SRQ");
+	return vb_post_recv_chain(c->vf, c->qp, NULL, wr, bad);
+}
+
+int vb_srq_create(struct fab_pd *fpd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out)
+{
+	struct vb_pd *pd = (struct vb_pd *)fpd;
+	struct ibv_srq_init_attr attr = {
+	    .attr = {.max_wr = max_wr, .max_sge = max_sge},
+	};
+	struct vb_srq *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return fab_set_error(-ENOMEM, "verbs: out of memory for SRQ");
+	q->srq = ibv_create_srq(pd->pd, &attr);
+	if (!q->srq) {
+		int err = errno ? -errno : -EINVAL;
+
+		free(q);
+		return fab_set_error(err, "verbs: ibv_create_srq(%u wr): %s", max_wr,
+				     strerror(-err));
+	}
+	q->fab = pd->fab;
+	q->pd = pd;
+	*out = (struct fab_srq *)q;
+	return 0;
+}
+
+int vb_srq_destroy(struct fab_srq *fq)
+{
+	struct vb_srq *q = (struct vb_srq *)fq;
+	int rc = ibv_destroy_srq(q->srq);
+
+	if (rc)
+		return fab_set_error(-rc, "verbs: ibv_destroy_srq: %s", strerror(rc));
+	free(q);
+	return 0;
+}
+
+int vb_post_srq_recv(struct fab_srq *fq, struct fab_recv_wr *wr, struct fab_recv_wr **bad)
+{
+	struct vb_srq *q = (struct vb_srq *)fq;
+
+	return vb_post_recv_chain((struct vb_fabric *)q->fab, NULL, q->srq, wr, bad);
 }

@@ -59,6 +59,12 @@ struct vb_channel {
 	int epfd; /* CM channel fd + every device's async fd */
 };
 
+struct vb_srq {
+	struct fab_fabric *fab;
+	struct vb_pd *pd;
+	struct ibv_srq *srq;
+};
+
 enum vb_kind { VB_CONN = 1, VB_LISTENER };
 
 /* Listeners and conns share a head so an id's context tells them apart. */
@@ -102,5 +108,8 @@ int vb_cq_arm(struct fab_cq *cq);
 int vb_cq_poll(struct fab_cq *cq, struct fab_wc *wc, int n);
 int vb_post_send(struct fab_conn *c, struct fab_send_wr *wr, struct fab_send_wr **bad);
 int vb_post_recv(struct fab_conn *c, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
+int vb_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out);
+int vb_srq_destroy(struct fab_srq *srq);
+int vb_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
 
 #endif /* RPCRDMA_FAB_VERBS_INT_H */

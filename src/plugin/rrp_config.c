@@ -17,6 +17,7 @@
 
 #include "plugin/rrp_config.h"
 #include "rpcrdma/rr_proto.h"
+#include "rpcrdma/rr_xprt.h"
 
 #define MAX_CONFIG_BYTES (1u << 20)
 
@@ -151,13 +152,26 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 	uint64_t n = 0;
 	int ret;
 
-	if (!strcasecmp(key, "Enable")) {
-		if (!parse_bool(v, &c->enable)) {
-			fprintf(stderr, "rpcrdma: RDMA: Enable: \"%s\" is not true/false (line %d)\n",
-				v, line);
+	if (!strcasecmp(key, "Enable") || !strcasecmp(key, "Use_SRQ")) {
+		bool *dst = !strcasecmp(key, "Enable") ? &c->enable : &c->use_srq;
+
+		if (!parse_bool(v, dst)) {
+			fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not true/false (line %d)\n",
+				key, v, line);
 			return -EINVAL;
 		}
 		return 0;
+	}
+	if (!strcasecmp(key, "SRQ_Depth")) {
+		ret = set_range(key, v, 0, RR_SRQ_MAX_DEPTH, &n, line);
+		if (!ret && n && n < RR_SRQ_MIN_DEPTH) {
+			fprintf(stderr,
+				"rpcrdma: RDMA: SRQ_Depth: %llu is neither 0 nor in %u..%u (line %d)\n",
+				(unsigned long long)n, RR_SRQ_MIN_DEPTH, RR_SRQ_MAX_DEPTH, line);
+			ret = -EINVAL;
+		}
+		c->srq_depth = (uint32_t)(ret ? c->srq_depth : n);
+		return ret;
 	}
 	if (!strcasecmp(key, "Listen_Addr"))
 		return set_string(key, v, c->listen_addr, sizeof(c->listen_addr), line);

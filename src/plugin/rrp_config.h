@@ -20,6 +20,8 @@ struct rrp_config {
 	uint32_t inline_threshold;	/* Inline_Threshold */
 	uint32_t max_connections;	/* Max_Connections */
 	uint64_t recv_mem_budget;	/* Receive_Memory_Budget, bytes; 0 = none */
+	bool use_srq;			/* Use_SRQ: one shared receive pool */
+	uint32_t srq_depth;		/* SRQ_Depth: pool bound; 0 = derived */
 	uint32_t max_ord;		/* Max_RDMA_Read_Depth */
 	uint32_t workers;		/* Worker_Threads */
 	uint32_t payload_pool_mb;	/* Payload_Pool_MB: registered READ buffers */

@@ -141,6 +141,8 @@ static int start_server(const char *addr, int slot)
 	ec.inline_size = rrp.cfg.inline_threshold;
 	ec.max_conns = rrp.cfg.max_connections;
 	ec.recv_mem_budget = rrp.cfg.recv_mem_budget;
+	ec.use_srq = rrp.cfg.use_srq;
+	ec.srq_depth = rrp.cfg.srq_depth;
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {

@@ -42,7 +42,8 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv)
 	uint32_t fixed = cfg->bc_credits + cfg->recv_batch;
 	uint32_t credits = cfg->credits;
 
-	if (cfg->recv_mem_budget) {
+	/* With the shared pool the budget bounds the pool, not the grant. */
+	if (cfg->recv_mem_budget && !cfg->use_srq) {
 		uint64_t left = cfg->recv_mem_budget > srv->recv_mem_used
 					? cfg->recv_mem_budget - srv->recv_mem_used
 					: 0;
@@ -57,20 +58,41 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv)
 	return credits;
 }
 
+/*
+ * Empty a closing connection's CQ. Only flushed receives can be left: they
+ * hold no reference, but a shared pool's buffer must go back to the pool.
+ */
+static void reclaim_flushed(struct rr_conn *c)
+{
+	struct fab_wc wc[RR_CQ_POLL_BATCH];
+	int n;
+
+	while ((n = fab_cq_poll(c->cq, wc, RR_CQ_POLL_BATCH)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct rr_call_ctx *ctx =
+			    (struct rr_call_ctx *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)RR_WRID_MASK);
+
+			if ((wc[i].wr_id & RR_WRID_MASK) == RR_WRID_RECV && ctx->srq) {
+				c->srv->srq->posted--;
+				rr_srq_put(ctx);
+				rr_server_kick(c->srv);
+			}
+		}
+	}
+}
+
 static void conn_free_resources(struct rr_conn *c)
 {
 	if (c->cq) {
 		if (c->in_epoll)
 			rr_server_epoll_del(c->srv, fab_cq_fd(c->cq));
+		/* Before the QP goes too: a verbs provider may purge its CQEs. */
+		reclaim_flushed(c);
 	}
 	if (c->fc)
 		fab_conn_destroy(c->fc);
 	if (c->cq) {
-		struct fab_wc wc[RR_CQ_POLL_BATCH];
-
-		/* Only flushed receives can be left: they hold no reference. */
-		while (fab_cq_poll(c->cq, wc, RR_CQ_POLL_BATCH) > 0)
-			;
+		reclaim_flushed(c);
 		fab_cq_destroy(c->cq);
 	}
 	rr_pool_fini(&c->recv_pool);
@@ -90,7 +112,7 @@ static void conn_free_resources(struct rr_conn *c)
 static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 {
 	const struct rr_config *cfg = &srv->cfg;
-	struct fab_qp_caps caps;
+	struct fab_qp_caps caps = {0};
 	uint32_t i, nbc;
 	int ret;
 
@@ -108,20 +130,41 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	c->big = rr_server_bigpool(srv, c->pd);
 	if (!c->pd || !c->big)
 		return -ENOMEM;
-	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);
-	if (ret)
-		return ret;
+	if (cfg->use_srq) {
+		c->srq = rr_srq_for(srv, c->pd);
+		if (!c->srq)
+			rr_log("%s: no shared receive queue here, receives of its own", c->peer);
+	}
+	/* A client within its grant holds no more than the per-connection mode posts. */
+	c->srq_held_max = nrecv;
+	if (!c->srq) {
+		ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv,
+				   FAB_ACCESS_LOCAL_WRITE);
+		if (ret)
+			return ret;
+		RR_STAT_ADD(c, registrations, 1);
+		c->calls = calloc(nrecv, sizeof(*c->calls));
+		if (!c->calls)
+			return -ENOMEM;
+		if (cfg->use_srq) {
+			/* Counted here, not at the grant: only now is it known. */
+			c->recv_mem = (uint64_t)nrecv * cfg->inline_size;
+			pthread_mutex_lock(&srv->lock);
+			srv->recv_mem_used += c->recv_mem;
+			pthread_mutex_unlock(&srv->lock);
+			RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
+		}
+	}
 	ret = rr_pool_init(&c->send_pool, c->pd, cfg->inline_size, c->nsends,
 			   FAB_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
-	RR_STAT_ADD(c, registrations, 2);
+	RR_STAT_ADD(c, registrations, 1);
 
-	c->calls = calloc(nrecv, sizeof(*c->calls));
 	c->sends = calloc(c->nsends, sizeof(*c->sends));
-	if (!c->calls || !c->sends)
+	if (!c->sends)
 		return -ENOMEM;
-	for (i = 0; i < nrecv; i++) {
+	for (i = 0; c->calls && i < nrecv; i++) {
 		c->calls[i].conn = c;
 		c->calls[i].buf = rr_pool_get(&c->recv_pool);
 		c->calls[i].state = RR_CALL_FREE;
@@ -145,13 +188,16 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		}
 	}
 
+	/* With an SRQ a client within its grant still has at most nrecv receives
+	 * completing at once; one that overruns is closed (rr_recv_complete). */
 	ret = fab_cq_create(srv->fab, (int)(nrecv + c->sq_depth), &c->cq);
 	if (ret)
 		return ret;
 	caps.max_send_wr = c->sq_depth;
-	caps.max_recv_wr = nrecv;
+	caps.max_recv_wr = c->srq ? 0 : nrecv;
 	caps.max_send_sge = RR_SEND_SGE_PER_WR;
 	caps.max_recv_sge = 1;
+	caps.srq = c->srq ? c->srq->fsrq : NULL;
 	ret = fab_conn_create_qp(c->fc, c->cq, c->cq, &caps);
 	if (ret)
 		return ret;
@@ -163,7 +209,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 
 	/* Receives go up before the accept: the client may send at once. */
 	rr_recv_refill(c);
-	return c->posted == c->post_target ? 0 : -EIO;
+	return c->srq || c->posted == c->post_target ? 0 : -EIO;
 }
 
 void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev)
@@ -206,7 +252,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	/* Until the client's first reverse-direction Reply states its grant,
 	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
 	c->bc_grant = 1;
-	if (c->credits) {
+	/* With the shared pool a connection has no receive buffers of its own. */
+	if (c->credits && !srv->cfg.use_srq) {
 		c->recv_mem = (uint64_t)nrecv * srv->cfg.inline_size;
 		srv->recv_mem_used += c->recv_mem;
 	}
@@ -234,7 +281,10 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	param.private_data_len = sizeof(pdata);
 	param.initiator_depth = (uint8_t)c->ord;
 	param.responder_resources = 0;
-	param.rnr_retry_count = 0;
+	/* Per-connection receives: an overrun is an RNR and a disconnect, as the
+	 * Linux client expects. A shared pool may be empty for a moment even
+	 * for a client within its grant: its Sends retry until a buffer is back. */
+	param.rnr_retry_count = c->srq ? 7 : 0;
 	param.retry_count = 7;
 	ret = fab_accept(c->fc, &param);
 	if (ret) {

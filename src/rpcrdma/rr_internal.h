@@ -3,7 +3,8 @@
  * rr_internal.h - private structures of the transport engine, shared by its
  * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
  * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
- * rr_send.c (reply path and error replies), rr_pool.c (registered buffers).
+ * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
+ * rr_srq.c (the shared receive pool).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
@@ -137,7 +138,9 @@ struct rr_call_ctx {
 	struct rr_call call;		/* public part handed up */
 	struct rr_conn *conn;
 	enum rr_call_state state;
-	uint8_t *buf;			/* receive buffer (conn->recv_pool) */
+	uint8_t *buf;			/* receive buffer (conn->recv_pool or srq) */
+	struct rr_srq *srq;		/* non-NULL: buf belongs to the shared pool */
+	uint32_t srq_lkey;
 	uint32_t recv_len;
 	struct rr_pcl pcl;
 	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, big pool */
@@ -247,9 +250,46 @@ struct rr_conn {
 	_Atomic(struct rr_handoff *) offthread_sends;
 	bool disconnected;				/* fab_disconnect called */
 
+	/* Shared receive queue mode: no receive buffers of its own. */
+	struct rr_srq *srq;
+	uint32_t srq_held;		/* pool receives this conn's messages hold (lock) */
+	uint32_t srq_held_max;		/* more means the client overran its grant */
+
 	struct rr_counters st;
 	struct rr_conn *next;		/* srv->conns */
 };
+
+/* ---- shared receive pool (rr_srq.c) ---- */
+
+struct rr_srq_chunk {
+	struct rr_pool pool;		/* one registration */
+	struct rr_call_ctx *calls;
+};
+
+struct rr_srq {
+	struct rr_server *srv;
+	struct fab_srq *fsrq;
+	struct fab_pd *pd;		/* connections on another PD use their own receives */
+	uint32_t bound;			/* most receives the pool grows to */
+	uint32_t chunk;			/* the first registration; each later one doubles the pool */
+	uint32_t low_water;		/* grow when fewer stay posted */
+	bool starved;			/* fell below low_water since the last refill */
+	uint32_t nbufs;			/* registered so far (event thread) */
+	uint32_t posted;		/* (event thread) */
+	uint32_t nchunks;
+	struct rr_srq_chunk *chunks;	/* bound / chunk rounded up */
+	pthread_mutex_t lock;		/* free_calls: any thread gives back */
+	struct rr_call_ctx *free_calls;
+};
+
+/* The pool for a connection on @pd, made on first use; NULL: per-connection receives. */
+struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd);
+/* Event thread: post every free pool buffer, growing the pool when it runs low. */
+void rr_srq_refill(struct rr_server *srv);
+/* Any thread: a pool buffer is free again (posted at the next refill). */
+void rr_srq_put(struct rr_call_ctx *ctx);
+/* After the last connection is gone. */
+void rr_srq_destroy(struct rr_server *srv);
 
 /* ---- server (rr_server.c) ---- */
 
@@ -277,6 +317,8 @@ struct rr_server {
 	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
 	struct fab_pd *region_pd;
 	unsigned int nregions;
+
+	struct rr_srq *srq;		/* cfg.use_srq: the shared receive pool */
 
 	struct rr_counters st;
 };

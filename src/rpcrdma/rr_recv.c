@@ -43,6 +43,10 @@ int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
  */
 void rr_recv_refill(struct rr_conn *c)
 {
+	if (c->srq) {
+		rr_srq_refill(c->srv);
+		return;
+	}
 	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
 		struct rr_call_ctx *back = RR_CONTAINER_OF(h, struct rr_call_ctx, free_link);
 
@@ -71,6 +75,7 @@ void rr_recv_refill(struct rr_conn *c)
 void rr_call_free(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
+	struct rr_server *srv = c->srv; /* after a hand-off, c may be freed any time */
 	bool had_ref = ctx->has_ref;
 
 	for (unsigned int i = 0; i < ctx->nsinks; i++) {
@@ -82,14 +87,24 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	ctx->nsinks = 0;
 	ctx->has_ref = false;
 	ctx->queued = false;
-	ctx->state = RR_CALL_FREE;
-	if (rr_on_event_thread(c->srv)) {
+	if (ctx->srq) {
+		/* srq_held counts across threads: the one lock left on this path,
+		 * and only in the shared-pool mode. */
+		pthread_mutex_lock(&c->lock);
+		c->srq_held--;
+		pthread_mutex_unlock(&c->lock);
+		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
+		if (rr_on_event_thread(srv))
+			rr_recv_refill(c);
+		else
+			rr_server_kick(srv);
+	} else if (rr_on_event_thread(srv)) {
+		ctx->state = RR_CALL_FREE;
 		ctx->next = c->free_calls;
 		c->free_calls = ctx;
 		rr_recv_refill(c);
 	} else {
-		struct rr_server *srv = c->srv;
-
+		ctx->state = RR_CALL_FREE;
 		rr_handoff_push(&c->returned_calls, &ctx->free_link);
 		rr_server_kick(srv); /* the event thread reposts */
 	}
@@ -171,8 +186,28 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
 	enum rr_hdr_result r;
 	enum rr_hdr_action act;
+	bool overrun = false;
 
-	c->posted--; /* event thread only */
+	if (ctx->srq) {
+		/* The pool's counters are the event thread's; srq_held is shared
+		 * with rr_call_free on any thread. */
+		if (--ctx->srq->posted < ctx->srq->low_water)
+			ctx->srq->starved = true;
+		ctx->conn = c;
+		pthread_mutex_lock(&c->lock);
+		overrun = ++c->srq_held > c->srq_held_max;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		c->posted--; /* event thread only */
+	}
+	if (overrun && wc->status == FAB_WC_SUCCESS) {
+		/* Far past its grant: without an SRQ this client would have met an
+		 * RNR. Closing it returns what it holds to the others. */
+		RR_STAT_ADD(c, rnr_disconnects, 1);
+		rr_conn_close(c, "client overran its credits (shared receive queue)");
+		rr_call_free(ctx);
+		return;
+	}
 
 	if (wc->status != FAB_WC_SUCCESS) {
 		/* Close first: a QP in error flushes every receive we would

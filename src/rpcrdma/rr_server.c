@@ -61,6 +61,8 @@ static int check_config(const struct rr_config *c)
 		return -EINVAL;
 	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
 		return -EINVAL;
+	if (c->srq_depth && (c->srq_depth < RR_SRQ_MIN_DEPTH || c->srq_depth > RR_SRQ_MAX_DEPTH))
+		return -EINVAL;
 	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
 	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||
 	    c->limits.max_segs > RR_PCL_MAX_SEGS)
@@ -188,6 +190,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 err:
 	if (srv->listener)
 		fab_listener_destroy(srv->listener);
+	rr_srq_destroy(srv);
 	for (unsigned int i = 0; i < srv->nregions; i++)
 		fab_mr_dereg(srv->regions[i]);
 	if (srv->ch)
@@ -231,6 +234,8 @@ static void handle_kick(struct rr_server *srv)
 		rr_log("kick read: %s", strerror(errno));
 	/* Before the walk: work queued after this point kicks again. */
 	atomic_store(&srv->kick_pending, false);
+	/* Pool buffers given back by any connection, closing ones included. */
+	rr_srq_refill(srv);
 	/* Only this thread changes the list: no lock needed to walk it. */
 	for (c = srv->conns; c; c = c->next) {
 		/* Even when closing: queued Replies must release their calls. */
@@ -344,6 +349,7 @@ void rr_server_destroy(struct rr_server *srv)
 		close_all(srv);
 	}
 	fab_listener_destroy(srv->listener);
+	rr_srq_destroy(srv);
 	for (unsigned int i = 0; i < srv->nregions; i++)
 		fab_mr_dereg(srv->regions[i]);
 	for (unsigned int i = 0; i < srv->nbigpools; i++) {

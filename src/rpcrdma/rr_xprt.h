@@ -41,10 +41,25 @@ struct rr_config {
 	uint64_t recv_mem_budget;	/* receive-buffer bytes for all connections; 0: none */
 	uint8_t max_ord;		/* cap on RDMA Reads in flight per connection */
 	uint32_t max_conns;
+	/*
+	 * Shared receive queue (Use_SRQ): receives come from one server-wide
+	 * pool instead of 2 x credits + bc_credits + recv_batch buffers per
+	 * connection. The pool starts at RR_SRQ_START buffers and doubles
+	 * whenever fewer than a quarter of them were left posted, up to
+	 * srq_depth (0: recv_mem_budget / inline_size when a budget is set,
+	 * else RR_SRQ_DEFAULT_DEPTH); never above the budget either.
+	 */
+	bool use_srq;
+	uint32_t srq_depth;		/* 0 or RR_SRQ_MIN_DEPTH..RR_SRQ_MAX_DEPTH (SRQ_Depth) */
 	struct rr_hdr_limits limits;
 };
 
-/* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, no budget, ord 16. */
+#define RR_SRQ_START 4		/* receives registered when the first client connects */
+#define RR_SRQ_MIN_DEPTH 32
+#define RR_SRQ_DEFAULT_DEPTH 1024
+#define RR_SRQ_MAX_DEPTH 65536
+
+/* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, no budget, ord 16, no SRQ. */
 void rr_config_default(struct rr_config *cfg);
 
 /* A received RPC Call, owned by the engine; the upper layer answers it with

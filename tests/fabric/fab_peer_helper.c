@@ -30,7 +30,7 @@ static int fail(const char *what)
 int main(int argc, char **argv)
 {
 	static unsigned char region[REGION], rbuf[256], sbuf[256];
-	struct fab_qp_caps caps = {16, 16, 2, 2};
+	struct fab_qp_caps caps = {16, 16, 2, 2, NULL};
 	struct fab_conn_param cp = {0};
 	struct fab_fabric *fab;
 	struct fab_channel *ch;

@@ -217,7 +217,9 @@ struct Buf {
 
 const unsigned int kAll = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE;
 
-inline int post_one_recv(struct fab_conn *c, Buf &b, size_t off, uint32_t len, uint64_t id)
+/* One receive of b[off, off+len) to a QP's queue (c) or to an SRQ (q). */
+inline int post_one_recv_to(struct fab_conn *c, struct fab_srq *q, Buf &b, size_t off,
+			    uint32_t len, uint64_t id)
 {
 	struct fab_sge s = b.sge(off, len);
 	struct fab_recv_wr wr = {};
@@ -225,7 +227,17 @@ inline int post_one_recv(struct fab_conn *c, Buf &b, size_t off, uint32_t len, u
 	wr.wr_id = id;
 	wr.sg_list = &s;
 	wr.num_sge = 1;
-	return fab_post_recv(c, &wr, nullptr);
+	return q ? fab_post_srq_recv(q, &wr, nullptr) : fab_post_recv(c, &wr, nullptr);
+}
+
+inline int post_one_recv(struct fab_conn *c, Buf &b, size_t off, uint32_t len, uint64_t id)
+{
+	return post_one_recv_to(c, nullptr, b, off, len, id);
+}
+
+inline int post_one_srq_recv(struct fab_srq *q, Buf &b, size_t off, uint32_t len, uint64_t id)
+{
+	return post_one_recv_to(nullptr, q, b, off, len, id);
 }
 
 inline int post_one_send(struct fab_conn *c, enum fab_wr_opcode op, Buf &b, size_t off,

@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <set>
+
 #include "fabric/fab_soft.h"
 #include "fab_test_util.h"
 
@@ -27,7 +29,7 @@ class FabConf : public ::testing::Test
 	struct fab_listener *lis = nullptr;
 	struct fab_conn *sc = nullptr, *cc = nullptr;
 	struct fab_pd *pd = nullptr;
-	struct fab_qp_caps caps = {32, 32, 4, 4};
+	struct fab_qp_caps caps = {32, 32, 4, 4, nullptr};
 	std::string addr;
 	bool soft = false;
 	struct fab_cm_event s_req = {}, c_est = {};
@@ -645,6 +647,194 @@ TEST_F(FabConf, TwoConnsShareOneCq)
 	}
 	fab_conn_destroy(cc2);
 	fab_conn_destroy(sc2);
+}
+
+/* ---- shared receive queue ---- */
+
+class FabSrq : public FabConf
+{
+      protected:
+	struct fab_srq *srq = nullptr;
+	struct fab_conn *cc2 = nullptr, *sc2 = nullptr;
+
+	void TearDown() override
+	{
+		fab_conn_destroy(cc2);
+		fab_conn_destroy(sc2);
+		fab_conn_destroy(sc);
+		sc = nullptr;
+		if (srq) {
+			EXPECT_EQ(fab_srq_destroy(srq), 0) << fab_last_error();
+		}
+		FabConf::TearDown();
+	}
+
+	/* One more client connection whose server side takes receives from srq. */
+	void connect_srq(struct fab_conn **c_out, struct fab_conn **s_out, uint8_t rnr_retry)
+	{
+		struct fab_qp_caps sq = caps;
+		struct fab_conn_param p = {};
+		struct fab_cm_event ev;
+
+		p.responder_resources = 4;
+		p.initiator_depth = 4;
+		p.rnr_retry_count = rnr_retry; /* what the client's Sends to us use */
+		sq.srq = srq;
+		if (!lis)
+			listen();
+		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, &p, c_out), 0)
+		    << fab_last_error();
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+		*s_out = ev.conn;
+		ASSERT_EQ(fab_conn_create_qp(*s_out, s_scq, s_rcq, &sq), 0) << fab_last_error();
+		ASSERT_EQ(fab_accept(*s_out, &p), 0) << fab_last_error();
+		ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &ev));
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+		EXPECT_EQ(ev.conn, *s_out);
+	}
+};
+
+/* Receives posted once serve Sends from several QPs; each completion names its QP. */
+TEST_F(FabSrq, ReceivesServeSeveralQpsAndNameTheConnection)
+{
+	Buf rb, c1, c2;
+
+	ASSERT_EQ(fab_srq_create(pd, 16, 1, &srq), 0) << fab_last_error();
+	ASSERT_EQ(rb.reg(pd, 6 * 256, kAll), 0);
+	for (int i = 0; i < 6; i++)
+		ASSERT_EQ(post_one_srq_recv(srq, rb, i * 256, 256, 100 + i), 0) << fab_last_error();
+	connect_srq(&cc, &sc, 0);
+	connect_srq(&cc2, &sc2, 0);
+	ASSERT_EQ(post_one_recv(sc, rb, 0, 256, 1), -EINVAL) << "QP on an SRQ took its own receive";
+	ASSERT_EQ(c1.reg(fab_conn_pd(cc), 64, kAll), 0);
+	ASSERT_EQ(c2.reg(fab_conn_pd(cc2), 64, kAll), 0);
+	memset(c1.p(), 0x11, 64);
+	memset(c2.p(), 0x22, 64);
+	/* Interleaved: 3 from each client, in posting order per QP. */
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, c1, 0, 10 + i, 10 + i), 0);
+		ASSERT_EQ(post_one_send(cc2, FAB_WR_SEND, c2, 0, 20 + i, 20 + i), 0);
+	}
+	std::set<uint64_t> seen;
+	uint32_t next_len[2] = {10, 20};
+	for (int i = 0; i < 6; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(s_rcq, &wc));
+		ASSERT_EQ(wc.status, FAB_WC_SUCCESS);
+		EXPECT_EQ(wc.opcode, FAB_WC_RECV);
+		ASSERT_GE(wc.wr_id, 100u);
+		ASSERT_LT(wc.wr_id, 106u);
+		EXPECT_TRUE(seen.insert(wc.wr_id).second) << "receive completed twice";
+		uint8_t who = rb.p()[(wc.wr_id - 100) * 256];
+		ASSERT_TRUE(who == 0x11 || who == 0x22);
+		EXPECT_EQ(wc.conn, who == 0x11 ? sc : sc2) << "completion names the wrong QP";
+		EXPECT_EQ(wc.byte_len, next_len[who == 0x22]++) << "out of order on one QP";
+	}
+	for (int i = 0; i < 6; i++) {
+		struct fab_wc wc;
+
+		ASSERT_TRUE(wait_wc(c_scq, &wc));
+		EXPECT_EQ(wc.status, FAB_WC_SUCCESS) << "send " << wc.wr_id;
+	}
+	EXPECT_TRUE(cq_quiet(s_rcq, 50));
+}
+
+/* rnr_retry 7: a Send finding the SRQ empty waits, then lands once one is posted. */
+TEST_F(FabSrq, EmptySrqWithRnrRetryDelaysThenDelivers)
+{
+	Buf rb, cb;
+
+	ASSERT_EQ(fab_srq_create(pd, 4, 1, &srq), 0) << fab_last_error();
+	ASSERT_EQ(rb.reg(pd, 4096, kAll), 0);
+	connect_srq(&cc, &sc, 7);
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	cb.fill(4);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 128, 1), 0);
+	EXPECT_TRUE(cq_quiet(c_scq, 60)) << "Send completed with no receive posted";
+	EXPECT_TRUE(cq_quiet(s_rcq, 1));
+	ASSERT_EQ(post_one_srq_recv(srq, rb, 0, 4096, 2), 0);
+	struct fab_wc wc;
+	expect_wc(s_rcq, 2, FAB_WC_SUCCESS, &wc);
+	EXPECT_EQ(wc.conn, sc);
+	expect_wc(c_scq, 1, FAB_WC_SUCCESS);
+	EXPECT_EQ(memcmp(rb.p(), cb.p(), 128), 0);
+}
+
+/* rnr_retry 0: an empty SRQ fails the sender exactly as an empty per-QP queue does. */
+TEST_F(FabSrq, EmptySrqWithRnrRetryZeroFailsTheSender)
+{
+	Buf rb, cb;
+
+	ASSERT_EQ(fab_srq_create(pd, 4, 1, &srq), 0) << fab_last_error();
+	ASSERT_EQ(rb.reg(pd, 4096, kAll), 0);
+	connect_srq(&cc, &sc, 0);
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 64, 1), 0);
+	expect_wc(c_scq, 1, FAB_WC_RNR_RETRY_EXC_ERR);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 64, 2), 0);
+	expect_wc(c_scq, 2, FAB_WC_WR_FLUSH_ERR);
+	/* The SRQ is not the failed QP's: a receive posted now stays for others. */
+	ASSERT_EQ(post_one_srq_recv(srq, rb, 0, 4096, 3), 0);
+	EXPECT_TRUE(cq_quiet(s_rcq, 50)) << "an SRQ receive was flushed by one QP's error";
+}
+
+/*
+ * Tearing one connection down leaves the SRQ's receives posted for the
+ * others; destroy refuses while a QP is attached and, once none is, discards
+ * what is still posted without completions.
+ */
+TEST_F(FabSrq, TeardownKeepsReceivesAndDestroyDiscardsThem)
+{
+	Buf rb, cb;
+	struct fab_cm_event ev;
+
+	ASSERT_EQ(fab_srq_create(pd, 8, 1, &srq), 0) << fab_last_error();
+	ASSERT_EQ(rb.reg(pd, 4 * 512, kAll), 0);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(post_one_srq_recv(srq, rb, i * 512, 512, 50 + i), 0);
+	connect_srq(&cc, &sc, 0);
+	connect_srq(&cc2, &sc2, 0);
+	ASSERT_EQ(fab_disconnect(sc), 0);
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DISCONNECTED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	fab_conn_destroy(sc);
+	sc = nullptr;
+	EXPECT_TRUE(cq_quiet(s_rcq, 50)) << "SRQ receives flushed by one connection's teardown";
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc2), 512, kAll), 0);
+	ASSERT_EQ(post_one_send(cc2, FAB_WR_SEND, cb, 0, 100, 7), 0);
+	struct fab_wc wc;
+	expect_wc(s_rcq, 50, FAB_WC_SUCCESS, &wc);
+	EXPECT_EQ(wc.conn, sc2);
+	expect_wc(c_scq, 7, FAB_WC_SUCCESS);
+	EXPECT_EQ(fab_srq_destroy(srq), -EBUSY) << "destroyed under an attached QP";
+	fab_conn_destroy(sc2);
+	sc2 = nullptr;
+	ASSERT_EQ(fab_srq_destroy(srq), 0) << fab_last_error();
+	srq = nullptr;
+	EXPECT_TRUE(cq_quiet(s_rcq, 50)) << "destroy completed discarded receives";
+}
+
+/* Depth is a hard bound; bad receives are refused at post time. */
+TEST_F(FabSrq, DepthAndBadReceivesAreRefused)
+{
+	Buf rb;
+
+	ASSERT_EQ(fab_srq_create(pd, 2, 1, &srq), 0) << fab_last_error();
+	ASSERT_EQ(rb.reg(pd, 4096, kAll), 0);
+	ASSERT_EQ(post_one_srq_recv(srq, rb, 0, 100, 1), 0);
+	ASSERT_EQ(post_one_srq_recv(srq, rb, 100, 100, 2), 0);
+	struct fab_srq *none = nullptr;
+	EXPECT_EQ(fab_srq_create(pd, 0, 1, &none), -EINVAL);
+	EXPECT_EQ(none, nullptr);
+	if (!soft)
+		return; /* devices may round an SRQ's depth and SGE count up */
+	EXPECT_EQ(post_one_srq_recv(srq, rb, 200, 100, 3), -ENOMEM) << "posted past the depth";
+	struct fab_sge sg[2] = {rb.sge(0, 10), rb.sge(10, 10)};
+	struct fab_recv_wr wr = {};
+	wr.sg_list = sg;
+	wr.num_sge = 2; /* the SRQ takes one SGE */
+	EXPECT_EQ(fab_post_srq_recv(srq, &wr, nullptr), -EINVAL);
 }
 
 TEST_F(FabConf, StatsCountReceivesAndRegistrations)

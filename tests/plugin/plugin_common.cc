@@ -5,6 +5,8 @@
 
 #include <atomic>
 
+#include <thread>
+
 namespace rrplug
 {
 
@@ -99,6 +101,45 @@ double PluginTest::stat(const std::string &key)
 	double v = j.at("global." + key);
 	EXPECT_GE(v, 0) << "global." << key << " missing from the stats socket";
 	return v;
+}
+
+std::vector<std::string> PluginTest::parallel_write_read(const std::vector<nfsc::Fh> &files,
+							  int rounds)
+{
+	using nfsc::Ddp;
+	std::vector<std::string> errs(files.size());
+	std::vector<std::thread> th;
+
+	for (size_t i = 0; i < files.size(); i++)
+		th.emplace_back([&, i] {
+			std::string err;
+			auto t = nfsc::RdmaTransport::connect(srv->rdma_addr, &err);
+			if (!t) {
+				errs[i] = err;
+				return;
+			}
+			t->policy.call_ddp = i % 2 ? Ddp::ALWAYS : Ddp::AUTO;
+			t->policy.reply_ddp = i % 3 ? Ddp::ALWAYS : Ddp::AUTO;
+			nfsc::Nfs3 c(*t);
+			for (int r = 0; r < rounds; r++) {
+				nfsc::Bytes data =
+				    nfsc::test_data(1000 + 37000 * r + i, uint32_t(i * 100 + r));
+				nfsc::Bytes back;
+				bool eof;
+				if (c.write(files[i], 0, data) ||
+				    c.read(files[i], 0, uint32_t(data.size()), &back, &eof)) {
+					errs[i] = c.err();
+					return;
+				}
+				if (nfsc::crc32c(back) != nfsc::crc32c(data)) {
+					errs[i] = "checksum mismatch in round " + std::to_string(r);
+					return;
+				}
+			}
+		});
+	for (auto &x : th)
+		x.join();
+	return errs;
 }
 
 std::string PluginTest::unique(const std::string &prefix)

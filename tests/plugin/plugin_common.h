@@ -36,6 +36,14 @@ class PluginTest : public ::testing::Test
 	/* global.<key> from the stats socket; -1 when there is no stats socket */
 	double stat(const std::string &key);
 	static std::string unique(const std::string &prefix);
+	/*
+	 * One RDMA client per file, all at once, each with a connection of its
+	 * own: @rounds WRITEs of growing sizes, each READ back and checksummed
+	 * (client i mixes DDP policies by i). Returns each client's error, ""
+	 * when all its rounds passed.
+	 */
+	static std::vector<std::string> parallel_write_read(const std::vector<nfsc::Fh> &files,
+							    int rounds);
 
 	static GaneshaOptions options;
 	static std::unique_ptr<GaneshaServer> srv;

@@ -520,44 +520,12 @@ TEST_F(Robust, FaultyCallsAnsweredConnectionSurvives)
 TEST_F(Robust, ParallelRdmaClients)
 {
 	const int nthreads = 6, rounds = 15;
-	std::atomic<int> ok{0};
-	std::vector<std::string> errs(nthreads);
 	std::vector<Fh> files(nthreads);
 	for (int i = 0; i < nthreads; i++)
 		NFS_OK(*tc, tc->create(dir, "par" + std::to_string(i), 0644, &files[i]));
-	std::vector<std::thread> th;
-	for (int i = 0; i < nthreads; i++)
-		th.emplace_back([&, i] {
-			std::string err;
-			auto t = RdmaTransport::connect(srv->rdma_addr, &err);
-			if (!t) {
-				errs[i] = err;
-				return;
-			}
-			t->policy.call_ddp = i % 2 ? Ddp::ALWAYS : Ddp::AUTO;
-			t->policy.reply_ddp = i % 3 ? Ddp::ALWAYS : Ddp::AUTO;
-			Nfs3 c(*t);
-			for (int r = 0; r < rounds; r++) {
-				Bytes data = test_data(1000 + 37000 * r + i, uint32_t(i * 100 + r));
-				Bytes back;
-				bool eof;
-				if (c.write(files[i], 0, data) ||
-				    c.read(files[i], 0, uint32_t(data.size()), &back, &eof)) {
-					errs[i] = c.err();
-					return;
-				}
-				if (crc32c(back) != crc32c(data)) {
-					errs[i] = "checksum mismatch in round " + std::to_string(r);
-					return;
-				}
-				ok++;
-			}
-		});
-	for (auto &x : th)
-		x.join();
+	auto errs = parallel_write_read(files, rounds);
 	for (int i = 0; i < nthreads; i++)
 		EXPECT_EQ(errs[i], "") << "client " << i;
-	EXPECT_EQ(ok, nthreads * rounds);
 }
 
 /* Counters from the stats socket across a batch of same-sized I/Os. */

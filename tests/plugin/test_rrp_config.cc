@@ -51,6 +51,8 @@ TEST(RrpConfig, DefaultsMatchTheSample)
 	EXPECT_EQ(c.inline_threshold, 4096u);
 	EXPECT_EQ(c.max_connections, 1024u);
 	EXPECT_EQ(c.recv_mem_budget, 0u);
+	EXPECT_FALSE(c.use_srq);
+	EXPECT_EQ(c.srq_depth, 0u);
 	EXPECT_EQ(c.max_ord, 16u);
 	EXPECT_EQ(c.workers, 8u);
 	EXPECT_EQ(c.payload_pool_mb, 80u);
@@ -77,6 +79,8 @@ rdma {
 	Inline_Threshold = 8192;
 	Max_Connections = 10;
 	Receive_Memory_Budget = 64M;
+	use_srq = TRUE;
+	SRQ_Depth = 4096;
 	Max_RDMA_Read_Depth = 4;
 	Worker_Threads = 3;
 	Payload_Pool_MB = 0;
@@ -95,6 +99,8 @@ rdma {
 	EXPECT_EQ(c.inline_threshold, 8192u);
 	EXPECT_EQ(c.max_connections, 10u);
 	EXPECT_EQ(c.recv_mem_budget, 64ull << 20);
+	EXPECT_TRUE(c.use_srq);
+	EXPECT_EQ(c.srq_depth, 4096u);
 	EXPECT_EQ(c.max_ord, 4u);
 	EXPECT_EQ(c.workers, 3u);
 	EXPECT_EQ(c.payload_pool_mb, 0u);
@@ -137,6 +143,9 @@ TEST(RrpConfig, BadValuesAreNamedKeyByKey)
 		{"Receive_Memory_Budget = 12Q;", "Receive_Memory_Budget"},
 		{"Fabric = infiniband;", "Fabric"},
 		{"Enable = maybe;", "Enable"},
+		{"Use_SRQ = perhaps;", "Use_SRQ"},
+		{"SRQ_Depth = 16;", "SRQ_Depth"}, /* below one growth step */
+		{"SRQ_Depth = 65537;", "SRQ_Depth"},
 		{"Credit = 4;", "Credit"}, /* a misspelt key is not silently ignored */
 	};
 	for (const Bad &b : rows) {

@@ -624,7 +624,7 @@ static void on_term(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] "
-			"[--recv-mem BYTES]\n");
+			"[--recv-mem BYTES] [--srq 0|1] [--srq-depth N]\n");
 	return 2;
 }
 
@@ -661,6 +661,10 @@ int main(int argc, char **argv)
 			cfg.max_conns = (uint32_t)v;
 		else if (!strcmp(argv[i], "--recv-mem"))
 			cfg.recv_mem_budget = v;
+		else if (!strcmp(argv[i], "--srq"))
+			cfg.use_srq = v != 0;
+		else if (!strcmp(argv[i], "--srq-depth"))
+			cfg.srq_depth = (uint32_t)v;
 		else
 			return usage();
 	}

@@ -129,7 +129,7 @@ class Fake {
 				if (ev.type != FAB_CM_CONNECT_REQUEST || conn_)
 					continue;
 				conn_ = ev.conn;
-				fab_qp_caps caps = {64, kRecvs, 2, 1};
+				fab_qp_caps caps = {64, kRecvs, 2, 1, nullptr};
 				fab_conn_create_qp(conn_, cq_, cq_, &caps);
 				for (uint32_t i = 0; i < kRecvs; i++)
 					post_recv(i);

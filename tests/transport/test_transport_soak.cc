@@ -198,15 +198,24 @@ static void drive(Requester *q, unsigned seed, std::chrono::steady_clock::time_p
 			return;
 }
 
-class Soak : public TransportTest {
+/* Per-connection receives, and a shared receive queue smaller than the
+ * connections' grants together (their bursts wait out RNRs). */
+class Soak : public TransportTest, public ::testing::WithParamInterface<bool> {
       protected:
 	Soak()
 	{
 		sopts.args = {"--credits", "16"};
+		if (GetParam())
+			sopts.args.insert(sopts.args.end(), {"--srq", "1", "--srq-depth", "32"});
 	}
 };
 
-TEST_F(Soak, ConnectionsTimesFullCreditsRandomShapes)
+INSTANTIATE_TEST_SUITE_P(Receives, Soak, ::testing::Values(false, true),
+			 [](const ::testing::TestParamInfo<bool> &i) {
+				 return std::string(i.param ? "SharedQueue" : "PerConnection");
+			 });
+
+TEST_P(Soak, ConnectionsTimesFullCreditsRandomShapes)
 {
 	const char *env = getenv("RR_SOAK_SECONDS");
 	int secs = env ? atoi(env) : 3;
@@ -292,7 +301,7 @@ static void churn(const std::string &addr, unsigned seed, std::chrono::steady_cl
 	}
 }
 
-TEST_F(Soak, StableConnectionsUnaffectedByChurn)
+TEST_P(Soak, StableConnectionsUnaffectedByChurn)
 {
 	const char *env = getenv("RR_SOAK_SECONDS");
 	int secs = env ? atoi(env) : 3;

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine with a shared receive queue (rr_config.use_srq): many
+ * connections draw receives from one pool with an explicit bound. Bursts
+ * beyond the pool slow senders (RNR retries) instead of disconnecting them,
+ * every call is answered within each connection's own grant, teardown gives
+ * every buffer back to the pool, and a client that overruns its grant loses
+ * only its own connection.
+ */
+#include "transport/rr_transport_fixture.h"
+
+using namespace rrtest;
+
+namespace {
+
+constexpr uint32_t kPool = 64;		/* --srq-depth: 4 doubled four times */
+constexpr uint32_t kInline = 4096;	/* the server's default */
+
+class Srq : public TransportTest {
+      protected:
+	std::mt19937 rng{8166};
+
+	Srq()
+	{
+		sopts.args = {"--srq", "1", "--srq-depth", std::to_string(kPool), "--credits", "32"};
+	}
+
+	/* Every connection at its full grant of ECHOs at once, then every reply checked. */
+	void burst(const std::vector<Requester *> &qs)
+	{
+		std::vector<std::vector<std::pair<uint32_t, std::vector<uint8_t>>>> inflight(
+		    qs.size());
+
+		for (size_t k = 0; k < qs.size(); k++) {
+			uint32_t g = qs[k]->grant();
+
+			for (uint32_t i = 0; i < g; i++) {
+				auto d = random_bytes(rng, 100 + rng() % 1500);
+				TestCall c = call_data(qs[k]->next_xid(), RRT_PROC_ECHO, d);
+				/* -EAGAIN here would mean we went past the grant. */
+				ASSERT_GE(qs[k]->post(c.rpc, CallSpec()), 0) << "connection " << k;
+				inflight[k].push_back({c.xid, d});
+			}
+			EXPECT_LE(qs[k]->outstanding(), g);
+		}
+		for (size_t k = 0; k < qs.size(); k++) {
+			for (auto &p : inflight[k]) {
+				Reply r;
+				ASSERT_TRUE(qs[k]->wait(p.first, &r, 20000))
+				    << "connection " << k << ": " << qs[k]->last_error();
+				EXPECT_TRUE(opaque_result(r, p.first, p.second));
+				EXPECT_GE(r.credits, 1u);
+				EXPECT_LE(r.credits, 32u);
+			}
+		}
+	}
+
+	/* Wait until the upper layer has seen @n calls in all. */
+	bool wait_calls(uint64_t n)
+	{
+		for (int i = 0; i < 200; i++) {
+			if (srv.stats()["ul_calls"] >= n)
+				return true;
+			usleep(20000);
+		}
+		return false;
+	}
+};
+
+/* 16 connections x 32 credits = 512 calls at once against a pool of 64. */
+TEST_F(Srq, BurstsBeyondThePoolSlowSendersButAreAllAnswered)
+{
+	std::vector<Requester *> qs;
+	for (int i = 0; i < 16; i++) {
+		Requester *q = connect();
+		ASSERT_NE(q, nullptr);
+		ASSERT_TRUE(ping(q));
+		EXPECT_EQ(q->grant(), 32u) << "the grant follows Credits, not the pool";
+		qs.push_back(q);
+	}
+	for (int round = 0; round < 3; round++) {
+		burst(qs);
+		if (HasFatalFailure())
+			return;
+	}
+	for (auto *q : qs)
+		EXPECT_TRUE(q->connected());
+	auto st = srv.stats();
+	EXPECT_EQ(st["rnr_disconnects"], 0u);
+	EXPECT_EQ(st["disconnects"], 0u);
+	EXPECT_EQ(st["conns_active"], 16u);
+	/* The pool grew to its bound and no further; connections own none. */
+	EXPECT_EQ(st["recv_mem_bytes"], uint64_t(kPool) * kInline);
+}
+
+/* Idle connections add no receive memory: the pool is the same for 1 and 24. */
+TEST_F(Srq, IdleConnectionsAddNoReceiveMemory)
+{
+	Requester *first = connect();
+	ASSERT_NE(first, nullptr);
+	ASSERT_TRUE(ping(first));
+	uint64_t one = srv.stats()["recv_mem_bytes"];
+	EXPECT_GT(one, 0u);
+	EXPECT_LE(one, uint64_t(kPool) * kInline);
+	for (int i = 0; i < 23; i++) {
+		Requester *q = connect();
+		ASSERT_NE(q, nullptr);
+		ASSERT_TRUE(ping(q));
+	}
+	EXPECT_EQ(srv.stats()["recv_mem_bytes"], one);
+	/* Per-connection mode would hold (2 x 32 + 2 + 8) buffers for each. */
+	EXPECT_LT(one, 24ull * (2 * 32 + 2 + 8) * kInline / 10);
+}
+
+/*
+ * Each round a connection holds 32 pool buffers with calls that are never
+ * answered, then goes away: half the pool. A buffer not given back at
+ * teardown would leave the third round's calls without receives for ever.
+ */
+TEST_F(Srq, TeardownUnderLoadGivesEveryBufferBack)
+{
+	Requester *keep = connect();
+	ASSERT_NE(keep, nullptr);
+	ASSERT_TRUE(ping(keep));
+	uint64_t calls = srv.stats()["ul_calls"];
+	for (int round = 0; round < 8; round++) {
+		std::string err;
+		RequesterOptions o;
+		o.addr = srv.addr();
+		auto a = Requester::connect(o, &err);
+		ASSERT_TRUE(a) << err;
+		ASSERT_TRUE(ping(a.get())); /* the reply brings the real grant */
+		calls++;
+		ASSERT_EQ(a->grant(), 32u);
+		for (uint32_t i = 0; i < a->grant(); i++)
+			ASSERT_GE(a->post(call_hold(a->next_xid()).rpc, CallSpec()), 0);
+		/* Some rounds leave before the calls even arrived. */
+		if (round % 2 == 0) {
+			calls += a->grant();
+			ASSERT_TRUE(wait_calls(calls)) << "round " << round << ": calls never arrived";
+		}
+		a->disconnect();
+		a.reset();
+		EXPECT_TRUE(ping(keep)) << "round " << round;
+		if (round % 2 == 1)
+			calls = srv.stats()["ul_calls"];
+		else
+			calls++;
+	}
+	burst({keep});
+	EXPECT_EQ(srv.stats()["recv_mem_bytes"], uint64_t(kPool) * kInline);
+}
+
+class SrqHostile : public Srq {
+      protected:
+	SrqHostile()
+	{
+		sopts.args = {"--srq", "1", "--srq-depth", std::to_string(kPool), "--credits", "8"};
+	}
+};
+
+/*
+ * A client that sends far past its grant (calls that are never answered, so
+ * each keeps a pool buffer) is closed once it holds more than a connection
+ * of its grant could; the others are delayed at most, never disconnected.
+ */
+TEST_F(SrqHostile, OverrunClosesOnlyThatConnection)
+{
+	Requester *bad = connect();
+	Requester *good = connect();
+	ASSERT_TRUE(bad && good);
+	ASSERT_TRUE(ping(bad));
+	ASSERT_TRUE(ping(good));
+	CallSpec force;
+	force.force = true;
+	int sent = 0;
+	for (int i = 0; i < 200 && bad->connected(); i++) {
+		if (bad->post(call_hold(bad->next_xid()).rpc, force) < 0)
+			break;
+		sent++;
+		bad->progress(0);
+	}
+	EXPECT_TRUE(bad->wait_disconnected(10000))
+	    << "sent " << sent << " HOLD calls on a grant of 8; still connected";
+	bad->disconnect();
+	burst({good});
+	EXPECT_TRUE(good->connected());
+	Requester *fresh = connect();
+	ASSERT_NE(fresh, nullptr);
+	burst({good, fresh});
+	auto st = srv.stats();
+	EXPECT_GE(st["rnr_disconnects"], 1u) << "the overrun was not counted";
+	EXPECT_EQ(st["disconnects"], 1u) << "only the overrunning connection goes";
+}
+
+} // namespace
