@@ -156,8 +156,10 @@ if "idle" in split and "idle" in runs:
           "figures are this run's, NULL unless named):")
         p("")
         p("- The engine's fixed cost per call (`rpcrdma`): no connection lock is taken per call "
-          "any more (the send queue, receive refill and free lists are the event thread's; "
-          "other threads hand Replies and released calls over on lock-free stacks), so what "
+          "any more with per-connection receives (the shared-receive-queue mode keeps one for "
+          "its per-connection count): the send queue, receive refill and free lists are the "
+          "event thread's, and "
+          "other threads hand Replies and released calls over on lock-free stacks, so what "
           "is left is the hand-off itself and the work. Each call wakes the event thread three "
           "times - its receive completion, the worker's Reply, the Send completion - each an "
           f"`epoll_wait` plus a CQ poll and re-arm (`event_thread` {f('null', 'event_thread')}, "
@@ -187,9 +189,10 @@ if "idle" in split and "idle" in runs:
           f"{f('read4k', 'class_put')}, rrp_payload.c), a second encode buffer around the "
           f"by-reference payload (`enc_newbuf` {f('read4k', 'enc_newbuf')}) and the DRC "
           f"checksum ganesha asks for (`x_checksum` {f('read4k', 'x_checksum')}).")
-        p(f"- Payload copies: READ data is bounced into registered memory (`stream_copy`, "
-          f"{f('read1m', 'stream_copy')}/op at 1 MiB: the whole payload, matching "
-          "payload_copies in C); WRITE data is copied out of the registered Read-chunk buffer "
+        p(f"- Payload copies: READ data goes by reference - the plugin's registered payload "
+          "pool is where nfs3_read's buffer comes from, so the RDMA Write takes it in place "
+          f"(`stream_copy`, {f('read1m', 'stream_copy')}/op at 1 MiB, copies only the inline "
+          "part of the Reply); WRITE data is copied out of the registered Read-chunk buffer "
           f"by the plugin's XDR decoder (`dec_getbytes`, {f('write1m', 'dec_getbytes')}/op at "
           "1 MiB; the plugin's `decode_copy_bytes` counter shows it). ganesha 4.3 decodes "
           "WRITE3args/WRITE4args data with `xdr_bytes` (ntirpc's `mem_alloc` then "
