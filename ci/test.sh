@@ -15,6 +15,9 @@ if [ "${RPCRDMA_SKIP_DEPS:-0}" != 1 ]; then
 	# delegation-recall tests (tests/backchannel/test_delegation.cc) must run,
 	# never skip
 	export RR_BC_REQUIRE_DELEG=1
+	# a fresh machine of our own: the package test may install and purge
+	# the .deb (ci/package-test.sh; it skips everywhere else)
+	export RPCRDMA_PACKAGE_TEST=1
 fi
 
 echo "== gcc build + ctest"
