@@ -22,7 +22,6 @@
 
 struct rrp_plugin rrp = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.cond = PTHREAD_COND_INITIALIZER,
 };
 
 static bool config_loaded;
@@ -76,6 +75,11 @@ uint16_t rrp_plugin_nfs_port(void)
 	return rrp.cfg.nfs_port;
 }
 
+/*
+ * A worker sleeps on the semaphore, which counts queued items: the queue
+ * lock is held only to unlink one, and a producer wakes a sleeper with one
+ * sem_post (no condition variable round trip on either side).
+ */
 static void *worker(void *arg)
 {
 	(void)arg;
@@ -83,23 +87,24 @@ static void *worker(void *arg)
 		struct rrp_work *w;
 		bool heap;
 
+		while (sem_wait(&rrp.ready) && errno == EINTR)
+			;
 		pthread_mutex_lock(&rrp.lock);
-		while (!rrp.head && !rrp.stopping)
-			pthread_cond_wait(&rrp.cond, &rrp.lock);
-		if (!rrp.head) {
-			pthread_mutex_unlock(&rrp.lock);
-			return NULL;
-		}
 		w = rrp.head;
-		rrp.head = w->next;
-		if (!rrp.head)
-			rrp.tail = NULL;
+		if (w) {
+			rrp.head = w->next;
+			if (!rrp.head)
+				rrp.tail = NULL;
+		}
 		pthread_mutex_unlock(&rrp.lock);
+		if (!w)
+			continue; /* not reached: one post per queued item */
 		heap = w->heap; /* fn may recycle the owner of an embedded w */
 		w->fn(w->arg);
 		if (heap)
 			free(w);
 	}
+	return NULL;
 }
 
 static enum xprt_stat listener_stat(SVCXPRT *xprt)
@@ -193,6 +198,10 @@ void rrp_plugin_start(void)
 	rrp.listener.xp_fd = -1;
 
 	payload_pool_init();
+	if (sem_init(&rrp.ready, 0, 0)) {
+		rrp_log("worker pool: %s: RDMA not served", strerror(errno));
+		return;
+	}
 	rrp.nworkers = rrp.cfg.workers;
 	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)
@@ -222,8 +231,8 @@ void rrp_queue_work(struct rrp_work *w)
 	else
 		rrp.head = w;
 	rrp.tail = w;
-	pthread_cond_signal(&rrp.cond);
 	pthread_mutex_unlock(&rrp.lock);
+	sem_post(&rrp.ready);
 }
 
 bool rrp_queue_fn(void (*fn)(void *arg), void *arg)

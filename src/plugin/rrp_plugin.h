@@ -8,6 +8,7 @@
 #define RPCRDMA_RRP_PLUGIN_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 
 #include <rpc/svc.h>
@@ -29,10 +30,9 @@ struct rrp_plugin {
 	SVCXPRT listener;		/* xp_parent of our transports */
 	struct xp_ops listener_ops;
 
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_mutex_t lock;		/* head, tail */
+	sem_t ready;			/* one post per queued item */
 	struct rrp_work *head, *tail;
-	bool stopping;
 	pthread_t *workers;
 	unsigned int nworkers;
 

@@ -266,8 +266,7 @@ static bool enc_newbuf(XDR *x)
 		return false;
 	}
 	s = &e->seg[e->nseg];
-	s->base = e->keep ? e->keep : enc_buf_get();
-	e->keep = NULL;
+	s->base = e->nkeep ? e->keep[--e->nkeep] : enc_buf_get();
 	if (!s->base) {
 		e->failed = true;
 		return false;
@@ -385,7 +384,7 @@ static const struct xdr_ops enc_ops = {
 	.x_allochdrs = no_allochdrs,
 };
 
-/* An empty stream; its first buffer is @e->keep when there is one. Only the
+/* An empty stream; its buffers come from @e->keep while there are any. Only the
  * header is cleared: segments are written before they are read. */
 static int enc_open(struct rrp_xdr_enc *e)
 {
@@ -399,7 +398,7 @@ static int enc_open(struct rrp_xdr_enc *e)
 
 int rrp_xdr_enc_init(struct rrp_xdr_enc *e)
 {
-	e->keep = NULL;
+	e->nkeep = 0;
 	return enc_open(e);
 }
 
@@ -418,15 +417,15 @@ int rrp_xdr_enc_iov(struct rrp_xdr_enc *e, struct iovec *iov)
 	return n;
 }
 
-/* Give back what the stream holds; with @keep_one, its first own buffer
- * stays in e->keep for the next stream. */
-static void enc_release(struct rrp_xdr_enc *e, bool keep_one)
+/* Give back what the stream holds; with @keep, up to RRP_ENC_KEEP own
+ * buffers stay in e->keep for the next stream (in the order they were used). */
+static void enc_release(struct rrp_xdr_enc *e, bool keep)
 {
-	for (int i = 0; i < e->nseg; i++) {
+	for (int i = e->nseg - 1; i >= 0; i--) {
 		struct rrp_enc_seg *s = &e->seg[i];
 
-		if (s->cap && keep_one && !e->keep)
-			e->keep = s->base;
+		if (s->cap && keep && e->nkeep < RRP_ENC_KEEP)
+			e->keep[e->nkeep++] = s->base;
 		else if (s->cap)
 			enc_buf_put(s->base);
 		else if (s->uio && s->uio->uio_release)
@@ -439,9 +438,8 @@ static void enc_release(struct rrp_xdr_enc *e, bool keep_one)
 void rrp_xdr_enc_fini(struct rrp_xdr_enc *e)
 {
 	enc_release(e, false);
-	if (e->keep)
-		enc_buf_put(e->keep);
-	e->keep = NULL;
+	while (e->nkeep)
+		enc_buf_put(e->keep[--e->nkeep]);
 }
 
 int rrp_xdr_enc_recycle(struct rrp_xdr_enc *e)

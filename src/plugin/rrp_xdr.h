@@ -21,6 +21,7 @@
 #define RRP_DEC_MAX_IOV 64
 #define RRP_ENC_MAX_SEG 32
 #define RRP_ENC_BUF 8192
+#define RRP_ENC_KEEP 2
 
 struct rrp_xdr_dec {
 	XDR xdrs;			/* first: ntirpc sees only this */
@@ -47,7 +48,10 @@ struct rrp_xdr_enc {
 	int nseg;
 	struct rrp_enc_seg seg[RRP_ENC_MAX_SEG];
 	bool failed;
-	void *keep;			/* own buffer kept for the next stream */
+	/* Own buffers kept for the next stream: a READ Reply uses two (before
+	 * and after its payload), which then skip the shared cache's lock. */
+	void *keep[RRP_ENC_KEEP];
+	int nkeep;
 };
 
 /* Decode over @iov (not copied: must outlive the stream). */
@@ -58,8 +62,8 @@ int rrp_xdr_enc_init(struct rrp_xdr_enc *enc);
 /* The encoded Reply as iovecs (at most RRP_ENC_MAX_SEG); returns the count. */
 int rrp_xdr_enc_iov(struct rrp_xdr_enc *enc, struct iovec *iov);
 void rrp_xdr_enc_fini(struct rrp_xdr_enc *enc);
-/* Release like fini, but keep one buffer and start a new, empty stream over
- * it (objects recycled per request allocate nothing in steady state). */
+/* Release like fini, but keep up to RRP_ENC_KEEP buffers and start a new,
+ * empty stream over them (objects recycled per request allocate nothing in steady state). */
 int rrp_xdr_enc_recycle(struct rrp_xdr_enc *enc);
 
 #endif

@@ -60,24 +60,27 @@ struct rrp_req {
 /* Enough for every credit of a few busy connections; beyond, freed. */
 #define RRP_REQ_FREE_MAX 256
 
-static pthread_mutex_t req_free_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rrp_req *req_free;
-static unsigned int req_nfree;
+/*
+ * Free requests: any thread gives one back with a lock-free push; requests
+ * are taken only in up_call, on an engine event thread, which moves the
+ * whole stack to a list of its own (exchange, so no ABA) and pops from that.
+ */
+static _Atomic(struct rrp_req *) req_returned;
+static atomic_uint req_nfree;		/* on the stack or a thread's list */
+static _Thread_local struct rrp_req *req_mine;
 
 static void rrp_process(void *arg);
 
 static struct rrp_req *req_get(void)
 {
-	struct rrp_req *rq;
+	struct rrp_req *rq = req_mine;
 
-	pthread_mutex_lock(&req_free_lock);
-	rq = req_free;
+	if (!rq)
+		rq = atomic_exchange_explicit(&req_returned, NULL, memory_order_acquire);
 	if (rq) {
-		req_free = rq->next_free;
-		req_nfree--;
-	}
-	pthread_mutex_unlock(&req_free_lock);
-	if (!rq) {
+		req_mine = rq->next_free;
+		atomic_fetch_sub_explicit(&req_nfree, 1, memory_order_relaxed);
+	} else {
 		/* Not zeroed: the ULB scan initialises its part, and only if needed. */
 		rq = malloc(sizeof(*rq));
 		if (!rq)
@@ -100,20 +103,21 @@ static struct rrp_req *req_get(void)
 
 static void req_put(struct rrp_req *rq)
 {
+	struct rrp_req *top;
+
 	if (atomic_fetch_sub(&rq->holds, 1) != 1)
 		return;
-	pthread_mutex_lock(&req_free_lock);
-	if (req_nfree < RRP_REQ_FREE_MAX) {
-		rq->next_free = req_free;
-		req_free = rq;
-		req_nfree++;
-		rq = NULL;
-	}
-	pthread_mutex_unlock(&req_free_lock);
-	if (rq) {
+	if (atomic_fetch_add_explicit(&req_nfree, 1, memory_order_relaxed) >= RRP_REQ_FREE_MAX) {
+		atomic_fetch_sub_explicit(&req_nfree, 1, memory_order_relaxed);
 		rrp_xdr_enc_fini(&rq->enc);
 		free(rq);
+		return;
 	}
+	top = atomic_load_explicit(&req_returned, memory_order_relaxed);
+	do
+		rq->next_free = top;
+	while (!atomic_compare_exchange_weak_explicit(&req_returned, &top, rq,
+						      memory_order_release, memory_order_relaxed));
 }
 
 static struct rrp_xprt *XP(SVCXPRT *xprt)
@@ -160,6 +164,16 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	}
 	atomic_fetch_add(&rrp.dropped, 1);
 	return XPRT_IDLE;
+}
+
+/* Add the Call bytes the decoder copied so far to the plugin's counter;
+ * done before the Reply goes, so a client that reads the counter after
+ * its answer sees its own Call counted. */
+static void count_decode_copies(struct rrp_xdr_dec *dec)
+{
+	if (dec->copied)
+		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
+	dec->copied = 0;
 }
 
 /* The engine is done with the Reply's buffers: ready the stream for reuse. */
@@ -225,6 +239,7 @@ static enum xprt_stat x_reply(struct svc_req *req)
 		goto fail;
 	n = rrp_xdr_enc_iov(enc, iov);
 	plan_reply(rq, iov, n, &plan);
+	count_decode_copies(&rq->dec);
 	rq->replied = true;
 	rr_reply(rq->call, iov, n, &plan, reply_done, rq);
 	if (plan.deliverable && rq->slot_tracked)
@@ -466,8 +481,7 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 		rr_call_release(rq->call);	/* the Call's own: no reply went */
 	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
-	if (dec->copied)
-		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
+	count_decode_copies(dec);
 	req_put(rq);
 }
 

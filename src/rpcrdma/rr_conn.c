@@ -22,9 +22,11 @@ void rr_conn_get(struct rr_conn *c)
 
 void rr_conn_put(struct rr_conn *c)
 {
+	struct rr_server *srv = c->srv; /* c may be reaped once the count drops */
+
 	/* The last reference is reaped on the event thread. */
 	if (atomic_fetch_sub(&c->refs, 1) == 1)
-		rr_server_kick(c->srv);
+		rr_server_kick(srv);
 }
 
 /*
@@ -111,12 +113,15 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 {
 	const struct rr_config *cfg = &srv->cfg;
 	struct fab_qp_caps caps = {0};
-	uint32_t i;
+	uint32_t i, nbc;
 	int ret;
 
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
-	c->nsends = nrecv;
+	/* A reverse-direction call's Send may complete after its answer: twice
+	 * the backchannel grant we provision keeps callbacks from waiting. */
+	nbc = 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
+	c->nsends = nrecv + nbc;
 	/* Reads are bounded by ord; replies queue when the SQ is short. */
 	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
 	c->sq_avail = c->sq_depth;
@@ -173,8 +178,14 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		c->sends[i].max_sge = RR_SEND_SMALL_SGE;
 		c->sends[i].conn = c;
 		c->sends[i].hdr = rr_pool_get(&c->send_pool);
-		c->sends[i].next_free = c->free_sends;
-		c->free_sends = &c->sends[i];
+		c->sends[i].bc = i >= nrecv;
+		if (c->sends[i].bc) {
+			c->sends[i].next_free = c->free_bc_sends;
+			c->free_bc_sends = &c->sends[i];
+		} else {
+			c->sends[i].next_free = c->free_sends;
+			c->free_sends = &c->sends[i];
+		}
 	}
 
 	/* With an SRQ a client within its grant still has at most nrecv receives
@@ -290,6 +301,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	return;
 
 undo_budget:
+	if (c->state == RR_CONN_CLOSING) /* a failed receive post closed it: never listed */
+		atomic_fetch_sub(&srv->nclosing, 1);
 	pthread_mutex_lock(&srv->lock);
 	srv->recv_mem_used -= c->recv_mem;
 	pthread_mutex_unlock(&srv->lock);
@@ -345,11 +358,11 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 
 	pthread_mutex_lock(&c->lock);
 	was = c->state;
-	c->sq_avail = 0; /* nothing more is posted */
 	c->state = RR_CONN_CLOSING;
 	pthread_mutex_unlock(&c->lock);
 	if (was == RR_CONN_CLOSING)
 		return;
+	atomic_fetch_add(&c->srv->nclosing, 1);
 	rr_log("%s: closing: %s", c->peer, why);
 	RR_STAT_ADD(c, disconnects, 1);
 	/* The event thread disconnects (rr_conn_reap), whoever noticed. */
@@ -399,6 +412,9 @@ void rr_conn_reap(struct rr_server *srv)
 {
 	struct rr_conn **pp = &srv->conns;
 
+	if (!atomic_load_explicit(&srv->nclosing, memory_order_acquire))
+		return; /* the common case: no walk per wake-up */
+
 	while (*pp) {
 		struct rr_conn *c = *pp;
 
@@ -444,6 +460,7 @@ void rr_conn_reap(struct rr_server *srv)
 		pthread_mutex_lock(&srv->lock);
 		*pp = c->next;
 		srv->nconns--;
+		atomic_fetch_sub(&srv->nclosing, 1);
 		srv->recv_mem_used -= c->recv_mem;
 		pthread_mutex_unlock(&srv->lock);
 		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);

@@ -12,11 +12,51 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fabric/fab.h"
 #include "rpcrdma/rr_cm_private.h"
 #include "rpcrdma/rr_xprt.h"
+
+/* ---- hand-offs to the event thread ---- */
+
+/*
+ * An intrusive lock-free stack: any thread pushes, the event thread takes
+ * the whole of it at once (an exchange, so no ABA) and gets it oldest first.
+ */
+struct rr_handoff {
+	struct rr_handoff *next;
+};
+
+#define RR_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static inline void rr_handoff_push(_Atomic(struct rr_handoff *) *top, struct rr_handoff *n)
+{
+	struct rr_handoff *t = atomic_load_explicit(top, memory_order_relaxed);
+
+	do
+		n->next = t;
+	while (!atomic_compare_exchange_weak_explicit(top, &t, n, memory_order_release,
+						      memory_order_relaxed));
+}
+
+static inline struct rr_handoff *rr_handoff_take(_Atomic(struct rr_handoff *) *top)
+{
+	struct rr_handoff *q, *fifo = NULL;
+
+	if (!atomic_load_explicit(top, memory_order_relaxed))
+		return NULL;
+	q = atomic_exchange_explicit(top, NULL, memory_order_acquire);
+	while (q) {
+		struct rr_handoff *next = q->next;
+
+		q->next = fifo;
+		fifo = q;
+		q = next;
+	}
+	return fifo;
+}
 
 /* ---- registered buffer pools (rr_pool.c) ---- */
 
@@ -105,6 +145,7 @@ struct rr_call_ctx {
 	struct rr_pcl pcl;
 	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, big pool */
 	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
+	uint32_t nsinks;		/* sink[i] may be set only below this */
 	uint32_t reads_total;		/* segments to pull */
 	uint32_t reads_posted;
 	uint32_t reads_done;
@@ -117,7 +158,8 @@ struct rr_call_ctx {
 	struct rr_reply_plan rep_plan;
 	rr_reply_done_fn rep_done;
 	void *rep_arg;
-	struct rr_call_ctx *rep_next;
+	struct rr_handoff rep_link;	/* conn->rep_stack */
+	struct rr_handoff free_link;	/* conn->returned_calls */
 	_Atomic int holds;		/* upper + reply in flight; freed at 0 */
 	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
 };
@@ -142,6 +184,8 @@ struct rr_send_ctx {
 	void *done_arg;
 	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
+	bool bc;			/* from the reverse-direction reserve */
+	struct rr_handoff handoff;	/* conn->offthread_sends */
 	struct fab_send_wr *wr;		/* wr_small or a grown array */
 	struct fab_sge *sge;
 	uint32_t max_wr, max_sge;
@@ -167,7 +211,7 @@ struct rr_conn {
 	char peer[80];
 	void *upper;
 
-	pthread_mutex_t lock;		/* state, send queue, posting */
+	pthread_mutex_t lock;		/* state, reverse-direction counters and reserve */
 	enum rr_conn_state state;
 	bool down_reported;
 	bool in_epoll;
@@ -176,9 +220,9 @@ struct rr_conn {
 	uint32_t credits;		/* the grant carried in every message */
 	uint32_t nrecv;			/* receive buffers (= call contexts) */
 	uint32_t post_target;		/* receives kept posted */
-	uint32_t posted;		/* receives currently posted */
+	uint32_t posted;		/* receives currently posted (event thread) */
 	uint32_t sq_depth;
-	uint32_t sq_avail;
+	uint32_t sq_avail;		/* event thread */
 	uint32_t ord;			/* RDMA Reads we may have outstanding */
 	uint32_t reads_in_flight;
 	struct rr_inline_limits inl;
@@ -191,12 +235,19 @@ struct rr_conn {
 	struct rr_pool send_pool;
 	struct rr_call_ctx *calls;	/* nrecv contexts */
 	struct rr_send_ctx *sends;
-	struct rr_send_ctx *free_sends;
-	uint32_t nsends;
+	struct rr_send_ctx *free_sends;		/* event thread */
+	struct rr_send_ctx *free_bc_sends;	/* reverse-direction calls (lock) */
+	uint32_t nsends;			/* replies' + the reverse direction's */
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
-	struct rr_call_ctx *free_calls;			/* not posted (lock) */
-	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (lock) */
-	struct rr_call_ctx *rep_head, *rep_tail;	/* Replies to build (lock) */
+	struct rr_call_ctx *free_calls;			/* not posted (event thread) */
+	/* Calls given back by other threads: a lock-free stack that
+	 * rr_recv_refill moves to free_calls. */
+	_Atomic(struct rr_handoff *) returned_calls;
+	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (event thread) */
+	/* Replies handed in off the event thread, and chains built there,
+	 * newest first: pushed lock-free, taken whole by the event thread. */
+	_Atomic(struct rr_handoff *) rep_stack;
+	_Atomic(struct rr_handoff *) offthread_sends;
 	bool disconnected;				/* fab_disconnect called */
 
 	/* Shared receive queue mode: no receive buffers of its own. */
@@ -259,6 +310,7 @@ struct rr_server {
 	pthread_mutex_t lock;		/* conns list, bigpools, budget */
 	struct rr_conn *conns;
 	uint32_t nconns;
+	_Atomic uint32_t nclosing;	/* on the list and closing: rr_conn_reap has work */
 	uint64_t recv_mem_used;
 	struct rr_bigpool *bigpools[4];
 	unsigned int nbigpools;

@@ -25,6 +25,8 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 		if (ctx->sink[i])
 			continue;
 		ctx->sink[i] = rr_big_get(c->big, &ctx->sink_lkey[i], &regs);
+		if (ctx->sink[i] && i >= ctx->nsinks)
+			ctx->nsinks = i + 1;
 		if (regs)
 			RR_STAT_ADD(c, registrations, regs);
 		if (!ctx->sink[i])
@@ -102,10 +104,7 @@ void rr_read_pump(struct rr_conn *c)
 		while (ctx->reads_posted < ctx->reads_total && c->reads_in_flight < c->ord) {
 			int ret;
 
-			pthread_mutex_lock(&c->lock);
-			ret = c->state == RR_CONN_CLOSING ? -ENOTCONN
-							  : post_one_read(ctx, ctx->reads_posted);
-			pthread_mutex_unlock(&c->lock);
+			ret = post_one_read(ctx, ctx->reads_posted);
 			if (ret) {
 				rr_conn_close(c, "posting an RDMA Read failed");
 				return;

@@ -38,7 +38,8 @@ int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
 /*
  * Top the receive queue back up to its target. Called before a received
  * message is processed, so the receive that a reply's credit promises is
- * always posted before that reply is sent.
+ * always posted before that reply is sent. Event thread: free_calls and
+ * posted are its own; calls other threads gave back are taken over first.
  */
 void rr_recv_refill(struct rr_conn *c)
 {
@@ -46,7 +47,13 @@ void rr_recv_refill(struct rr_conn *c)
 		rr_srq_refill(c->srv);
 		return;
 	}
-	pthread_mutex_lock(&c->lock);
+	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
+		struct rr_call_ctx *back = RR_CONTAINER_OF(h, struct rr_call_ctx, free_link);
+
+		h = h->next;
+		back->next = c->free_calls;
+		c->free_calls = back;
+	}
 	while (c->state != RR_CONN_CLOSING && c->posted < c->post_target && c->free_calls) {
 		struct rr_call_ctx *ctx = c->free_calls;
 
@@ -56,44 +63,52 @@ void rr_recv_refill(struct rr_conn *c)
 			ctx->state = RR_CALL_FREE;
 			ctx->next = c->free_calls;
 			c->free_calls = ctx;
-			pthread_mutex_unlock(&c->lock);
 			rr_conn_close(c, "posting a receive failed");
 			return;
 		}
 		c->posted++;
 	}
-	pthread_mutex_unlock(&c->lock);
 }
 
-/* Return a call context (and its Read sinks) to the connection. Any thread. */
+/* Return a call context (and its Read sinks) to the connection. Any thread:
+ * off the event thread it goes on a lock-free stack the refill takes over. */
 void rr_call_free(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
+	struct rr_server *srv = c->srv; /* after a hand-off, c may be freed any time */
 	bool had_ref = ctx->has_ref;
 
-	for (unsigned int i = 0; i < RR_PCL_MAX_READ_CHUNKS; i++) {
+	for (unsigned int i = 0; i < ctx->nsinks; i++) {
 		if (ctx->sink[i]) {
 			rr_big_put(c->big, ctx->sink[i]);
 			ctx->sink[i] = NULL;
 		}
 	}
+	ctx->nsinks = 0;
 	ctx->has_ref = false;
 	ctx->queued = false;
-	pthread_mutex_lock(&c->lock);
 	if (ctx->srq) {
+		/* srq_held counts across threads: the one lock left on this path,
+		 * and only in the shared-pool mode. */
+		pthread_mutex_lock(&c->lock);
 		c->srq_held--;
-	} else {
+		pthread_mutex_unlock(&c->lock);
+		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
+		if (rr_on_event_thread(srv))
+			rr_recv_refill(c);
+		else
+			rr_server_kick(srv);
+	} else if (rr_on_event_thread(srv)) {
 		ctx->state = RR_CALL_FREE;
 		ctx->next = c->free_calls;
 		c->free_calls = ctx;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (ctx->srq)
-		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
-	if (rr_on_event_thread(c->srv))
 		rr_recv_refill(c);
-	else
-		rr_server_kick(c->srv); /* the event thread reposts */
+	} else {
+		ctx->state = RR_CALL_FREE;
+		rr_handoff_push(&c->returned_calls, &ctx->free_link);
+		rr_server_kick(srv); /* the event thread reposts */
+	}
+	/* Last: a held reference keeps the connection through the push. */
 	if (had_ref)
 		rr_conn_put(c);
 }
@@ -173,16 +188,18 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	enum rr_hdr_action act;
 	bool overrun = false;
 
-	pthread_mutex_lock(&c->lock);
 	if (ctx->srq) {
+		/* The pool's counters are the event thread's; srq_held is shared
+		 * with rr_call_free on any thread. */
 		if (--ctx->srq->posted < ctx->srq->low_water)
 			ctx->srq->starved = true;
 		ctx->conn = c;
+		pthread_mutex_lock(&c->lock);
 		overrun = ++c->srq_held > c->srq_held_max;
+		pthread_mutex_unlock(&c->lock);
 	} else {
-		c->posted--;
+		c->posted--; /* event thread only */
 	}
-	pthread_mutex_unlock(&c->lock);
 	if (overrun && wc->status == FAB_WC_SUCCESS) {
 		/* Far past its grant: without an SRQ this client would have met an
 		 * RNR. Closing it returns what it holds to the others. */

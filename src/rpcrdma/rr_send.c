@@ -30,15 +30,26 @@ struct piece {
 
 #define RR_MAX_PIECES 64
 
-static struct rr_send_ctx *send_ctx_get(struct rr_conn *c)
+/*
+ * Send contexts: replies and error replies are built on the event thread
+ * from free_sends, which is its own; reverse-direction calls come from any
+ * thread and take theirs from a small reserve under the lock (@bc).
+ */
+static struct rr_send_ctx *send_ctx_get(struct rr_conn *c, bool bc)
 {
 	struct rr_send_ctx *s;
 
-	pthread_mutex_lock(&c->lock);
-	s = c->free_sends;
-	if (s)
-		c->free_sends = s->next_free;
-	pthread_mutex_unlock(&c->lock);
+	if (bc) {
+		pthread_mutex_lock(&c->lock);
+		s = c->free_bc_sends;
+		if (s)
+			c->free_bc_sends = s->next_free;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		s = c->free_sends;
+		if (s)
+			c->free_sends = s->next_free;
+	}
 	if (!s)
 		return NULL;
 	s->nbounce = 0;
@@ -51,7 +62,8 @@ static struct rr_send_ctx *send_ctx_get(struct rr_conn *c)
 	return s;
 }
 
-/* Give a send context back: bounce buffers, the caller's memory, the call. */
+/* Give a send context back: bounce buffers, the caller's memory, the call.
+ * Event thread, except a reverse-direction call's (see send_ctx_get). */
 static void send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;
@@ -63,93 +75,112 @@ static void send_ctx_release(struct rr_send_ctx *s)
 		s->done(s->done_arg);
 	if (s->call)
 		rr_call_put(s->call);
-	pthread_mutex_lock(&c->lock);
-	s->next_free = c->free_sends;
-	c->free_sends = s;
-	pthread_mutex_unlock(&c->lock);
+	if (s->bc) {
+		pthread_mutex_lock(&c->lock);
+		s->next_free = c->free_bc_sends;
+		c->free_bc_sends = s;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		s->next_free = c->free_sends;
+		c->free_sends = s;
+	}
 	rr_conn_put(c);
 }
 
 static void post_pending(struct rr_conn *c, uint32_t returned);
 
-/* Post a built chain now, or queue it behind earlier ones until the send
- * queue has room: posting never blocks, so the event thread may reply.
- * Other threads always queue (see rr_on_event_thread). */
+/*
+ * Post a built chain now, or queue it behind earlier ones until the send
+ * queue has room: posting never blocks, so the event thread may reply. The
+ * send queue and its pending list are the event thread's: another thread
+ * (a reverse-direction call) pushes its chain on a lock-free stack and kicks.
+ */
 static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 {
 	struct fab_send_wr *bad;
-	int ret = 0;
-
-	bool here = rr_on_event_thread(c->srv);
-	bool queued = false;
 
 	s->wr[s->nwr - 1].next = NULL;
-	pthread_mutex_lock(&c->lock);
+	if (!rr_on_event_thread(c->srv)) {
+		struct rr_server *srv = c->srv; /* once pushed, c may go at any time */
+
+		rr_handoff_push(&c->offthread_sends, &s->handoff);
+		rr_server_kick(srv);
+		return;
+	}
 	if (c->state == RR_CONN_CLOSING) {
-		ret = -ENOTCONN;
-	} else if (here && !c->pend_head && c->sq_avail >= s->nwr) {
-		c->sq_avail -= s->nwr;
-		ret = fab_post_send(c->fc, &s->wr[0], &bad);
-		if (ret)
-			c->sq_avail += s->nwr;
-	} else {
-		if (c->pend_tail)
-			c->pend_tail->next_pending = s;
-		else
-			c->pend_head = s;
-		c->pend_tail = s;
-		queued = true;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (ret) {
-		if (ret != -ENOTCONN)
-			rr_conn_close(c, "posting a Send failed");
 		send_ctx_release(s);
-	} else if (!here) {
-		rr_server_kick(c->srv);
-	} else if (queued) {
-		post_pending(c, 0);
+		return;
 	}
-	/* Posted at once: nothing was queued ahead of it, and other threads
-	 * that queue behind it kick. */
+	if (!c->pend_head && c->sq_avail >= s->nwr) {
+		c->sq_avail -= s->nwr;
+		if (fab_post_send(c->fc, &s->wr[0], &bad)) {
+			c->sq_avail += s->nwr;
+			rr_conn_close(c, "posting a Send failed");
+			send_ctx_release(s);
+		}
+		return;
+	}
+	if (c->pend_tail)
+		c->pend_tail->next_pending = s;
+	else
+		c->pend_head = s;
+	c->pend_tail = s;
+	post_pending(c, 0);
 }
 
 /* Event thread: give back @returned send-queue slots (a completed chain),
- * then post queued chains while the send queue has room; one lock. */
+ * then post queued chains while the send queue has room. */
 static void post_pending(struct rr_conn *c, uint32_t returned)
 {
-	bool failed = false;
-
-	pthread_mutex_lock(&c->lock);
-	if (c->state != RR_CONN_CLOSING)
-		c->sq_avail += returned;
-	while (c->state != RR_CONN_CLOSING && c->pend_head && c->sq_avail >= c->pend_head->nwr) {
+	if (c->state == RR_CONN_CLOSING)
+		return; /* rr_send_drop_pending releases the queue */
+	c->sq_avail += returned;
+	while (c->pend_head && c->sq_avail >= c->pend_head->nwr) {
 		struct rr_send_ctx *q = c->pend_head;
 		struct fab_send_wr *bad;
 
 		c->sq_avail -= q->nwr;
 		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
 			c->sq_avail += q->nwr;
-			failed = true;
-			break;
+			rr_conn_close(c, "posting a Send failed");
+			return;
 		}
 		c->pend_head = q->next_pending;
 		if (!c->pend_head)
 			c->pend_tail = NULL;
 	}
-	pthread_mutex_unlock(&c->lock);
-	if (failed)
-		rr_conn_close(c, "posting a Send failed");
 }
 
+/* Event thread: chains other threads pushed join the pending queue, oldest
+ * first; true if there were any. */
+static bool take_offthread_sends(struct rr_conn *c)
+{
+	struct rr_handoff *h = rr_handoff_take(&c->offthread_sends);
+
+	if (!h)
+		return false;
+	while (h) {
+		struct rr_send_ctx *s = RR_CONTAINER_OF(h, struct rr_send_ctx, handoff);
+
+		h = h->next;
+		s->next_pending = NULL;
+		if (c->pend_tail)
+			c->pend_tail->next_pending = s;
+		else
+			c->pend_head = s;
+		c->pend_tail = s;
+	}
+	return true;
+}
+
+/* Event thread, closing: give back every chain that never got posted. */
 void rr_send_drop_pending(struct rr_conn *c)
 {
 	struct rr_send_ctx *s;
 
-	pthread_mutex_lock(&c->lock);
+	take_offthread_sends(c);
 	s = c->pend_head;
 	c->pend_head = c->pend_tail = NULL;
-	pthread_mutex_unlock(&c->lock);
 	while (s) {
 		struct rr_send_ctx *next = s->next_pending;
 
@@ -205,7 +236,7 @@ static struct fab_send_wr *next_wr(struct rr_send_ctx *s)
 
 void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act)
 {
-	struct rr_send_ctx *s = send_ctx_get(c);
+	struct rr_send_ctx *s = send_ctx_get(c, false);
 	struct fab_send_wr *wr;
 	ssize_t len;
 
@@ -243,9 +274,8 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 		*lkey = c->send_pool.mr->lkey;
 		return true;
 	}
-	if (rr_big_lkey(c->big, addr, len, lkey))
-		return true;
-	/* The upper layer's registered payload pools (same PD only). */
+	/* The upper layer's registered payload pools (same PD only): where READ
+	 * data lives, so looked at before the big pool's buffer-by-buffer walk. */
 	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
 		const struct fab_mr *mr = c->srv->regions[i];
 		const uint8_t *a = addr, *b = mr->addr;
@@ -255,7 +285,7 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 			return true;
 		}
 	}
-	return false;
+	return rr_big_lkey(c->big, addr, len, lkey);
 }
 
 /* A byte range of the Reply stream as registered pieces; false when some
@@ -526,7 +556,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		not_delivered(c, ctx, done, done_arg);
 		return 0;
 	}
-	s = send_ctx_get(c);
+	s = send_ctx_get(c, false);
 	if (!s) {
 		if (done)
 			done(done_arg);
@@ -652,50 +682,55 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 {
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
 	struct rr_conn *c = ctx->conn;
+	struct rr_server *srv;
 
 	if (rr_on_event_thread(c->srv))
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
 	/* Another thread: keep the description (not the bytes, which stay
 	 * the caller's until done) and let the event thread build it. */
-	if (iovcnt > RR_REPLY_MAX_IOV) {
+	if (!plan)
+		plan = &no_spans;
+	if (iovcnt < 0 || iovcnt > RR_REPLY_MAX_IOV || plan->nspans > RR_PCL_MAX_WRITE_CHUNKS) {
 		ctx->rep_iovcnt = 0;
 		ctx->rep_plan.nspans = 0;
 		ctx->rep_plan.deliverable = false;
 	} else {
 		memcpy(ctx->rep_iov, iov, (size_t)iovcnt * sizeof(*iov));
 		ctx->rep_iovcnt = iovcnt;
-		ctx->rep_plan = plan ? *plan : no_spans;
+		/* the spans in use only: a plan has room for every Write chunk */
+		ctx->rep_plan.nspans = plan->nspans;
+		ctx->rep_plan.deliverable = plan->deliverable;
+		memcpy(ctx->rep_plan.spans, plan->spans, plan->nspans * sizeof(plan->spans[0]));
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
-	ctx->rep_next = NULL;
-	pthread_mutex_lock(&c->lock);
-	if (c->rep_tail)
-		c->rep_tail->rep_next = ctx;
-	else
-		c->rep_head = ctx;
-	c->rep_tail = ctx;
-	pthread_mutex_unlock(&c->lock);
-	rr_server_kick(c->srv);
+	/* Once pushed, the event thread may send it, release the call and
+	 * free the connection: only the server is known to outlive this. */
+	srv = c->srv;
+	rr_handoff_push(&c->rep_stack, &ctx->rep_link);
+	rr_server_kick(srv);
 	return 0;
 }
 
 void rr_send_run_deferred(struct rr_conn *c)
 {
-	struct rr_call_ctx *q;
+	/* oldest first: Replies go in the order they were handed in */
+	for (struct rr_handoff *h = rr_handoff_take(&c->rep_stack); h;) {
+		struct rr_call_ctx *q = RR_CONTAINER_OF(h, struct rr_call_ctx, rep_link);
 
-	pthread_mutex_lock(&c->lock);
-	q = c->rep_head;
-	c->rep_head = c->rep_tail = NULL;
-	pthread_mutex_unlock(&c->lock);
-	while (q) {
-		struct rr_call_ctx *next = q->rep_next;
-
+		h = h->next;
 		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
 			  q->rep_arg);
-		q = next;
 	}
-	post_pending(c, 0);
+	/* Chains other threads built (reverse-direction calls) go now, or
+	 * are given back if the connection is closing; the event thread's own
+	 * queued chains go as Sends complete. */
+	if (take_offthread_sends(c)) {
+		if (c->state == RR_CONN_CLOSING)
+			rr_send_drop_pending(c);
+		else
+			post_pending(c, 0);
+	}
 }
 
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
@@ -748,7 +783,7 @@ int rr_conn_bc_send(struct rr_conn *c, uint32_t xid, const struct iovec *iov, in
 	c->bc_outstanding++;
 	pthread_mutex_unlock(&c->lock);
 
-	s = send_ctx_get(c);
+	s = send_ctx_get(c, true);
 	if (!s) {
 		pthread_mutex_lock(&c->lock);
 		c->bc_outstanding--;

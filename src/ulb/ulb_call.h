@@ -67,7 +67,8 @@ struct ulb_call {
 	uint32_t stop_opcode;
 	bool has_sequence; /* SEQUENCE as the first operation */
 	struct ulb_sequence seq;
-	/* NFS Read operations in order; n_read_ops counts all of them */
+	/* NFS Read operations in order; n_read_ops counts all of them. The
+	 * arrays hold min(count, max) valid entries; nothing past them is set. */
 	uint32_t n_read_ops;
 	struct ulb_read_op read_ops[ULB_MAX_READ_OPS];
 	/* DDP-eligible argument items in order; n_items counts all of them */

@@ -215,12 +215,15 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 	if (!info)
 		info = &local;
 	memset(info, 0, sizeof(*info));
-	memset(plan, 0, sizeof(*plan));
-	memset(&w, 0, sizeof(w));
+	/* spans[] is written up to nspans and never read beyond */
+	plan->nspans = 0;
+	plan->deliverable = false;
 	info->bad_chunk = -1;
 	w.pcl = pcl;
 	w.plan = plan;
 	w.info = info;
+	w.next_chunk = 0;
+	w.removed = 0;
 	ulb_xdr_init(x, iov, iovcnt);
 	info->reply_len = x->len;
 

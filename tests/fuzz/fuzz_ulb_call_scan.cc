@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "fuzz/fuzz_ulb_input.h"
+#include "support/ulb_compare.h"
 #include "ulb/ulb_call.h"
 
 #define CHECK(c)                                                                                   \
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum ulb_scan_result r1 = ulb_call_scan(whole.data(), int(whole.size()), &pcl, &c1);
 	enum ulb_scan_result r2 = ulb_call_scan(pieces.data(), int(pieces.size()), &pcl, &c2);
 	CHECK(r1 == r2);
-	CHECK(memcmp(&c1, &c2, sizeof(c1)) == 0);
+	CHECK(ulb_call_same(c1, c2));
 	ulb_call_check_read_chunks(&c1, &pcl);
 
 	/* items lie inside the Call (chunk bytes counted in place) and in order */
