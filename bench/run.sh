@@ -46,7 +46,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${RPCRDMA_BUILD:-$ROOT/build}
 case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
 W=$(mktemp -d /tmp/rpcrdma-bench.XXXXXX)
-OUT=$ROOT/bench/RESULTS.md
+# RPCRDMA_BENCH_OUT: where the report goes (CI keeps the committed one intact)
+OUT=${RPCRDMA_BENCH_OUT:-$ROOT/bench/RESULTS.md}
 [ "$ONLY" = ABCDEF ] || OUT=$W/RESULTS.md
 T0=$(date +%s)
 NB=$B/bench/nfsbench/nfsbench

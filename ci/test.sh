@@ -1,6 +1,7 @@
 #!/bin/sh
 # The test command (README, .ci/run): install dependencies, then
-#   1. gcc build, every ctest suite;
+#   1. gcc build, every ctest suite, then bench/run.sh --quick (figures into
+#      build/bench-quick.md, no thresholds);
 #   2. clang build with ASan+UBSan(+LSan) and the libFuzzer targets, every suite
 #      again plus the fuzzers for a bounded time (RPCRDMA_FUZZ_SECONDS each);
 #   3. the interop VM suite (ci/vm/run.sh), when present.
@@ -24,6 +25,10 @@ echo "== gcc build + ctest"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300 -LE interop
+
+echo "== bench, quick mode (bounded, no thresholds: figures only)"
+RPCRDMA_BENCH_OUT=$PWD/build/bench-quick.md bench/run.sh --quick
+sed -n '/^Target met for/p' build/bench-quick.md
 
 echo "== clang ASan+UBSan build + ctest (fuzzers included)"
 CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
