@@ -202,8 +202,8 @@ print("plugin:", " ".join("%s=%s" % kv for kv in sorted(j["plugin"].items())))' 
 }
 # run_ganesha ganesha-tcp tcp "" runs the list against ganesha's own TCP transport (no plugin):
 # the control that proves the ganesha half of this harness (GANESHA_CONTROL: 1, all or 0).
-run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty)
-	if ganesha_start "$1" "$2" "$3"; then
+run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty), $4 = sed on the config
+	if ganesha_start "$1" "$2" "$3" "${4:-}"; then
 		for V in $VERSIONS; do
 			step "$1 v$V"
 			sh $HERE/guest-tests.sh $1 $V $2 $H/tmp/export
@@ -239,6 +239,14 @@ if [ "${VM_ONLY:-}" = bench ]; then
 	:
 elif [ -f "$H$PLUGIN" ]; then
 	run_ganesha ganesha rdma "$PLUGIN"
+	# the product again with Use_SRQ: every receive from one shared receive queue on rxe,
+	# a small one (64) so that it has to grow under the kernel client's bursts
+	if [ "${GANESHA_SRQ:-1}" != 0 ]; then
+		all=$VERSIONS
+		VERSIONS=$(echo " $all " | sed 's/ 4\.2 / /; s/^ *//; s/ *$//')
+		run_ganesha ganesha-srq rdma "$PLUGIN" 's|Fabric = verbs;|Fabric = verbs; Use_SRQ = true; SRQ_Depth = 64;|'
+		VERSIONS=$all
+	fi
 else
 	result ganesha - start na 0 "no $PLUGIN"
 fi

@@ -127,7 +127,9 @@ fi
 
 COLS="knfsd ganesha"
 grep -q "^ganesha-tcp " "$R" && COLS="knfsd ganesha-tcp ganesha"
-declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)")
+grep -q "^ganesha-srq " "$R" && COLS="$COLS ganesha-srq"
+declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)"
+	[ganesha-srq]="rpcrdma Use_SRQ")
 gst=$(get ganesha - start | cut -d' ' -f1)
 gnote=$(awk '$1=="ganesha" && $3=="start"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
 case "$gst" in
@@ -150,8 +152,11 @@ for v in $VERS; do for t in $TESTS; do
 	ntot=$((ntot + 1)); [ "$k" = pass ] && npass=$((npass + 1))
 	[ "$k" = pass ] || { fail=1; why+=("knfsd v$v $t: $k"); }
 	[ "$k" = pass ] && [ "$g" = fail ] && { fail=1; why+=("ganesha+rpcrdma v$v $t fails where knfsd passes"); }
+	g=$(get ganesha-srq "$v" "$t" | cut -d' ' -f1)
+	[ "$k" = pass ] && [ "$g" = fail ] && { fail=1; why+=("ganesha+rpcrdma (Use_SRQ) v$v $t fails where knfsd passes"); }
 done; done
 echo "knfsd: $npass/$ntot pass"
+[ "$(get ganesha-srq - start | cut -d' ' -f1)" = fail ] && { fail=1; why+=("ganesha+rpcrdma with Use_SRQ did not start"); }
 if [[ $COLS == *ganesha-tcp* ]]; then
 	bad=$(awk '$1=="ganesha-tcp" && $4!="pass"' "$R" | wc -l)
 	[ "$bad" = 0 ] || echo "note: the ganesha/tcp control has $bad non-passing rows (ganesha or config trouble," \
@@ -161,7 +166,7 @@ fi
 reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail" && $2!="fabric") print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
 	"$OUT/guest.log" 2>/dev/null | sed 's/  \[[a-z_0-9]*\]//g')
 [ -n "$reasons" ] && { echo; echo "-- failures (details: $OUT/guest.log)"; echo "$reasons" | head -40; }
-for c in ganesha-tcp ganesha; do
+for c in ganesha-tcp ganesha ganesha-srq; do
 	[ -s "$OUT/$c.stats" ] && { echo; echo "-- $c: plugin counters ($OUT/$c.stats)"; cat "$OUT/$c.stats"; }
 	[ -s "$OUT/$c.counters" ] && { echo; echo "-- $c: counter lines from the ganesha log"; cat "$OUT/$c.counters"; }
 done
