@@ -315,13 +315,18 @@ if rows:
         p(json.dumps(last["global"]) + "\n" + json.dumps(last.get("plugin", {})))
         p("```")
         p("")
-    p("payload_copies counts READ reply bytes copied into registered memory: ganesha's FSAL "
-      "hands READ data in its own (unregistered) buffers and the plugin bounces them into a "
-      "registered pool before the RDMA Write - one full copy of every READ payload. WRITE "
+    p("payload_copies counts READ reply bytes copied into registered memory before an RDMA "
+      "Write. READ buffers (NFSv4: ganesha's 4 KiB-aligned allocation; NFSv3: the malloc nfs3_read "
+      "makes on the worker running it) come from the plugin's registered payload pool "
+      "(`Payload_Pool_MB`, default 80: half in 64 KiB buffers, half in 39 of 1 MiB), so the RDMA "
+      "Write takes the data in place: 0 bytes per I/O above. When the pool is all in use, ganesha "
+      "gets ordinary memory and that READ is bounced instead: the global counter's non-zero total "
+      "is from runs with more READs in flight than the pool has buffers - section B's 1 MiB READs "
+      "at queue depth 64 want up to 64 of the 39 large ones (C's, at depth 16, show 0). WRITE "
       "payloads arrive by RDMA Read straight into registered memory (no copy counted), but "
-      "the plugin's XDR decoder then copies them into ganesha's argument buffer "
-      "(`dec_getbytes`, see A) - a copy ntirpc's TCP path makes too, and one this counter does "
-      "not show.")
+      "ganesha 4.3's XDR decoder (`xdr_bytes`) then copies them into its own argument buffer "
+      "(`dec_getbytes`, see A; the plugin's `decode_copy_bytes`) - a copy ntirpc's TCP path "
+      "makes too.")
     p("")
 
 # ------------------------------------------------------------------ D
