@@ -244,7 +244,7 @@ elif [ -f "$H$PLUGIN" ]; then
 	if [ "${GANESHA_SRQ:-1}" != 0 ]; then
 		all=$VERSIONS
 		VERSIONS=$(echo " $all " | sed 's/ 4\.2 / /; s/^ *//; s/ *$//')
-		run_ganesha ganesha-srq rdma "$PLUGIN" 's|Fabric = verbs;|Fabric = verbs; Use_SRQ = true; SRQ_Depth = 64;|'
+		run_ganesha ganesha-srq rdma "$PLUGIN" 's|Fabric = verbs;|Fabric = verbs; Use_SRQ = true;|'
 		VERSIONS=$all
 	fi
 else

@@ -162,6 +162,14 @@ struct fab_conn_param {
 	uint8_t initiator_depth;	/* RDMA Reads we issue concurrently */
 	uint8_t rnr_retry_count;	/* 0: an RNR is fatal (Linux NFS/RDMA) */
 	uint8_t retry_count;
+	/*
+	 * Accept only: how long a peer's Send that found no receive here waits
+	 * before it retries (this side's RNR NAK timer; verbs rounds up to the
+	 * IB encoding, 10 us .. 491 ms). 0: the provider's default - on verbs
+	 * what the IB CM sets, 655 ms, far too long for a shared receive queue
+	 * that is empty for a moment. soft retries every millisecond anyway.
+	 */
+	uint32_t rnr_timer_us;
 };
 
 struct fab_qp_caps {

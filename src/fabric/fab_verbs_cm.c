@@ -402,6 +402,21 @@ static int vb_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq, struct
 	return vb_create_qp(c, (struct vb_cq *)send_cq, (struct vb_cq *)recv_cq, caps);
 }
 
+/* The IB encoding of an RNR NAK timer (IBTA table 45): the smallest code that
+ * waits at least @us; code 0 means the longest, 655.36 ms. */
+static uint8_t vb_rnr_timer_code(uint32_t us)
+{
+	static const uint32_t ten_us[32] = {
+		65536, 1,    2,	   3,	 4,    6,    8,	    12,	   16,	  24,	 32,
+		48,    64,   96,   128,	 192,  256,  384,   512,   768,	  1024,	 1536,
+		2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+
+	for (uint8_t code = 1; code < 32; code++)
+		if ((uint64_t)ten_us[code] * 10 >= us)
+			return code;
+	return 0;
+}
+
 static int vb_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 {
 	struct vb_conn *c = (struct vb_conn *)fc;
@@ -417,6 +432,15 @@ static int vb_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 	}
 	if (rdma_accept(c->id, &p))
 		return fab_set_error(-errno, "verbs: rdma_accept: %s", strerror(errno));
+	/* rdma_accept left the QP in RTS with the CM's RNR timer; RTS->RTS may
+	 * change it. Not fatal: a failure only makes RNR retries slow. */
+	if (param && param->rnr_timer_us && c->qp) {
+		struct ibv_qp_attr a = {.min_rnr_timer = vb_rnr_timer_code(param->rnr_timer_us)};
+		int ret = ibv_modify_qp(c->qp, &a, IBV_QP_MIN_RNR_TIMER);
+
+		if (ret && vb_debug())
+			fprintf(stderr, "verbs: setting the RNR timer: %s\n", strerror(ret));
+	}
 	return 0;
 }
 

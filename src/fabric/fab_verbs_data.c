@@ -222,8 +222,8 @@ static struct vb_conn *qpmap_find_locked(struct vb_fabric *vf, uint32_t qpn)
 	return NULL;
 }
 
-/* RPCRDMA_FABRIC_DEBUG=1: every failed completion's raw ibv status on stderr. */
-static bool vb_debug(void)
+/* RPCRDMA_FABRIC_DEBUG=1: raw ibv statuses (failed completions, QP changes) on stderr. */
+bool vb_debug(void)
 {
 	static int on = -1;
 

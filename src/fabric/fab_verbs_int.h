@@ -112,4 +112,7 @@ int vb_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct f
 int vb_srq_destroy(struct fab_srq *srq);
 int vb_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_recv_wr **bad);
 
+/* RPCRDMA_FABRIC_DEBUG=1 in the environment (fab_verbs_data.c). */
+bool vb_debug(void);
+
 #endif /* RPCRDMA_FAB_VERBS_INT_H */

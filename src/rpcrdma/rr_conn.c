@@ -286,6 +286,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	 * for a client within its grant: its Sends retry until a buffer is back. */
 	param.rnr_retry_count = c->srq ? 7 : 0;
 	param.retry_count = 7;
+	/* ... and soon: the IB CM's default RNR timer is 655 ms per retry. */
+	param.rnr_timer_us = c->srq ? RR_SRQ_RNR_TIMER_US : 0;
 	ret = fab_accept(c->fc, &param);
 	if (ret) {
 		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());

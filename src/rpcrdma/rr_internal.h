@@ -261,6 +261,10 @@ struct rr_conn {
 
 /* ---- shared receive pool (rr_srq.c) ---- */
 
+/* A client's Send that finds the pool empty retries after this long: the
+ * event thread gives buffers back within a call's time, so a short wait. */
+#define RR_SRQ_RNR_TIMER_US 640
+
 struct rr_srq_chunk {
 	struct rr_pool pool;		/* one registration */
 	struct rr_call_ctx *calls;
@@ -276,8 +280,8 @@ struct rr_srq {
 	bool starved;			/* fell below low_water since the last refill */
 	uint32_t nbufs;			/* registered so far (event thread) */
 	uint32_t posted;		/* (event thread) */
-	uint32_t nchunks;
-	struct rr_srq_chunk *chunks;	/* bound / chunk rounded up */
+	uint32_t nchunks, maxchunks;
+	struct rr_srq_chunk *chunks;	/* maxchunks */
 	pthread_mutex_t lock;		/* free_calls: any thread gives back */
 	struct rr_call_ctx *free_calls;
 };

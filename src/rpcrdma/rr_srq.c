@@ -4,9 +4,10 @@
  * registered receive buffers for every connection of the server, instead of
  * 2 x credits + bc_credits + recv_batch buffers per connection.
  *
- * The pool starts with one chunk of buffers and, whenever fewer than
- * low_water (a quarter of the pool) receives were left posted, doubles (one
- * registration per step) up to an explicit bound; it never shrinks, so
+ * The pool starts with one chunk of buffers, grows at once to one client's
+ * window (credits + backchannel + batch) when the first client connects,
+ * and, whenever fewer than low_water (a quarter of the pool) receives were
+ * left posted, doubles (one registration per step) up to an explicit bound; it never shrinks, so
  * steady state registers nothing. Buffers are posted only here, on the event thread; any thread
  * gives one back with rr_srq_put. Credits stay per connection: a client
  * within its grant may still meet a momentarily empty SRQ, which its RNR
@@ -34,19 +35,17 @@ static uint32_t srq_bound(const struct rr_config *cfg)
 	return bound > RR_SRQ_MAX_DEPTH ? RR_SRQ_MAX_DEPTH : (uint32_t)bound;
 }
 
-/* Register one more chunk of buffers (as many as the pool has, so it doubles)
- * and add its contexts to the free list. */
-static int srq_grow(struct rr_srq *q)
+/* Register one more chunk of @want buffers (fewer at the bound) and add its
+ * contexts to the free list. */
+static int srq_add(struct rr_srq *q, uint32_t want)
 {
 	struct rr_server *srv = q->srv;
-	/* Doubling: a burst reaches the pool it needs in a few steps. */
-	uint32_t step = q->nbufs > q->chunk ? q->nbufs : q->chunk;
-	uint32_t n = q->bound - q->nbufs < step ? q->bound - q->nbufs : step;
+	uint32_t n = q->bound - q->nbufs < want ? q->bound - q->nbufs : want;
 	struct rr_srq_chunk *ch = &q->chunks[q->nchunks];
 	uint64_t bytes = (uint64_t)n * srv->cfg.inline_size;
 	int ret;
 
-	if (n == 0)
+	if (n == 0 || q->nchunks >= q->maxchunks)
 		return -ENOSPC;
 	ch->calls = calloc(n, sizeof(*ch->calls));
 	if (!ch->calls)
@@ -81,14 +80,47 @@ static int srq_grow(struct rr_srq *q)
 	return 0;
 }
 
+/* Doubling: a burst reaches the pool it needs in a few steps. */
+static int srq_grow(struct rr_srq *q)
+{
+	return srq_add(q, q->nbufs > q->chunk ? q->nbufs : q->chunk);
+}
+
+/*
+ * A connection's first window of calls must not meet an empty SRQ: every
+ * RNR costs the client a retry timer (on verbs the IB CM's default is
+ * 655 ms, which made the kernel client's 4 KiB I/O crawl on rxe while the
+ * pool grew from RR_SRQ_START). So the pool holds at least one client's
+ * whole window - still one window for all idle connections, not one each.
+ */
+static void srq_fit_window(struct rr_srq *q)
+{
+	const struct rr_config *cfg = &q->srv->cfg;
+	uint64_t window = (uint64_t)cfg->credits + cfg->bc_credits + cfg->recv_batch;
+
+	if (window > q->bound) {
+		if (q->nbufs == 0 || q->nbufs == q->chunk)
+			rr_log("shared receive queue: its bound (%u) is below one client's window "
+			       "(%llu): clients will wait on RNR retries", q->bound,
+			       (unsigned long long)window);
+		window = q->bound;
+	}
+	if (q->nbufs < window && srq_add(q, (uint32_t)window - q->nbufs) == 0)
+		rr_srq_refill(q->srv);
+}
+
 struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 {
 	struct rr_srq *q = srv->srq;
 	uint32_t depth;
 	int ret;
 
-	if (q)
-		return q->pd == pd ? q : NULL;
+	if (q) {
+		if (q->pd != pd)
+			return NULL;
+		srq_fit_window(q);
+		return q;
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return NULL;
@@ -117,7 +149,9 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 		rr_log("shared receive queue: device holds %u receives, not %u", depth, q->bound);
 		q->bound = depth;
 	}
-	q->chunks = calloc((q->bound + q->chunk - 1) / q->chunk, sizeof(*q->chunks));
+	/* Doublings of at least a chunk each, plus the window's one. */
+	q->maxchunks = (q->bound + q->chunk - 1) / q->chunk + 1;
+	q->chunks = calloc(q->maxchunks, sizeof(*q->chunks));
 	pthread_mutex_init(&q->lock, NULL);
 	if (!q->chunks || srq_grow(q)) {
 		fab_srq_destroy(q->fsrq);
@@ -130,6 +164,7 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 	rr_log("shared receive queue: %u receives of %u bytes, growing to %u", q->nbufs,
 	       srv->cfg.inline_size, q->bound);
 	rr_srq_refill(srv);
+	srq_fit_window(q);
 	return q;
 }
 

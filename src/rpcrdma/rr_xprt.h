@@ -44,8 +44,10 @@ struct rr_config {
 	/*
 	 * Shared receive queue (Use_SRQ): receives come from one server-wide
 	 * pool instead of 2 x credits + bc_credits + recv_batch buffers per
-	 * connection. The pool starts at RR_SRQ_START buffers and doubles
-	 * whenever fewer than a quarter of them were left posted, up to
+	 * connection. The pool starts at RR_SRQ_START buffers, grows to one
+	 * client's window (credits + bc_credits + recv_batch) when the first
+	 * client connects, and doubles whenever fewer than a quarter of them
+	 * were left posted, up to
 	 * srq_depth (0: recv_mem_budget / inline_size when a budget is set,
 	 * else RR_SRQ_DEFAULT_DEPTH); never above the budget either.
 	 */
