@@ -434,13 +434,13 @@ if rows:
         per = {n: b["recv_mem_bytes"] / b["conns_active"] for n, b in srq}
         met = [n for n in per if per[n] <= 16 * 1024]
         p("Shared receive queue (`Use_SRQ`, `bench_engine --srq 1`): connections post no receives "
-          "of their own; one server-wide pool starts at 4 buffers and doubles whenever fewer than a "
-          "quarter were left posted, up to `SRQ_Depth` (default 1024), so idle connections add "
-          "none (`rr_srq.c`). Registered receive memory per idle connection: "
+          "of their own; one server-wide pool holds one client's window (credits + 2 + 8 buffers) "
+          "from the first connect and doubles whenever fewer than a quarter were left posted, up "
+          "to `SRQ_Depth` (default 1024), so idle connections add none (`rr_srq.c`). Registered receive memory per idle connection: "
           + ", ".join(f"{fmt(per[n])} B at {n}" for n in sorted(per))
           + f". Target <= 16 KiB per idle connection: met at {', '.join(str(n) for n in sorted(met)) or 'none'}"
           + (f", not met at {', '.join(str(n) for n in sorted(set(per) - set(met)))} "
-             "(one connection alone carries the whole starting pool)" if set(per) - set(met) else "")
+             "(one connection alone carries the whole first window)" if set(per) - set(met) else "")
           + ". RSS per connection is dominated by the soft provider's two threads and the "
           "per-connection send buffers (the same 138 x 4 KiB, registered but untouched until used).")
         p("")
