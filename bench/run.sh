@@ -75,12 +75,13 @@ cleanup() {
 trap cleanup EXIT
 
 # --- build -------------------------------------------------------------------
-if [ ! -x "$NB" ] || [ ! -x "$ENG" ] || [ ! -f "$PLUGIN" ] || [ ! -x "$FABB" ]; then
-	log "building in $B"
-	cmake -S "$ROOT" -B "$B" -DRPCRDMA_TESTS=OFF >"$W/cmake.log" 2>&1 &&
-		make -C "$B" -j"$(nproc)" nfsbench bench_engine fab_bench rpcrdma_ganesha \
-			>"$W/make.log" 2>&1 || { cat "$W/make.log" >&2; exit 1; }
-fi
+# Always (make is quick when nothing changed): binaries left from an older
+# checkout would otherwise be measured as if they were this one.
+log "building in $B"
+[ -f "$B/CMakeCache.txt" ] || cmake -S "$ROOT" -B "$B" -DRPCRDMA_TESTS=OFF >"$W/cmake.log" 2>&1 ||
+	{ cat "$W/cmake.log" >&2; exit 1; }
+make -C "$B" -j"$(nproc)" nfsbench bench_engine fab_bench rpcrdma_ganesha \
+	>"$W/make.log" 2>&1 || { cat "$W/make.log" >&2; exit 1; }
 ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null || true
 if ! pgrep -x rpcbind >/dev/null; then mkdir -p /run/rpcbind; rpcbind -w 2>/dev/null || true; fi
 
