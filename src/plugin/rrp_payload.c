@@ -130,6 +130,22 @@ static void *class_get(size_t size)
 	return NULL;
 }
 
+/* A payload buffer from the arena, counted; NULL (and a fallback counted once
+ * the arena exists) when none fits: the caller goes to glibc. */
+static void *arena_take(size_t size)
+{
+	void *p;
+
+	if (!__atomic_load_n(&arena, __ATOMIC_ACQUIRE))
+		return NULL;
+	p = class_get(size);
+	if (p)
+		served++;
+	else
+		fallbacks++;
+	return p;
+}
+
 static void class_put(void *p)
 {
 	struct size_class *c = class_of(p);
@@ -147,15 +163,12 @@ EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
 {
 	void *p;
 
-	if (alignment == RRP_PAYLOAD_ALIGN && size >= RRP_PAYLOAD_MIN &&
-	    __atomic_load_n(&arena, __ATOMIC_ACQUIRE)) {
-		p = class_get(size);
+	if (alignment == RRP_PAYLOAD_ALIGN && size >= RRP_PAYLOAD_MIN) {
+		p = arena_take(size);
 		if (p) {
-			served++;
 			*memptr = p;
 			return 0;
 		}
-		fallbacks++;
 	}
 	if (alignment < sizeof(void *) || (alignment & (alignment - 1)))
 		return EINVAL;
@@ -176,15 +189,11 @@ EXPORTED void *malloc(size_t size)
 	size_t max = expect_max;
 	void *p;
 
-	if (max && size >= RRP_PAYLOAD_MIN && size <= max &&
-	    __atomic_load_n(&arena, __ATOMIC_ACQUIRE)) {
+	if (max && size >= RRP_PAYLOAD_MIN && size <= max) {
 		expect_max = 0;
-		p = class_get(size);
-		if (p) {
-			served++;
+		p = arena_take(size);
+		if (p)
 			return p;
-		}
-		fallbacks++;
 	}
 	return __libc_malloc(size);
 }

@@ -14,6 +14,7 @@
  * retries (accepted with rnr_retry_count 7) turn into a delay.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,20 +94,20 @@ static int srq_grow(struct rr_srq *q)
  * pool grew from RR_SRQ_START). So the pool holds at least one client's
  * whole window - still one window for all idle connections, not one each.
  */
-static void srq_fit_window(struct rr_srq *q)
+/* One client's window of receives: credits + backchannel + batch. */
+static uint64_t srq_window(const struct rr_config *cfg)
 {
-	const struct rr_config *cfg = &q->srv->cfg;
-	uint64_t window = (uint64_t)cfg->credits + cfg->bc_credits + cfg->recv_batch;
+	return (uint64_t)cfg->credits + cfg->bc_credits + cfg->recv_batch;
+}
 
-	if (window > q->bound) {
-		if (q->nbufs == 0 || q->nbufs == q->chunk)
-			rr_log("shared receive queue: its bound (%u) is below one client's window "
-			       "(%llu): clients will wait on RNR retries", q->bound,
-			       (unsigned long long)window);
+/* True when buffers were added (the caller posts them). */
+static bool srq_fit_window(struct rr_srq *q)
+{
+	uint64_t window = srq_window(&q->srv->cfg);
+
+	if (window > q->bound)
 		window = q->bound;
-	}
-	if (q->nbufs < window && srq_add(q, (uint32_t)window - q->nbufs) == 0)
-		rr_srq_refill(q->srv);
+	return q->nbufs < window && srq_add(q, (uint32_t)window - q->nbufs) == 0;
 }
 
 struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
@@ -118,7 +119,8 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 	if (q) {
 		if (q->pd != pd)
 			return NULL;
-		srq_fit_window(q);
+		if (srq_fit_window(q))
+			rr_srq_refill(srv);
 		return q;
 	}
 	q = calloc(1, sizeof(*q));
@@ -163,8 +165,12 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 	srv->srq = q;
 	rr_log("shared receive queue: %u receives of %u bytes, growing to %u", q->nbufs,
 	       srv->cfg.inline_size, q->bound);
-	rr_srq_refill(srv);
+	if (srq_window(&srv->cfg) > q->bound)
+		rr_log("shared receive queue: its bound (%u) is below one client's window (%llu): "
+		       "clients will wait on RNR retries",
+		       q->bound, (unsigned long long)srq_window(&srv->cfg));
 	srq_fit_window(q);
+	rr_srq_refill(srv);
 	return q;
 }
 
