@@ -58,6 +58,59 @@ def layer_of(ob, fl, name):
     return None
 
 
+HOOK_NAMES = ("gsh_malloc__", "gsh_malloc_aligned__", "gsh_calloc__", "gsh_realloc__",
+              "gsh_free_size")
+HOOK_MAX_SELF = 20  # instructions per call: a null check around the allocator
+
+
+def allocator_hooks(lay, calls, wrappers, self_cost, ncalls):
+    """ganesha's allocator entry points that ntirpc calls through
+    tirpc_pkg_params (nfs_init.c's ntirpc_pp: gsh_malloc__, gsh_calloc__,
+    gsh_free_size, ...). Debian strips libganesha_nfsd and does not export
+    ntirpc_pp, so without names they are found by shape: a ganesha function
+    called from ntirpc whose every callee is the C allocator (or the plugin's
+    interposer of it) and which adds at most HOOK_MAX_SELF instructions per
+    call. ganesha's request constructor (alloc_nfs_request, which ntirpc
+    calls on TCP and the plugin on RDMA) initializes the request and is over
+    that bound, so it stays ganesha's on both transports."""
+    callees, from_ntirpc = {}, set()
+    for caller, callee, _, _ in calls:
+        callees.setdefault(caller, set()).add(callee)
+        if lay.get(caller) == "ntirpc":
+            from_ntirpc.add(callee)
+    hooks = set()
+    for fn in from_ntirpc:
+        if lay.get(fn) != "ganesha" or not callees.get(fn):
+            continue
+        base = fn.split("'")[0]
+        if base in HOOK_NAMES:
+            hooks.add(fn)
+            continue
+        only_alloc = all(c in wrappers or (not lay.get(c) and c.split("'")[0] in INTERPOSED)
+                         for c in callees[fn])
+        if base.startswith("0x") and only_alloc and ncalls.get(fn) and \
+                self_cost.get(fn, 0) <= HOOK_MAX_SELF * ncalls[fn]:
+            hooks.add(fn)
+    return hooks
+
+
+def charge_hooks(hooks, calls, lay, per_fn, wrappers, self_cost, through):
+    """An allocator hook is charged, like the libc it wraps, to whoever calls
+    it: the ntirpc TCP path's own allocations are ntirpc's work. The
+    interposer's own instructions under a hook stay the plugin's."""
+    incl, plugin_self = {}, {}
+    for caller, callee, _, ir in calls:
+        if callee in hooks:
+            incl[callee] = incl.get(callee, 0) + ir
+        if caller in hooks and callee in wrappers and through[callee]:
+            plugin_self[caller] = plugin_self.get(caller, 0) + \
+                ir * self_cost.get(callee, 0) / through[callee]
+    for caller, callee, _, ir in calls:
+        if callee in hooks and lay.get(caller) and incl[callee]:
+            keep = 1 - plugin_self.get(callee, 0) / incl[callee]
+            per_fn[caller] = per_fn.get(caller, 0) + ir * keep
+
+
 def parse(path):
     names = {"ob": {}, "fl": {}, "fn": {}}
     kind = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl",
@@ -83,6 +136,7 @@ def parse(path):
     fninfo = {}     # fn name -> (ob, fl)
     self_cost = {}  # fn -> Ir
     calls = []      # (caller fn, callee fn, callee ob, inclusive Ir)
+    ncalls = {}     # callee fn -> number of calls into it
     total = 0
     ob = fl = fn = ""
     cob = cfn = None
@@ -124,9 +178,13 @@ def parse(path):
                 cfn = fkey(v)
             elif k == "calls":
                 pending_call = True
+                ncalls[cfn] = ncalls.get(cfn, 0) + int(v.split()[0])
     lay = {fn: layer_of(o, f_, fn) for fn, (o, f_) in fninfo.items()}
     wrappers = {fn for fn in lay
                 if lay[fn] == "plugin" and fn.split("'")[0] in INTERPOSED}
+    hooks = allocator_hooks(lay, calls, wrappers, self_cost, ncalls)
+    for h in hooks:
+        lay[h] = None
     per_fn = {}
     for fn, ir in self_cost.items():
         if lay.get(fn):
@@ -136,7 +194,7 @@ def parse(path):
     for caller, callee, cob_, ir in calls:
         if callee in wrappers:
             through[callee] += ir
-        if not lay.get(caller):
+        if not lay.get(caller) or callee in hooks:
             continue
         cl = lay.get(callee)
         if cl is None and callee not in lay:
@@ -150,6 +208,7 @@ def parse(path):
         if callee in wrappers and lay.get(caller) and through[callee]:
             share = ir * forwarded[callee] / through[callee]
             per_fn[caller] = per_fn.get(caller, 0) + share
+    charge_hooks(hooks, calls, lay, per_fn, wrappers, self_cost, through)
     layers = {l: 0 for l in LAYERED}
     for fn, ir in per_fn.items():
         layers[lay[fn]] += ir
@@ -159,7 +218,8 @@ def parse(path):
     for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
         fns = sorted(((ir, fn) for fn, ir in per_fn.items() if lay[fn] == l), reverse=True)
         top[l] = [[fn.split("'#")[0], round(ir)] for ir, fn in fns[:40]]
-    return {"file": path, "total": total, "layers": layers, "top": top}
+    return {"file": path, "total": total, "layers": layers, "top": top,
+            "allocator_hooks": sorted(h.split("'#")[0] for h in hooks)}
 
 
 if __name__ == "__main__":

@@ -19,9 +19,21 @@
  * about to run an NFSv3 READ with a Write chunk makes that thread's next
  * malloc of RRP_PAYLOAD_MIN..max bytes come from the arena, once. A wrong
  * guess costs nothing: the slot goes back on free() like any other.
+ *
+ * WRITE data goes the other way: it arrives by RDMA Read in a registered
+ * buffer of the engine's, and ganesha 4.3 decodes it with xdr_bytes, which
+ * mallocs a buffer of the data's length and copies the bytes in. While the
+ * plugin decodes a Call it lends that buffer (rrp_payload_lend): a malloc of
+ * exactly a chunk's length, made while the decoder stands exactly at that
+ * chunk's data, returns the data's own address, the decoder's getbytes sees
+ * source and destination agree and copies nothing, and free() recognises the
+ * address as lent and gives nothing to glibc. The Call, and with it the
+ * engine's buffer, is held until ganesha's free_cb, after it frees its
+ * arguments.
  */
 #include <errno.h>
-#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/uio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,13 +49,17 @@ extern void __libc_free(void *p);
 extern void *__libc_realloc(void *p, size_t size);
 extern void *__libc_malloc(size_t size);
 
+/*
+ * Free slots of a class: a lock-free stack of slot numbers (any worker takes,
+ * any thread frees). The head packs a change count above slot+1 (0 = empty),
+ * so a pop that raced a pop and a push of the same slot fails its CAS (ABA).
+ */
 struct size_class {
 	size_t slot;
 	uint32_t count;
 	uint8_t *base;
-	pthread_mutex_t lock;
-	uint32_t nfree;
-	uint32_t *free_idx;
+	_Atomic uint64_t head;
+	_Atomic uint32_t *next;	/* slot+1 below each free slot, 0 = bottom */
 };
 
 static struct size_class classes[2];
@@ -52,6 +68,90 @@ static size_t arena_len;
 static _Atomic uint64_t served, fallbacks;
 /* initial-exec: malloc must not reach __tls_get_addr, which may allocate. */
 static __thread size_t expect_max __attribute__((tls_model("initial-exec")));
+
+/* The Call being decoded on this thread and its chunks not yet lent. */
+struct lend_state {
+	const struct iovec *chunk;
+	int n, next;
+	bool (*at)(void *arg, const void *addr);
+	void *arg;
+};
+static __thread struct lend_state lend __attribute__((tls_model("initial-exec")));
+
+/*
+ * Addresses lent and not yet freed, direct-mapped by address: a taken slot
+ * means "do not lend" (the copy happens as before), never a wait. Chunk
+ * buffers are page aligned, so the page number spreads them.
+ */
+#define LENT_SLOTS 256
+static _Atomic uintptr_t lent_addr[LENT_SLOTS];
+static size_t lent_len[LENT_SLOTS];
+static atomic_uint lent_count;
+static _Atomic uint64_t lent_bytes;
+
+static unsigned int lent_slot(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	return (unsigned int)((a >> 12) ^ (a >> 20)) & (LENT_SLOTS - 1);
+}
+
+static bool lent_add(void *p, size_t len)
+{
+	unsigned int i = lent_slot(p);
+	uintptr_t none = 0;
+
+	if (!atomic_compare_exchange_strong(&lent_addr[i], &none, (uintptr_t)p))
+		return false;
+	lent_len[i] = len;
+	atomic_fetch_add(&lent_count, 1);
+	atomic_fetch_add_explicit(&lent_bytes, len, memory_order_relaxed);
+	return true;
+}
+
+/* Forget @p if it is lent; its length in *len. */
+static bool lent_take_back(void *p, size_t *len)
+{
+	unsigned int i;
+	uintptr_t mine = (uintptr_t)p;
+
+	if (!p || !atomic_load_explicit(&lent_count, memory_order_relaxed))
+		return false;
+	i = lent_slot(p);
+	if (atomic_load_explicit(&lent_addr[i], memory_order_acquire) != mine)
+		return false;
+	*len = lent_len[i];
+	if (!atomic_compare_exchange_strong(&lent_addr[i], &mine, 0))
+		return false;
+	atomic_fetch_sub(&lent_count, 1);
+	return true;
+}
+
+void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
+		      void *arg)
+{
+	lend = (struct lend_state){.chunk = n > 0 ? chunk : NULL, .n = n > 0 ? n : 0, .at = at,
+				   .arg = arg};
+}
+
+uint64_t rrp_payload_lent_bytes(void)
+{
+	return lent_bytes;
+}
+
+/* The next chunk's own address if this malloc is xdr_bytes' for its data. */
+static void *lend_for(size_t size)
+{
+	const struct iovec *c;
+
+	if (lend.next >= lend.n)
+		return NULL;
+	c = &lend.chunk[lend.next];
+	if (size != c->iov_len || !lend.at(lend.arg, c->iov_base))
+		return NULL;
+	lend.next++;
+	return lent_add(c->iov_base, size) ? c->iov_base : NULL;
+}
 
 static bool in_arena(const void *p)
 {
@@ -75,7 +175,7 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
 {
 	size_t small = RRP_PAYLOAD_SMALL, large = RRP_PAYLOAD_LARGE;
 	size_t total = small * small_slots + large * large_slots;
-	uint32_t *idx;
+	_Atomic uint32_t *idx;
 	uint8_t *mem;
 
 	if (arena || total == 0)
@@ -89,15 +189,15 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
 		return -ENOMEM;
 	}
 	classes[0] = (struct size_class){.slot = small, .count = (uint32_t)small_slots, .base = mem,
-					 .free_idx = idx};
+					 .next = idx};
 	classes[1] = (struct size_class){.slot = large, .count = (uint32_t)large_slots,
 					 .base = mem + small * small_slots,
-					 .free_idx = idx + small_slots};
+					 .next = idx + small_slots};
 	for (int c = 0; c < 2; c++) {
-		pthread_mutex_init(&classes[c].lock, NULL);
+		/* Slot 0 on top, each slot above the next one up. */
 		for (uint32_t i = 0; i < classes[c].count; i++)
-			classes[c].free_idx[i] = classes[c].count - 1 - i;
-		classes[c].nfree = classes[c].count;
+			atomic_init(&classes[c].next[i], i + 1 < classes[c].count ? i + 2 : 0);
+		atomic_init(&classes[c].head, classes[c].count ? 1 : 0);
 	}
 	arena_len = total;
 	__atomic_store_n(&arena, mem, __ATOMIC_RELEASE);
@@ -112,18 +212,44 @@ void rrp_payload_stats(uint64_t *served_out, uint64_t *fallbacks_out)
 	*fallbacks_out = fallbacks;
 }
 
+#define HEAD_SLOT(h) ((uint32_t)(h))
+#define HEAD_NEXT(h, slot1) ((((h) >> 32) + 1) << 32 | (slot1))
+
+static void *class_pop(struct size_class *c)
+{
+	uint64_t h = atomic_load_explicit(&c->head, memory_order_acquire);
+
+	while (HEAD_SLOT(h)) {
+		uint32_t s = HEAD_SLOT(h) - 1;
+		uint32_t below = atomic_load_explicit(&c->next[s], memory_order_relaxed);
+
+		if (atomic_compare_exchange_weak_explicit(&c->head, &h, HEAD_NEXT(h, below),
+							  memory_order_acquire,
+							  memory_order_acquire))
+			return c->base + (size_t)s * c->slot;
+	}
+	return NULL;
+}
+
+static void class_push(struct size_class *c, uint32_t s)
+{
+	uint64_t h = atomic_load_explicit(&c->head, memory_order_relaxed);
+
+	do
+		atomic_store_explicit(&c->next[s], HEAD_SLOT(h), memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&c->head, &h, HEAD_NEXT(h, s + 1),
+						      memory_order_release, memory_order_relaxed));
+}
+
 static void *class_get(size_t size)
 {
 	for (int i = 0; i < 2; i++) {
 		struct size_class *c = &classes[i];
-		void *p = NULL;
+		void *p;
 
 		if (size > c->slot)
 			continue;
-		pthread_mutex_lock(&c->lock);
-		if (c->nfree)
-			p = c->base + (size_t)c->free_idx[--c->nfree] * c->slot;
-		pthread_mutex_unlock(&c->lock);
+		p = class_pop(c);
 		if (p)
 			return p;
 	}
@@ -154,9 +280,7 @@ static void class_put(void *p)
 	if (!c)
 		return;
 	i = (size_t)((uint8_t *)p - c->base) / c->slot;
-	pthread_mutex_lock(&c->lock);
-	c->free_idx[c->nfree++] = (uint32_t)i;
-	pthread_mutex_unlock(&c->lock);
+	class_push(c, (uint32_t)i);
 }
 
 EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
@@ -189,6 +313,11 @@ EXPORTED void *malloc(size_t size)
 	size_t max = expect_max;
 	void *p;
 
+	if (lend.n) {
+		p = lend_for(size);
+		if (p)
+			return p;
+	}
 	if (max && size >= RRP_PAYLOAD_MIN && size <= max) {
 		expect_max = 0;
 		p = arena_take(size);
@@ -200,6 +329,10 @@ EXPORTED void *malloc(size_t size)
 
 EXPORTED void free(void *p)
 {
+	size_t len;
+
+	if (lent_take_back(p, &len))
+		return; /* the engine's buffer: the Call's release frees it */
 	if (in_arena(p)) {
 		class_put(p);
 		return;
@@ -210,8 +343,17 @@ EXPORTED void free(void *p)
 EXPORTED void *realloc(void *p, size_t size)
 {
 	struct size_class *c;
+	size_t len;
 	void *n;
 
+	if (lent_take_back(p, &len)) {
+		n = __libc_malloc(size);
+		if (n)
+			memcpy(n, p, size < len ? size : len);
+		else
+			lent_add(p, len); /* p stays valid, and lent */
+		return n;
+	}
 	if (!in_arena(p))
 		return __libc_realloc(p, size);
 	c = class_of(p);

@@ -6,7 +6,9 @@
 #define RPCRDMA_RRP_PAYLOAD_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define RRP_PAYLOAD_ALIGN 4096u			/* what ganesha's READ asks for */
 #define RRP_PAYLOAD_MIN 4096u			/* smaller READs go inline anyway */
@@ -19,5 +21,14 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
  * arena (an NFSv3 READ buffer is about to be allocated); 0 cancels. */
 void rrp_payload_expect(size_t max);
 void rrp_payload_stats(uint64_t *served, uint64_t *fallbacks);
+
+/* While this thread decodes a Call: a malloc of exactly @chunk[i].iov_len
+ * bytes made when @at(@arg, @chunk[i].iov_base) says the decoder stands at
+ * that chunk's data returns that address (lent; free() takes it back, not
+ * glibc), chunks in order, each once. @n 0 ends it. */
+void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
+		      void *arg);
+/* Bytes lent so far (process lifetime). */
+uint64_t rrp_payload_lent_bytes(void);
 
 #endif

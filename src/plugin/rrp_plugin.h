@@ -38,9 +38,11 @@ struct rrp_plugin {
 
 	_Atomic uint64_t requests, dropped, replies_failed;
 	/* Call bytes ganesha's XDR decoder copied out of our buffers
-	 * (XDR_GETBYTES: WRITE payloads, names, handles; ganesha 4.3 decodes
-	 * every opaque<> with xdr_bytes into memory of its own). */
+	 * (XDR_GETBYTES: names, handles - ganesha 4.3 decodes every opaque<>
+	 * with xdr_bytes into memory of its own - and WRITE payloads that could
+	 * not be lent, rrp_payload.c). */
 	_Atomic uint64_t decode_copy_bytes;
+	_Atomic uint64_t decode_in_place_bytes;	/* WRITE data decoded in place (lent) */
 };
 
 extern struct rrp_plugin rrp;

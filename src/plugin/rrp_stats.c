@@ -61,11 +61,13 @@ static void write_json(FILE *f)
 	fprintf(f, "{\"fabric\":\"%s\",\"global\":{", rrp.cfg.fabric);
 	put_stats(f, &total);
 	fprintf(f, "},\"plugin\":{\"requests\":%llu,\"dropped\":%llu,\"replies_failed\":%llu,"
-		   "\"workers\":%u,\"decode_copy_bytes\":%llu},\"connections\":[",
+		   "\"workers\":%u,\"decode_copy_bytes\":%llu,\"decode_in_place_bytes\":%llu},"
+		   "\"connections\":[",
 		(unsigned long long)atomic_load(&rrp.requests),
 		(unsigned long long)atomic_load(&rrp.dropped),
 		(unsigned long long)atomic_load(&rrp.replies_failed), rrp.nworkers,
-		(unsigned long long)atomic_load(&rrp.decode_copy_bytes));
+		(unsigned long long)atomic_load(&rrp.decode_copy_bytes),
+		(unsigned long long)atomic_load(&rrp.decode_in_place_bytes));
 	for (int i = 0; i < 2; i++)
 		if (rrp.srv[i])
 			rr_server_foreach_conn(rrp.srv[i], put_conn, &w);

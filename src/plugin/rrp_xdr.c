@@ -50,6 +50,14 @@ static bool dec_getbytes(XDR *x, char *buf, u_int n)
 {
 	struct rrp_xdr_dec *d = DEC(x);
 
+	/* The destination is the data itself (a lent chunk, rrp_payload.c). */
+	dec_settle(d);
+	if (buf == (char *)x->x_data && n && (size_t)(x->x_v.vio_tail - x->x_data) >= n) {
+		x->x_data += n;
+		d->in_place += n;
+		dec_settle(d);
+		return true;
+	}
 	while (n) {
 		size_t left;
 
@@ -188,6 +196,18 @@ static const struct xdr_ops dec_ops = {
 	.x_allochdrs = no_allochdrs,
 };
 
+bool rrp_xdr_dec_at(void *dec, const void *addr)
+{
+	struct rrp_xdr_dec *d = dec;
+	const uint8_t *x = d->xdrs.x_data;
+
+	if (x == addr)
+		return true;
+	/* Inline fast paths leave x_data at the end of an iovec, unsettled. */
+	return x == d->xdrs.x_v.vio_tail && d->cur + 1 < d->iovcnt &&
+	       d->iov[d->cur + 1].iov_base == addr;
+}
+
 void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt)
 {
 	static const uint8_t empty[4];
@@ -206,6 +226,7 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 	d->iov = iov;
 	d->iovcnt = iovcnt;
 	d->copied = 0;
+	d->in_place = 0;
 	for (int i = 0; i < iovcnt; i++) {
 		d->start[i] = off;
 		off += (u_int)iov[i].iov_len;

@@ -31,6 +31,7 @@ struct rrp_xdr_dec {
 	int cur;			/* iovec x_v describes */
 	u_int start[RRP_DEC_MAX_IOV];	/* stream offset of each iovec */
 	uint64_t copied;		/* bytes x_getbytes copied out */
+	uint64_t in_place;		/* bytes it found already at the destination */
 	void (*destroy)(struct rrp_xdr_dec *dec);	/* owner's release */
 	void *owner;
 };
@@ -56,6 +57,8 @@ struct rrp_xdr_enc {
 
 /* Decode over @iov (not copied: must outlive the stream). */
 void rrp_xdr_dec_init(struct rrp_xdr_dec *dec, const struct iovec *iov, int iovcnt);
+/* True if the next byte @dec (a struct rrp_xdr_dec) decodes is at @addr. */
+bool rrp_xdr_dec_at(void *dec, const void *addr);
 
 /* Encode into fresh buffers; rrp_xdr_enc_fini() frees them and releases uios. */
 int rrp_xdr_enc_init(struct rrp_xdr_enc *enc);

@@ -173,7 +173,10 @@ static void count_decode_copies(struct rrp_xdr_dec *dec)
 {
 	if (dec->copied)
 		atomic_fetch_add(&rrp.decode_copy_bytes, dec->copied);
+	if (dec->in_place)
+		atomic_fetch_add(&rrp.decode_in_place_bytes, dec->in_place);
 	dec->copied = 0;
+	dec->in_place = 0;
 }
 
 /* The engine is done with the Reply's buffers: ready the stream for reuse. */
@@ -580,7 +583,11 @@ static void rrp_process(void *arg)
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
 	/* nfs3_read allocates its data buffer on this thread, inside SVC_DECODE */
 	rrp_payload_expect(nfs3_read_buffer(rq));
+	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
+	if (call->nchunk_data)
+		rrp_payload_lend(call->chunk_data, call->nchunk_data, rrp_xdr_dec_at, &rq->dec);
 	stat = SVC_DECODE(req);
+	rrp_payload_lend(NULL, 0, NULL, NULL);
 	rrp_payload_expect(0);
 	if (stat != XPRT_SUSPEND) {
 		if (req->rq_auth)

@@ -146,6 +146,7 @@ static int assemble(struct rr_call_ctx *ctx)
 	unsigned int first;
 
 	ctx->call.iovcnt = 0;
+	ctx->call.nchunk_data = 0;
 	if (p->proc == RR_PROC_NOMSG) {
 		base = ctx->sink[0];
 		base_len = p->read[0].length;
@@ -163,6 +164,8 @@ static int assemble(struct rr_call_ctx *ctx)
 			return -EINVAL;
 		add_iov(ctx, base + cursor, ipos - cursor);
 		add_iov(ctx, ctx->sink[i], ch->length);
+		ctx->call.chunk_data[ctx->call.nchunk_data++] =
+			(struct iovec){.iov_base = ctx->sink[i], .iov_len = ch->length};
 		add_iov(ctx, zero_pad, rr_xdr_roundup(ch->length) - ch->length);
 		inserted += rr_xdr_roundup(ch->length);
 		cursor = ipos;

@@ -273,5 +273,6 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	ctx->call.iov[0].iov_base = ctx->buf + ctx->pcl.hdr_len;
 	ctx->call.iov[0].iov_len = ctx->recv_len - ctx->pcl.hdr_len;
 	ctx->call.iovcnt = 1;
+	ctx->call.nchunk_data = 0;
 	rr_call_dispatch(ctx);
 }

@@ -74,6 +74,12 @@ struct rr_call {
 	struct iovec iov[RR_CALL_MAX_IOV];	/* the whole RPC Call message, in order */
 	int iovcnt;
 	size_t len;
+	/* Each Read chunk's data (not a Position-Zero chunk), in position order:
+	 * one element of iov[], in registered memory of the engine's that stays
+	 * the Call's until it is released and that nothing else writes. An upper
+	 * layer may hand it on by reference instead of copying it out. */
+	struct iovec chunk_data[RR_PCL_MAX_READ_CHUNKS];
+	int nchunk_data;
 	void *upper_priv;		/* free for the upper layer */
 };
 

@@ -86,8 +86,15 @@ TEST_F(Nfs4Rdma, WriteReadThroughChunks)
 		Stateid sid;
 		NFS_OK(*c, c->open_create(dir, "f" + std::to_string(n), &f, &sid));
 		Bytes data = test_data(n, uint32_t(n) * 3);
+		Json j;
+		std::string why;
+		ASSERT_TRUE(stats(&j, &why)) << why;
+		double inplace0 = j.at("plugin.decode_in_place_bytes");
 		NFS_OK(*c, c->write(f, sid, 0, data));
 		EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::READ);
+		ASSERT_TRUE(stats(&j, &why)) << why;
+		EXPECT_EQ(j.at("plugin.decode_in_place_bytes") - inplace0, double(n))
+			<< "WRITE4args data decoded in the Read chunk's own buffer";
 		Bytes back;
 		bool eof = false;
 		NFS_OK(*c, c->read(f, sid, 0, uint32_t(n), &back, &eof));

@@ -628,10 +628,13 @@ TEST_F(Robust, SteadyStateCounters)
 		};
 		double regs = delta("registrations"), copies = delta("payload_copies");
 		double calls = delta("calls");
+		double dec_copied = b.at("plugin.decode_copy_bytes") - a.at("plugin.decode_copy_bytes");
+		double dec_in_place =
+		    b.at("plugin.decode_in_place_bytes") - a.at("plugin.decode_in_place_bytes");
 		double rd = delta("rdma_read_bytes"), wr = delta("rdma_write_bytes");
 		printf("  %-14s calls %+4g  registrations/IO %.3f  payload_copies/IO %.1f  "
-		       "rdma_read_bytes/IO %.0f  rdma_write_bytes/IO %.0f\n",
-		       names[k], calls, regs / ios, copies / ios, rd / ios, wr / ios);
+		       "decode_copy_bytes/IO %.0f  rdma_read_bytes/IO %.0f  rdma_write_bytes/IO %.0f\n",
+		       names[k], calls, regs / ios, copies / ios, dec_copied / ios, rd / ios, wr / ios);
 		std::string tag =
 		    std::string(names[k]).substr(0, 5) + (k == W3 || k == W4 ? "w" : "r");
 		RecordProperty(tag + "_registrations_per_io", std::to_string(regs / ios));
@@ -642,10 +645,15 @@ TEST_F(Robust, SteadyStateCounters)
 		EXPECT_EQ(copies, 0) << names[k]
 				     << ": the plugin must not copy payload (READ data is "
 					"written from the FSAL's buffer, WRITE data read into place)";
-		if (k == W3 || k == W4)
+		if (k == W3 || k == W4) {
 			EXPECT_GE(rd, double(n) * ios) << names[k] << ": data pulled by RDMA Read";
-		else
+			EXPECT_EQ(dec_in_place, double(n) * ios)
+			    << names[k] << ": WRITE data decoded where the RDMA Read put it";
+		} else {
 			EXPECT_GE(wr, double(n) * ios) << names[k] << ": data pushed by RDMA Write";
+		}
+		EXPECT_LT(dec_copied / ios, 1024.0)
+		    << names[k] << ": the decoder copies handles and credentials, not payload";
 	}
 	NFS_OK(c4, c4.close(f4, sid));
 	NFS_OK(c4, c4.destroy_session());

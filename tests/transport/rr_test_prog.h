@@ -21,6 +21,9 @@ enum rrt_proc {
 	RRT_PROC_HOLD = 4,	/* never answered; released at conn_down */
 	RRT_PROC_DELAY = 5,	/* u32 ms, opaque<> -> the opaque<>, answered ms later
 				 * from another thread (even after conn_down) */
+	RRT_PROC_CHUNKS = 6,	/* anything -> u32 n, then per rr_call.chunk_data:
+				 * u32 length, u32 fnv1a32 of its bytes, u32 1 if it
+				 * is an element of iov[] (else 0), u32 stream offset */
 };
 
 /* Largest SOURCE / ECHO the server accepts (else GARBAGE_ARGS). */

@@ -570,6 +570,36 @@ static void on_call(void *ctx, struct rr_call *call)
 	case RRT_PROC_HOLD:
 		hold_call(call);
 		return;
+	case RRT_PROC_CHUNKS: {
+		struct reply_buf *rb = reply_start(xid, SUCCESS);
+
+		if (!rb) {
+			rr_call_release(call);
+			return;
+		}
+		put32(rb, (uint32_t)call->nchunk_data);
+		for (int i = 0; i < call->nchunk_data; i++) {
+			const struct iovec *cd = &call->chunk_data[i];
+			uint32_t element = 0, at = 0;
+			size_t off = 0;
+
+			for (int j = 0; j < call->iovcnt; j++) {
+				if (call->iov[j].iov_base == cd->iov_base &&
+				    call->iov[j].iov_len == cd->iov_len) {
+					element = 1;
+					at = (uint32_t)off;
+					break;
+				}
+				off += call->iov[j].iov_len;
+			}
+			put32(rb, (uint32_t)cd->iov_len);
+			put32(rb, rrt_fnv1a(RRT_FNV_INIT, cd->iov_base, cd->iov_len));
+			put32(rb, element);
+			put32(rb, at);
+		}
+		send_reply(call, rb, NULL);
+		return;
+	}
 	default:
 		reply_stat(call, xid, PROC_UNAVAIL);
 		return;

@@ -145,6 +145,54 @@ TEST_F(Shapes, SeveralReadChunksAtArbitraryAlignedPositions)
 	EXPECT_EQ(x2.u32(), fnv(d));
 }
 
+/*
+ * The engine tells the upper layer where each Read chunk's data lies
+ * (rr_call.chunk_data), so an upper layer can hand the data on by reference:
+ * every chunk but a Position-Zero one, in position order, each exactly one
+ * element of the Call's iovecs, holding the bytes at its position.
+ */
+TEST_F(Shapes, ChunkDataListsEachReadChunkWhereItLies)
+{
+	auto d = random_bytes(rng, 6001);
+	TestCall c = call_data(q->next_xid(), RRT_PROC_CHUNKS, d, true);
+	auto fnv_at = [&](const std::vector<uint8_t> &rpc, size_t pos, size_t len) {
+		return rrt_fnv1a(RRT_FNV_INIT, rpc.data() + pos, len);
+	};
+	struct Want {
+		size_t pos, len;
+	};
+	auto check = [&](const std::vector<uint8_t> &rpc, const CallSpec &s, uint32_t xid,
+			 const std::vector<Want> &want) {
+		Reply r;
+		ASSERT_TRUE(q->call(rpc, s, &r)) << q->last_error();
+		size_t off;
+		ASSERT_TRUE(rpc_success(r, xid, &off));
+		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+		ASSERT_EQ(x.u32(), want.size());
+		for (const Want &w : want) {
+			EXPECT_EQ(x.u32(), w.len);
+			EXPECT_EQ(x.u32(), fnv_at(rpc, w.pos, w.len)) << "bytes at " << w.pos;
+			EXPECT_EQ(x.u32(), 1u) << "an element of iov[]";
+			EXPECT_EQ(x.u32(), w.pos) << "its offset in the Call";
+		}
+	};
+	CallSpec s;
+	s.mode = CallSpec::READ;
+	s.reads = {{8, 8}, {c.data_pos, c.data_len}};
+	s.reads_reversed = true;	/* position order is the engine's to restore */
+	s.read_segs = 2;
+	check(c.rpc, s, c.xid, {{8, 8}, {c.data_pos, c.data_len}});
+
+	TestCall c2 = call_data(q->next_xid(), RRT_PROC_CHUNKS, d, true);
+	CallSpec l;
+	l.mode = CallSpec::LONG;
+	l.reads = {{c2.data_pos, c2.data_len}};
+	check(c2.rpc, l, c2.xid, {{c2.data_pos, c2.data_len}}); /* not the PZRC */
+
+	TestCall c3 = call_data(q->next_xid(), RRT_PROC_CHUNKS, random_bytes(rng, 1000), true);
+	check(c3.rpc, CallSpec(), c3.xid, {}); /* inline: none */
+}
+
 /* RFC 8166 section 3.4.5.2: the chunk length may include the XDR roundup. */
 TEST_F(Shapes, ReadChunkLengthWithRoundup)
 {

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+// The READ payload pool (src/plugin/rrp_payload.c) as the plugin preloads it:
+// this binary links the pool, so its malloc/free/posix_memalign/realloc are
+// the process's. Checked from the outside: which calls are served from the
+// arena, that no slot is ever handed out twice under concurrent take/free,
+// and that everything else reaches glibc untouched.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "plugin/rrp_payload.h"
+}
+
+namespace {
+
+constexpr size_t kSmall = 8, kLarge = 2;
+
+struct Arena {
+	uint8_t *base = nullptr;
+	size_t len = 0;
+	bool has(const void *p) const
+	{
+		auto a = static_cast<const uint8_t *>(p);
+		return a >= base && a < base + len;
+	}
+};
+
+// One arena per process (the pool maps it once, like the plugin).
+const Arena &arena()
+{
+	static Arena a = [] {
+		Arena r;
+		void *b = nullptr;
+		EXPECT_EQ(0, rrp_payload_init(kSmall, kLarge, &b, &r.len));
+		r.base = static_cast<uint8_t *>(b);
+		return r;
+	}();
+	return a;
+}
+
+void *aligned(size_t n)
+{
+	void *p = nullptr;
+	EXPECT_EQ(0, posix_memalign(&p, RRP_PAYLOAD_ALIGN, n));
+	return p;
+}
+
+// Takes every small slot: all distinct, all in the arena's small class.
+std::vector<void *> take_all_small()
+{
+	std::vector<void *> v;
+	for (size_t i = 0; i < kSmall; i++)
+		v.push_back(aligned(RRP_PAYLOAD_SMALL));
+	return v;
+}
+
+TEST(PayloadPool, ServesEachSlotOnceThenFallsBackToGlibc)
+{
+	const Arena &a = arena();
+	ASSERT_EQ(kSmall * RRP_PAYLOAD_SMALL + kLarge * RRP_PAYLOAD_LARGE, a.len);
+	uint64_t s0, f0, s1, f1;
+	rrp_payload_stats(&s0, &f0);
+
+	auto v = take_all_small();
+	std::set<uintptr_t> seen;
+	for (void *p : v) {
+		ASSERT_TRUE(a.has(p));
+		EXPECT_EQ(0u, (uintptr_t)p % RRP_PAYLOAD_ALIGN);
+		EXPECT_EQ(0u, ((uint8_t *)p - a.base) % RRP_PAYLOAD_SMALL);
+		seen.insert((uintptr_t)p);
+	}
+	EXPECT_EQ(kSmall, seen.size());
+	// Small class empty: a small request moves up to the large class.
+	void *l1 = aligned(8192), *l2 = aligned(8192), *g = aligned(8192);
+	EXPECT_TRUE(a.has(l1));
+	EXPECT_TRUE(a.has(l2));
+	EXPECT_GE((uint8_t *)l1, a.base + kSmall * RRP_PAYLOAD_SMALL);
+	EXPECT_FALSE(a.has(g)) << "arena exhausted: glibc must serve it";
+	rrp_payload_stats(&s1, &f1);
+	EXPECT_EQ(s0 + kSmall + 2, s1);
+	EXPECT_EQ(f0 + 1, f1);
+
+	for (void *p : v)
+		free(p);
+	free(l1);
+	free(l2);
+	free(g);
+	// Every slot is back.
+	auto again = take_all_small();
+	for (void *p : again)
+		EXPECT_TRUE(a.has(p));
+	for (void *p : again)
+		free(p);
+}
+
+TEST(PayloadPool, OnlyAlignedPageSizedRequestsUseTheArena)
+{
+	const Arena &a = arena();
+	void *p = nullptr;
+	ASSERT_EQ(0, posix_memalign(&p, 64, RRP_PAYLOAD_SMALL));
+	EXPECT_FALSE(a.has(p));
+	free(p);
+	ASSERT_EQ(0, posix_memalign(&p, RRP_PAYLOAD_ALIGN, RRP_PAYLOAD_MIN - 1));
+	EXPECT_FALSE(a.has(p));
+	free(p);
+	ASSERT_EQ(0, posix_memalign(&p, RRP_PAYLOAD_ALIGN, RRP_PAYLOAD_LARGE + 1));
+	EXPECT_FALSE(a.has(p)) << "larger than every class";
+	free(p);
+	EXPECT_EQ(EINVAL, posix_memalign(&p, 3, 64));
+	void *m = malloc(RRP_PAYLOAD_SMALL);
+	EXPECT_FALSE(a.has(m)) << "no READ announced";
+	free(m);
+}
+
+TEST(PayloadPool, AnnouncedReadTakesTheNextFittingMallocOnce)
+{
+	const Arena &a = arena();
+	rrp_payload_expect(16384);
+	void *small = malloc(100);	// below RRP_PAYLOAD_MIN: not the READ buffer
+	void *big = malloc(32768);	// above the announced size
+	void *hit = malloc(12288);
+	void *after = malloc(12288);
+	EXPECT_FALSE(a.has(small));
+	EXPECT_FALSE(a.has(big));
+	EXPECT_TRUE(a.has(hit));
+	EXPECT_FALSE(a.has(after)) << "one announcement, one buffer";
+	free(small);
+	free(big);
+	free(hit);
+	free(after);
+
+	// The announcement is per thread.
+	rrp_payload_expect(16384);
+	void *other = nullptr;
+	std::thread([&] { other = malloc(8192); }).join();
+	EXPECT_FALSE(a.has(other));
+	free(other);
+	rrp_payload_expect(0);
+	void *cancelled = malloc(8192);
+	EXPECT_FALSE(a.has(cancelled));
+	free(cancelled);
+}
+
+TEST(PayloadPool, ReallocMovesAnArenaBufferToTheHeapAndFreesTheSlot)
+{
+	const Arena &a = arena();
+	auto v = take_all_small();
+	void *p = v.back();
+	v.pop_back();
+	memset(p, 0x5a, 4096);
+	void *q = realloc(p, 8192);
+	ASSERT_NE(nullptr, q);
+	EXPECT_FALSE(a.has(q));
+	for (int i = 0; i < 4096; i++)
+		ASSERT_EQ(0x5a, static_cast<uint8_t *>(q)[i]);
+	void *back = aligned(RRP_PAYLOAD_SMALL);
+	EXPECT_EQ(p, back) << "the freed slot is the only small one left";
+	free(q);
+	free(back);
+	for (void *x : v)
+		free(x);
+}
+
+// Threads take and free concurrently (takers on several threads, frees also
+// from a thread other than the taker, as ganesha does): a slot handed out
+// twice would show as another owner's stamp in the buffer.
+TEST(PayloadPool, ConcurrentTakeAndFreeNeverShareASlot)
+{
+	const Arena &a = arena();
+	constexpr int kThreads = 4, kRounds = 20000;
+	std::atomic<int> shared{0}, in_arena{0};
+	std::atomic<void *> handoff[kThreads];
+	for (auto &h : handoff)
+		h = nullptr;
+	std::vector<std::thread> t;
+	for (int id = 0; id < kThreads; id++)
+		t.emplace_back([&, id] {
+			for (int r = 0; r < kRounds; r++) {
+				uint64_t stamp = (uint64_t)id << 32 | (uint32_t)r;
+				auto *p = static_cast<uint64_t *>(aligned(r % 3 ? 8192 : RRP_PAYLOAD_SMALL));
+				if (a.has(p))
+					in_arena++;
+				p[0] = stamp;
+				p[1023] = ~stamp;
+				if (r % 7 == 0)
+					std::this_thread::yield();
+				if (p[0] != stamp || p[1023] != ~stamp)
+					shared++;
+				// Every other buffer is freed by the next thread.
+				if (r % 2) {
+					free(p);
+				} else {
+					void *old = handoff[(id + 1) % kThreads].exchange(p);
+					free(old);
+				}
+			}
+		});
+	for (auto &th : t)
+		th.join();
+	for (auto &h : handoff)
+		free(h.exchange(nullptr));
+	EXPECT_EQ(0, shared.load());
+	EXPECT_GT(in_arena.load(), kThreads * kRounds / 2) << "the arena served most of them";
+	// Nothing leaked: every slot can be taken again.
+	auto v = take_all_small();
+	void *l1 = aligned(RRP_PAYLOAD_LARGE), *l2 = aligned(RRP_PAYLOAD_LARGE);
+	for (void *p : v)
+		EXPECT_TRUE(a.has(p));
+	EXPECT_TRUE(a.has(l1));
+	EXPECT_TRUE(a.has(l2));
+	for (void *p : v)
+		free(p);
+	free(l1);
+	free(l2);
+}
+
+// WRITE data lent in place: a stand-in decoder position decides when a
+// malloc is xdr_bytes' for a chunk's data.
+struct FakeDecoder {
+	const void *at = nullptr;
+	static bool is_at(void *arg, const void *addr)
+	{
+		return static_cast<FakeDecoder *>(arg)->at == addr;
+	}
+};
+
+// The compiler may assume malloc never returns a static object's address and
+// fold such a comparison: compare addresses it cannot see through.
+uintptr_t addr(const void *p)
+{
+	uintptr_t v = reinterpret_cast<uintptr_t>(p);
+	asm volatile("" : "+r"(v));
+	return v;
+}
+
+alignas(4096) uint8_t chunk_a[8192];
+alignas(4096) uint8_t chunk_b[12288];
+
+TEST(PayloadLend, MallocAtTheChunkGetsTheChunkAndFreeTakesItBack)
+{
+	struct iovec ch[2] = {{chunk_a, 5000}, {chunk_b, 12288}};
+	FakeDecoder d;
+	uint64_t lent0 = rrp_payload_lent_bytes();
+	rrp_payload_lend(ch, 2, FakeDecoder::is_at, &d);
+
+	void *early = malloc(5000); // same size, decoder elsewhere: not lent
+	EXPECT_NE(addr(early), addr(chunk_a));
+	d.at = chunk_b;
+	void *wrong = malloc(5000); // the decoder is at b: a is not next
+	EXPECT_NE(addr(wrong), addr(chunk_a));
+	d.at = chunk_a;
+	void *other_size = malloc(4999);
+	EXPECT_NE(addr(other_size), addr(chunk_a));
+	void *a = malloc(5000);
+	EXPECT_EQ(addr(a), addr(chunk_a));
+	void *again = malloc(5000); // each chunk once
+	EXPECT_NE(addr(again), addr(chunk_a));
+	d.at = chunk_b;
+	void *b = malloc(12288);
+	EXPECT_EQ(addr(b), addr(chunk_b));
+	rrp_payload_lend(nullptr, 0, nullptr, nullptr);
+	EXPECT_EQ(lent0 + 5000 + 12288, rrp_payload_lent_bytes());
+
+	// free() of a lent address must not reach glibc (a static array would
+	// abort it), and the chunk's bytes stay the engine's.
+	chunk_a[0] = 0x42;
+	free(a);
+	EXPECT_EQ(0x42, chunk_a[0]);
+	// realloc moves lent data out to the heap.
+	memset(chunk_b, 0x17, sizeof(chunk_b));
+	void *moved = realloc(b, 16384);
+	ASSERT_NE(nullptr, moved);
+	EXPECT_NE(addr(moved), addr(chunk_b));
+	for (size_t i = 0; i < sizeof(chunk_b); i++)
+		ASSERT_EQ(0x17, static_cast<uint8_t *>(moved)[i]);
+	free(moved);
+	free(early);
+	free(wrong);
+	free(other_size);
+	free(again);
+}
+
+TEST(PayloadLend, EndedLendingLendsNothing)
+{
+	struct iovec ch[1] = {{chunk_a, 6000}};
+	FakeDecoder d;
+	d.at = chunk_a;
+	rrp_payload_lend(ch, 1, FakeDecoder::is_at, &d);
+	rrp_payload_lend(nullptr, 0, nullptr, nullptr);
+	void *p = malloc(6000);
+	EXPECT_NE(addr(p), addr(chunk_a));
+	free(p);
+	// Another thread never sees this thread's Call.
+	rrp_payload_lend(ch, 1, FakeDecoder::is_at, &d);
+	void *q = nullptr;
+	std::thread([&] { q = malloc(6000); }).join();
+	EXPECT_NE(addr(q), addr(chunk_a));
+	free(q);
+	void *mine = malloc(6000);
+	EXPECT_EQ(addr(mine), addr(chunk_a));
+	rrp_payload_lend(nullptr, 0, nullptr, nullptr);
+	free(mine);
+}
+
+} // namespace
