@@ -110,14 +110,11 @@ static bool lent_add(void *p, size_t len)
 }
 
 /* Forget @p if it is lent; its length in *len. */
-static bool lent_take_back(void *p, size_t *len)
+static __attribute__((noinline)) bool lent_forget(void *p, size_t *len)
 {
-	unsigned int i;
+	unsigned int i = lent_slot(p);
 	uintptr_t mine = (uintptr_t)p;
 
-	if (!p || !atomic_load_explicit(&lent_count, memory_order_relaxed))
-		return false;
-	i = lent_slot(p);
 	if (atomic_load_explicit(&lent_addr[i], memory_order_acquire) != mine)
 		return false;
 	*len = lent_len[i];
@@ -125,6 +122,12 @@ static bool lent_take_back(void *p, size_t *len)
 		return false;
 	atomic_fetch_sub(&lent_count, 1);
 	return true;
+}
+
+/* Every free() in the process asks: one load while nothing is lent. */
+static inline bool lent_take_back(void *p, size_t *len)
+{
+	return atomic_load_explicit(&lent_count, memory_order_relaxed) && p && lent_forget(p, len);
 }
 
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
@@ -308,7 +311,7 @@ void rrp_payload_expect(size_t max)
 	expect_max = max;
 }
 
-EXPORTED void *malloc(size_t size)
+static __attribute__((noinline)) void *malloc_announced(size_t size)
 {
 	size_t max = expect_max;
 	void *p;
@@ -324,6 +327,14 @@ EXPORTED void *malloc(size_t size)
 		if (p)
 			return p;
 	}
+	return __libc_malloc(size);
+}
+
+/* Every malloc() in the process passes here: the common case is one test. */
+EXPORTED void *malloc(size_t size)
+{
+	if (__builtin_expect(lend.n != 0 || expect_max != 0, 0))
+		return malloc_announced(size);
 	return __libc_malloc(size);
 }
 
