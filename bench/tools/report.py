@@ -297,7 +297,10 @@ for op in ("read4k", "write4k", "read1m", "write1m"):
         j = jload(os.path.join(W, f"ctr-{op}-{k}.json"))
         if not a or not b or not j:
             break
-        d[k] = ({x: b["global"][x] - a["global"][x] for x in b["global"]}, j["ops"])
+        g = {x: b["global"][x] - a["global"][x] for x in b["global"]}
+        for x in ("decode_copy_bytes", "decode_in_place_bytes"):
+            g[x] = b.get("plugin", {}).get(x, 0) - a.get("plugin", {}).get(x, 0)
+        d[k] = (g, j["ops"])
     if len(d) == 2:
         n = d[2][1] - d[1][1]
         rows.append((op, {x: (d[2][0][x] - d[1][0][x]) / n for x in d[2][0]}, d[2][0], d[2][1]))
@@ -306,10 +309,11 @@ if rows:
       "of 2N calls at queue depth 16; per-I/O figures are (delta(2N) - delta(N)) / N, i.e. "
       "steady state without connection set-up. Whole-run deltas of the 2N run shown too.")
     p("")
-    p("| op | registrations / I/O | payload_copies bytes / I/O | RDMA Read bytes / I/O | RDMA Write bytes / I/O | 2N run: calls, registrations, payload_copies |")
-    p("|---|---:|---:|---:|---:|---|")
+    p("| op | registrations / I/O | payload_copies bytes / I/O | decode copied bytes / I/O | decoded in place bytes / I/O | RDMA Read bytes / I/O | RDMA Write bytes / I/O | 2N run: calls, registrations, payload_copies |")
+    p("|---|---:|---:|---:|---:|---:|---:|---|")
     for op, per, whole, n in rows:
         p(f"| {OPNAME[op]} | {fmt(per['registrations'], 2)} | {fmt(per['payload_copies'])} | "
+          f"{fmt(per['decode_copy_bytes'])} | {fmt(per['decode_in_place_bytes'])} | "
           f"{fmt(per['rdma_read_bytes'])} | {fmt(per['rdma_write_bytes'])} | "
           f"{whole['calls']} calls, {whole['registrations']} reg, {whole['payload_copies']:,} B |")
     p("")
