@@ -442,6 +442,9 @@ void rr_conn_reap(struct rr_server *srv)
 				struct rr_call_ctx *next = q->next;
 
 				q->next = NULL;
+				/* Off the queue: rr_read_complete frees it at
+				 * its last flush, which it skips while queued. */
+				q->queued = false;
 				if (q->reads_posted == q->reads_done)
 					rr_call_free(q);
 				q = next;

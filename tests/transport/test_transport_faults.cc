@@ -219,6 +219,46 @@ TEST_F(Faults, ClientVanishesDuringRdmaRead)
 	EXPECT_TRUE(big_read_ok(b));
 }
 
+/*
+ * The server shuts down while a call waits for its Read chunk: one segment's
+ * RDMA Read in flight, the next queued behind the Read window (ord 1). The
+ * disconnect flushes that Read; its completion must free the call, or the
+ * connection keeps a reference for ever and the server cannot exit (the
+ * churn soak hung this way under load, when a link dropped mid-Read).
+ */
+TEST_F(Faults, ShutdownWithCallWaitingOnItsReadChunk)
+{
+	server_must_exit_clean = false; /* checked here, before the requester goes */
+	RequesterOptions o;
+	o.addr = srv.addr();
+	o.responder_resources = 1; /* the server may have one Read in flight */
+	std::string err;
+	auto a = Requester::connect(o, &err);
+	ASSERT_TRUE(a) << err;
+	ASSERT_TRUE(ping(a.get()));
+	uint64_t calls_before = srv.stats()["ul_calls"];
+	/* Our I/O thread stalls on each completion it delivers, so the server's
+	 * Read request waits unserved behind them. */
+	fab_soft_fault f = {};
+	f.delay_us = 2000000;
+	ASSERT_EQ(fab_soft_fault_set(a->conn(), &f), 0);
+	ASSERT_GE(post_sink_read(a.get(), 3 * 4096, 3), 0);
+	uint64_t read_bytes = 0;
+	for (int i = 0; i < 500 && !read_bytes; i++) {
+		read_bytes = srv.stats()["rdma_read_bytes"];
+		if (!read_bytes)
+			usleep(2000);
+	}
+	ASSERT_GT(read_bytes, 0u) << "the server never started the Read";
+	std::map<std::string, uint64_t> st;
+	int rc = srv.stop(&st);
+	EXPECT_EQ(rc, 0) << "rr_test_server did not exit (a connection still referenced)";
+	EXPECT_EQ(st["destroyed"], 1u);
+	EXPECT_EQ(st["ul_conn_up"], st["ul_conn_down"]);
+	/* The case this test is about: the call never reached the upper layer. */
+	EXPECT_EQ(st["ul_calls"], calls_before) << "the Read finished before the shutdown";
+}
+
 /* The requester goes away with a big RDMA Write toward it in flight. */
 TEST_F(Faults, ClientVanishesDuringRdmaWrite)
 {

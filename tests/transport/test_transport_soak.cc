@@ -332,6 +332,16 @@ TEST_P(Soak, StableConnectionsUnaffectedByChurn)
 	EXPECT_GT(cycles.load(), 0u);
 	for (auto *q : qs)
 		EXPECT_TRUE(q->connected());
+	/* Every churned connection is freed, not only reported down: a call
+	 * that keeps a reference would hold its connection (and the server's
+	 * exit) for ever. A generous deadline: teardown is slow under load. */
+	uint64_t listed = ~0ull;
+	for (int i = 0; i < 400 && listed != uint64_t(nconn); i++) {
+		listed = srv.stats()["conns_listed"];
+		if (listed != uint64_t(nconn))
+			usleep(50000);
+	}
+	EXPECT_EQ(listed, uint64_t(nconn)) << "churned connections still held by the engine";
 }
 
 } // namespace
