@@ -10,13 +10,6 @@
 
 #include "ulb/ulb_priv.h"
 
-bool ulb_x_opaque_auth(struct ulb_xdr *x, uint32_t *flavor)
-{
-	if (!ulb_xdr_u32(x, flavor))
-		return false;
-	return ulb_xdr_opaque(x, ULB_MAX_AUTH_BYTES, NULL, NULL);
-}
-
 bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
 {
 	struct ulb_call *c = s->c;
@@ -31,7 +24,7 @@ bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
 	if (len > max)
 		return ulb_xdr_fail(&s->x);
 	/* Positions count the whole Call, chunk data in place (RFC 8166 section 3.5.3). */
-	position = s->x.pos + c->absent_bytes;
+	position = ulb_xdr_pos(&s->x) + c->absent_bytes;
 	if (pcl) {
 		for (i = 0; i < pcl->n_read && i < RR_PCL_MAX_READ_CHUNKS; i++) {
 			if (pcl->read[i].position != 0 && pcl->read[i].position == position) {
@@ -238,7 +231,7 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 		return ULB_SCAN_GARBAGE;
 	if (cred_len > ULB_MAX_AUTH_BYTES)
 		return ULB_SCAN_GARBAGE;
-	cred_end = x->pos + ulb_xdr_round4(cred_len);
+	cred_end = ulb_xdr_pos(x) + ulb_xdr_round4(cred_len);
 	if (c->cred_flavor == ULB_RPCSEC_GSS && cred_len >= sizeof(gss)) {
 		int i;
 
@@ -246,7 +239,7 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 			if (!ulb_xdr_u32(x, &gss[i]))
 				return ULB_SCAN_GARBAGE;
 	}
-	if (cred_end < x->pos || !ulb_xdr_skip(x, cred_end - x->pos))
+	if (cred_end < ulb_xdr_pos(x) || !ulb_xdr_skip(x, cred_end - ulb_xdr_pos(x)))
 		return ULB_SCAN_GARBAGE;
 	if (!ulb_x_opaque_auth(x, &verf_flavor))
 		return ULB_SCAN_GARBAGE;
@@ -264,7 +257,7 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 			return ULB_SCAN_GARBAGE;
 		}
 	}
-	c->args_offset = x->pos;
+	c->args_offset = ulb_xdr_pos(x);
 
 	switch (c->ulp) {
 	case ULB_ULP_NFS2:
@@ -284,9 +277,11 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 	return ok && !x->err ? ULB_SCAN_OK : ULB_SCAN_GARBAGE;
 }
 
+_Static_assert(ULB_MAX_ARG_ITEMS <= 64, "the used-item mask is one uint64_t");
+
 enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const struct rr_pcl *pcl)
 {
-	bool used[ULB_MAX_ARG_ITEMS] = {false};
+	uint64_t used = 0; /* bit j: items[j] has its chunk */
 	unsigned int i, j, nitems;
 
 	if (!pcl)
@@ -304,10 +299,10 @@ enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const s
 			if (it->position != ch->position)
 				continue;
 			/* the item's bytes, with or without its XDR pad */
-			if (used[j] || ch->length < it->length ||
+			if ((used >> j & 1u) || ch->length < it->length ||
 			    ch->length > ulb_xdr_round4(it->length))
 				return ULB_DDP_VIOLATION;
-			used[j] = true;
+			used |= (uint64_t)1 << j;
 			found = true;
 			break;
 		}

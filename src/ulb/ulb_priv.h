@@ -37,7 +37,12 @@ bool ulb_x_lock_owner4(struct ulb_xdr *x);
 bool ulb_x_state_protect_ops4(struct ulb_xdr *x);
 bool ulb_x_nfs_impl_id4_array(struct ulb_xdr *x);
 bool ulb_x_channel_attrs4(struct ulb_xdr *x);
-bool ulb_x_opaque_auth(struct ulb_xdr *x, uint32_t *flavor);
+
+/* opaque_auth: flavor, body<MAX_AUTH_BYTES> (RFC 5531 section 8.2) */
+static inline bool ulb_x_opaque_auth(struct ulb_xdr *x, uint32_t *flavor)
+{
+	return ulb_xdr_u32(x, flavor) && ulb_xdr_opaque(x, ULB_MAX_AUTH_BYTES, NULL, NULL);
+}
 
 #define ULB_MAX_BITMAP_WORDS 64u   /* bitmap4 words accepted */
 #define ULB_MAX_ARRAY 65536u	   /* any other counted array */

@@ -1,58 +1,64 @@
 // SPDX-License-Identifier: MIT
 /*
- * ulb_xdr.c - bounds-checked XDR reads over an iovec array.
+ * ulb_xdr.c - the cursor's slow paths: crossing iovecs, the end of the
+ * stream, latched errors.
  */
 #include <string.h>
 
 #include "ulb/ulb_xdr.h"
 
+/* The window of an empty stream or iovec: never NULL, so stepping 0 bytes
+ * is defined behaviour. */
+static const uint8_t ulb_xdr_empty[1];
+
+/* Make iov[i] the window (its first byte is at stream offset @pos). */
+static void ulb_xdr_window(struct ulb_xdr *x, int i, uint64_t pos)
+{
+	x->idx = i;
+	x->p = x->iov[i].iov_len ? (const uint8_t *)x->iov[i].iov_base : ulb_xdr_empty;
+	x->end = x->p + x->iov[i].iov_len;
+	x->end_pos = pos + x->iov[i].iov_len;
+}
+
 void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt)
 {
 	int i;
 
-	memset(x, 0, sizeof(*x));
 	x->iov = iov;
 	x->iovcnt = iovcnt > 0 ? iovcnt : 0;
+	x->err = false;
+	x->len = 0;
 	for (i = 0; i < x->iovcnt; i++)
 		x->len += iov[i].iov_len;
+	if (x->iovcnt > 0) {
+		ulb_xdr_window(x, 0, 0);
+	} else {
+		x->idx = 0;
+		x->p = x->end = ulb_xdr_empty;
+		x->end_pos = 0;
+	}
 }
 
-/* Move forward n bytes, copying them to dst when dst is not NULL. */
-static bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
+bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
 {
-	if (x->err || n > x->len - x->pos)
+	if (x->err || n > x->len - ulb_xdr_pos(x))
 		return ulb_xdr_fail(x);
-	x->pos += n;
-	while (n > 0) {
-		size_t avail, take;
+	for (;;) {
+		size_t take = ulb_xdr_here(x) < n ? ulb_xdr_here(x) : (size_t)n;
 
-		if (x->idx >= x->iovcnt)
-			return ulb_xdr_fail(x);
-		avail = x->iov[x->idx].iov_len - x->off;
-		take = avail < n ? avail : (size_t)n;
 		if (dst && take) {
-			memcpy(dst, (const uint8_t *)x->iov[x->idx].iov_base + x->off, take);
+			memcpy(dst, x->p, take);
 			dst += take;
 		}
-		x->off += take;
+		x->p += take;
 		n -= take;
-		if (x->off == x->iov[x->idx].iov_len) {
-			x->idx++;
-			x->off = 0;
-		}
+		if (n == 0)
+			return true;
+		/* len bounds n, so a next iovec exists while bytes are owed */
+		if (x->idx + 1 >= x->iovcnt)
+			return ulb_xdr_fail(x);
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
 	}
-	return true;
-}
-
-/* Items that cross an iovec boundary (or run past the end). */
-bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
-{
-	return ulb_xdr_advance(x, NULL, n);
-}
-
-bool ulb_xdr_bytes(struct ulb_xdr *x, void *dst, size_t n)
-{
-	return ulb_xdr_advance(x, dst, n);
 }
 
 bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v)
@@ -62,47 +68,8 @@ bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v)
 	if (!ulb_xdr_advance(x, b, 4))
 		return false;
 	if (v)
-		*v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+		*v = ulb_xdr_load32(b);
 	return true;
-}
-
-bool ulb_xdr_u64(struct ulb_xdr *x, uint64_t *v)
-{
-	uint32_t hi, lo;
-
-	if (!ulb_xdr_u32(x, &hi) || !ulb_xdr_u32(x, &lo))
-		return false;
-	if (v)
-		*v = (uint64_t)hi << 32 | lo;
-	return true;
-}
-
-bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
-{
-	uint32_t w;
-
-	if (!ulb_xdr_u32(x, &w))
-		return false;
-	if (w > 1)
-		return ulb_xdr_fail(x);
-	if (v)
-		*v = w;
-	return true;
-}
-
-bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *lenp, uint64_t *datap)
-{
-	uint32_t len;
-
-	if (!ulb_xdr_u32(x, &len))
-		return false;
-	if (len > max)
-		return ulb_xdr_fail(x);
-	if (datap)
-		*datap = x->pos;
-	if (lenp)
-		*lenp = len;
-	return ulb_xdr_skip(x, ulb_xdr_round4(len));
 }
 
 bool ulb_xdr_count(struct ulb_xdr *x, uint32_t max, uint32_t min_elem_bytes, uint32_t *count)
