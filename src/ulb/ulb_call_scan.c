@@ -92,7 +92,8 @@ void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, en
 static bool ulb_scan_nfs3(struct ulb_scan *s)
 {
 	struct ulb_xdr *x = &s->x;
-	uint32_t count;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
 
 	switch (s->c->proc) {
 	case ULB_NFS3_READLINK:
@@ -100,11 +101,13 @@ static bool ulb_scan_nfs3(struct ulb_scan *s)
 			return false;
 		ulb_scan_read_op(s->c, 0, ULB_NFS3_READLINK, ULB_ITEM_READLINK_PATH, 0);
 		return true;
-	case ULB_NFS3_READ:
-		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) || !ulb_xdr_skip(x, 8) ||
-		    !ulb_xdr_u32(x, &count))
+	case ULB_NFS3_READ: /* file, offset, count */
+		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL))
 			return false;
-		ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA, count);
+		h = ulb_xdr_take(x, 12, buf);
+		if (!h)
+			return false;
+		ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA, ulb_xdr_load32(h + 8));
 		return true;
 	case ULB_NFS3_WRITE:
 		/* file, offset, count, stable, data */
@@ -198,14 +201,75 @@ static bool ulb_scan_compound(struct ulb_scan *s)
 	return true;
 }
 
+/*
+ * The RPC Call header (RFC 5531 section 9) up to the arguments. The fixed
+ * words are taken in runs (xid..rpcvers, prog..cred length, verifier head),
+ * each bounds-checked once.
+ */
+static enum ulb_scan_result ulb_scan_rpc_hdr(struct ulb_xdr *x, struct ulb_call *c)
+{
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t cred_len, verf_len, service = 0, gss_proc = 0;
+	uint64_t cred_pad;
+
+	h = ulb_xdr_take(x, 12, buf); /* xid, mtype, rpcvers */
+	if (!h)
+		return ULB_SCAN_NOT_CALL;
+	c->xid = ulb_xdr_load32(h);
+	if (ulb_xdr_load32(h + 4) != ULB_RPC_CALL || ulb_xdr_load32(h + 8) != ULB_RPC_VERS)
+		return ULB_SCAN_NOT_CALL;
+	h = ulb_xdr_take(x, 20, buf); /* prog, vers, proc, cred flavor, cred length */
+	if (!h)
+		return ULB_SCAN_GARBAGE;
+	c->prog = ulb_xdr_load32(h);
+	c->vers = ulb_xdr_load32(h + 4);
+	c->proc = ulb_xdr_load32(h + 8);
+	c->cred_flavor = ulb_xdr_load32(h + 12);
+	cred_len = ulb_xdr_load32(h + 16);
+	c->ulp = ulb_ulp_of(c->prog, c->vers);
+	if (cred_len > ULB_MAX_AUTH_BYTES)
+		return ULB_SCAN_GARBAGE;
+	cred_pad = ulb_xdr_round4(cred_len);
+	/* RPCSEC_GSS: the cred body says how the arguments are wrapped (RFC 2203
+	 * section 5.3.1): version, gss_proc, seq_num, service */
+	if (c->cred_flavor == ULB_RPCSEC_GSS && cred_len >= 16) {
+		h = ulb_xdr_take(x, 16, buf);
+		if (!h)
+			return ULB_SCAN_GARBAGE;
+		gss_proc = ulb_xdr_load32(h + 4);
+		service = ulb_xdr_load32(h + 12);
+		cred_pad -= 16;
+	}
+	if (!ulb_xdr_skip(x, cred_pad))
+		return ULB_SCAN_GARBAGE;
+	h = ulb_xdr_take(x, 8, buf); /* verifier flavor, length */
+	if (!h)
+		return ULB_SCAN_GARBAGE;
+	verf_len = ulb_xdr_load32(h + 4);
+	if (verf_len > ULB_MAX_AUTH_BYTES || !ulb_xdr_skip(x, ulb_xdr_round4(verf_len)))
+		return ULB_SCAN_GARBAGE;
+	if (c->cred_flavor == ULB_RPCSEC_GSS) {
+		c->gss_service = service;
+		if (cred_len < 16 || gss_proc != ULB_GSS_PROC_DATA || service == ULB_GSS_SVC_PRIVACY)
+			return ULB_SCAN_OPAQUE;
+		if (service == ULB_GSS_SVC_INTEGRITY) {
+			/* rpc_gss_integ_data: databody_integ<> = seq_num, then the args */
+			if (!ulb_xdr_skip(x, 8))
+				return ULB_SCAN_GARBAGE;
+		} else if (service != ULB_GSS_SVC_NONE) {
+			return ULB_SCAN_GARBAGE;
+		}
+	}
+	return ULB_SCAN_OK;
+}
+
 enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const struct rr_pcl *pcl,
 				   struct ulb_call *c)
 {
 	struct ulb_scan s;
 	struct ulb_xdr *x = &s.x;
-	uint32_t mtype, rpcvers, verf_flavor, cred_len;
-	uint32_t gss[4] = {0};
-	uint64_t cred_end;
+	enum ulb_scan_result r;
 	bool ok;
 
 	/* The header and the counts only: the arrays are written up to their
@@ -218,45 +282,9 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 	s.c = c;
 	s.op_index = 0;
 
-	if (!ulb_xdr_u32(x, &c->xid) || !ulb_xdr_u32(x, &mtype) || !ulb_xdr_u32(x, &rpcvers))
-		return ULB_SCAN_NOT_CALL;
-	if (mtype != ULB_RPC_CALL || rpcvers != ULB_RPC_VERS)
-		return ULB_SCAN_NOT_CALL;
-	if (!ulb_xdr_u32(x, &c->prog) || !ulb_xdr_u32(x, &c->vers) || !ulb_xdr_u32(x, &c->proc))
-		return ULB_SCAN_GARBAGE;
-	c->ulp = ulb_ulp_of(c->prog, c->vers);
-
-	/* cred: for RPCSEC_GSS its body says how the arguments are wrapped (RFC 2203 5.3.1) */
-	if (!ulb_xdr_u32(x, &c->cred_flavor) || !ulb_xdr_u32(x, &cred_len))
-		return ULB_SCAN_GARBAGE;
-	if (cred_len > ULB_MAX_AUTH_BYTES)
-		return ULB_SCAN_GARBAGE;
-	cred_end = ulb_xdr_pos(x) + ulb_xdr_round4(cred_len);
-	if (c->cred_flavor == ULB_RPCSEC_GSS && cred_len >= sizeof(gss)) {
-		int i;
-
-		for (i = 0; i < 4; i++)
-			if (!ulb_xdr_u32(x, &gss[i]))
-				return ULB_SCAN_GARBAGE;
-	}
-	if (cred_end < ulb_xdr_pos(x) || !ulb_xdr_skip(x, cred_end - ulb_xdr_pos(x)))
-		return ULB_SCAN_GARBAGE;
-	if (!ulb_x_opaque_auth(x, &verf_flavor))
-		return ULB_SCAN_GARBAGE;
-	if (c->cred_flavor == ULB_RPCSEC_GSS) {
-		/* gss[]: version, gss_proc, seq_num, service */
-		c->gss_service = gss[3];
-		if (cred_len < sizeof(gss) || gss[1] != ULB_GSS_PROC_DATA ||
-		    gss[3] == ULB_GSS_SVC_PRIVACY)
-			return ULB_SCAN_OPAQUE;
-		if (gss[3] == ULB_GSS_SVC_INTEGRITY) {
-			/* rpc_gss_integ_data: databody_integ<> = seq_num, then the args */
-			if (!ulb_xdr_skip(x, 8))
-				return ULB_SCAN_GARBAGE;
-		} else if (gss[3] != ULB_GSS_SVC_NONE) {
-			return ULB_SCAN_GARBAGE;
-		}
-	}
+	r = ulb_scan_rpc_hdr(x, c);
+	if (r != ULB_SCAN_OK)
+		return r;
 	c->args_offset = ulb_xdr_pos(x);
 
 	switch (c->ulp) {

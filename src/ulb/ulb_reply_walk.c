@@ -134,40 +134,82 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 	return true;
 }
 
-static bool ulb_x_post_op_attr(struct ulb_xdr *x)
-{
-	bool present;
-
-	return ulb_xdr_bool(x, &present) && (!present || ulb_xdr_skip(x, ULB_NFS3_FATTR_LEN));
-}
-
 /* v2/v3 READ and READLINK results (RFC 1094 section 2.2, RFC 1813 section 3.3) */
 static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
 {
 	struct ulb_xdr *x = &w->x;
 	enum ulb_item item = ulb_elig_res(call->ulp, call->proc, 0);
-	uint32_t status;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t status, attrs_follow;
 
 	if (item == ULB_ITEM_NONE)
 		return true;
 	w->info->n_read_results++;
 	w->next_chunk++;
-	if (!ulb_xdr_u32(x, &status))
-		return false;
 	if (call->ulp == ULB_ULP_NFS3) {
-		if (!ulb_x_post_op_attr(x))
+		/* status, post_op_attr (a bool, then fattr3 when true) */
+		h = ulb_xdr_take(x, 8, buf);
+		if (!h)
+			return false;
+		status = ulb_xdr_load32(h);
+		attrs_follow = ulb_xdr_load32(h + 4);
+		if (attrs_follow > 1)
+			return ulb_xdr_fail(x);
+		if (attrs_follow && !ulb_xdr_skip(x, ULB_NFS3_FATTR_LEN))
 			return false;
 		if (status != 0)
 			return true;
 		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, 8)) /* count, eof */
 			return false;
 	} else {
+		if (!ulb_xdr_u32(x, &status))
+			return false;
 		if (status != 0)
 			return true;
 		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, ULB_NFS2_FATTR_LEN))
 			return false;
 	}
 	return ulb_walk_item(w, 0);
+}
+
+/* RPC Reply (RFC 5531 section 9) to a scanned Call, then its results. */
+static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
+{
+	struct ulb_xdr *x = &w->x;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t verf_len;
+
+	h = ulb_xdr_take(x, 12, buf); /* xid, REPLY, reply_stat */
+	if (!h || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY)
+		return false;
+	if (ulb_xdr_load32(h + 8) == ULB_RPC_MSG_DENIED)
+		return true;
+	if (ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED)
+		return false;
+	/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth) */
+	h = ulb_xdr_take(x, 8, buf);
+	if (!h)
+		return false;
+	verf_len = ulb_xdr_load32(h + 4);
+	if (verf_len > ULB_MAX_AUTH_BYTES)
+		return ulb_xdr_fail(x);
+	if (!ulb_xdr_skip(x, ulb_xdr_round4(verf_len)))
+		return false;
+	h = ulb_xdr_take(x, 4, buf); /* accept_stat */
+	if (!h)
+		return false;
+	if (ulb_xdr_load32(h) != ULB_RPC_SUCCESS || call->gss_service == ULB_GSS_SVC_PRIVACY)
+		return true;
+	/* integrity: rpc_gss_integ_data length and seq_num wrap the results */
+	if (call->gss_service == ULB_GSS_SVC_INTEGRITY && !ulb_xdr_skip(x, 8))
+		return false;
+	if (call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND)
+		return ulb_walk_compound(w, call->minorversion);
+	if (call->ulp == ULB_ULP_NFS2 || call->ulp == ULB_ULP_NFS3)
+		return ulb_walk_legacy(w, call);
+	return true;
 }
 
 int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
@@ -208,9 +250,8 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 {
 	struct ulb_reply_info local;
 	struct ulb_walk w;
-	struct ulb_xdr *x = &w.x;
-	uint32_t xid, mtype, stat, flavor, limit;
-	bool ok = true;
+	uint32_t limit;
+	bool ok;
 
 	if (!info)
 		info = &local;
@@ -224,30 +265,11 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 	w.info = info;
 	w.next_chunk = 0;
 	w.removed = 0;
-	ulb_xdr_init(x, iov, iovcnt);
-	info->reply_len = x->len;
+	ulb_xdr_init(&w.x, iov, iovcnt);
+	info->reply_len = w.x.len;
 
-	/* RPC reply header (RFC 5531 section 9): xid, REPLY, reply_stat */
-	if (!ulb_xdr_u32(x, &xid) || !ulb_xdr_u32(x, &mtype) || !ulb_xdr_u32(x, &stat) ||
-	    mtype != ULB_RPC_REPLY) {
-		ok = false;
-	} else if (stat == ULB_RPC_MSG_ACCEPTED) {
-		/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth), accept_stat */
-		if (!ulb_x_opaque_auth(x, &flavor) || !ulb_xdr_u32(x, &stat)) {
-			ok = false;
-		} else if (stat == ULB_RPC_SUCCESS && call->gss_service != ULB_GSS_SVC_PRIVACY) {
-			/* integrity: rpc_gss_integ_data length and seq_num wrap the results */
-			if (call->gss_service == ULB_GSS_SVC_INTEGRITY && !ulb_xdr_skip(x, 8))
-				ok = false;
-			else if (call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND)
-				ok = ulb_walk_compound(&w, call->minorversion);
-			else if (call->ulp == ULB_ULP_NFS2 || call->ulp == ULB_ULP_NFS3)
-				ok = ulb_walk_legacy(&w, call);
-		}
-	} else if (stat != ULB_RPC_MSG_DENIED) {
-		ok = false;
-	}
-	if (!ok || x->err) {
+	ok = ulb_walk_rpc(&w, call);
+	if (!ok || w.x.err) {
 		info->result = ULB_REPLY_GARBAGE;
 		plan->nspans = 0;
 		w.removed = 0;

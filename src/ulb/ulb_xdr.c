@@ -61,6 +61,22 @@ bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
 	}
 }
 
+bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
+{
+	uint64_t left = x->err ? 0 : x->len - ulb_xdr_pos(x);
+
+	if (x->err || n > left)
+		return ulb_xdr_fail(x);
+	if (n == left) {
+		/* To the end (a Reply's trailing payload): no need to visit the
+		 * iovecs between */
+		ulb_xdr_window(x, x->iovcnt - 1, x->len - x->iov[x->iovcnt - 1].iov_len);
+		x->p = x->end;
+		return true;
+	}
+	return ulb_xdr_advance(x, NULL, n);
+}
+
 bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v)
 {
 	uint8_t b[4];

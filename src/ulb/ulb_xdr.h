@@ -72,6 +72,7 @@ static inline uint64_t ulb_xdr_remaining(const struct ulb_xdr *x)
 /* The slow paths: move @n bytes forward across iovecs (copying them to @dst
  * unless NULL), or fail and latch when fewer remain. */
 bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n);
+bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n);
 bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v);
 
 static inline uint32_t ulb_xdr_load32(const uint8_t *b)
@@ -85,7 +86,30 @@ static inline bool ulb_xdr_skip(struct ulb_xdr *x, uint64_t n)
 		x->p += n;
 		return !x->err; /* n == 0 after an error still reports it */
 	}
-	return ulb_xdr_advance(x, NULL, n);
+	return ulb_xdr_skip_slow(x, n);
+}
+
+/*
+ * The next @n bytes (1..ULB_XDR_TAKE_MAX) in one piece, for a run of fixed
+ * words read with ulb_xdr_load32(): in place when the window holds them,
+ * else copied into @buf (ULB_XDR_TAKE_MAX bytes). NULL, latched, when fewer
+ * than @n remain.
+ */
+#define ULB_XDR_TAKE_MAX 32u
+
+static inline const uint8_t *ulb_xdr_take(struct ulb_xdr *x, size_t n, uint8_t *buf)
+{
+	const uint8_t *b = x->p;
+
+	if (n <= ulb_xdr_here(x) && n > 0) {
+		x->p += n;
+		return b;
+	}
+	if (n == 0 || n > ULB_XDR_TAKE_MAX) {
+		ulb_xdr_fail(x);
+		return NULL;
+	}
+	return ulb_xdr_advance(x, buf, n) ? buf : NULL;
 }
 
 static inline bool ulb_xdr_u32(struct ulb_xdr *x, uint32_t *v)
