@@ -75,20 +75,6 @@ static bool ulb_x_sattr3(struct ulb_xdr *x)
 	return true;
 }
 
-void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, enum ulb_item kind,
-		      uint32_t count)
-{
-	if (c->n_read_ops < ULB_MAX_READ_OPS) {
-		struct ulb_read_op *r = &c->read_ops[c->n_read_ops];
-
-		r->op_index = op_index;
-		r->kind = (uint16_t)kind;
-		r->opcode = opcode;
-		r->count = count;
-	}
-	c->n_read_ops++;
-}
-
 static bool ulb_scan_nfs3(struct ulb_scan *s)
 {
 	struct ulb_xdr *x = &s->x;
@@ -209,17 +195,25 @@ static bool ulb_scan_compound(struct ulb_scan *s)
 static enum ulb_scan_result ulb_scan_rpc_hdr(struct ulb_xdr *x, struct ulb_call *c)
 {
 	uint8_t buf[ULB_XDR_TAKE_MAX];
-	const uint8_t *h;
+	const uint8_t *h, *h2;
 	uint32_t cred_len, verf_len, service = 0, gss_proc = 0;
 	uint64_t cred_pad;
 
-	h = ulb_xdr_take(x, 12, buf); /* xid, mtype, rpcvers */
-	if (!h)
-		return ULB_SCAN_NOT_CALL;
+	if (ulb_xdr_here(x) >= 32) {
+		/* both runs in place: one bounds check */
+		h = x->p;
+		x->p += 32;
+		h2 = h + 12;
+	} else {
+		h = ulb_xdr_take(x, 12, buf); /* xid, mtype, rpcvers */
+		if (!h)
+			return ULB_SCAN_NOT_CALL;
+		h2 = NULL;
+	}
 	c->xid = ulb_xdr_load32(h);
 	if (ulb_xdr_load32(h + 4) != ULB_RPC_CALL || ulb_xdr_load32(h + 8) != ULB_RPC_VERS)
 		return ULB_SCAN_NOT_CALL;
-	h = ulb_xdr_take(x, 20, buf); /* prog, vers, proc, cred flavor, cred length */
+	h = h2 ? h2 : ulb_xdr_take(x, 20, buf); /* prog, vers, proc, cred flavor and length */
 	if (!h)
 		return ULB_SCAN_GARBAGE;
 	c->prog = ulb_xdr_load32(h);

@@ -19,8 +19,19 @@ struct ulb_scan {
 bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max);
 
 /* Remember an NFS Read operation (it consumes a Write chunk). */
-void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, enum ulb_item kind,
-		      uint32_t count);
+static inline void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode,
+				    enum ulb_item kind, uint32_t count)
+{
+	if (c->n_read_ops < ULB_MAX_READ_OPS) {
+		struct ulb_read_op *r = &c->read_ops[c->n_read_ops];
+
+		r->op_index = op_index;
+		r->kind = (uint16_t)kind;
+		r->opcode = opcode;
+		r->count = count;
+	}
+	c->n_read_ops++;
+}
 
 /* Skip the arguments of one NFSv4 operation (RFC 7530, 8881, 7862, 8276). */
 bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op);

@@ -156,12 +156,12 @@ static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
 		attrs_follow = ulb_xdr_load32(h + 4);
 		if (attrs_follow > 1)
 			return ulb_xdr_fail(x);
-		if (attrs_follow && !ulb_xdr_skip(x, ULB_NFS3_FATTR_LEN))
+		/* the attributes, and READ3resok's count and eof: one skip */
+		if (!ulb_xdr_skip(x, (attrs_follow ? ULB_NFS3_FATTR_LEN : 0) +
+					 (status == 0 && item == ULB_ITEM_READ_DATA ? 8 : 0)))
 			return false;
 		if (status != 0)
 			return true;
-		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, 8)) /* count, eof */
-			return false;
 	} else {
 		if (!ulb_xdr_u32(x, &status))
 			return false;
@@ -181,25 +181,34 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
 	const uint8_t *h;
 	uint32_t verf_len;
 
-	h = ulb_xdr_take(x, 12, buf); /* xid, REPLY, reply_stat */
-	if (!h || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY)
-		return false;
-	if (ulb_xdr_load32(h + 8) == ULB_RPC_MSG_DENIED)
-		return true;
-	if (ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED)
-		return false;
-	/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth) */
-	h = ulb_xdr_take(x, 8, buf);
-	if (!h)
-		return false;
-	verf_len = ulb_xdr_load32(h + 4);
-	if (verf_len > ULB_MAX_AUTH_BYTES)
-		return ulb_xdr_fail(x);
-	if (!ulb_xdr_skip(x, ulb_xdr_round4(verf_len)))
-		return false;
-	h = ulb_xdr_take(x, 4, buf); /* accept_stat */
-	if (!h)
-		return false;
+	h = ulb_xdr_here(x) >= 24 ? x->p : NULL;
+	if (h && ulb_xdr_load32(h + 4) == ULB_RPC_REPLY &&
+	    ulb_xdr_load32(h + 8) == ULB_RPC_MSG_ACCEPTED && ulb_xdr_load32(h + 16) == 0) {
+		/* xid, REPLY, MSG_ACCEPTED, an empty verifier (AUTH_NONE, AUTH_SYS),
+		 * accept_stat: in place, one bounds check */
+		x->p += 24;
+		h += 20;
+	} else {
+		h = ulb_xdr_take(x, 12, buf); /* xid, REPLY, reply_stat */
+		if (!h || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY)
+			return false;
+		if (ulb_xdr_load32(h + 8) == ULB_RPC_MSG_DENIED)
+			return true;
+		if (ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED)
+			return false;
+		/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth) */
+		h = ulb_xdr_take(x, 8, buf);
+		if (!h)
+			return false;
+		verf_len = ulb_xdr_load32(h + 4);
+		if (verf_len > ULB_MAX_AUTH_BYTES)
+			return ulb_xdr_fail(x);
+		if (!ulb_xdr_skip(x, ulb_xdr_round4(verf_len)))
+			return false;
+		h = ulb_xdr_take(x, 4, buf); /* accept_stat */
+		if (!h)
+			return false;
+	}
 	if (ulb_xdr_load32(h) != ULB_RPC_SUCCESS || call->gss_service == ULB_GSS_SVC_PRIVACY)
 		return true;
 	/* integrity: rpc_gss_integ_data length and seq_num wrap the results */

@@ -7,37 +7,7 @@
 
 #include "ulb/ulb_xdr.h"
 
-/* The window of an empty stream or iovec: never NULL, so stepping 0 bytes
- * is defined behaviour. */
-static const uint8_t ulb_xdr_empty[1];
-
-/* Make iov[i] the window (its first byte is at stream offset @pos). */
-static void ulb_xdr_window(struct ulb_xdr *x, int i, uint64_t pos)
-{
-	x->idx = i;
-	x->p = x->iov[i].iov_len ? (const uint8_t *)x->iov[i].iov_base : ulb_xdr_empty;
-	x->end = x->p + x->iov[i].iov_len;
-	x->end_pos = pos + x->iov[i].iov_len;
-}
-
-void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt)
-{
-	int i;
-
-	x->iov = iov;
-	x->iovcnt = iovcnt > 0 ? iovcnt : 0;
-	x->err = false;
-	x->len = 0;
-	for (i = 0; i < x->iovcnt; i++)
-		x->len += iov[i].iov_len;
-	if (x->iovcnt > 0) {
-		ulb_xdr_window(x, 0, 0);
-	} else {
-		x->idx = 0;
-		x->p = x->end = ulb_xdr_empty;
-		x->end_pos = 0;
-	}
-}
+const uint8_t ulb_xdr_empty[1];
 
 bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
 {
@@ -63,15 +33,20 @@ bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
 
 bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
 {
-	uint64_t left = x->err ? 0 : x->len - ulb_xdr_pos(x);
+	uint64_t left;
+
+	if (n == 0)
+		return !x->err;
+	left = x->err ? 0 : x->len - ulb_xdr_pos(x);
 
 	if (x->err || n > left)
 		return ulb_xdr_fail(x);
 	if (n == left) {
-		/* To the end (a Reply's trailing payload): no need to visit the
-		 * iovecs between */
-		ulb_xdr_window(x, x->iovcnt - 1, x->len - x->iov[x->iovcnt - 1].iov_len);
-		x->p = x->end;
+		/* To the end (a trailing payload in its own iovec): an empty window
+		 * at offset len, the iovecs between never visited */
+		x->idx = x->iovcnt;
+		x->p = x->end = ulb_xdr_empty;
+		x->end_pos = x->len;
 		return true;
 	}
 	return ulb_xdr_advance(x, NULL, n);

@@ -50,7 +50,37 @@ static inline bool ulb_xdr_fail(struct ulb_xdr *x)
 	return false;
 }
 
-void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt);
+/* The window of an empty stream or iovec: never NULL, so that stepping 0
+ * bytes is defined behaviour. */
+extern const uint8_t ulb_xdr_empty[1];
+
+/* Make iov[i] the window; its first byte is at stream offset @pos. */
+static inline void ulb_xdr_window(struct ulb_xdr *x, int i, uint64_t pos)
+{
+	x->idx = i;
+	x->p = x->iov[i].iov_len ? (const uint8_t *)x->iov[i].iov_base : ulb_xdr_empty;
+	x->end = x->p + x->iov[i].iov_len;
+	x->end_pos = pos + x->iov[i].iov_len;
+}
+
+static inline void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt)
+{
+	int i;
+
+	x->iov = iov;
+	x->iovcnt = iovcnt > 0 ? iovcnt : 0;
+	x->err = false;
+	x->len = 0;
+	for (i = 0; i < x->iovcnt; i++)
+		x->len += iov[i].iov_len;
+	if (x->iovcnt > 0) {
+		ulb_xdr_window(x, 0, 0);
+	} else {
+		x->idx = 0;
+		x->p = x->end = ulb_xdr_empty;
+		x->end_pos = 0;
+	}
+}
 
 /* Bytes left in the current iovec (0 when latched in error). */
 static inline size_t ulb_xdr_here(const struct ulb_xdr *x)
@@ -82,9 +112,10 @@ static inline uint32_t ulb_xdr_load32(const uint8_t *b)
 
 static inline bool ulb_xdr_skip(struct ulb_xdr *x, uint64_t n)
 {
-	if (n <= ulb_xdr_here(x)) {
+	/* 1 <= n <= here: n == 0 goes the slow way, which reports a latched error */
+	if (n - 1 < ulb_xdr_here(x)) {
 		x->p += n;
-		return !x->err; /* n == 0 after an error still reports it */
+		return true;
 	}
 	return ulb_xdr_skip_slow(x, n);
 }
