@@ -88,6 +88,16 @@ static bool ulb_scan_nfs3(struct ulb_scan *s)
 		ulb_scan_read_op(s->c, 0, ULB_NFS3_READLINK, ULB_ITEM_READLINK_PATH, 0);
 		return true;
 	case ULB_NFS3_READ: /* file, offset, count */
+		h = x->p;
+		if (ulb_xdr_here(x) >= 4 && ulb_xdr_load32(h) <= ULB_NFS3_FHSIZE &&
+		    ulb_xdr_here(x) >= 4 + ulb_xdr_round4(ulb_xdr_load32(h)) + 12) {
+			/* in place: one check once the handle's length is known */
+			h += 4 + ulb_xdr_round4(ulb_xdr_load32(h));
+			x->p = h + 12;
+			ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA,
+					 ulb_xdr_load32(h + 8));
+			return true;
+		}
 		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL))
 			return false;
 		h = ulb_xdr_take(x, 12, buf);
@@ -234,6 +244,12 @@ static enum ulb_scan_result ulb_scan_rpc_hdr(struct ulb_xdr *x, struct ulb_call 
 		gss_proc = ulb_xdr_load32(h + 4);
 		service = ulb_xdr_load32(h + 12);
 		cred_pad -= 16;
+	}
+	if (c->cred_flavor != ULB_RPCSEC_GSS && ulb_xdr_here(x) >= cred_pad + 8 &&
+	    ulb_xdr_load32(x->p + cred_pad + 4) == 0) {
+		/* the credential and an empty verifier (AUTH_NONE), in place */
+		x->p += cred_pad + 8;
+		return ULB_SCAN_OK;
 	}
 	if (!ulb_xdr_skip(x, cred_pad))
 		return ULB_SCAN_GARBAGE;

@@ -23,15 +23,12 @@ static bool ulb_chunk_nonempty(const struct rr_chunk *ch)
 	return ch->nsegs > 0 && ch->length > 0;
 }
 
-/* One NFS Read result's data item at the cursor: opaque<>. */
-static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
+/* One NFS Read result's data item, @len bytes at stream offset @data, read
+ * and skipped: pair it with Write chunk @chunk. */
+static bool ulb_walk_data(struct ulb_walk *w, uint32_t chunk, uint32_t len, uint64_t data)
 {
-	uint32_t len;
-	uint64_t data;
 	const struct rr_chunk *ch;
 
-	if (!ulb_xdr_opaque(&w->x, ULB_MAX_OPAQUE, &len, &data))
-		return false;
 	if (!w->pcl || chunk >= w->pcl->n_write || chunk >= RR_PCL_MAX_WRITE_CHUNKS)
 		return true; /* no chunk left: inline */
 	ch = &w->pcl->write[chunk];
@@ -55,6 +52,17 @@ static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
 		w->removed += ulb_xdr_round4(len);
 	}
 	return true;
+}
+
+/* One NFS Read result's data item at the cursor: opaque<>. */
+static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
+{
+	uint32_t len;
+	uint64_t data;
+
+	if (!ulb_xdr_opaque(&w->x, ULB_MAX_OPAQUE, &len, &data))
+		return false;
+	return ulb_walk_data(w, chunk, len, data);
 }
 
 /* READ_PLUS4res NFS4_OK arm: rpr_eof, rpr_contents<> (RFC 7862 section 15.10) */
@@ -148,6 +156,20 @@ static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
 	w->info->n_read_results++;
 	w->next_chunk++;
 	if (call->ulp == ULB_ULP_NFS3) {
+		h = ulb_xdr_here(x) >= 8 + ULB_NFS3_FATTR_LEN + 12 ? x->p : NULL;
+		if (h && item == ULB_ITEM_READ_DATA && ulb_xdr_load32(h) == 0 &&
+		    ulb_xdr_load32(h + 4) == 1) {
+			/* READ3resok with attributes, in place: status, attributes_follow,
+			 * fattr3, count, eof, then the data's length word */
+			uint32_t len = ulb_xdr_load32(h + 8 + ULB_NFS3_FATTR_LEN + 8);
+			uint64_t data;
+
+			x->p += 8 + ULB_NFS3_FATTR_LEN + 12;
+			data = ulb_xdr_pos(x);
+			if (!ulb_xdr_skip(x, ulb_xdr_round4(len)))
+				return false;
+			return ulb_walk_data(w, 0, len, data);
+		}
 		/* status, post_op_attr (a bool, then fattr3 when true) */
 		h = ulb_xdr_take(x, 8, buf);
 		if (!h)
