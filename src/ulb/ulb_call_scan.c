@@ -10,19 +10,15 @@
 
 #include "ulb/ulb_priv.h"
 
-bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
+/* The item's length word (@len) has been read: record the item, skip its bytes. */
+static bool ulb_scan_item_data(struct ulb_scan *s, enum ulb_item kind, uint32_t len)
 {
 	struct ulb_call *c = s->c;
 	const struct rr_pcl *pcl = s->pcl;
-	uint32_t len;
 	uint64_t position;
 	int chunk = -1;
 	unsigned int i;
 
-	if (!ulb_xdr_u32(&s->x, &len))
-		return false;
-	if (len > max)
-		return ulb_xdr_fail(&s->x);
 	/* Positions count the whole Call, chunk data in place (RFC 8166 section 3.5.3). */
 	position = ulb_xdr_pos(&s->x) + c->absent_bytes;
 	if (pcl) {
@@ -49,6 +45,17 @@ bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
 		return true;
 	}
 	return ulb_xdr_skip(&s->x, ulb_xdr_round4(len));
+}
+
+bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
+{
+	uint32_t len;
+
+	if (!ulb_xdr_u32(&s->x, &len))
+		return false;
+	if (len > max)
+		return ulb_xdr_fail(&s->x);
+	return ulb_scan_item_data(s, kind, len);
 }
 
 /* sattr3 (RFC 1813 section 2.6) */
@@ -107,6 +114,16 @@ static bool ulb_scan_nfs3(struct ulb_scan *s)
 		return true;
 	case ULB_NFS3_WRITE:
 		/* file, offset, count, stable, data */
+		h = x->p;
+		if (ulb_xdr_here(x) >= 4 && ulb_xdr_load32(h) <= ULB_NFS3_FHSIZE &&
+		    ulb_xdr_here(x) >= 4 + ulb_xdr_round4(ulb_xdr_load32(h)) + 20) {
+			/* in place up to the data's length word */
+			h += 4 + ulb_xdr_round4(ulb_xdr_load32(h)) + 16;
+			x->p = h + 4;
+			if (ulb_xdr_load32(h) > ULB_MAX_OPAQUE)
+				return ulb_xdr_fail(x);
+			return ulb_scan_item_data(s, ULB_ITEM_WRITE_DATA, ulb_xdr_load32(h));
+		}
 		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) || !ulb_xdr_skip(x, 16))
 			return false;
 		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_MAX_OPAQUE);

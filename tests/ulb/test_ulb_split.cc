@@ -158,21 +158,30 @@ TEST(UlbSplit, CallAuthLengthsAtAndPastTheLimit)
 
 TEST(UlbSplit, Nfs3FileHandleAndDataLengthBounds)
 {
-	for (uint32_t fh_len : {0u, 64u, 65u, 0xffffffffu}) {
-		Xdr x;
-		rpc_call_header(x, 0x9a, PROG_NFS, 3, 6);
-		x.u32(fh_len);
-		if (fh_len <= 65)
-			x.fixed_fill(fh_len, 0x11);
-		x.u64(0);
-		x.u32(4096);
-		ulb_call c;
-		EXPECT_EQ(scan_iov(one(x.buf), nullptr, &c),
-			  fh_len <= ULB_NFS3_FHSIZE ? ULB_SCAN_OK : ULB_SCAN_GARBAGE)
-		    << fh_len;
+	for (uint32_t proc : {6u, 7u}) { /* READ, WRITE */
+		for (uint32_t fh_len : {0u, 1u, 64u, 65u, 68u, 0xffffffffu}) {
+			Xdr x;
+			rpc_call_header(x, 0x9a, PROG_NFS, 3, proc);
+			x.u32(fh_len);
+			if (fh_len <= 68)
+				x.fixed_fill(fh_len, 0x11);
+			x.u64(0);
+			x.u32(4096);
+			if (proc == 7) {
+				x.u32(2); /* FILE_SYNC */
+				x.opaque(pattern(8));
+			}
+			ulb_call c1, c2;
+			auto r1 = scan_iov(one(x.buf), nullptr, &c1);
+			auto r2 = scan_iov(bytewise(x.buf), nullptr, &c2);
+			EXPECT_EQ(r1, fh_len <= ULB_NFS3_FHSIZE ? ULB_SCAN_OK : ULB_SCAN_GARBAGE)
+			    << proc << " " << fh_len;
+			EXPECT_EQ(r1, r2);
+			EXPECT_TRUE(ulb_call_same(c1, c2));
+		}
 	}
 	/* WRITE data length beyond the stream: inline it must all be there */
-	for (uint32_t claimed : {4096u, 4097u, 8192u, 0x7fffffffu, 0xfffffffcu}) {
+	for (uint32_t claimed : {4096u, 4097u, 8192u, 0x7fffffffu, 0x80000000u, 0xfffffffcu}) {
 		Xdr x;
 		rpc_call_header(x, 0x9b, PROG_NFS, 3, 7);
 		x.opaque(pattern(32));
