@@ -6,11 +6,7 @@
 
 #include "ulb/ulb_elig.h"
 #include "ulb/ulb_nfs.h"
-
-struct ulb_elig_row {
-	uint8_t arg; /* enum ulb_item */
-	uint8_t res; /* enum ulb_item */
-};
+#include "ulb/ulb_priv.h"
 
 /* Indexed by procedure / operation number: one bounds check and one load per
  * lookup (the reply walk asks once per COMPOUND result). */
@@ -31,7 +27,7 @@ static const struct ulb_elig_row ulb_elig_nfs3[ULB_NFS3_SYMLINK + 1] = {
 };
 
 /* RFC 8267 section 4.1: COMPOUND operations */
-static const struct ulb_elig_row ulb_elig_nfs4[ULB_OP_READ_PLUS + 1] = {
+const struct ulb_elig_row ulb_elig_nfs4[ULB_ELIG_NFS4_ROWS] = {
     [ULB_OP_CREATE] = {ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
     [ULB_OP_READ] = {ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
     [ULB_OP_READLINK] = {ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
@@ -99,11 +95,10 @@ enum ulb_item ulb_elig_arg(enum ulb_ulp ulp, uint32_t proc_or_op)
 
 enum ulb_item ulb_elig_res(enum ulb_ulp ulp, uint32_t proc_or_op, uint32_t minor)
 {
-	const struct ulb_elig_row *r = ulb_elig_find(ulp, proc_or_op);
+	const struct ulb_elig_row *r;
 
-	if (!r)
-		return ULB_ITEM_NONE;
-	if (ulp == ULB_ULP_NFS4 && proc_or_op == ULB_OP_READ_PLUS && minor < 2)
-		return ULB_ITEM_NONE;
-	return (enum ulb_item)r->res;
+	if (ulp == ULB_ULP_NFS4)
+		return ulb_elig_res4(proc_or_op, minor);
+	r = ulb_elig_find(ulp, proc_or_op);
+	return r ? (enum ulb_item)r->res : ULB_ITEM_NONE;
 }

@@ -33,6 +33,23 @@ static inline void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint3
 	c->n_read_ops++;
 }
 
+/* A row of the eligibility tables (ulb_elig.c), indexed by procedure / op. */
+struct ulb_elig_row {
+	uint8_t arg; /* enum ulb_item */
+	uint8_t res; /* enum ulb_item */
+};
+
+#define ULB_ELIG_NFS4_ROWS (ULB_OP_READ_PLUS + 1u)
+extern const struct ulb_elig_row ulb_elig_nfs4[ULB_ELIG_NFS4_ROWS];
+
+/* ulb_elig_res() for NFSv4, inline: the reply walk asks for every result. */
+static inline enum ulb_item ulb_elig_res4(uint32_t op, uint32_t minor)
+{
+	if (op >= ULB_ELIG_NFS4_ROWS || (op == ULB_OP_READ_PLUS && minor < 2))
+		return ULB_ITEM_NONE;
+	return (enum ulb_item)ulb_elig_nfs4[op].res;
+}
+
 /* Skip the arguments of one NFSv4 operation (RFC 7530, 8881, 7862, 8276). */
 bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op);
 

@@ -104,6 +104,7 @@ static bool ulb_walk_read_plus(struct ulb_walk *w, uint32_t chunk)
 static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 {
 	struct ulb_xdr *x = &w->x;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
 	uint32_t n, i, op, status;
 	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
 			: minor == 1 ? ULB_OP_LAST_V41
@@ -113,11 +114,15 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 	    !ulb_xdr_count(x, ULB_MAX_COMPOUND_OPS, 8, &n))
 		return false;
 	for (i = 0; i < n; i++) {
-		if (!ulb_xdr_u32(x, &op) || !ulb_xdr_u32(x, &status))
+		const uint8_t *h = ulb_xdr_take(x, 8, buf); /* resop, its status */
+
+		if (!h)
 			return false;
+		op = ulb_xdr_load32(h);
+		status = ulb_xdr_load32(h + 4);
 		if (op == ULB_OP_ILLEGAL)
 			continue;
-		if (ulb_elig_res(ULB_ULP_NFS4, op, minor) != ULB_ITEM_NONE) {
+		if (ulb_elig_res4(op, minor) != ULB_ITEM_NONE) {
 			uint32_t chunk = w->next_chunk++;
 
 			w->info->n_read_results++;

@@ -49,28 +49,63 @@ bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
 		x->end_pos = x->len;
 		return true;
 	}
-	return ulb_xdr_advance(x, NULL, n);
+	if (n <= ulb_xdr_here(x)) {
+		x->p += n;
+		return true;
+	}
+	/* across iovecs: len bounds n, so the windows run out no earlier */
+	for (;;) {
+		n -= ulb_xdr_here(x);
+		if (x->idx + 1 >= x->iovcnt)
+			return ulb_xdr_fail(x);
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
+		if (n <= ulb_xdr_here(x)) {
+			x->p += n;
+			return true;
+		}
+	}
+}
+
+/* An emptied window moves on to the next non-empty iovec: a read right
+ * after an item that ended its iovec is then in place again. */
+static void ulb_xdr_next_window(struct ulb_xdr *x)
+{
+	while (!x->err && ulb_xdr_here(x) == 0 && x->idx + 1 < x->iovcnt)
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
+}
+
+const uint8_t *ulb_xdr_take_slow(struct ulb_xdr *x, size_t n, uint8_t *buf)
+{
+	const uint8_t *b;
+
+	if (n == 0 || n > ULB_XDR_TAKE_MAX) {
+		ulb_xdr_fail(x);
+		return NULL;
+	}
+	ulb_xdr_next_window(x);
+	if (n <= ulb_xdr_here(x)) {
+		b = x->p;
+		x->p += n;
+		return b;
+	}
+	return ulb_xdr_advance(x, buf, n) ? buf : NULL;
 }
 
 bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v)
 {
 	uint8_t b[4];
 
+	ulb_xdr_next_window(x);
+	if (ulb_xdr_here(x) >= 4) {
+		if (v)
+			*v = ulb_xdr_load32(x->p);
+		x->p += 4;
+		return true;
+	}
+
 	if (!ulb_xdr_advance(x, b, 4))
 		return false;
 	if (v)
 		*v = ulb_xdr_load32(b);
-	return true;
-}
-
-bool ulb_xdr_count(struct ulb_xdr *x, uint32_t max, uint32_t min_elem_bytes, uint32_t *count)
-{
-	uint32_t n;
-
-	if (!ulb_xdr_u32(x, &n))
-		return false;
-	if (n > max || (uint64_t)n * (min_elem_bytes ? min_elem_bytes : 4u) > ulb_xdr_remaining(x))
-		return ulb_xdr_fail(x);
-	*count = n;
 	return true;
 }

@@ -104,6 +104,7 @@ static inline uint64_t ulb_xdr_remaining(const struct ulb_xdr *x)
 bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n);
 bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n);
 bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v);
+const uint8_t *ulb_xdr_take_slow(struct ulb_xdr *x, size_t n, uint8_t *buf);
 
 static inline uint32_t ulb_xdr_load32(const uint8_t *b)
 {
@@ -138,11 +139,7 @@ static inline const uint8_t *ulb_xdr_take(struct ulb_xdr *x, size_t n, uint8_t *
 		x->p += n;
 		return b;
 	}
-	if (n == 0 || n > ULB_XDR_TAKE_MAX) {
-		ulb_xdr_fail(x);
-		return NULL;
-	}
-	return ulb_xdr_advance(x, buf, n) ? buf : NULL;
+	return ulb_xdr_take_slow(x, n, buf);
 }
 
 static inline bool ulb_xdr_u32(struct ulb_xdr *x, uint32_t *v)
@@ -211,7 +208,18 @@ static inline bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *len
 }
 
 /* Counted array header: count <= max and count * min_elem_bytes fits. */
-bool ulb_xdr_count(struct ulb_xdr *x, uint32_t max, uint32_t min_elem_bytes, uint32_t *count);
+static inline bool ulb_xdr_count(struct ulb_xdr *x, uint32_t max, uint32_t min_elem_bytes,
+				 uint32_t *count)
+{
+	uint32_t n;
+
+	if (!ulb_xdr_u32(x, &n))
+		return false;
+	if (n > max || (uint64_t)n * (min_elem_bytes ? min_elem_bytes : 4u) > ulb_xdr_remaining(x))
+		return ulb_xdr_fail(x);
+	*count = n;
+	return true;
+}
 
 #ifdef __cplusplus
 }
