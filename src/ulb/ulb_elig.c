@@ -95,10 +95,18 @@ enum ulb_item ulb_elig_arg(enum ulb_ulp ulp, uint32_t proc_or_op)
 
 enum ulb_item ulb_elig_res(enum ulb_ulp ulp, uint32_t proc_or_op, uint32_t minor)
 {
-	const struct ulb_elig_row *r;
-
-	if (ulp == ULB_ULP_NFS4)
+	switch (ulp) {
+	case ULB_ULP_NFS2:
+		return proc_or_op < ULB_ARRAY_SIZE(ulb_elig_nfs2)
+			   ? (enum ulb_item)ulb_elig_nfs2[proc_or_op].res
+			   : ULB_ITEM_NONE;
+	case ULB_ULP_NFS3:
+		return proc_or_op < ULB_ARRAY_SIZE(ulb_elig_nfs3)
+			   ? (enum ulb_item)ulb_elig_nfs3[proc_or_op].res
+			   : ULB_ITEM_NONE;
+	case ULB_ULP_NFS4:
 		return ulb_elig_res4(proc_or_op, minor);
-	r = ulb_elig_find(ulp, proc_or_op);
-	return r ? (enum ulb_item)r->res : ULB_ITEM_NONE;
+	default:
+		return ULB_ITEM_NONE;
+	}
 }

@@ -49,20 +49,16 @@ bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
 		x->end_pos = x->len;
 		return true;
 	}
-	if (n <= ulb_xdr_here(x)) {
-		x->p += n;
-		return true;
-	}
 	/* across iovecs: len bounds n, so the windows run out no earlier */
 	for (;;) {
-		n -= ulb_xdr_here(x);
-		if (x->idx + 1 >= x->iovcnt)
-			return ulb_xdr_fail(x);
-		ulb_xdr_window(x, x->idx + 1, x->end_pos);
 		if (n <= ulb_xdr_here(x)) {
 			x->p += n;
 			return true;
 		}
+		n -= ulb_xdr_here(x);
+		if (x->idx + 1 >= x->iovcnt)
+			return ulb_xdr_fail(x);
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
 	}
 }
 
