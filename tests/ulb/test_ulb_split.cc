@@ -45,15 +45,9 @@ std::vector<Bytes> io_calls()
 	sys.u64(0);
 	sys.u32(1 << 20);
 	v.push_back(sys.buf);
-	Xdr gss; /* RPCSEC_GSS integrity: seq_num before the arguments */
-	rpc_call_header_gss(gss, 6, PROG_NFS, 3, 6, 0, 2);
-	gss.u32(4 + 32 + 12);
-	gss.u32(77);
-	gss.opaque(pattern(32));
-	gss.u64(0);
-	gss.u32(4096);
-	gss.opaque(pattern(16)); /* the checksum: never read (kUnreadTrailer) */
-	v.push_back(gss.buf);
+	/* RPCSEC_GSS integrity: seq_num before the arguments, the checksum after
+	 * them is never read (kUnreadTrailer) */
+	v.push_back(v3_read_call_krb5i(6, 77, 4096).x.buf);
 	Sessionid sid;
 	for (int i = 0; i < 16; i++)
 		sid.b[i] = uint8_t(i + 1);
