@@ -278,7 +278,8 @@ static enum ulb_scan_result ulb_scan_rpc_hdr(struct ulb_xdr *x, struct ulb_call 
 		return ULB_SCAN_GARBAGE;
 	if (c->cred_flavor == ULB_RPCSEC_GSS) {
 		c->gss_service = service;
-		if (cred_len < 16 || gss_proc != ULB_GSS_PROC_DATA || service == ULB_GSS_SVC_PRIVACY)
+		if (cred_len < 16 || gss_proc != ULB_GSS_PROC_DATA ||
+		    service == ULB_GSS_SVC_PRIVACY)
 			return ULB_SCAN_OPAQUE;
 		if (service == ULB_GSS_SVC_INTEGRITY) {
 			/* rpc_gss_integ_data: databody_integ<> = seq_num, then the args */

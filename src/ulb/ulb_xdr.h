@@ -32,8 +32,8 @@ struct ulb_xdr {
 	uint64_t end_pos;   /* stream offset of end */
 	const struct iovec *iov;
 	int iovcnt;
-	int idx;	    /* current iovec */
-	uint64_t len;	    /* total stream length */
+	int idx;      /* current iovec */
+	uint64_t len; /* total stream length */
 	bool err;
 };
 
@@ -191,8 +191,7 @@ static inline bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
 /* Variable-length opaque/string: length <= max, then the bytes and their pad.
  * *lenp (may be NULL) gets the length, *datap (may be NULL) the stream offset
  * of the first data byte. */
-static inline bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *lenp,
-				  uint64_t *datap)
+static inline bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *lenp, uint64_t *datap)
 {
 	uint32_t len;
 
