@@ -10,28 +10,17 @@
 
 #include "ulb/ulb_priv.h"
 
-bool ulb_x_opaque_auth(struct ulb_xdr *x, uint32_t *flavor)
-{
-	if (!ulb_xdr_u32(x, flavor))
-		return false;
-	return ulb_xdr_opaque(x, ULB_MAX_AUTH_BYTES, NULL, NULL);
-}
-
-bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
+/* The item's length word (@len) has been read: record the item, skip its bytes. */
+static bool ulb_scan_item_data(struct ulb_scan *s, enum ulb_item kind, uint32_t len)
 {
 	struct ulb_call *c = s->c;
 	const struct rr_pcl *pcl = s->pcl;
-	uint32_t len;
 	uint64_t position;
 	int chunk = -1;
 	unsigned int i;
 
-	if (!ulb_xdr_u32(&s->x, &len))
-		return false;
-	if (len > max)
-		return ulb_xdr_fail(&s->x);
 	/* Positions count the whole Call, chunk data in place (RFC 8166 section 3.5.3). */
-	position = s->x.pos + c->absent_bytes;
+	position = ulb_xdr_pos(&s->x) + c->absent_bytes;
 	if (pcl) {
 		for (i = 0; i < pcl->n_read && i < RR_PCL_MAX_READ_CHUNKS; i++) {
 			if (pcl->read[i].position != 0 && pcl->read[i].position == position) {
@@ -58,6 +47,17 @@ bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
 	return ulb_xdr_skip(&s->x, ulb_xdr_round4(len));
 }
 
+bool ulb_scan_item(struct ulb_scan *s, enum ulb_item kind, uint32_t max)
+{
+	uint32_t len;
+
+	if (!ulb_xdr_u32(&s->x, &len))
+		return false;
+	if (len > max)
+		return ulb_xdr_fail(&s->x);
+	return ulb_scan_item_data(s, kind, len);
+}
+
 /* sattr3 (RFC 1813 section 2.6) */
 static bool ulb_x_sattr3(struct ulb_xdr *x)
 {
@@ -82,24 +82,11 @@ static bool ulb_x_sattr3(struct ulb_xdr *x)
 	return true;
 }
 
-void ulb_scan_read_op(struct ulb_call *c, uint16_t op_index, uint32_t opcode, enum ulb_item kind,
-		      uint32_t count)
-{
-	if (c->n_read_ops < ULB_MAX_READ_OPS) {
-		struct ulb_read_op *r = &c->read_ops[c->n_read_ops];
-
-		r->op_index = op_index;
-		r->kind = (uint16_t)kind;
-		r->opcode = opcode;
-		r->count = count;
-	}
-	c->n_read_ops++;
-}
-
 static bool ulb_scan_nfs3(struct ulb_scan *s)
 {
 	struct ulb_xdr *x = &s->x;
-	uint32_t count;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
 
 	switch (s->c->proc) {
 	case ULB_NFS3_READLINK:
@@ -107,14 +94,36 @@ static bool ulb_scan_nfs3(struct ulb_scan *s)
 			return false;
 		ulb_scan_read_op(s->c, 0, ULB_NFS3_READLINK, ULB_ITEM_READLINK_PATH, 0);
 		return true;
-	case ULB_NFS3_READ:
-		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) || !ulb_xdr_skip(x, 8) ||
-		    !ulb_xdr_u32(x, &count))
+	case ULB_NFS3_READ: /* file, offset, count */
+		h = x->p;
+		if (ulb_xdr_here(x) >= 4 && ulb_xdr_load32(h) <= ULB_NFS3_FHSIZE &&
+		    ulb_xdr_here(x) >= 4 + ulb_xdr_round4(ulb_xdr_load32(h)) + 12) {
+			/* in place: one check once the handle's length is known */
+			h += 4 + ulb_xdr_round4(ulb_xdr_load32(h));
+			x->p = h + 12;
+			ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA,
+					 ulb_xdr_load32(h + 8));
+			return true;
+		}
+		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL))
 			return false;
-		ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA, count);
+		h = ulb_xdr_take(x, 12, buf);
+		if (!h)
+			return false;
+		ulb_scan_read_op(s->c, 0, ULB_NFS3_READ, ULB_ITEM_READ_DATA, ulb_xdr_load32(h + 8));
 		return true;
 	case ULB_NFS3_WRITE:
 		/* file, offset, count, stable, data */
+		h = x->p;
+		if (ulb_xdr_here(x) >= 4 && ulb_xdr_load32(h) <= ULB_NFS3_FHSIZE &&
+		    ulb_xdr_here(x) >= 4 + ulb_xdr_round4(ulb_xdr_load32(h)) + 20) {
+			/* in place up to the data's length word */
+			h += 4 + ulb_xdr_round4(ulb_xdr_load32(h)) + 16;
+			x->p = h + 4;
+			if (ulb_xdr_load32(h) > ULB_MAX_OPAQUE)
+				return ulb_xdr_fail(x);
+			return ulb_scan_item_data(s, ULB_ITEM_WRITE_DATA, ulb_xdr_load32(h));
+		}
 		if (!ulb_xdr_opaque(x, ULB_NFS3_FHSIZE, NULL, NULL) || !ulb_xdr_skip(x, 16))
 			return false;
 		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_MAX_OPAQUE);
@@ -205,14 +214,90 @@ static bool ulb_scan_compound(struct ulb_scan *s)
 	return true;
 }
 
+/*
+ * The RPC Call header (RFC 5531 section 9) up to the arguments. The fixed
+ * words are taken in runs (xid..rpcvers, prog..cred length, verifier head),
+ * each bounds-checked once.
+ */
+static enum ulb_scan_result ulb_scan_rpc_hdr(struct ulb_xdr *x, struct ulb_call *c)
+{
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h, *h2;
+	uint32_t cred_len, verf_len, service = 0, gss_proc = 0;
+	uint64_t cred_pad;
+
+	if (ulb_xdr_here(x) >= 32) {
+		/* both runs in place: one bounds check */
+		h = x->p;
+		x->p += 32;
+		h2 = h + 12;
+	} else {
+		h = ulb_xdr_take(x, 12, buf); /* xid, mtype, rpcvers */
+		if (!h)
+			return ULB_SCAN_NOT_CALL;
+		h2 = NULL;
+	}
+	c->xid = ulb_xdr_load32(h);
+	if (ulb_xdr_load32(h + 4) != ULB_RPC_CALL || ulb_xdr_load32(h + 8) != ULB_RPC_VERS)
+		return ULB_SCAN_NOT_CALL;
+	h = h2 ? h2 : ulb_xdr_take(x, 20, buf); /* prog, vers, proc, cred flavor and length */
+	if (!h)
+		return ULB_SCAN_GARBAGE;
+	c->prog = ulb_xdr_load32(h);
+	c->vers = ulb_xdr_load32(h + 4);
+	c->proc = ulb_xdr_load32(h + 8);
+	c->cred_flavor = ulb_xdr_load32(h + 12);
+	cred_len = ulb_xdr_load32(h + 16);
+	c->ulp = ulb_ulp_of(c->prog, c->vers);
+	if (cred_len > ULB_MAX_AUTH_BYTES)
+		return ULB_SCAN_GARBAGE;
+	cred_pad = ulb_xdr_round4(cred_len);
+	/* RPCSEC_GSS: the cred body says how the arguments are wrapped (RFC 2203
+	 * section 5.3.1): version, gss_proc, seq_num, service */
+	if (c->cred_flavor == ULB_RPCSEC_GSS && cred_len >= 16) {
+		h = ulb_xdr_take(x, 16, buf);
+		if (!h)
+			return ULB_SCAN_GARBAGE;
+		gss_proc = ulb_xdr_load32(h + 4);
+		service = ulb_xdr_load32(h + 12);
+		cred_pad -= 16;
+	}
+	if (c->cred_flavor != ULB_RPCSEC_GSS && ulb_xdr_here(x) >= cred_pad + 8 &&
+	    ulb_xdr_load32(x->p + cred_pad + 4) == 0) {
+		/* the credential and an empty verifier (AUTH_NONE), in place */
+		x->p += cred_pad + 8;
+		return ULB_SCAN_OK;
+	}
+	if (!ulb_xdr_skip(x, cred_pad))
+		return ULB_SCAN_GARBAGE;
+	h = ulb_xdr_take(x, 8, buf); /* verifier flavor, length */
+	if (!h)
+		return ULB_SCAN_GARBAGE;
+	verf_len = ulb_xdr_load32(h + 4);
+	if (verf_len > ULB_MAX_AUTH_BYTES || !ulb_xdr_skip(x, ulb_xdr_round4(verf_len)))
+		return ULB_SCAN_GARBAGE;
+	if (c->cred_flavor == ULB_RPCSEC_GSS) {
+		c->gss_service = service;
+		if (cred_len < 16 || gss_proc != ULB_GSS_PROC_DATA ||
+		    service == ULB_GSS_SVC_PRIVACY)
+			return ULB_SCAN_OPAQUE;
+		if (service == ULB_GSS_SVC_INTEGRITY) {
+			/* rpc_gss_integ_data: databody_integ<> = seq_num, then the args */
+			if (!ulb_xdr_skip(x, 8))
+				return ULB_SCAN_GARBAGE;
+		} else if (service != ULB_GSS_SVC_NONE) {
+			return ULB_SCAN_GARBAGE;
+		}
+	}
+	return ULB_SCAN_OK;
+}
+
 enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const struct rr_pcl *pcl,
 				   struct ulb_call *c)
 {
 	struct ulb_scan s;
 	struct ulb_xdr *x = &s.x;
-	uint32_t mtype, rpcvers, verf_flavor, cred_len;
-	uint32_t gss[4] = {0};
-	uint64_t cred_end;
+	enum ulb_scan_result r;
 	bool ok;
 
 	/* The header and the counts only: the arrays are written up to their
@@ -225,46 +310,10 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 	s.c = c;
 	s.op_index = 0;
 
-	if (!ulb_xdr_u32(x, &c->xid) || !ulb_xdr_u32(x, &mtype) || !ulb_xdr_u32(x, &rpcvers))
-		return ULB_SCAN_NOT_CALL;
-	if (mtype != ULB_RPC_CALL || rpcvers != ULB_RPC_VERS)
-		return ULB_SCAN_NOT_CALL;
-	if (!ulb_xdr_u32(x, &c->prog) || !ulb_xdr_u32(x, &c->vers) || !ulb_xdr_u32(x, &c->proc))
-		return ULB_SCAN_GARBAGE;
-	c->ulp = ulb_ulp_of(c->prog, c->vers);
-
-	/* cred: for RPCSEC_GSS its body says how the arguments are wrapped (RFC 2203 5.3.1) */
-	if (!ulb_xdr_u32(x, &c->cred_flavor) || !ulb_xdr_u32(x, &cred_len))
-		return ULB_SCAN_GARBAGE;
-	if (cred_len > ULB_MAX_AUTH_BYTES)
-		return ULB_SCAN_GARBAGE;
-	cred_end = x->pos + ulb_xdr_round4(cred_len);
-	if (c->cred_flavor == ULB_RPCSEC_GSS && cred_len >= sizeof(gss)) {
-		int i;
-
-		for (i = 0; i < 4; i++)
-			if (!ulb_xdr_u32(x, &gss[i]))
-				return ULB_SCAN_GARBAGE;
-	}
-	if (cred_end < x->pos || !ulb_xdr_skip(x, cred_end - x->pos))
-		return ULB_SCAN_GARBAGE;
-	if (!ulb_x_opaque_auth(x, &verf_flavor))
-		return ULB_SCAN_GARBAGE;
-	if (c->cred_flavor == ULB_RPCSEC_GSS) {
-		/* gss[]: version, gss_proc, seq_num, service */
-		c->gss_service = gss[3];
-		if (cred_len < sizeof(gss) || gss[1] != ULB_GSS_PROC_DATA ||
-		    gss[3] == ULB_GSS_SVC_PRIVACY)
-			return ULB_SCAN_OPAQUE;
-		if (gss[3] == ULB_GSS_SVC_INTEGRITY) {
-			/* rpc_gss_integ_data: databody_integ<> = seq_num, then the args */
-			if (!ulb_xdr_skip(x, 8))
-				return ULB_SCAN_GARBAGE;
-		} else if (gss[3] != ULB_GSS_SVC_NONE) {
-			return ULB_SCAN_GARBAGE;
-		}
-	}
-	c->args_offset = x->pos;
+	r = ulb_scan_rpc_hdr(x, c);
+	if (r != ULB_SCAN_OK)
+		return r;
+	c->args_offset = ulb_xdr_pos(x);
 
 	switch (c->ulp) {
 	case ULB_ULP_NFS2:
@@ -284,9 +333,11 @@ enum ulb_scan_result ulb_call_scan(const struct iovec *iov, int iovcnt, const st
 	return ok && !x->err ? ULB_SCAN_OK : ULB_SCAN_GARBAGE;
 }
 
+_Static_assert(ULB_MAX_ARG_ITEMS <= 64, "the used-item mask is one uint64_t");
+
 enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const struct rr_pcl *pcl)
 {
-	bool used[ULB_MAX_ARG_ITEMS] = {false};
+	uint64_t used = 0; /* bit j: items[j] has its chunk */
 	unsigned int i, j, nitems;
 
 	if (!pcl)
@@ -304,10 +355,10 @@ enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const s
 			if (it->position != ch->position)
 				continue;
 			/* the item's bytes, with or without its XDR pad */
-			if (used[j] || ch->length < it->length ||
+			if ((used >> j & 1u) || ch->length < it->length ||
 			    ch->length > ulb_xdr_round4(it->length))
 				return ULB_DDP_VIOLATION;
-			used[j] = true;
+			used |= (uint64_t)1 << j;
 			found = true;
 			break;
 		}

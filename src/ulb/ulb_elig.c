@@ -6,65 +6,50 @@
 
 #include "ulb/ulb_elig.h"
 #include "ulb/ulb_nfs.h"
+#include "ulb/ulb_priv.h"
 
-struct ulb_elig_row {
-	uint32_t proc;
-	enum ulb_item arg;
-	enum ulb_item res;
-};
+/* Indexed by procedure / operation number: one bounds check and one load per
+ * lookup (the reply walk asks once per COMPOUND result). */
 
 /* RFC 8267 section 3 */
-static const struct ulb_elig_row ulb_elig_nfs2[] = {
-    {ULB_NFS2_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
-    {ULB_NFS2_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
-    {ULB_NFS2_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
-    {ULB_NFS2_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+static const struct ulb_elig_row ulb_elig_nfs2[ULB_NFS2_SYMLINK + 1] = {
+    [ULB_NFS2_READLINK] = {ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    [ULB_NFS2_READ] = {ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    [ULB_NFS2_WRITE] = {ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    [ULB_NFS2_SYMLINK] = {ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
 };
 
-static const struct ulb_elig_row ulb_elig_nfs3[] = {
-    {ULB_NFS3_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
-    {ULB_NFS3_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
-    {ULB_NFS3_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
-    {ULB_NFS3_SYMLINK, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+static const struct ulb_elig_row ulb_elig_nfs3[ULB_NFS3_SYMLINK + 1] = {
+    [ULB_NFS3_READLINK] = {ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    [ULB_NFS3_READ] = {ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    [ULB_NFS3_WRITE] = {ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    [ULB_NFS3_SYMLINK] = {ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
 };
 
 /* RFC 8267 section 4.1: COMPOUND operations */
-static const struct ulb_elig_row ulb_elig_nfs4[] = {
-    {ULB_OP_CREATE, ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
-    {ULB_OP_READ, ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
-    {ULB_OP_READLINK, ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
-    {ULB_OP_WRITE, ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
-    {ULB_OP_READ_PLUS, ULB_ITEM_NONE, ULB_ITEM_READ_PLUS_DATA},
+const struct ulb_elig_row ulb_elig_nfs4[ULB_ELIG_NFS4_ROWS] = {
+    [ULB_OP_CREATE] = {ULB_ITEM_SYMLINK_PATH, ULB_ITEM_NONE},
+    [ULB_OP_READ] = {ULB_ITEM_NONE, ULB_ITEM_READ_DATA},
+    [ULB_OP_READLINK] = {ULB_ITEM_NONE, ULB_ITEM_READLINK_PATH},
+    [ULB_OP_WRITE] = {ULB_ITEM_WRITE_DATA, ULB_ITEM_NONE},
+    [ULB_OP_READ_PLUS] = {ULB_ITEM_NONE, ULB_ITEM_READ_PLUS_DATA},
 };
 
 #define ULB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const struct ulb_elig_row *ulb_elig_find(enum ulb_ulp ulp, uint32_t proc)
 {
-	const struct ulb_elig_row *t;
-	size_t n, i;
-
 	switch (ulp) {
 	case ULB_ULP_NFS2:
-		t = ulb_elig_nfs2;
-		n = ULB_ARRAY_SIZE(ulb_elig_nfs2);
-		break;
+		return proc < ULB_ARRAY_SIZE(ulb_elig_nfs2) ? &ulb_elig_nfs2[proc] : NULL;
 	case ULB_ULP_NFS3:
-		t = ulb_elig_nfs3;
-		n = ULB_ARRAY_SIZE(ulb_elig_nfs3);
-		break;
+		return proc < ULB_ARRAY_SIZE(ulb_elig_nfs3) ? &ulb_elig_nfs3[proc] : NULL;
 	case ULB_ULP_NFS4:
-		t = ulb_elig_nfs4;
-		n = ULB_ARRAY_SIZE(ulb_elig_nfs4);
-		break;
+		return proc < ULB_ARRAY_SIZE(ulb_elig_nfs4) ? &ulb_elig_nfs4[proc] : NULL;
 	default:
 		/* MOUNT, NLM, NSM (section 3.1.1), NFSACL (3.1.2): nothing eligible */
 		return NULL;
 	}
-	for (i = 0; i < n; i++)
-		if (t[i].proc == proc)
-			return &t[i];
-	return NULL;
 }
 
 enum ulb_ulp ulb_ulp_of(uint32_t prog, uint32_t vers)
@@ -105,16 +90,23 @@ enum ulb_item ulb_elig_arg(enum ulb_ulp ulp, uint32_t proc_or_op)
 {
 	const struct ulb_elig_row *r = ulb_elig_find(ulp, proc_or_op);
 
-	return r ? r->arg : ULB_ITEM_NONE;
+	return r ? (enum ulb_item)r->arg : ULB_ITEM_NONE;
 }
 
 enum ulb_item ulb_elig_res(enum ulb_ulp ulp, uint32_t proc_or_op, uint32_t minor)
 {
-	const struct ulb_elig_row *r = ulb_elig_find(ulp, proc_or_op);
-
-	if (!r)
+	switch (ulp) {
+	case ULB_ULP_NFS2:
+		return proc_or_op < ULB_ARRAY_SIZE(ulb_elig_nfs2)
+			   ? (enum ulb_item)ulb_elig_nfs2[proc_or_op].res
+			   : ULB_ITEM_NONE;
+	case ULB_ULP_NFS3:
+		return proc_or_op < ULB_ARRAY_SIZE(ulb_elig_nfs3)
+			   ? (enum ulb_item)ulb_elig_nfs3[proc_or_op].res
+			   : ULB_ITEM_NONE;
+	case ULB_ULP_NFS4:
+		return ulb_elig_res4(proc_or_op, minor);
+	default:
 		return ULB_ITEM_NONE;
-	if (ulp == ULB_ULP_NFS4 && proc_or_op == ULB_OP_READ_PLUS && minor < 2)
-		return ULB_ITEM_NONE;
-	return r->res;
+	}
 }

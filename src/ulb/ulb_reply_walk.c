@@ -23,15 +23,12 @@ static bool ulb_chunk_nonempty(const struct rr_chunk *ch)
 	return ch->nsegs > 0 && ch->length > 0;
 }
 
-/* One NFS Read result's data item at the cursor: opaque<>. */
-static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
+/* One NFS Read result's data item, @len bytes at stream offset @data, read
+ * and skipped: pair it with Write chunk @chunk. */
+static bool ulb_walk_data(struct ulb_walk *w, uint32_t chunk, uint32_t len, uint64_t data)
 {
-	uint32_t len;
-	uint64_t data;
 	const struct rr_chunk *ch;
 
-	if (!ulb_xdr_opaque(&w->x, ULB_MAX_OPAQUE, &len, &data))
-		return false;
 	if (!w->pcl || chunk >= w->pcl->n_write || chunk >= RR_PCL_MAX_WRITE_CHUNKS)
 		return true; /* no chunk left: inline */
 	ch = &w->pcl->write[chunk];
@@ -55,6 +52,17 @@ static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
 		w->removed += ulb_xdr_round4(len);
 	}
 	return true;
+}
+
+/* One NFS Read result's data item at the cursor: opaque<>. */
+static bool ulb_walk_item(struct ulb_walk *w, uint32_t chunk)
+{
+	uint32_t len;
+	uint64_t data;
+
+	if (!ulb_xdr_opaque(&w->x, ULB_MAX_OPAQUE, &len, &data))
+		return false;
+	return ulb_walk_data(w, chunk, len, data);
 }
 
 /* READ_PLUS4res NFS4_OK arm: rpr_eof, rpr_contents<> (RFC 7862 section 15.10) */
@@ -96,6 +104,7 @@ static bool ulb_walk_read_plus(struct ulb_walk *w, uint32_t chunk)
 static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 {
 	struct ulb_xdr *x = &w->x;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
 	uint32_t n, i, op, status;
 	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
 			: minor == 1 ? ULB_OP_LAST_V41
@@ -105,11 +114,15 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 	    !ulb_xdr_count(x, ULB_MAX_COMPOUND_OPS, 8, &n))
 		return false;
 	for (i = 0; i < n; i++) {
-		if (!ulb_xdr_u32(x, &op) || !ulb_xdr_u32(x, &status))
+		const uint8_t *h = ulb_xdr_take(x, 8, buf); /* resop, its status */
+
+		if (!h)
 			return false;
+		op = ulb_xdr_load32(h);
+		status = ulb_xdr_load32(h + 4);
 		if (op == ULB_OP_ILLEGAL)
 			continue;
-		if (ulb_elig_res(ULB_ULP_NFS4, op, minor) != ULB_ITEM_NONE) {
+		if (ulb_elig_res4(op, minor) != ULB_ITEM_NONE) {
 			uint32_t chunk = w->next_chunk++;
 
 			w->info->n_read_results++;
@@ -134,40 +147,105 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 	return true;
 }
 
-static bool ulb_x_post_op_attr(struct ulb_xdr *x)
-{
-	bool present;
-
-	return ulb_xdr_bool(x, &present) && (!present || ulb_xdr_skip(x, ULB_NFS3_FATTR_LEN));
-}
-
 /* v2/v3 READ and READLINK results (RFC 1094 section 2.2, RFC 1813 section 3.3) */
 static bool ulb_walk_legacy(struct ulb_walk *w, const struct ulb_call *call)
 {
 	struct ulb_xdr *x = &w->x;
 	enum ulb_item item = ulb_elig_res(call->ulp, call->proc, 0);
-	uint32_t status;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t status, attrs_follow;
 
 	if (item == ULB_ITEM_NONE)
 		return true;
 	w->info->n_read_results++;
 	w->next_chunk++;
-	if (!ulb_xdr_u32(x, &status))
-		return false;
 	if (call->ulp == ULB_ULP_NFS3) {
-		if (!ulb_x_post_op_attr(x))
+		h = ulb_xdr_here(x) >= 8 + ULB_NFS3_FATTR_LEN + 12 ? x->p : NULL;
+		if (h && item == ULB_ITEM_READ_DATA && ulb_xdr_load32(h) == 0 &&
+		    ulb_xdr_load32(h + 4) == 1) {
+			/* READ3resok with attributes, in place: status, attributes_follow,
+			 * fattr3, count, eof, then the data's length word */
+			uint32_t len = ulb_xdr_load32(h + 8 + ULB_NFS3_FATTR_LEN + 8);
+			uint64_t data;
+
+			x->p += 8 + ULB_NFS3_FATTR_LEN + 12;
+			data = ulb_xdr_pos(x);
+			if (!ulb_xdr_skip(x, ulb_xdr_round4(len)))
+				return false;
+			return ulb_walk_data(w, 0, len, data);
+		}
+		/* status, post_op_attr (a bool, then fattr3 when true) */
+		h = ulb_xdr_take(x, 8, buf);
+		if (!h)
+			return false;
+		status = ulb_xdr_load32(h);
+		attrs_follow = ulb_xdr_load32(h + 4);
+		if (attrs_follow > 1)
+			return ulb_xdr_fail(x);
+		/* the attributes, and READ3resok's count and eof: one skip */
+		if (!ulb_xdr_skip(x, (attrs_follow ? ULB_NFS3_FATTR_LEN : 0) +
+					 (status == 0 && item == ULB_ITEM_READ_DATA ? 8 : 0)))
 			return false;
 		if (status != 0)
 			return true;
-		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, 8)) /* count, eof */
-			return false;
 	} else {
+		if (!ulb_xdr_u32(x, &status))
+			return false;
 		if (status != 0)
 			return true;
 		if (item == ULB_ITEM_READ_DATA && !ulb_xdr_skip(x, ULB_NFS2_FATTR_LEN))
 			return false;
 	}
 	return ulb_walk_item(w, 0);
+}
+
+/* RPC Reply (RFC 5531 section 9) to a scanned Call, then its results. */
+static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
+{
+	struct ulb_xdr *x = &w->x;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t verf_len;
+
+	h = ulb_xdr_here(x) >= 24 ? x->p : NULL;
+	if (h && ulb_xdr_load32(h + 4) == ULB_RPC_REPLY &&
+	    ulb_xdr_load32(h + 8) == ULB_RPC_MSG_ACCEPTED && ulb_xdr_load32(h + 16) == 0) {
+		/* xid, REPLY, MSG_ACCEPTED, an empty verifier (AUTH_NONE, AUTH_SYS),
+		 * accept_stat: in place, one bounds check */
+		x->p += 24;
+		h += 20;
+	} else {
+		h = ulb_xdr_take(x, 12, buf); /* xid, REPLY, reply_stat */
+		if (!h || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY)
+			return false;
+		if (ulb_xdr_load32(h + 8) == ULB_RPC_MSG_DENIED)
+			return true;
+		if (ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED)
+			return false;
+		/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth) */
+		h = ulb_xdr_take(x, 8, buf);
+		if (!h)
+			return false;
+		verf_len = ulb_xdr_load32(h + 4);
+		if (verf_len > ULB_MAX_AUTH_BYTES)
+			return ulb_xdr_fail(x);
+		if (!ulb_xdr_skip(x, ulb_xdr_round4(verf_len)))
+			return false;
+		h = ulb_xdr_take(x, 4, buf); /* accept_stat */
+		if (!h)
+			return false;
+	}
+	if (ulb_xdr_load32(h) != ULB_RPC_SUCCESS || call->gss_service == ULB_GSS_SVC_PRIVACY)
+		return true;
+	/* integrity: rpc_gss_integ_data length and seq_num wrap the results */
+	if (call->gss_service == ULB_GSS_SVC_INTEGRITY && !ulb_xdr_skip(x, 8))
+		return false;
+	if (call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND)
+		return ulb_walk_compound(w, call->minorversion);
+	if (call->ulp == ULB_ULP_NFS2 || call->ulp == ULB_ULP_NFS3)
+		return ulb_walk_legacy(w, call);
+	return true;
 }
 
 int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
@@ -208,9 +286,8 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 {
 	struct ulb_reply_info local;
 	struct ulb_walk w;
-	struct ulb_xdr *x = &w.x;
-	uint32_t xid, mtype, stat, flavor, limit;
-	bool ok = true;
+	uint32_t limit;
+	bool ok;
 
 	if (!info)
 		info = &local;
@@ -224,30 +301,11 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 	w.info = info;
 	w.next_chunk = 0;
 	w.removed = 0;
-	ulb_xdr_init(x, iov, iovcnt);
-	info->reply_len = x->len;
+	ulb_xdr_init(&w.x, iov, iovcnt);
+	info->reply_len = w.x.len;
 
-	/* RPC reply header (RFC 5531 section 9): xid, REPLY, reply_stat */
-	if (!ulb_xdr_u32(x, &xid) || !ulb_xdr_u32(x, &mtype) || !ulb_xdr_u32(x, &stat) ||
-	    mtype != ULB_RPC_REPLY) {
-		ok = false;
-	} else if (stat == ULB_RPC_MSG_ACCEPTED) {
-		/* verf (AUTH_NONE, AUTH_SYS, RPCSEC_GSS: any opaque_auth), accept_stat */
-		if (!ulb_x_opaque_auth(x, &flavor) || !ulb_xdr_u32(x, &stat)) {
-			ok = false;
-		} else if (stat == ULB_RPC_SUCCESS && call->gss_service != ULB_GSS_SVC_PRIVACY) {
-			/* integrity: rpc_gss_integ_data length and seq_num wrap the results */
-			if (call->gss_service == ULB_GSS_SVC_INTEGRITY && !ulb_xdr_skip(x, 8))
-				ok = false;
-			else if (call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND)
-				ok = ulb_walk_compound(&w, call->minorversion);
-			else if (call->ulp == ULB_ULP_NFS2 || call->ulp == ULB_ULP_NFS3)
-				ok = ulb_walk_legacy(&w, call);
-		}
-	} else if (stat != ULB_RPC_MSG_DENIED) {
-		ok = false;
-	}
-	if (!ok || x->err) {
+	ok = ulb_walk_rpc(&w, call);
+	if (!ok || w.x.err) {
 		info->result = ULB_REPLY_GARBAGE;
 		plan->nspans = 0;
 		w.removed = 0;

@@ -1,118 +1,107 @@
 // SPDX-License-Identifier: MIT
 /*
- * ulb_xdr.c - bounds-checked XDR reads over an iovec array.
+ * ulb_xdr.c - the cursor's slow paths: crossing iovecs, the end of the
+ * stream, latched errors.
  */
 #include <string.h>
 
 #include "ulb/ulb_xdr.h"
 
-void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt)
-{
-	int i;
+const uint8_t ulb_xdr_empty[1];
 
-	memset(x, 0, sizeof(*x));
-	x->iov = iov;
-	x->iovcnt = iovcnt > 0 ? iovcnt : 0;
-	for (i = 0; i < x->iovcnt; i++)
-		x->len += iov[i].iov_len;
-}
-
-/* Move forward n bytes, copying them to dst when dst is not NULL. */
-static bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
+bool ulb_xdr_advance(struct ulb_xdr *x, uint8_t *dst, uint64_t n)
 {
-	if (x->err || n > x->len - x->pos)
+	if (x->err || n > x->len - ulb_xdr_pos(x))
 		return ulb_xdr_fail(x);
-	x->pos += n;
-	while (n > 0) {
-		size_t avail, take;
+	for (;;) {
+		size_t take = ulb_xdr_here(x) < n ? ulb_xdr_here(x) : (size_t)n;
 
-		if (x->idx >= x->iovcnt)
-			return ulb_xdr_fail(x);
-		avail = x->iov[x->idx].iov_len - x->off;
-		take = avail < n ? avail : (size_t)n;
 		if (dst && take) {
-			memcpy(dst, (const uint8_t *)x->iov[x->idx].iov_base + x->off, take);
+			memcpy(dst, x->p, take);
 			dst += take;
 		}
-		x->off += take;
+		x->p += take;
 		n -= take;
-		if (x->off == x->iov[x->idx].iov_len) {
-			x->idx++;
-			x->off = 0;
-		}
+		if (n == 0)
+			return true;
+		/* len bounds n, so a next iovec exists while bytes are owed */
+		if (x->idx + 1 >= x->iovcnt)
+			return ulb_xdr_fail(x);
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
 	}
-	return true;
 }
 
-/* Items that cross an iovec boundary (or run past the end). */
 bool ulb_xdr_skip_slow(struct ulb_xdr *x, uint64_t n)
 {
-	return ulb_xdr_advance(x, NULL, n);
+	uint64_t left;
+
+	if (n == 0)
+		return !x->err;
+	left = x->err ? 0 : x->len - ulb_xdr_pos(x);
+
+	if (x->err || n > left)
+		return ulb_xdr_fail(x);
+	if (n == left) {
+		/* To the end (a trailing payload in its own iovec): an empty window
+		 * at offset len, the iovecs between never visited */
+		x->idx = x->iovcnt;
+		x->p = x->end = ulb_xdr_empty;
+		x->end_pos = x->len;
+		return true;
+	}
+	/* across iovecs: len bounds n, so the windows run out no earlier */
+	for (;;) {
+		if (n <= ulb_xdr_here(x)) {
+			x->p += n;
+			return true;
+		}
+		n -= ulb_xdr_here(x);
+		if (x->idx + 1 >= x->iovcnt)
+			return ulb_xdr_fail(x);
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
+	}
 }
 
-bool ulb_xdr_bytes(struct ulb_xdr *x, void *dst, size_t n)
+/* An emptied window moves on to the next non-empty iovec: a read right
+ * after an item that ended its iovec is then in place again. */
+static void ulb_xdr_next_window(struct ulb_xdr *x)
 {
-	return ulb_xdr_advance(x, dst, n);
+	while (!x->err && ulb_xdr_here(x) == 0 && x->idx + 1 < x->iovcnt)
+		ulb_xdr_window(x, x->idx + 1, x->end_pos);
+}
+
+const uint8_t *ulb_xdr_take_slow(struct ulb_xdr *x, size_t n, uint8_t *buf)
+{
+	const uint8_t *b;
+
+	if (n == 0 || n > ULB_XDR_TAKE_MAX) {
+		ulb_xdr_fail(x);
+		return NULL;
+	}
+	ulb_xdr_next_window(x);
+	if (n <= ulb_xdr_here(x)) {
+		b = x->p;
+		x->p += n;
+		return b;
+	}
+	return ulb_xdr_advance(x, buf, n) ? buf : NULL;
 }
 
 bool ulb_xdr_u32_slow(struct ulb_xdr *x, uint32_t *v)
 {
 	uint8_t b[4];
 
+	ulb_xdr_next_window(x);
+	if (ulb_xdr_here(x) >= 4) {
+		if (v)
+			*v = ulb_xdr_load32(x->p);
+		x->p += 4;
+		return true;
+	}
+
 	if (!ulb_xdr_advance(x, b, 4))
 		return false;
 	if (v)
-		*v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-	return true;
-}
-
-bool ulb_xdr_u64(struct ulb_xdr *x, uint64_t *v)
-{
-	uint32_t hi, lo;
-
-	if (!ulb_xdr_u32(x, &hi) || !ulb_xdr_u32(x, &lo))
-		return false;
-	if (v)
-		*v = (uint64_t)hi << 32 | lo;
-	return true;
-}
-
-bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
-{
-	uint32_t w;
-
-	if (!ulb_xdr_u32(x, &w))
-		return false;
-	if (w > 1)
-		return ulb_xdr_fail(x);
-	if (v)
-		*v = w;
-	return true;
-}
-
-bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *lenp, uint64_t *datap)
-{
-	uint32_t len;
-
-	if (!ulb_xdr_u32(x, &len))
-		return false;
-	if (len > max)
-		return ulb_xdr_fail(x);
-	if (datap)
-		*datap = x->pos;
-	if (lenp)
-		*lenp = len;
-	return ulb_xdr_skip(x, ulb_xdr_round4(len));
-}
-
-bool ulb_xdr_count(struct ulb_xdr *x, uint32_t max, uint32_t min_elem_bytes, uint32_t *count)
-{
-	uint32_t n;
-
-	if (!ulb_xdr_u32(x, &n))
-		return false;
-	if (n > max || (uint64_t)n * (min_elem_bytes ? min_elem_bytes : 4u) > ulb_xdr_remaining(x))
-		return ulb_xdr_fail(x);
-	*count = n;
+		*v = ulb_xdr_load32(b);
 	return true;
 }

@@ -403,6 +403,22 @@ Legacy v3_read_call(uint32_t xid, uint64_t offset, uint32_t count)
 	return l;
 }
 
+Legacy v3_read_call_krb5i(uint32_t xid, uint32_t seq_num, uint32_t count)
+{
+	Legacy l;
+
+	/* RFC 2203 section 5.3.2.2: rpc_gss_integ_data = databody_integ<>
+	 * (seq_num, READ3args), checksum<> */
+	rpc_call_header_gss(l.x, xid, PROG_NFS, 3, 6, 0, 2);
+	l.x.u32(4 + 4 + 32 + 8 + 4);
+	l.x.u32(seq_num);
+	nfs_fh3(l.x);
+	l.x.u64(0);
+	l.x.u32(count);
+	l.x.opaque(pattern(16)); /* the checksum (a MIC) */
+	return l;
+}
+
 Legacy v3_readlink_call(uint32_t xid)
 {
 	Legacy l;

@@ -232,6 +232,8 @@ Legacy v3_write_call(uint32_t xid, const Bytes &data, bool chunk = false);
 Legacy v3_symlink_call(uint32_t xid, const std::string &name, const std::string &path,
 		       bool chunk = false);
 Legacy v3_read_call(uint32_t xid, uint64_t offset, uint32_t count);
+/* READ under RPCSEC_GSS integrity (krb5i); the 16-byte checksum comes last. */
+Legacy v3_read_call_krb5i(uint32_t xid, uint32_t seq_num, uint32_t count);
 Legacy v3_readlink_call(uint32_t xid);
 Legacy v3_read_reply(uint32_t xid, uint32_t status, const Bytes &data);
 Legacy v3_readlink_reply(uint32_t xid, uint32_t status, const std::string &path);

@@ -606,15 +606,7 @@ TEST(UlbReplyWalk, ReadOpChunkForEncoders)
 TEST(UlbReplyWalk, GssIntegrityAndPrivacy)
 {
 	/* krb5i: the results sit in rpc_gss_integ_data (length, seq_num, results) */
-	Xdr call;
-	rpc_call_header_gss(call, 0x900, PROG_NFS, 3, 6, 0, 2);
-	call.u32(4 + 36 + 12);
-	call.u32(5);
-	call.opaque(pattern(32));
-	call.u64(0);
-	call.u32(4096);
-	call.opaque(pattern(16));
-	ulb_call c = call_of(call.buf);
+	ulb_call c = call_of(v3_read_call_krb5i(0x900, 5, 4096).x.buf);
 	ASSERT_EQ(c.gss_service, 2u);
 
 	Xdr r;
