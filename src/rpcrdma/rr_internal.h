@@ -248,6 +248,9 @@ struct rr_conn {
 	 * newest first: pushed lock-free, taken whole by the event thread. */
 	_Atomic(struct rr_handoff *) rep_stack;
 	_Atomic(struct rr_handoff *) offthread_sends;
+	/* On srv->ready: one of the stacks above has work (rr_conn_kick). */
+	struct rr_handoff ready_link;
+	atomic_bool ready_queued;
 	bool disconnected;				/* fab_disconnect called */
 
 	/* Shared receive queue mode: no receive buffers of its own. */
@@ -307,6 +310,10 @@ struct rr_server {
 	int epfd;
 	int kickfd;			/* eventfd: wake the event thread */
 	atomic_bool kick_pending;	/* a wake-up is written and not yet handled */
+	/* Connections other threads queued work on, each once, each holding a
+	 * reference: a wake-up visits these, not every connection. */
+	_Atomic(struct rr_handoff *) ready;
+	bool reads_starved;		/* a Read waits for a big buffer (event thread) */
 	pthread_t thread;
 	bool started;
 	_Atomic bool stopping;
@@ -329,12 +336,29 @@ struct rr_server {
 
 void rr_server_kick(struct rr_server *srv);
 /*
+ * Any thread, holding a reference to @c that this consumes: work was pushed
+ * on one of @c's hand-off stacks; wake the event thread to run it. Take the
+ * reference (rr_conn_get) before the push - once pushed, the event thread
+ * may finish the work and let the connection go.
+ */
+void rr_conn_kick(struct rr_conn *c);
+/*
  * Every call into the fabric happens on the event thread: the kernel refuses
  * verbs commands from a thread whose credentials changed since the device
  * was opened (ib_safe_file_access), and ganesha's workers switch credentials
  * per request. Other threads queue work and kick.
  */
-bool rr_on_event_thread(const struct rr_server *srv);
+/* The server whose event thread this is (NULL on every other thread).
+ * Initial-exec: the plugin is preloaded, so its TLS is static - a load,
+ * not a __tls_get_addr call, on every test below. */
+extern _Thread_local struct rr_server *rr_this_event_thread
+	__attribute__((tls_model("initial-exec")));
+
+/* True on @srv's event thread, or before it runs (set-up is single-threaded). */
+static inline bool rr_on_event_thread(const struct rr_server *srv)
+{
+	return !srv->started || rr_this_event_thread == srv;
+}
 /* Event thread: build the Replies and post the chains other threads queued. */
 void rr_send_run_deferred(struct rr_conn *c);
 struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd);

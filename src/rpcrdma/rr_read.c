@@ -99,8 +99,10 @@ void rr_read_pump(struct rr_conn *c)
 	while (c->read_head && c->state != RR_CONN_CLOSING) {
 		struct rr_call_ctx *ctx = c->read_head;
 
-		if (!alloc_sinks(ctx))
-			return; /* retried when a big buffer comes back */
+		if (!alloc_sinks(ctx)) {
+			c->srv->reads_starved = true; /* retried at the next wake-up */
+			return;
+		}
 		while (ctx->reads_posted < ctx->reads_total && c->reads_in_flight < c->ord) {
 			int ret;
 

@@ -105,8 +105,9 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		rr_recv_refill(c);
 	} else {
 		ctx->state = RR_CALL_FREE;
+		rr_conn_get(c);
 		rr_handoff_push(&c->returned_calls, &ctx->free_link);
-		rr_server_kick(srv); /* the event thread reposts */
+		rr_conn_kick(c); /* the event thread reposts */
 	}
 	/* Last: a held reference keeps the connection through the push. */
 	if (had_ref)

@@ -101,10 +101,9 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 
 	s->wr[s->nwr - 1].next = NULL;
 	if (!rr_on_event_thread(c->srv)) {
-		struct rr_server *srv = c->srv; /* once pushed, c may go at any time */
-
+		rr_conn_get(c); /* once pushed, c may otherwise go at any time */
 		rr_handoff_push(&c->offthread_sends, &s->handoff);
-		rr_server_kick(srv);
+		rr_conn_kick(c);
 		return;
 	}
 	if (c->state == RR_CONN_CLOSING) {
@@ -682,7 +681,6 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 {
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
 	struct rr_conn *c = ctx->conn;
-	struct rr_server *srv;
 
 	if (rr_on_event_thread(c->srv))
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
@@ -704,11 +702,11 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
-	/* Once pushed, the event thread may send it, release the call and
-	 * free the connection: only the server is known to outlive this. */
-	srv = c->srv;
+	/* Once pushed, the event thread may send it and release the call's
+	 * reference: the kick's own keeps the connection until it is queued. */
+	rr_conn_get(c);
 	rr_handoff_push(&c->rep_stack, &ctx->rep_link);
-	rr_server_kick(srv);
+	rr_conn_kick(c);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,9 +71,27 @@ static int check_config(const struct rr_config *c)
 	return 0;
 }
 
-bool rr_on_event_thread(const struct rr_server *srv)
+_Thread_local struct rr_server *rr_this_event_thread;
+
+/*
+ * The eventfd and epoll calls of the hand-off path, through syscall(): no
+ * thread of ours is ever cancelled, and libc's wrappers spend more on the
+ * cancellation bookkeeping around these calls than on the calls themselves.
+ */
+static void kickfd_write(int fd)
 {
-	return !srv->started || pthread_equal(pthread_self(), srv->thread);
+	uint64_t one = 1;
+
+	if (syscall(SYS_write, fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		rr_log("kick: %s", strerror(errno));
+}
+
+static void kickfd_drain(int fd)
+{
+	uint64_t v;
+
+	if (syscall(SYS_read, fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		rr_log("kick read: %s", strerror(errno));
 }
 
 /*
@@ -83,12 +102,24 @@ bool rr_on_event_thread(const struct rr_server *srv)
  */
 void rr_server_kick(struct rr_server *srv)
 {
-	uint64_t one = 1;
-
 	if (atomic_exchange(&srv->kick_pending, true))
 		return;
-	if (write(srv->kickfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		rr_log("kick: %s", strerror(errno));
+	kickfd_write(srv->kickfd);
+}
+
+void rr_conn_kick(struct rr_conn *c)
+{
+	struct rr_server *srv = c->srv;
+
+	if (atomic_exchange(&c->ready_queued, true)) {
+		/* Queued and not yet visited: the visit comes after the flag is
+		 * cleared, so it sees this work too. The queued entry has its
+		 * own reference, so this one is never the last. */
+		rr_conn_put(c);
+		return;
+	}
+	rr_handoff_push(&srv->ready, &c->ready_link); /* the reference goes with it */
+	rr_server_kick(srv);
 }
 
 int rr_server_epoll_add(struct rr_server *srv, int fd, void *tag)
@@ -224,26 +255,36 @@ static void handle_cm(struct rr_server *srv)
 	}
 }
 
-/* Work that other threads asked for: refills and queued reads. */
+/* Work that other threads asked for: Replies, refills, queued reads. */
 static void handle_kick(struct rr_server *srv)
 {
-	uint64_t v;
-	struct rr_conn *c;
+	struct rr_handoff *h;
 
-	if (read(srv->kickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		rr_log("kick read: %s", strerror(errno));
-	/* Before the walk: work queued after this point kicks again. */
+	kickfd_drain(srv->kickfd);
+	/* Before the visits: work queued after this point kicks again. */
 	atomic_store(&srv->kick_pending, false);
 	/* Pool buffers given back by any connection, closing ones included. */
 	rr_srq_refill(srv);
-	/* Only this thread changes the list: no lock needed to walk it. */
-	for (c = srv->conns; c; c = c->next) {
+	for (h = rr_handoff_take(&srv->ready); h;) {
+		struct rr_conn *c = RR_CONTAINER_OF(h, struct rr_conn, ready_link);
+
+		h = h->next; /* before the flag: c may be pushed again after it */
+		atomic_store(&c->ready_queued, false);
 		/* Even when closing: queued Replies must release their calls. */
 		rr_send_run_deferred(c);
-		if (c->state == RR_CONN_CLOSING)
-			continue;
-		rr_recv_refill(c);
-		rr_read_pump(c);
+		if (c->state != RR_CONN_CLOSING) {
+			rr_recv_refill(c);
+			rr_read_pump(c);
+		}
+		rr_conn_put(c); /* the ready stack's */
+	}
+	/* Big buffers are shared by every connection: one given back may be
+	 * what a Read elsewhere waits for. Rare, so a walk. */
+	if (srv->reads_starved) {
+		srv->reads_starved = false;
+		for (struct rr_conn *c = srv->conns; c; c = c->next)
+			if (c->state != RR_CONN_CLOSING)
+				rr_read_pump(c);
 	}
 }
 
@@ -262,8 +303,9 @@ static void *event_thread(void *arg)
 	struct timespec deadline = {0};
 	bool closing = false;
 
+	rr_this_event_thread = srv;
 	for (;;) {
-		int n = epoll_wait(srv->epfd, evs, 32, 100);
+		int n = (int)syscall(SYS_epoll_wait, srv->epfd, evs, 32, 100);
 
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;

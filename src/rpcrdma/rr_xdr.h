@@ -70,6 +70,24 @@ static inline bool rr_xdr_put64(struct rr_xdr *x, uint64_t v)
 	return true;
 }
 
+/*
+ * Unchecked stores for an encoder that has already checked the whole
+ * header's size against the buffer: one store per word, no test.
+ */
+static inline uint8_t *rr_xdr_store32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+	return p + 4;
+}
+
+static inline uint8_t *rr_xdr_store64(uint8_t *p, uint64_t v)
+{
+	return rr_xdr_store32(rr_xdr_store32(p, (uint32_t)(v >> 32)), (uint32_t)v);
+}
+
 static inline uint64_t rr_xdr_roundup(uint64_t n)
 {
 	return (n + 3) & ~(uint64_t)3;
