@@ -82,24 +82,29 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
  * Large buffers (Read sinks, bounce buffers for Write and Reply chunks),
  * shared by the connections of one protection domain. Grows one registered
  * buffer at a time up to a cap, so steady state registers nothing.
+ * Only the event thread takes buffers (and so grows the pool); any thread
+ * gives one back by its slot, with a lock-free push.
  */
 #define RR_BIG_MAX 256
 #define RR_BIG_PREALLOC 8	/* registered when the pool is made */
+
 struct rr_bigpool {
 	struct fab_pd *pd;
 	size_t buf_size;
 	uint32_t max;
-	pthread_mutex_t lock;
-	uint32_t n;
-	uint32_t nfree;
+	uint32_t n;			/* registered so far (event thread) */
+	uint32_t free_top;		/* event thread's free slots: slot+1, 0 = none */
+	_Atomic uint32_t returned;	/* slots given back, slot+1 chain, 0 = none */
+	uint32_t next[RR_BIG_MAX];	/* slot+1 below each free slot, 0 = bottom */
 	void *buf[RR_BIG_MAX];
 	struct fab_mr *mr[RR_BIG_MAX];
-	uint32_t free_idx[RR_BIG_MAX];
 };
 
-void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint64_t *registrations);
-void rr_big_put(struct rr_bigpool *bp, void *buf);
-/* lkey of [addr, addr+len) if it lies in one big buffer, else false. */
+/* Event thread: a free buffer (its lkey and slot), or NULL at the cap. */
+void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint16_t *slot, uint64_t *registrations);
+/* Any thread: the buffer in @slot is free again. */
+void rr_big_put(struct rr_bigpool *bp, uint16_t slot);
+/* Event thread: lkey of [addr, addr+len) if it lies in one big buffer, else false. */
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
 
 /* ---- counters ---- */
@@ -145,6 +150,7 @@ struct rr_call_ctx {
 	struct rr_pcl pcl;
 	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, big pool */
 	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
+	uint16_t sink_slot[RR_PCL_MAX_READ_CHUNKS];
 	uint32_t nsinks;		/* sink[i] may be set only below this */
 	uint32_t reads_total;		/* segments to pull */
 	uint32_t reads_posted;
@@ -178,6 +184,7 @@ struct rr_send_ctx {
 	struct rr_conn *conn;
 	uint8_t *hdr;			/* conn->send_pool: header + inline body */
 	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* big pool buffers */
+	uint16_t bounce_slot[RR_PCL_MAX_WRITE_CHUNKS + 1];
 	unsigned int nbounce;
 	struct rr_call_ctx *call;	/* released on completion; NULL for errors */
 	rr_reply_done_fn done;
@@ -342,23 +349,34 @@ void rr_server_kick(struct rr_server *srv);
  * may finish the work and let the connection go.
  */
 void rr_conn_kick(struct rr_conn *c);
-/*
- * Every call into the fabric happens on the event thread: the kernel refuses
- * verbs commands from a thread whose credentials changed since the device
- * was opened (ib_safe_file_access), and ganesha's workers switch credentials
- * per request. Other threads queue work and kick.
- */
+
 /* The server whose event thread this is (NULL on every other thread).
  * Initial-exec: the plugin is preloaded, so its TLS is static - a load,
  * not a __tls_get_addr call, on every test below. */
 extern _Thread_local struct rr_server *rr_this_event_thread
 	__attribute__((tls_model("initial-exec")));
 
-/* True on @srv's event thread, or before it runs (set-up is single-threaded). */
+/*
+ * Every call into the fabric happens on the event thread: the kernel refuses
+ * verbs commands from a thread whose credentials changed since the device
+ * was opened (ib_safe_file_access), and ganesha's workers switch credentials
+ * per request. Other threads queue work and kick. True on @srv's event
+ * thread, or before it runs (set-up is single-threaded).
+ */
 static inline bool rr_on_event_thread(const struct rr_server *srv)
 {
 	return !srv->started || rr_this_event_thread == srv;
 }
+
+/* A big buffer was given back. Reads waiting for one are retried at the
+ * next wake-up; on the event thread there may be none coming, so make one
+ * (off it, the caller's hand-off wakes the event thread anyway). */
+static inline void rr_big_returned(struct rr_server *srv)
+{
+	if (rr_on_event_thread(srv) && srv->reads_starved)
+		rr_server_kick(srv);
+}
+
 /* Event thread: build the Replies and post the chains other threads queued. */
 void rr_send_run_deferred(struct rr_conn *c);
 struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd);

@@ -81,63 +81,57 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
 	return p->mem && a >= p->mem && a + len <= p->mem + p->buf_size * p->count;
 }
 
-void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint64_t *registrations)
+void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint16_t *slot, uint64_t *registrations)
 {
-	void *buf = NULL;
 	uint32_t i;
 
-	pthread_mutex_lock(&bp->lock);
-	if (bp->nfree) {
-		i = bp->free_idx[--bp->nfree];
+	if (!bp->free_top) /* take over what other threads gave back */
+		bp->free_top = atomic_exchange_explicit(&bp->returned, 0, memory_order_acquire);
+	if (bp->free_top) {
+		i = bp->free_top - 1;
+		bp->free_top = bp->next[i];
 	} else if (bp->n < bp->max) {
 		/* Grow by one registered buffer; only under load growth. */
 		i = bp->n;
 		if (posix_memalign(&bp->buf[i], 4096, bp->buf_size))
-			goto out;
+			return NULL;
 		if (fab_mr_reg(bp->pd, bp->buf[i], bp->buf_size,
 			       FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &bp->mr[i])) {
 			free(bp->buf[i]);
-			goto out;
+			return NULL;
 		}
 		bp->n++;
 		(*registrations)++;
 	} else {
-		goto out;
+		return NULL;
 	}
-	buf = bp->buf[i];
 	*lkey = bp->mr[i]->lkey;
-out:
-	pthread_mutex_unlock(&bp->lock);
-	return buf;
+	*slot = (uint16_t)i;
+	return bp->buf[i];
 }
 
-void rr_big_put(struct rr_bigpool *bp, void *buf)
+void rr_big_put(struct rr_bigpool *bp, uint16_t slot)
 {
-	pthread_mutex_lock(&bp->lock);
-	for (uint32_t i = 0; i < bp->n; i++) {
-		if (bp->buf[i] == buf) {
-			bp->free_idx[bp->nfree++] = i;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&bp->lock);
+	uint32_t top = atomic_load_explicit(&bp->returned, memory_order_relaxed);
+
+	/* One consumer (the event thread takes the whole chain), so no ABA. */
+	do
+		bp->next[slot] = top;
+	while (!atomic_compare_exchange_weak_explicit(&bp->returned, &top, (uint32_t)slot + 1,
+						      memory_order_release, memory_order_relaxed));
 }
 
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey)
 {
 	const uint8_t *a = addr;
-	bool found = false;
 
-	pthread_mutex_lock(&bp->lock);
 	for (uint32_t i = 0; i < bp->n; i++) {
 		const uint8_t *b = bp->buf[i];
 
 		if (a >= b && a + len <= b + bp->buf_size) {
 			*lkey = bp->mr[i]->lkey;
-			found = true;
-			break;
+			return true;
 		}
 	}
-	pthread_mutex_unlock(&bp->lock);
-	return found;
+	return false;
 }

@@ -24,7 +24,7 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 
 		if (ctx->sink[i])
 			continue;
-		ctx->sink[i] = rr_big_get(c->big, &ctx->sink_lkey[i], &regs);
+		ctx->sink[i] = rr_big_get(c->big, &ctx->sink_lkey[i], &ctx->sink_slot[i], &regs);
 		if (ctx->sink[i] && i >= ctx->nsinks)
 			ctx->nsinks = i + 1;
 		if (regs)

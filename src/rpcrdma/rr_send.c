@@ -68,8 +68,10 @@ static void send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;
 
-	for (unsigned int i = 0; i < s->nbounce; i++)
-		rr_big_put(c->big, s->bounce[i]);
+	for (unsigned int i = 0; i < s->nbounce; i++) {
+		rr_big_put(c->big, s->bounce_slot[i]);
+		rr_big_returned(c->srv);
+	}
 	s->nbounce = 0;
 	if (s->done)
 		s->done(s->done_arg);
@@ -349,15 +351,17 @@ static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct piece *pc)
 	struct rr_conn *c = s->conn;
 	uint64_t regs = 0;
 	uint32_t lkey;
+	uint16_t slot;
 	void *buf;
 
 	if (len > c->big->buf_size || s->nbounce >= RR_PCL_MAX_WRITE_CHUNKS + 1)
 		return false;
-	buf = rr_big_get(c->big, &lkey, &regs);
+	buf = rr_big_get(c->big, &lkey, &slot, &regs);
 	if (regs)
 		RR_STAT_ADD(c, registrations, regs);
 	if (!buf)
 		return false;
+	s->bounce_slot[s->nbounce] = slot;
 	s->bounce[s->nbounce++] = buf;
 	pc->addr = buf;
 	pc->len = (uint32_t)len;

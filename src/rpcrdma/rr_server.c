@@ -150,7 +150,6 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 			/* One chunk's worth plus room for an XDR pad. */
 			bp->buf_size = (srv->cfg.limits.max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
 			bp->max = RR_BIG_MAX;
-			pthread_mutex_init(&bp->lock, NULL);
 			srv->bigpools[srv->nbigpools++] = bp;
 			created = true;
 		}
@@ -162,11 +161,11 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 		 * at a time overlaps a call's release with the next call's Read
 		 * sink, and growth must not show up as registrations per I/O.
 		 */
-		void *held[RR_BIG_PREALLOC];
+		uint16_t held[RR_BIG_PREALLOC];
 		uint64_t regs = 0;
 		uint32_t lkey, n = 0;
 
-		while (n < RR_BIG_PREALLOC && (held[n] = rr_big_get(bp, &lkey, &regs)))
+		while (n < RR_BIG_PREALLOC && rr_big_get(bp, &lkey, &held[n], &regs))
 			n++;
 		while (n)
 			rr_big_put(bp, held[--n]);
@@ -401,7 +400,6 @@ void rr_server_destroy(struct rr_server *srv)
 			fab_mr_dereg(bp->mr[j]);
 			free(bp->buf[j]);
 		}
-		pthread_mutex_destroy(&bp->lock);
 		free(bp);
 	}
 	fab_channel_destroy(srv->ch);
