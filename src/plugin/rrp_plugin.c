@@ -13,6 +13,9 @@
 #include <stdarg.h>
 #include <string.h>
 #include <syslog.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fabric/fab.h"
 #include "plugin/rrp_host.h"
@@ -76,9 +79,38 @@ uint16_t rrp_plugin_nfs_port(void)
 }
 
 /*
- * A worker sleeps on the semaphore, which counts queued items: the queue
- * lock is held only to unlink one, and a producer wakes a sleeper with one
- * sem_post (no condition variable round trip on either side).
+ * The worker pool's semaphore: rrp.ready counts queued items, and a worker
+ * takes one or sleeps on the word itself (a futex). It is sem_wait/sem_post
+ * without the cancellation bookkeeping around the futex calls, which cost
+ * more than the rest of the hand-off: our workers are never cancelled.
+ * A wake-up cannot be lost: FUTEX_WAIT sleeps only while the count is still
+ * 0, and a producer raises the count before it looks for sleepers.
+ */
+static void ready_take(void)
+{
+	for (;;) {
+		uint32_t v = atomic_load(&rrp.ready);
+
+		while (v > 0)
+			if (atomic_compare_exchange_weak(&rrp.ready, &v, v - 1))
+				return;
+		atomic_fetch_add(&rrp.sleepers, 1);
+		syscall(SYS_futex, &rrp.ready, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		atomic_fetch_sub(&rrp.sleepers, 1);
+	}
+}
+
+static void ready_post(void)
+{
+	atomic_fetch_add(&rrp.ready, 1);
+	if (atomic_load(&rrp.sleepers))
+		syscall(SYS_futex, &rrp.ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/*
+ * A worker sleeps until an item is queued: the queue lock is held only to
+ * unlink one, and a producer wakes one sleeper (no condition variable round
+ * trip on either side).
  */
 static void *worker(void *arg)
 {
@@ -87,8 +119,7 @@ static void *worker(void *arg)
 		struct rrp_work *w;
 		bool heap;
 
-		while (sem_wait(&rrp.ready) && errno == EINTR)
-			;
+		ready_take();
 		pthread_mutex_lock(&rrp.lock);
 		w = rrp.head;
 		if (w) {
@@ -198,10 +229,6 @@ void rrp_plugin_start(void)
 	rrp.listener.xp_fd = -1;
 
 	payload_pool_init();
-	if (sem_init(&rrp.ready, 0, 0)) {
-		rrp_log("worker pool: %s: RDMA not served", strerror(errno));
-		return;
-	}
 	rrp.nworkers = rrp.cfg.workers;
 	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)
@@ -232,7 +259,7 @@ void rrp_queue_work(struct rrp_work *w)
 		rrp.head = w;
 	rrp.tail = w;
 	pthread_mutex_unlock(&rrp.lock);
-	sem_post(&rrp.ready);
+	ready_post();
 }
 
 bool rrp_queue_fn(void (*fn)(void *arg), void *arg)

@@ -8,7 +8,6 @@
 #define RPCRDMA_RRP_PLUGIN_H
 
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 
 #include <rpc/svc.h>
@@ -31,7 +30,8 @@ struct rrp_plugin {
 	struct xp_ops listener_ops;
 
 	pthread_mutex_t lock;		/* head, tail */
-	sem_t ready;			/* one post per queued item */
+	_Atomic uint32_t ready;		/* queued items not yet taken (a futex word) */
+	_Atomic uint32_t sleepers;	/* workers waiting on it */
 	struct rrp_work *head, *tail;
 	pthread_t *workers;
 	unsigned int nworkers;

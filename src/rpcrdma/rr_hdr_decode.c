@@ -76,12 +76,14 @@ enum rr_hdr_action rr_hdr_answer(enum rr_hdr_result r, size_t received_len)
 	}
 }
 
-/* Reads one segment and applies the per-segment rules. */
+/* Reads one segment, whose 16 bytes the caller has checked are there, and
+ * applies the per-segment rules. */
 static enum rr_hdr_result decode_segment(struct rr_xdr *x, struct rr_segment *seg)
 {
-	if (!rr_xdr_get32(x, &seg->handle) || !rr_xdr_get32(x, &seg->length) ||
-	    !rr_xdr_get64(x, &seg->offset))
-		return RR_HDR_OVERRUN;
+	seg->handle = rr_xdr_load32(x->p);
+	seg->length = rr_xdr_load32(x->p + 4);
+	seg->offset = rr_xdr_load64(x->p + 8);
+	x->p += RR_SEGMENT_LEN;
 	if (seg->length == 0)
 		return RR_HDR_ZERO_LENGTH_SEG;
 	if (seg->offset + seg->length < seg->offset)
@@ -124,7 +126,7 @@ static enum rr_hdr_result decode_read_list(struct rr_xdr *x, const struct rr_hdr
 			return RR_HDR_BAD_DISCRIM;
 		if (n >= max_segs)
 			return RR_HDR_TOO_MANY_SEGS;
-		if (!rr_xdr_get32(x, &position))
+		if (!rr_xdr_get32(x, &position) || rr_xdr_left(x) < RR_SEGMENT_LEN)
 			return RR_HDR_OVERRUN;
 		r = decode_segment(x, &raw[n]);
 		if (r != RR_HDR_OK)
@@ -276,7 +278,14 @@ static enum rr_hdr_result decode_lists(struct rr_xdr *x, const struct rr_hdr_lim
 		x->p += sizeof(no_chunks);
 		return RR_HDR_OK;
 	}
-	r = decode_read_list(x, lim, pcl);
+	/* An empty Read list (every call but a WRITE's) without the Read
+	 * list's sorting machinery. */
+	if (rr_xdr_left(x) >= RR_XDR_UNIT && rr_xdr_load32(x->p) == 0) {
+		x->p += RR_XDR_UNIT;
+		r = RR_HDR_OK;
+	} else {
+		r = decode_read_list(x, lim, pcl);
+	}
 	if (r == RR_HDR_OK)
 		r = decode_write_list(x, lim, pcl);
 	if (r == RR_HDR_OK)

@@ -70,6 +70,17 @@ static inline bool rr_xdr_put64(struct rr_xdr *x, uint64_t v)
 	return true;
 }
 
+/* Unchecked loads, for a decoder that checked a whole array's size first. */
+static inline uint32_t rr_xdr_load32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static inline uint64_t rr_xdr_load64(const uint8_t *p)
+{
+	return (uint64_t)rr_xdr_load32(p) << 32 | rr_xdr_load32(p + 4);
+}
+
 /*
  * Unchecked stores for an encoder that has already checked the whole
  * header's size against the buffer: one store per word, no test.
