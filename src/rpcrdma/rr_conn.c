@@ -384,15 +384,6 @@ void rr_conn_poll_cq(struct rr_conn *c)
 			rr_conn_close(c, "completion queue error");
 			return;
 		}
-		if (n == 0) {
-			if (armed)
-				return;
-			/* Arm, then poll once more to catch a race with the arm. */
-			fab_cq_arm(c->cq);
-			armed = true;
-			continue;
-		}
-		armed = false;
 		for (int i = 0; i < n; i++) {
 			switch (wc[i].wr_id & RR_WRID_MASK) {
 			case RR_WRID_RECV:
@@ -406,6 +397,14 @@ void rr_conn_poll_cq(struct rr_conn *c)
 				break;
 			}
 		}
+		if (n == RR_CQ_POLL_BATCH)
+			continue; /* there may be more */
+		if (armed)
+			return;
+		/* A short batch emptied the CQ: arm, then poll once more for what
+		 * raced the arm (anything later raises the next event). */
+		fab_cq_arm(c->cq);
+		armed = true;
 	}
 }
 

@@ -5,6 +5,7 @@
  * integration tests, which run it as a separate process.
  *
  *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] [--recv-mem BYTES]
+ *                       [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]
  *
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
@@ -666,7 +667,7 @@ static void on_term(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] "
-			"[--recv-mem BYTES] [--srq 0|1] [--srq-depth N]\n");
+			"[--recv-mem BYTES] [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]\n");
 	return 2;
 }
 
@@ -707,6 +708,8 @@ int main(int argc, char **argv)
 			cfg.use_srq = v != 0;
 		else if (!strcmp(argv[i], "--srq-depth"))
 			cfg.srq_depth = (uint32_t)v;
+		else if (!strcmp(argv[i], "--max-chunk"))
+			cfg.limits.max_chunk_bytes = (uint32_t)v; /* also sizes the big buffers */
 		else
 			return usage();
 	}

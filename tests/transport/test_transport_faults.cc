@@ -143,6 +143,60 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 	EXPECT_EQ(released, 3u) << "conn_down must come for the closed connection";
 }
 
+/*
+ * Read sinks come from one pool of big buffers per protection domain, capped
+ * at RR_BIG_MAX (rr_internal.h). Small chunks keep that cap cheap to reach.
+ */
+class BigPoolExhausted : public Faults {
+      protected:
+	static constexpr int kBigMax = 256;	/* RR_BIG_MAX */
+	BigPoolExhausted()
+	{
+		sopts.args = {"--credits", "300", "--inline", "1024", "--max-chunk", "4096"};
+	}
+};
+
+/* One connection holds every big buffer in calls it never sees answered; a
+ * Read on another connection waits, and goes ahead as soon as those calls
+ * are released (on the event thread, at conn_down: nothing else wakes it). */
+TEST_F(BigPoolExhausted, ReadWaitsForABufferAnotherConnectionGivesBack)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	uint64_t before = srv.stats()["ul_calls"];
+	auto held = random_bytes(rng, 2000);
+	for (int i = 0; i < kBigMax; i++) {
+		TestCall c = call_data(a->next_xid(), RRT_PROC_HOLD, held);
+		ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
+		a->progress(0);
+	}
+	uint64_t seen = before;
+	for (int i = 0; i < 500 && seen < before + kBigMax; i++) {
+		a->progress(10);
+		seen = srv.stats()["ul_calls"];
+	}
+	ASSERT_EQ(seen, before + kBigMax) << "the held calls did not all reach the upper layer";
+
+	auto d = random_bytes(rng, 3000);
+	TestCall c = call_data(b->next_xid(), RRT_PROC_SINK, d);
+	ASSERT_GE(b->post(c.rpc, read_spec(c)), 0) << b->last_error();
+	Reply r;
+	EXPECT_FALSE(b->wait(c.xid, &r, 300)) << "answered with every big buffer held";
+	EXPECT_EQ(srv.stats()["ul_calls"], before + kBigMax);
+
+	a->disconnect();
+	ASSERT_TRUE(b->wait(c.xid, &r, 10000)) << "the Read never went ahead: " << b->last_error();
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+	EXPECT_TRUE(ping(b));
+}
+
 /* The upper layer answers after conn_down (rr_xprt.h allows it: the engine
  * drops the reply); the calls' buffers are still referenced by those
  * replies' payload spans. No crash, no leak, others served. */
