@@ -394,7 +394,6 @@ void rr_conn_reap(struct rr_server *srv);
 void rr_conn_poll_cq(struct rr_conn *c);
 
 /* receive stages */
-int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx);
 void rr_recv_refill(struct rr_conn *c);
 void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_call_dispatch(struct rr_call_ctx *ctx);

@@ -17,32 +17,23 @@ static uint32_t be32_at(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-int rr_recv_post(struct rr_conn *c, struct rr_call_ctx *ctx)
-{
-	struct fab_sge sge = {
-		.addr = ctx->buf,
-		.length = c->srv->cfg.inline_size,
-		.lkey = c->recv_pool.mr->lkey,
-	};
-	struct fab_recv_wr wr = {
-		.wr_id = (uintptr_t)ctx | RR_WRID_RECV,
-		.sg_list = &sge,
-		.num_sge = 1,
-	};
-	struct fab_recv_wr *bad;
-
-	ctx->state = RR_CALL_POSTED;
-	return fab_post_recv(c->fc, &wr, &bad);
-}
+/* Receives per post: one fab_post_recv (a doorbell, or a system call on rxe)
+ * for up to this many. */
+#define RR_RECV_CHAIN 16
 
 /*
- * Top the receive queue back up to its target. Called before a received
- * message is processed, so the receive that a reply's credit promises is
- * always posted before that reply is sent. Event thread: free_calls and
- * posted are its own; calls other threads gave back are taken over first.
+ * Top the receive queue back up to its target, in batches: the target is
+ * credits + bc_credits + recv_batch, and posting waits until recv_batch are
+ * missing, so a client within its grant always finds a receive and one post
+ * serves many. Called before a received message is processed, so the receive
+ * that a reply's credit promises is posted before that reply is sent. Event
+ * thread: free_calls and posted are its own; calls other threads gave back
+ * are taken over first.
  */
 void rr_recv_refill(struct rr_conn *c)
 {
+	uint32_t batch = c->srv->cfg.recv_batch ? c->srv->cfg.recv_batch : 1;
+
 	if (c->srq) {
 		rr_srq_refill(c->srv);
 		return;
@@ -54,19 +45,46 @@ void rr_recv_refill(struct rr_conn *c)
 		back->next = c->free_calls;
 		c->free_calls = back;
 	}
-	while (c->state != RR_CONN_CLOSING && c->posted < c->post_target && c->free_calls) {
-		struct rr_call_ctx *ctx = c->free_calls;
+	if (c->state == RR_CONN_CLOSING || c->posted + batch > c->post_target)
+		return;
+	while (c->posted < c->post_target && c->free_calls) {
+		struct fab_recv_wr wr[RR_RECV_CHAIN], *bad = NULL;
+		struct fab_sge sge[RR_RECV_CHAIN];
+		struct rr_call_ctx *ctx[RR_RECV_CHAIN];
+		uint32_t n = 0, done;
 
-		c->free_calls = ctx->next;
-		ctx->next = NULL;
-		if (rr_recv_post(c, ctx)) {
-			ctx->state = RR_CALL_FREE;
-			ctx->next = c->free_calls;
-			c->free_calls = ctx;
+		while (n < RR_RECV_CHAIN && c->posted + n < c->post_target && c->free_calls) {
+			ctx[n] = c->free_calls;
+			c->free_calls = ctx[n]->next;
+			ctx[n]->next = NULL;
+			ctx[n]->state = RR_CALL_POSTED;
+			sge[n] = (struct fab_sge){
+			    .addr = ctx[n]->buf,
+			    .length = c->srv->cfg.inline_size,
+			    .lkey = c->recv_pool.mr->lkey,
+			};
+			wr[n] = (struct fab_recv_wr){
+			    .next = NULL,
+			    .wr_id = (uintptr_t)ctx[n] | RR_WRID_RECV,
+			    .sg_list = &sge[n],
+			    .num_sge = 1,
+			};
+			if (n)
+				wr[n - 1].next = &wr[n];
+			n++;
+		}
+		done = fab_post_recv(c->fc, &wr[0], &bad) ? (uint32_t)(bad ? bad - wr : 0) : n;
+		c->posted += done;
+		if (done < n) {
+			/* The rest never went out: back to the free list. */
+			for (uint32_t i = done; i < n; i++) {
+				ctx[i]->state = RR_CALL_FREE;
+				ctx[i]->next = c->free_calls;
+				c->free_calls = ctx[i];
+			}
 			rr_conn_close(c, "posting a receive failed");
 			return;
 		}
-		c->posted++;
 	}
 }
 
