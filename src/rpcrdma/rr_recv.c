@@ -21,32 +21,10 @@ static uint32_t be32_at(const uint8_t *p)
  * for up to this many. */
 #define RR_RECV_CHAIN 16
 
-/*
- * Top the receive queue back up to its target, in batches: the target is
- * credits + bc_credits + recv_batch, and posting waits until recv_batch are
- * missing, so a client within its grant always finds a receive and one post
- * serves many. Called before a received message is processed, so the receive
- * that a reply's credit promises is posted before that reply is sent. Event
- * thread: free_calls and posted are its own; calls other threads gave back
- * are taken over first.
- */
-void rr_recv_refill(struct rr_conn *c)
+/* Post free contexts up to the target, RR_RECV_CHAIN to a post. Out of line:
+ * its arrays are built only when a batch is due. */
+static __attribute__((noinline)) void post_receives(struct rr_conn *c)
 {
-	uint32_t batch = c->srv->cfg.recv_batch ? c->srv->cfg.recv_batch : 1;
-
-	if (c->srq) {
-		rr_srq_refill(c->srv);
-		return;
-	}
-	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
-		struct rr_call_ctx *back = RR_CONTAINER_OF(h, struct rr_call_ctx, free_link);
-
-		h = h->next;
-		back->next = c->free_calls;
-		c->free_calls = back;
-	}
-	if (c->state == RR_CONN_CLOSING || c->posted + batch > c->post_target)
-		return;
 	while (c->posted < c->post_target && c->free_calls) {
 		struct fab_recv_wr wr[RR_RECV_CHAIN], *bad = NULL;
 		struct fab_sge sge[RR_RECV_CHAIN];
@@ -86,6 +64,34 @@ void rr_recv_refill(struct rr_conn *c)
 			return;
 		}
 	}
+}
+
+/*
+ * Top the receive queue back up to its target, in batches: the target is
+ * credits + bc_credits + recv_batch, and posting waits until recv_batch are
+ * missing, so a client within its grant always finds a receive and one post
+ * serves many. Called before a received message is processed, so the receive
+ * that a reply's credit promises is posted before that reply is sent. Event
+ * thread: free_calls and posted are its own; calls other threads gave back
+ * are taken over first.
+ */
+void rr_recv_refill(struct rr_conn *c)
+{
+	uint32_t batch = c->srv->cfg.recv_batch ? c->srv->cfg.recv_batch : 1;
+
+	if (c->srq) {
+		rr_srq_refill(c->srv);
+		return;
+	}
+	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
+		struct rr_call_ctx *back = RR_CONTAINER_OF(h, struct rr_call_ctx, free_link);
+
+		h = h->next;
+		back->next = c->free_calls;
+		c->free_calls = back;
+	}
+	if (c->state != RR_CONN_CLOSING && c->posted + batch <= c->post_target)
+		post_receives(c);
 }
 
 /* Return a call context (and its Read sinks) to the connection. Any thread:
