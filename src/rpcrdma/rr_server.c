@@ -260,15 +260,20 @@ static void handle_kick(struct rr_server *srv)
 	struct rr_handoff *h;
 
 	kickfd_drain(srv->kickfd);
-	/* Before the visits: work queued after this point kicks again. */
-	atomic_store(&srv->kick_pending, false);
+	/*
+	 * Before the visits: work queued after this point kicks again. An
+	 * exchange, not a store: as a read-modify-write it acquires what a
+	 * kicker that found the flag still set had pushed, so no later load
+	 * here can miss it (a plain store orders nothing after it on arm64).
+	 */
+	(void)atomic_exchange(&srv->kick_pending, false);
 	/* Pool buffers given back by any connection, closing ones included. */
 	rr_srq_refill(srv);
 	for (h = rr_handoff_take(&srv->ready); h;) {
 		struct rr_conn *c = RR_CONTAINER_OF(h, struct rr_conn, ready_link);
 
 		h = h->next; /* before the flag: c may be pushed again after it */
-		atomic_store(&c->ready_queued, false);
+		(void)atomic_exchange(&c->ready_queued, false); /* as kick_pending above */
 		/* Even when closing: queued Replies must release their calls. */
 		rr_send_run_deferred(c);
 		if (c->state != RR_CONN_CLOSING) {
