@@ -13,9 +13,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <syslog.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "fabric/fab.h"
 #include "plugin/rrp_host.h"
@@ -23,9 +20,7 @@
 #include "plugin/rrp_plugin.h"
 #include "plugin/rrp_version.h"
 
-struct rrp_plugin rrp = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-};
+struct rrp_plugin rrp;
 
 static bool config_loaded;
 
@@ -76,66 +71,6 @@ uint16_t rrp_plugin_nfs_port(void)
 {
 	load_config();
 	return rrp.cfg.nfs_port;
-}
-
-/*
- * The worker pool's semaphore: rrp.ready counts queued items, and a worker
- * takes one or sleeps on the word itself (a futex). It is sem_wait/sem_post
- * without the cancellation bookkeeping around the futex calls, which cost
- * more than the rest of the hand-off: our workers are never cancelled.
- * A wake-up cannot be lost: FUTEX_WAIT sleeps only while the count is still
- * 0, and a producer raises the count before it looks for sleepers.
- */
-static void ready_take(void)
-{
-	for (;;) {
-		uint32_t v = atomic_load(&rrp.ready);
-
-		while (v > 0)
-			if (atomic_compare_exchange_weak(&rrp.ready, &v, v - 1))
-				return;
-		atomic_fetch_add(&rrp.sleepers, 1);
-		syscall(SYS_futex, &rrp.ready, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-		atomic_fetch_sub(&rrp.sleepers, 1);
-	}
-}
-
-static void ready_post(void)
-{
-	atomic_fetch_add(&rrp.ready, 1);
-	if (atomic_load(&rrp.sleepers))
-		syscall(SYS_futex, &rrp.ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/*
- * A worker sleeps until an item is queued: the queue lock is held only to
- * unlink one, and a producer wakes one sleeper (no condition variable round
- * trip on either side).
- */
-static void *worker(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		struct rrp_work *w;
-		bool heap;
-
-		ready_take();
-		pthread_mutex_lock(&rrp.lock);
-		w = rrp.head;
-		if (w) {
-			rrp.head = w->next;
-			if (!rrp.head)
-				rrp.tail = NULL;
-		}
-		pthread_mutex_unlock(&rrp.lock);
-		if (!w)
-			continue; /* not reached: one post per queued item */
-		heap = w->heap; /* fn may recycle the owner of an embedded w */
-		w->fn(w->arg);
-		if (heap)
-			free(w);
-	}
-	return NULL;
 }
 
 static enum xprt_stat listener_stat(SVCXPRT *xprt)
@@ -232,7 +167,7 @@ void rrp_plugin_start(void)
 	rrp.nworkers = rrp.cfg.workers;
 	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)
-		pthread_create(&rrp.workers[i], NULL, worker, NULL);
+		pthread_create(&rrp.workers[i], NULL, rrp_worker_main, NULL);
 
 	if (!strcmp(rrp.cfg.fabric, "soft") && rrp.cfg.soft_socket[0])
 		snprintf(addr, sizeof(addr), "unix:%s", rrp.cfg.soft_socket);
@@ -249,28 +184,3 @@ void rrp_plugin_start(void)
 		rrp_stats_start(rrp.cfg.stats_socket);
 }
 
-void rrp_queue_work(struct rrp_work *w)
-{
-	w->next = NULL;
-	pthread_mutex_lock(&rrp.lock);
-	if (rrp.tail)
-		rrp.tail->next = w;
-	else
-		rrp.head = w;
-	rrp.tail = w;
-	pthread_mutex_unlock(&rrp.lock);
-	ready_post();
-}
-
-bool rrp_queue_fn(void (*fn)(void *arg), void *arg)
-{
-	struct rrp_work *w = malloc(sizeof(*w));
-
-	if (!w)
-		return false;
-	w->fn = fn;
-	w->arg = arg;
-	w->heap = true;
-	rrp_queue_work(w);
-	return true;
-}

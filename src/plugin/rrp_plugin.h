@@ -13,14 +13,9 @@
 #include <rpc/svc.h>
 
 #include "plugin/rrp_config.h"
+#include "plugin/rrp_workq.h"
 #include "rpcrdma/rr_xprt.h"
 
-struct rrp_work {
-	struct rrp_work *next;
-	void (*fn)(void *arg);
-	void *arg;
-	bool heap;			/* rrp_queue_fn's: the worker frees it */
-};
 
 struct rrp_plugin {
 	struct rrp_config cfg;
@@ -29,10 +24,6 @@ struct rrp_plugin {
 	SVCXPRT listener;		/* xp_parent of our transports */
 	struct xp_ops listener_ops;
 
-	pthread_mutex_t lock;		/* head, tail */
-	_Atomic uint32_t ready;		/* queued items not yet taken (a futex word) */
-	_Atomic uint32_t sleepers;	/* workers waiting on it */
-	struct rrp_work *head, *tail;
 	pthread_t *workers;
 	unsigned int nworkers;
 
@@ -55,10 +46,7 @@ int rrp_stats_start(const char *path);
 
 /* Upper-layer callbacks given to the engine (rrp_xprt.c). */
 extern const struct rr_upper_ops rrp_upper_ops;
-/* Queue work for the pool (never blocks); false if it could not be queued. */
-bool rrp_queue_fn(void (*fn)(void *arg), void *arg);
-/* Queue a work item embedded in its owner (no allocation; never fails). */
-void rrp_queue_work(struct rrp_work *w);
+/* The worker pool's queue: rrp_queue_work, rrp_queue_fn (rrp_workq.h). */
 
 /* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
 struct rrp_xprt;
