@@ -67,7 +67,9 @@ struct rrp_req {
  */
 static _Atomic(struct rrp_req *) req_returned;
 static atomic_uint req_nfree;		/* on the stack or a thread's list */
-static _Thread_local struct rrp_req *req_mine;
+/* Initial-exec: the plugin is preloaded, so its TLS is static (a load, not a
+ * __tls_get_addr call, per request). */
+static _Thread_local struct rrp_req *req_mine __attribute__((tls_model("initial-exec")));
 
 static void rrp_process(void *arg);
 

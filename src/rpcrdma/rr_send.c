@@ -267,16 +267,8 @@ void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act)
 /* lkey for memory the engine registered, or false. */
 static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey)
 {
-	if (rr_pool_owns(&c->recv_pool, addr, len)) {
-		*lkey = c->recv_pool.mr->lkey;
-		return true;
-	}
-	if (rr_pool_owns(&c->send_pool, addr, len)) {
-		*lkey = c->send_pool.mr->lkey;
-		return true;
-	}
-	/* The upper layer's registered payload pools (same PD only): where READ
-	 * data lives, so looked at before the big pool's buffer-by-buffer walk. */
+	/* The upper layer's registered payload pools first (same PD only):
+	 * that is where READ data lives. */
 	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
 		const struct fab_mr *mr = c->srv->regions[i];
 		const uint8_t *a = addr, *b = mr->addr;
@@ -286,7 +278,15 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 			return true;
 		}
 	}
-	return rr_big_lkey(c->big, addr, len, lkey);
+	if (rr_pool_owns(&c->recv_pool, addr, len)) {
+		*lkey = c->recv_pool.mr->lkey;
+		return true;
+	}
+	if (rr_pool_owns(&c->send_pool, addr, len)) {
+		*lkey = c->send_pool.mr->lkey;
+		return true;
+	}
+	return rr_big_lkey(c->big, addr, len, lkey); /* buffer by buffer: last */
 }
 
 /* A byte range of the Reply stream as registered pieces; false when some
@@ -452,17 +452,18 @@ static bool single_rkey(const struct rr_pcl *p, uint32_t *rkey)
 static bool plan_valid(const struct rr_pcl *p, const struct rr_reply_plan *plan, uint64_t total)
 {
 	uint64_t end = 0;
-	bool used[RR_PCL_MAX_WRITE_CHUNKS] = {false};
+	uint32_t used = 0; /* bit per Write chunk */
 
+	_Static_assert(RR_PCL_MAX_WRITE_CHUNKS <= 32, "one bit per Write chunk");
 	if (plan->nspans > RR_PCL_MAX_WRITE_CHUNKS)
 		return false;
 	for (unsigned int i = 0; i < plan->nspans; i++) {
 		const struct rr_payload_span *sp = &plan->spans[i];
 
-		if (sp->chunk >= p->n_write || used[sp->chunk] || sp->offset < end ||
+		if (sp->chunk >= p->n_write || (used >> sp->chunk & 1) || sp->offset < end ||
 		    sp->offset + sp->length > total || sp->length > p->write[sp->chunk].length)
 			return false;
-		used[sp->chunk] = true;
+		used |= 1u << sp->chunk;
 		end = sp->offset + sp->length;
 	}
 	return true;
@@ -534,7 +535,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	struct rr_conn *c = ctx->conn;
 	const struct rr_pcl *p = &ctx->pcl;
 	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
-	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS] = {0};
+	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS]; /* the first n_write are set below */
 	uint64_t total = 0, inline_len, write_bytes = 0;
 	uint32_t max_inline, rkey;
 	unsigned int nsge = 1; /* sge[0] is the Send's */
@@ -559,6 +560,8 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		not_delivered(c, ctx, done, done_arg);
 		return 0;
 	}
+	for (unsigned int i = 0; i < p->n_write; i++)
+		written[i] = 0;
 	s = send_ctx_get(c, false);
 	if (!s) {
 		if (done)
