@@ -79,49 +79,63 @@ struct lend_state {
 static __thread struct lend_state lend __attribute__((tls_model("initial-exec")));
 
 /*
- * Addresses lent and not yet freed, direct-mapped by address: a taken slot
- * means "do not lend" (the copy happens as before), never a wait. Chunk
- * buffers are page aligned, so the page number spreads them.
+ * Addresses lent and not yet freed, in a set-associative table: an address
+ * may sit in any of the LENT_WAYS slots of its set, so lendings in flight
+ * together (one per Call a worker is decoding, a few per worker at most)
+ * do not collide; a full set means "do not lend" (the copy happens as
+ * before), never a wait. Chunk buffers are page aligned: the set comes from
+ * the page number.
  */
-#define LENT_SLOTS 256
-static _Atomic uintptr_t lent_addr[LENT_SLOTS];
-static size_t lent_len[LENT_SLOTS];
+#define LENT_SETS 256
+#define LENT_WAYS 4
+_Static_assert(LENT_SETS == 1 << 8, "lent_set takes the hash's top 8 bits");
+static _Atomic uintptr_t lent_addr[LENT_SETS * LENT_WAYS];
+static size_t lent_len[LENT_SETS * LENT_WAYS];
 static atomic_uint lent_count;
 static _Atomic uint64_t lent_bytes;
 
-static unsigned int lent_slot(const void *p)
+static unsigned int lent_set(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
+	uint64_t page = (uintptr_t)p >> 12;
 
-	return (unsigned int)((a >> 12) ^ (a >> 20)) & (LENT_SLOTS - 1);
+	/* Fibonacci hashing: the top bits of page x 2^64/phi spread any stride. */
+	return (unsigned int)((page * 0x9E3779B97F4A7C15ull) >> 56) * LENT_WAYS;
 }
 
 static bool lent_add(void *p, size_t len)
 {
-	unsigned int i = lent_slot(p);
-	uintptr_t none = 0;
+	unsigned int set = lent_set(p);
 
-	if (!atomic_compare_exchange_strong(&lent_addr[i], &none, (uintptr_t)p))
-		return false;
-	lent_len[i] = len;
-	atomic_fetch_add(&lent_count, 1);
-	atomic_fetch_add_explicit(&lent_bytes, len, memory_order_relaxed);
-	return true;
+	for (unsigned int i = set; i < set + LENT_WAYS; i++) {
+		uintptr_t none = 0;
+
+		if (atomic_compare_exchange_strong(&lent_addr[i], &none, (uintptr_t)p)) {
+			lent_len[i] = len;
+			atomic_fetch_add(&lent_count, 1);
+			atomic_fetch_add_explicit(&lent_bytes, len, memory_order_relaxed);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Forget @p if it is lent; its length in *len. */
 static __attribute__((noinline)) bool lent_forget(void *p, size_t *len)
 {
-	unsigned int i = lent_slot(p);
-	uintptr_t mine = (uintptr_t)p;
+	unsigned int set = lent_set(p);
 
-	if (atomic_load_explicit(&lent_addr[i], memory_order_acquire) != mine)
-		return false;
-	*len = lent_len[i];
-	if (!atomic_compare_exchange_strong(&lent_addr[i], &mine, 0))
-		return false;
-	atomic_fetch_sub(&lent_count, 1);
-	return true;
+	for (unsigned int i = set; i < set + LENT_WAYS; i++) {
+		uintptr_t mine = (uintptr_t)p;
+
+		if (atomic_load_explicit(&lent_addr[i], memory_order_acquire) != mine)
+			continue;
+		*len = lent_len[i];
+		if (!atomic_compare_exchange_strong(&lent_addr[i], &mine, 0))
+			return false;
+		atomic_fetch_sub(&lent_count, 1);
+		return true;
+	}
+	return false;
 }
 
 /* Every free() in the process asks: one load while nothing is lent. */

@@ -6,6 +6,8 @@
 // and that everything else reaches glibc untouched.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -307,6 +309,44 @@ TEST(PayloadLend, EndedLendingLendsNothing)
 	EXPECT_EQ(addr(mine), addr(chunk_a));
 	rrp_payload_lend(nullptr, 0, nullptr, nullptr);
 	free(mine);
+}
+
+// WRITE chunks of many Calls in flight at once, in big-pool-like buffers
+// (page aligned, a megabyte and a page apart): each is lent, none collides
+// with another still held, and free() takes every one back. The addresses
+// are tokens here - lending never touches the memory - so they lie in an
+// inaccessible reservation.
+TEST(PayloadLend, ManyCallsInFlightAreAllLent)
+{
+	const size_t stride = (1u << 20) + 4096, n = 64, len = 4096;
+	void *base = mmap(nullptr, stride * n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			  -1, 0);
+	ASSERT_NE(base, MAP_FAILED);
+	auto at = [&](size_t i) { return static_cast<uint8_t *>(base) + i * stride; };
+	std::vector<void *> got(n);
+	FakeDecoder d;
+	for (size_t i = 0; i < n; i++) {
+		struct iovec ch[1] = {{at(i), len}};
+		d.at = at(i);
+		rrp_payload_lend(ch, 1, FakeDecoder::is_at, &d);
+		got[i] = malloc(len);
+		rrp_payload_lend(nullptr, 0, nullptr, nullptr);
+	}
+	size_t lent = 0;
+	for (size_t i = 0; i < n; i++)
+		lent += addr(got[i]) == addr(at(i));
+	EXPECT_EQ(lent, n) << "lendings in flight together collided";
+	for (size_t i = 0; i < n; i++)
+		free(got[i]); // a lent one must not reach glibc (PROT_NONE would fault)
+	// All taken back: the same addresses lend again.
+	struct iovec ch[1] = {{at(0), len}};
+	d.at = at(0);
+	rrp_payload_lend(ch, 1, FakeDecoder::is_at, &d);
+	void *again = malloc(len);
+	rrp_payload_lend(nullptr, 0, nullptr, nullptr);
+	EXPECT_EQ(addr(again), addr(at(0)));
+	free(again);
+	munmap(base, stride * n);
 }
 
 } // namespace
