@@ -102,9 +102,17 @@ static unsigned int lent_set(const void *p)
 	return (unsigned int)((page * 0x9E3779B97F4A7C15ull) >> 56) * LENT_WAYS;
 }
 
+/* Only page-aligned buffers are lent (the engine's chunk buffers are): glibc
+ * never returns a page-aligned pointer (even its mmap'd chunks start past a
+ * header), so one test clears almost every free() of the lookup. */
+#define LENT_ALIGN 4096u
+
 static bool lent_add(void *p, size_t len)
 {
 	unsigned int set = lent_set(p);
+
+	if ((uintptr_t)p & (LENT_ALIGN - 1))
+		return false;
 
 	for (unsigned int i = set; i < set + LENT_WAYS; i++) {
 		uintptr_t none = 0;
@@ -141,7 +149,8 @@ static __attribute__((noinline)) bool lent_forget(void *p, size_t *len)
 /* Every free() in the process asks: one load while nothing is lent. */
 static inline bool lent_take_back(void *p, size_t *len)
 {
-	return atomic_load_explicit(&lent_count, memory_order_relaxed) && p && lent_forget(p, len);
+	return atomic_load_explicit(&lent_count, memory_order_relaxed) &&
+	       !((uintptr_t)p & (LENT_ALIGN - 1)) && p && lent_forget(p, len);
 }
 
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
