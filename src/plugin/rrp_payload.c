@@ -102,9 +102,10 @@ static unsigned int lent_set(const void *p)
 	return (unsigned int)((page * 0x9E3779B97F4A7C15ull) >> 56) * LENT_WAYS;
 }
 
-/* Only page-aligned buffers are lent (the engine's chunk buffers are): glibc
+/* Only page-aligned buffers are lent (the engine's chunk buffers are). malloc
  * never returns a page-aligned pointer (even its mmap'd chunks start past a
- * header), so one test clears almost every free() of the lookup. */
+ * header); only aligned allocations can, and they are few: one test clears
+ * almost every free() of the lookup. */
 #define LENT_ALIGN 4096u
 
 static bool lent_add(void *p, size_t len)
