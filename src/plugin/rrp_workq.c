@@ -58,29 +58,41 @@ static struct {
 	_Atomic uint32_t sleepers;	/* workers waiting on it */
 } q = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static bool ring_push(struct rrp_work *w)
+/*
+ * Claim the next position of @posp (push_pos or pop_pos) whose cell's
+ * sequence is that position + @turn (0: free for a push, 1: full for a pop);
+ * NULL when the cell is not there yet (ring full, or empty / still being
+ * filled). One compare-and-swap on the position wins it.
+ */
+static struct cell *claim(_Atomic size_t *posp, size_t turn, size_t *out)
 {
-	size_t pos = atomic_load_explicit(&q.push_pos, memory_order_relaxed);
-	struct cell *c;
+	size_t pos = atomic_load_explicit(posp, memory_order_relaxed);
 
 	for (;;) {
-		size_t seq;
-		intptr_t dif;
+		struct cell *c = &q.ring[pos & RING_MASK];
+		intptr_t dif = (intptr_t)cell_seq(c, pos) - (intptr_t)(pos + turn);
 
-		c = &q.ring[pos & RING_MASK];
-		seq = cell_seq(c, pos);
-		dif = (intptr_t)seq - (intptr_t)pos;
-		if (dif == 0) {
-			if (atomic_compare_exchange_weak_explicit(&q.push_pos, &pos, pos + 1,
-								  memory_order_relaxed,
-								  memory_order_relaxed))
-				break;
-		} else if (dif < 0) {
-			return false; /* full: a whole lap of items not yet popped */
-		} else {
-			pos = atomic_load_explicit(&q.push_pos, memory_order_relaxed);
+		if (dif < 0)
+			return NULL;
+		if (dif == 0 && atomic_compare_exchange_weak_explicit(posp, &pos, pos + 1,
+								      memory_order_relaxed,
+								      memory_order_relaxed)) {
+			*out = pos;
+			return c;
 		}
+		if (dif > 0)
+			pos = atomic_load_explicit(posp, memory_order_relaxed);
 	}
+}
+
+/* False when full: a whole lap of items not yet popped. */
+static bool ring_push(struct rrp_work *w)
+{
+	size_t pos;
+	struct cell *c = claim(&q.push_pos, 0, &pos);
+
+	if (!c)
+		return false;
 	c->w = w;
 	cell_publish(c, pos, pos + 1);
 	return true;
@@ -89,28 +101,12 @@ static bool ring_push(struct rrp_work *w)
 /* NULL when the next cell is not published (empty, or its push not done). */
 static struct rrp_work *ring_pop(void)
 {
-	size_t pos = atomic_load_explicit(&q.pop_pos, memory_order_relaxed);
-	struct cell *c;
+	size_t pos;
+	struct cell *c = claim(&q.pop_pos, 1, &pos);
 	struct rrp_work *w;
 
-	for (;;) {
-		size_t seq;
-		intptr_t dif;
-
-		c = &q.ring[pos & RING_MASK];
-		seq = cell_seq(c, pos);
-		dif = (intptr_t)seq - (intptr_t)(pos + 1);
-		if (dif == 0) {
-			if (atomic_compare_exchange_weak_explicit(&q.pop_pos, &pos, pos + 1,
-								  memory_order_relaxed,
-								  memory_order_relaxed))
-				break;
-		} else if (dif < 0) {
-			return NULL;
-		} else {
-			pos = atomic_load_explicit(&q.pop_pos, memory_order_relaxed);
-		}
-	}
+	if (!c)
+		return NULL;
 	w = c->w;
 	cell_publish(c, pos, pos + RRP_WORKQ_RING);
 	return w;

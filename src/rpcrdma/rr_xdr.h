@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rr_xdr.h - bounded big-endian XDR cursor used by the header codec.
- * Every get/put checks the remaining space first; callers test the result.
+ * rr_xdr.h - big-endian XDR for the header codec: a bounded cursor for
+ * decoding (every get checks the remaining space; callers test the result),
+ * and plain loads/stores for code that checked a whole run's size first.
  */
 #ifndef RPCRDMA_RR_XDR_H
 #define RPCRDMA_RR_XDR_H
@@ -25,49 +26,6 @@ static inline void rr_xdr_init(struct rr_xdr *x, const void *buf, size_t len)
 static inline size_t rr_xdr_left(const struct rr_xdr *x)
 {
 	return (size_t)(x->end - x->p);
-}
-
-static inline bool rr_xdr_get32(struct rr_xdr *x, uint32_t *v)
-{
-	if (rr_xdr_left(x) < 4)
-		return false;
-	*v = (uint32_t)x->p[0] << 24 | (uint32_t)x->p[1] << 16 | (uint32_t)x->p[2] << 8 |
-	     (uint32_t)x->p[3];
-	x->p += 4;
-	return true;
-}
-
-static inline bool rr_xdr_get64(struct rr_xdr *x, uint64_t *v)
-{
-	uint32_t hi = 0, lo = 0;
-
-	if (rr_xdr_left(x) < 8)
-		return false;
-	rr_xdr_get32(x, &hi);
-	rr_xdr_get32(x, &lo);
-	*v = (uint64_t)hi << 32 | lo;
-	return true;
-}
-
-static inline bool rr_xdr_put32(struct rr_xdr *x, uint32_t v)
-{
-	if (rr_xdr_left(x) < 4)
-		return false;
-	x->p[0] = (uint8_t)(v >> 24);
-	x->p[1] = (uint8_t)(v >> 16);
-	x->p[2] = (uint8_t)(v >> 8);
-	x->p[3] = (uint8_t)v;
-	x->p += 4;
-	return true;
-}
-
-static inline bool rr_xdr_put64(struct rr_xdr *x, uint64_t v)
-{
-	if (rr_xdr_left(x) < 8)
-		return false;
-	rr_xdr_put32(x, (uint32_t)(v >> 32));
-	rr_xdr_put32(x, (uint32_t)v);
-	return true;
 }
 
 /* Unchecked loads, for a decoder that checked a whole array's size first. */
@@ -97,6 +55,24 @@ static inline uint8_t *rr_xdr_store32(uint8_t *p, uint32_t v)
 static inline uint8_t *rr_xdr_store64(uint8_t *p, uint64_t v)
 {
 	return rr_xdr_store32(rr_xdr_store32(p, (uint32_t)(v >> 32)), (uint32_t)v);
+}
+
+static inline bool rr_xdr_get32(struct rr_xdr *x, uint32_t *v)
+{
+	if (rr_xdr_left(x) < 4)
+		return false;
+	*v = rr_xdr_load32(x->p);
+	x->p += 4;
+	return true;
+}
+
+static inline bool rr_xdr_get64(struct rr_xdr *x, uint64_t *v)
+{
+	if (rr_xdr_left(x) < 8)
+		return false;
+	*v = rr_xdr_load64(x->p);
+	x->p += 8;
+	return true;
 }
 
 static inline uint64_t rr_xdr_roundup(uint64_t n)
