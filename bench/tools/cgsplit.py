@@ -28,7 +28,8 @@ posix_memalign) for the whole process, so ganesha's and ntirpc's own frees
 pass through it. Those wrappers keep their own instructions (the range check,
 the payload pool), but the libc work they forward is charged to whoever
 called them, in proportion to each caller's inclusive cost through the
-wrapper: a free() ganesha makes stays ganesha's, as it is over TCP.
+wrapper: a free() ganesha makes stays ganesha's, as it is over TCP. The
+wrappers' helpers (malloc_announced, the payload pool) count as part of them.
 """
 import json
 import re
@@ -61,6 +62,50 @@ def layer_of(ob, fl, name):
 HOOK_NAMES = ("gsh_malloc__", "gsh_malloc_aligned__", "gsh_calloc__", "gsh_realloc__",
               "gsh_free_size")
 HOOK_MAX_SELF = 20  # instructions per call: a null check around the allocator
+
+
+OURS = ("fabric", "rpcrdma", "ulb", "plugin")
+
+
+def inlined_key(fn, ob, fl, file, fninfo):
+    """The cost key for lines of @file inside function @fn: @fn itself, or,
+    when the compiler (LTO) inlined code of another of our layers into it,
+    a key of its own in that layer (fn'@layer), so the split follows the
+    source each instruction came from, not the function it ended up in."""
+    here_l = layer_of("", file, "")
+    fn_l = layer_of(ob, fl, fn)
+    if here_l in OURS and fn_l in OURS and here_l != fn_l:
+        key = f"{fn}'@{here_l}"
+        fninfo.setdefault(key, (ob, file))
+        return key
+    return fn
+
+
+def shown(key):
+    """A function's name as the report shows it."""
+    base = key.split("'")[0]
+    return base + " (inlined code)" if "'@" in key else base
+
+
+def wrapper_helpers(lay, calls, wrappers):
+    """Plugin functions called only from the allocator wrappers (their slow
+    paths, e.g. malloc_announced): part of the wrapper, so the libc work they
+    forward (glibc's malloc for an allocation that is not a payload) is the
+    caller's, as the wrapper's own forwarding is."""
+    callers = {}
+    for caller, callee, _, _ in calls:
+        callers.setdefault(callee, set()).add(caller)
+    inner = set()
+    grew = True
+    while grew:
+        grew = False
+        for fn, cs in callers.items():
+            if fn in wrappers or fn in inner or lay.get(fn) != "plugin":
+                continue
+            if cs and all(c in wrappers or c in inner for c in cs):
+                inner.add(fn)
+                grew = True
+    return inner
 
 
 def allocator_hooks(lay, calls, wrappers, self_cost, ncalls):
@@ -138,7 +183,7 @@ def parse(path):
     calls = []      # (caller fn, callee fn, callee ob, inclusive Ir)
     ncalls = {}     # callee fn -> number of calls into it
     total = 0
-    ob = fl = fn = ""
+    ob = fl = fn = here = ""
     cob = cfn = None
     pending_call = False
     with open(path, errors="replace") as f:
@@ -151,11 +196,11 @@ def parse(path):
                 parts = line.split()
                 ir = int(parts[1]) if len(parts) > 1 else 0
                 if pending_call:
-                    calls.append((fn, cfn, cob if cob is not None else ob, ir))
+                    calls.append((here, cfn, cob if cob is not None else ob, ir))
                     pending_call = False
                     cob = cfn = None
                 else:
-                    self_cost[fn] = self_cost.get(fn, 0) + ir
+                    self_cost[here] = self_cost.get(here, 0) + ir
                 continue
             if line.startswith(("totals:", "summary:")):
                 total = max(total, int(line.split()[1]))
@@ -167,10 +212,12 @@ def parse(path):
                 ob = name(k, v)
             elif k == "fl":
                 fl = name(k, v)
-            elif k in ("fi", "fe", "cfi", "cfl"):
+            elif k in ("fi", "fe"):
+                here = inlined_key(fn, ob, fl, name(k, v), fninfo)
+            elif k in ("cfi", "cfl"):
                 name(k, v)
             elif k == "fn":
-                fn = fkey(v)
+                fn = here = fkey(v)
                 fninfo.setdefault(fn, (ob, fl))
             elif k == "cob":
                 cob = name(k, v)
@@ -181,7 +228,9 @@ def parse(path):
                 ncalls[cfn] = ncalls.get(cfn, 0) + int(v.split()[0])
     lay = {fn: layer_of(o, f_, fn) for fn, (o, f_) in fninfo.items()}
     wrappers = {fn for fn in lay
-                if lay[fn] == "plugin" and fn.split("'")[0] in INTERPOSED}
+                if lay[fn] == "plugin" and fn.split("'")[0] in INTERPOSED and "'@" not in fn}
+    inner = wrapper_helpers(lay, calls, wrappers)
+    wrappers |= inner
     hooks = allocator_hooks(lay, calls, wrappers, self_cost, ncalls)
     for h in hooks:
         lay[h] = None
@@ -204,8 +253,14 @@ def parse(path):
                 forwarded[caller] += ir
             else:
                 per_fn[caller] = per_fn.get(caller, 0) + ir
+    # A helper's forwarded libc work goes up to the wrapper that called it,
+    # then, with the wrapper's own, to the wrapper's callers.
     for caller, callee, cob_, ir in calls:
-        if callee in wrappers and lay.get(caller) and through[callee]:
+        if callee in inner and caller in wrappers and through[callee]:
+            forwarded[caller] += ir * forwarded[callee] / through[callee]
+    for caller, callee, cob_, ir in calls:
+        if callee in wrappers and caller not in wrappers and lay.get(caller) and \
+                through[callee]:
             share = ir * forwarded[callee] / through[callee]
             per_fn[caller] = per_fn.get(caller, 0) + share
     charge_hooks(hooks, calls, lay, per_fn, wrappers, self_cost, through)
@@ -217,9 +272,9 @@ def parse(path):
     top = {}
     for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
         fns = sorted(((ir, fn) for fn, ir in per_fn.items() if lay[fn] == l), reverse=True)
-        top[l] = [[fn.split("'#")[0], round(ir)] for ir, fn in fns[:40]]
+        top[l] = [[shown(fn), round(ir)] for ir, fn in fns[:40]]
     return {"file": path, "total": total, "layers": layers, "top": top,
-            "allocator_hooks": sorted(h.split("'#")[0] for h in hooks)}
+            "allocator_hooks": sorted(shown(h) for h in hooks)}
 
 
 if __name__ == "__main__":

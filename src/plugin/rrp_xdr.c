@@ -274,11 +274,33 @@ static struct rrp_xdr_enc *ENC(XDR *x)
 	return (struct rrp_xdr_enc *)x;
 }
 
+/* Make @base (@cap bytes) the current segment; @owned: ours to give back. */
+static void enc_open_seg(XDR *x, uint8_t *base, size_t cap, bool owned)
+{
+	struct rrp_xdr_enc *e = ENC(x);
+	struct rrp_enc_seg *s = &e->seg[e->nseg++];
+
+	s->base = base;
+	s->cap = cap;
+	s->len = 0;
+	s->owned = owned;
+	s->uio = NULL;
+	e->vio.vio_base = base;
+	e->vio.vio_head = base;
+	e->vio.vio_tail = base;
+	e->vio.vio_wrap = base + cap;
+	e->vio.vio_length = (uint32_t)cap;
+	e->vio.vio_type = VIO_DATA;
+	x->x_v = e->vio;
+	x->x_base = &e->vio;
+	x->x_data = base;
+}
+
 /* Close the current own buffer at x_data; open a new one. */
 static bool enc_newbuf(XDR *x)
 {
 	struct rrp_xdr_enc *e = ENC(x);
-	struct rrp_enc_seg *s;
+	void *b;
 
 	if (e->nseg > 0 && e->seg[e->nseg - 1].cap)
 		e->seg[e->nseg - 1].len = (size_t)(x->x_data - e->seg[e->nseg - 1].base);
@@ -286,25 +308,12 @@ static bool enc_newbuf(XDR *x)
 		e->failed = true;
 		return false;
 	}
-	s = &e->seg[e->nseg];
-	s->base = e->nkeep ? e->keep[--e->nkeep] : enc_buf_get();
-	if (!s->base) {
+	b = e->nkeep ? e->keep[--e->nkeep] : enc_buf_get();
+	if (!b) {
 		e->failed = true;
 		return false;
 	}
-	s->cap = RRP_ENC_BUF;
-	s->len = 0;
-	s->uio = NULL;
-	e->nseg++;
-	e->vio.vio_base = s->base;
-	e->vio.vio_head = s->base;
-	e->vio.vio_tail = s->base;
-	e->vio.vio_wrap = s->base + s->cap;
-	e->vio.vio_length = (uint32_t)s->cap;
-	e->vio.vio_type = VIO_DATA;
-	x->x_v = e->vio;
-	x->x_base = &e->vio;
-	x->x_data = s->base;
+	enc_open_seg(x, b, RRP_ENC_BUF, true);
 	return true;
 }
 
@@ -358,13 +367,23 @@ static bool enc_setpostn(XDR *x, u_int pos)
 	return true;
 }
 
-/* READ data by reference: one segment per vio, released with the reply. */
+/* What is left of a buffer worth going on in after a payload (its pad and
+ * the rest of the Reply) rather than opening another. */
+#define ENC_TAIL_MIN 256
+
+/* READ data by reference: one segment per vio, released with the reply.
+ * Encoding then goes on in the rest of the buffer it interrupted. */
 static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 {
 	struct rrp_xdr_enc *e = ENC(x);
+	struct rrp_enc_seg *before = &e->seg[e->nseg - 1];
+	uint8_t *tail;
+	size_t left;
 
 	(void)flags;
-	e->seg[e->nseg - 1].len = (size_t)(x->x_data - e->seg[e->nseg - 1].base);
+	before->len = (size_t)(x->x_data - before->base);
+	tail = before->base + before->len;
+	left = before->cap - before->len;
 	for (size_t i = 0; i < uio->uio_count; i++) {
 		xdr_vio *v = &uio->uio_vio[i];
 		struct rrp_enc_seg *s;
@@ -377,8 +396,13 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 		s->base = v->vio_head;
 		s->len = (size_t)(v->vio_tail - v->vio_head);
 		s->cap = 0;
+		s->owned = false;
 		s->uio = uio;
 		uio->uio_references++;
+	}
+	if (left >= ENC_TAIL_MIN) {
+		enc_open_seg(x, tail, left, false);
+		return true;
 	}
 	return enc_newbuf(x);
 }
@@ -445,11 +469,11 @@ static void enc_release(struct rrp_xdr_enc *e, bool keep)
 	for (int i = e->nseg - 1; i >= 0; i--) {
 		struct rrp_enc_seg *s = &e->seg[i];
 
-		if (s->cap && keep && e->nkeep < RRP_ENC_KEEP)
+		if (s->owned && keep && e->nkeep < RRP_ENC_KEEP)
 			e->keep[e->nkeep++] = s->base;
-		else if (s->cap)
+		else if (s->owned)
 			enc_buf_put(s->base);
-		else if (s->uio && s->uio->uio_release)
+		else if (!s->cap && s->uio && s->uio->uio_release)
 			/* one release per referenced vio, as ntirpc's ioq does */
 			s->uio->uio_release(s->uio, UIO_FLAG_NONE);
 	}

@@ -40,6 +40,8 @@ struct rrp_enc_seg {
 	uint8_t *base;
 	size_t len;			/* bytes used */
 	size_t cap;			/* 0: a referenced uio vio, not ours */
+	bool owned;			/* base is an encode buffer of ours (not the
+					 * rest of one after a payload) */
 	xdr_uio *uio;			/* referenced data: released when done */
 };
 
@@ -49,8 +51,9 @@ struct rrp_xdr_enc {
 	int nseg;
 	struct rrp_enc_seg seg[RRP_ENC_MAX_SEG];
 	bool failed;
-	/* Own buffers kept for the next stream: a READ Reply uses two (before
-	 * and after its payload), which then skip the shared cache's lock. */
+	/* Own buffers kept for the next stream, which then skip the shared
+	 * cache's lock: most Replies use one (a READ's goes on after its
+	 * payload in the same buffer), a few KiB of attributes two. */
 	void *keep[RRP_ENC_KEEP];
 	int nkeep;
 };
