@@ -147,11 +147,30 @@ static __attribute__((noinline)) bool lent_forget(void *p, size_t *len)
 	return false;
 }
 
-/* Every free() in the process asks: one load while nothing is lent. */
-static inline bool lent_take_back(void *p, size_t *len)
+/* Could @p be lent? Every free() in the process asks: one load while
+ * nothing is lent. */
+static inline bool lent_maybe(const void *p)
 {
 	return atomic_load_explicit(&lent_count, memory_order_relaxed) &&
-	       !((uintptr_t)p & (LENT_ALIGN - 1)) && p && lent_forget(p, len);
+	       !((uintptr_t)p & (LENT_ALIGN - 1)) && p;
+}
+
+static inline bool lent_take_back(void *p, size_t *len)
+{
+	return lent_maybe(p) && lent_forget(p, len);
+}
+
+static void free_unlent(void *p);
+
+/* free() of what may be lent, apart so that free's common path needs no
+ * stack frame. */
+static __attribute__((noinline)) void free_maybe_lent(void *p)
+{
+	size_t len;
+
+	if (lent_forget(p, &len))
+		return; /* the engine's buffer: the Call's release frees it */
+	free_unlent(p);
 }
 
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
@@ -182,9 +201,10 @@ static void *lend_for(size_t size)
 
 static bool in_arena(const void *p)
 {
-	const uint8_t *a = p;
-
-	return arena && a >= arena && a < arena + arena_len;
+	/* One compare for most pointers (below the arena wraps to a huge
+	 * offset); arena_len is set before arena is published, so the second
+	 * test is for a free() that sees the one and not yet the other. */
+	return (uintptr_t)p - (uintptr_t)arena < arena_len && arena;
 }
 
 static struct size_class *class_of(const void *p)
@@ -362,17 +382,21 @@ EXPORTED void *malloc(size_t size)
 	return __libc_malloc(size);
 }
 
-EXPORTED void free(void *p)
+static inline void free_unlent(void *p)
 {
-	size_t len;
-
-	if (lent_take_back(p, &len))
-		return; /* the engine's buffer: the Call's release frees it */
 	if (in_arena(p)) {
 		class_put(p);
 		return;
 	}
 	__libc_free(p);
+}
+
+EXPORTED void free(void *p)
+{
+	if (__builtin_expect(lent_maybe(p), 0))
+		free_maybe_lent(p);
+	else
+		free_unlent(p);
 }
 
 EXPORTED void *realloc(void *p, size_t size)

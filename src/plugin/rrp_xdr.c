@@ -50,12 +50,20 @@ static bool dec_getbytes(XDR *x, char *buf, u_int n)
 {
 	struct rrp_xdr_dec *d = DEC(x);
 
-	/* The destination is the data itself (a lent chunk, rrp_payload.c). */
-	dec_settle(d);
-	if (buf == (char *)x->x_data && n && (size_t)(x->x_v.vio_tail - x->x_data) >= n) {
-		x->x_data += n;
-		d->in_place += n;
+	if (x->x_data == x->x_v.vio_tail)
 		dec_settle(d);
+	/* All in this iovec (almost always): in place when the destination is
+	 * the data itself (a lent chunk, rrp_payload.c), else one copy. */
+	if ((size_t)(x->x_v.vio_tail - x->x_data) >= n) {
+		if (buf == (char *)x->x_data) {
+			d->in_place += n;
+		} else {
+			memcpy(buf, x->x_data, n);
+			d->copied += n;
+		}
+		x->x_data += n;
+		if (x->x_data == x->x_v.vio_tail)
+			dec_settle(d);
 		return true;
 	}
 	while (n) {

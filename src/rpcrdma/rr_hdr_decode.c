@@ -78,7 +78,7 @@ enum rr_hdr_action rr_hdr_answer(enum rr_hdr_result r, size_t received_len)
 
 /* Reads one segment, whose 16 bytes the caller has checked are there, and
  * applies the per-segment rules. */
-static enum rr_hdr_result decode_segment(struct rr_xdr *x, struct rr_segment *seg)
+static inline enum rr_hdr_result decode_segment(struct rr_xdr *x, struct rr_segment *seg)
 {
 	seg->handle = rr_xdr_load32(x->p);
 	seg->length = rr_xdr_load32(x->p + 4);
@@ -301,17 +301,18 @@ static enum rr_hdr_result decode_fixed(struct rr_xdr *x, size_t len, struct rr_p
 	pcl->has_reply = false;
 	pcl->nsegs = 0;
 	pcl->hdr_len = 0;
-	pcl->xid = 0;
-	pcl->vers = 0;
-	pcl->credits = 0;
-	pcl->proc = 0;
-	if (len >= 4)
-		rr_xdr_get32(x, &pcl->xid);
-	if (len < RR_HDR_FIXED_LEN)
+	if (len < RR_HDR_FIXED_LEN) {
+		pcl->xid = len >= 4 ? rr_xdr_load32(x->p) : 0;
+		pcl->vers = 0;
+		pcl->credits = 0;
+		pcl->proc = 0;
 		return RR_HDR_SHORT;
-	rr_xdr_get32(x, &pcl->vers);
-	rr_xdr_get32(x, &pcl->credits);
-	rr_xdr_get32(x, &pcl->proc);
+	}
+	pcl->xid = rr_xdr_load32(x->p);
+	pcl->vers = rr_xdr_load32(x->p + 4);
+	pcl->credits = rr_xdr_load32(x->p + 8);
+	pcl->proc = rr_xdr_load32(x->p + 12);
+	x->p += RR_HDR_FIXED_LEN;
 	if (pcl->vers != RR_VERSION)
 		return RR_HDR_BAD_VERS;
 	return RR_HDR_OK;

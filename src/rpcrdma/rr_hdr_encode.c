@@ -14,7 +14,7 @@
  * (RFC 8166 section 3.4.6; an unused chunk comes back with zero lengths).
  * Into room the caller has checked.
  */
-static uint8_t *store_echoed_chunk(uint8_t *p, const struct rr_pcl *call,
+static inline uint8_t *store_echoed_chunk(uint8_t *p, const struct rr_pcl *call,
 				   const struct rr_chunk *ch, uint64_t written)
 {
 	p = rr_xdr_store32(p, ch->nsegs);
@@ -50,7 +50,7 @@ static uint8_t *store_write_list_and_reply(uint8_t *p, const struct rr_pcl *pcl,
 
 /* Bytes of a header carrying @pcl's chunk lists (RFC 8166 section 4.2);
  * a reply's Read list is empty (@reads false). */
-static size_t hdr_len(const struct rr_pcl *pcl, bool reads)
+static inline size_t hdr_len(const struct rr_pcl *pcl, bool reads)
 {
 	/* fixed part, Read list end, Write list end, Reply chunk flag */
 	size_t words = RR_HDR_FIXED_LEN / 4 + 1 + 1 + 1;

@@ -228,7 +228,7 @@ static struct fab_send_wr *next_wr(struct rr_send_ctx *s)
 	if (s->nwr >= s->max_wr)
 		return NULL;
 	wr = &s->wr[s->nwr];
-	memset(wr, 0, sizeof(*wr));
+	*wr = (struct fab_send_wr){0};
 	if (s->nwr)
 		s->wr[s->nwr - 1].next = wr;
 	s->nwr++;
@@ -535,7 +535,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	struct rr_conn *c = ctx->conn;
 	const struct rr_pcl *p = &ctx->pcl;
 	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
-	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS]; /* the first n_write are set below */
+	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS] = {0}; /* bytes per Write chunk */
 	uint64_t total = 0, inline_len, write_bytes = 0;
 	uint32_t max_inline, rkey;
 	unsigned int nsge = 1; /* sge[0] is the Send's */
@@ -560,8 +560,6 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		not_delivered(c, ctx, done, done_arg);
 		return 0;
 	}
-	for (unsigned int i = 0; i < p->n_write; i++)
-		written[i] = 0;
 	s = send_ctx_get(c, false);
 	if (!s) {
 		if (done)
@@ -700,12 +698,15 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		ctx->rep_plan.nspans = 0;
 		ctx->rep_plan.deliverable = false;
 	} else {
-		memcpy(ctx->rep_iov, iov, (size_t)iovcnt * sizeof(*iov));
+		/* A few entries each: element copies, not memcpy calls. */
+		for (int i = 0; i < iovcnt; i++)
+			ctx->rep_iov[i] = iov[i];
 		ctx->rep_iovcnt = iovcnt;
 		/* the spans in use only: a plan has room for every Write chunk */
 		ctx->rep_plan.nspans = plan->nspans;
 		ctx->rep_plan.deliverable = plan->deliverable;
-		memcpy(ctx->rep_plan.spans, plan->spans, plan->nspans * sizeof(plan->spans[0]));
+		for (unsigned int i = 0; i < plan->nspans; i++)
+			ctx->rep_plan.spans[i] = plan->spans[i];
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
