@@ -15,6 +15,19 @@
 
 #include "plugin/rrp_xdr.h"
 
+/* The current buffer, as ntirpc's inline paths see it: x_v, which x_base
+ * (XDR_VIO) points at too, so the two can never disagree. */
+static void set_vio(XDR *x, uint8_t *base, size_t len, size_t cap)
+{
+	x->x_v.vio_base = base;
+	x->x_v.vio_head = base;
+	x->x_v.vio_tail = base + len;
+	x->x_v.vio_wrap = base + cap;
+	x->x_v.vio_length = (uint32_t)cap;
+	x->x_v.vio_type = VIO_DATA;
+	x->x_base = &x->x_v;
+}
+
 /* ---- decode ---------------------------------------------------------- */
 
 static struct rrp_xdr_dec *DEC(XDR *x)
@@ -27,14 +40,7 @@ static void dec_select(struct rrp_xdr_dec *d, int i, size_t off)
 	uint8_t *b = d->iov[i].iov_base;
 
 	d->cur = i;
-	d->vio.vio_base = b;
-	d->vio.vio_head = b;
-	d->vio.vio_tail = b + d->iov[i].iov_len;
-	d->vio.vio_wrap = d->vio.vio_tail;
-	d->vio.vio_length = (uint32_t)d->iov[i].iov_len;
-	d->vio.vio_type = VIO_DATA;
-	d->xdrs.x_v = d->vio;
-	d->xdrs.x_base = &d->vio;
+	set_vio(&d->xdrs, b, d->iov[i].iov_len, d->iov[i].iov_len);
 	d->xdrs.x_data = b + off;
 }
 
@@ -293,14 +299,7 @@ static void enc_open_seg(XDR *x, uint8_t *base, size_t cap, bool owned)
 	s->len = 0;
 	s->owned = owned;
 	s->uio = NULL;
-	e->vio.vio_base = base;
-	e->vio.vio_head = base;
-	e->vio.vio_tail = base;
-	e->vio.vio_wrap = base + cap;
-	e->vio.vio_length = (uint32_t)cap;
-	e->vio.vio_type = VIO_DATA;
-	x->x_v = e->vio;
-	x->x_base = &e->vio;
+	set_vio(x, base, 0, cap);
 	x->x_data = base;
 }
 

@@ -25,7 +25,6 @@
 
 struct rrp_xdr_dec {
 	XDR xdrs;			/* first: ntirpc sees only this */
-	struct xdr_vio vio;		/* x_base points here */
 	const struct iovec *iov;
 	int iovcnt;
 	int cur;			/* iovec x_v describes */
@@ -47,7 +46,6 @@ struct rrp_enc_seg {
 
 struct rrp_xdr_enc {
 	XDR xdrs;
-	struct xdr_vio vio;
 	int nseg;
 	struct rrp_enc_seg seg[RRP_ENC_MAX_SEG];
 	bool failed;

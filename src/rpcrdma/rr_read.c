@@ -93,8 +93,17 @@ static int post_one_read(struct rr_call_ctx *ctx, uint32_t k)
 	return fab_post_send(c->fc, &wr, &bad);
 }
 
-/* Event thread: start as many queued Reads as the window allows, in order. */
+static void pump_queued(struct rr_conn *c);
+
+/* Event thread: start as many queued Reads as the window allows, in order.
+ * Called at every wake-up, where usually no Read waits: that test alone. */
 void rr_read_pump(struct rr_conn *c)
+{
+	if (c->read_head)
+		pump_queued(c);
+}
+
+static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 {
 	while (c->read_head && c->state != RR_CONN_CLOSING) {
 		struct rr_call_ctx *ctx = c->read_head;

@@ -528,6 +528,35 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 
 static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
 
+/* The payload spans by RDMA Write into their Write chunks, zero-copy when
+ * registered; bytes written per chunk into @written, in all @write_bytes. */
+static bool write_payloads(struct rr_send_ctx *s, const struct rr_pcl *p, const struct iovec *iov,
+			   int iovcnt, const struct rr_reply_plan *plan, uint64_t *written,
+			   uint64_t *write_bytes, unsigned int *nsge)
+{
+	struct rr_conn *c = s->conn;
+
+	for (unsigned int i = 0; i < plan->nspans; i++) {
+		const struct rr_payload_span *sp = &plan->spans[i];
+		struct piece pc[RR_MAX_PIECES];
+		int npc = 0;
+
+		if (sp->length == 0)
+			continue;
+		if (!stream_pieces(c, iov, iovcnt, sp->offset, sp->length, pc, &npc)) {
+			if (!bounce(s, iov, iovcnt, sp->offset, sp->length, &pc[0]))
+				return false;
+			npc = 1;
+			RR_STAT_ADD(c, payload_copies, sp->length);
+		}
+		if (!emit_writes(s, p, &p->write[sp->chunk], pc, npc, nsge))
+			return false;
+		written[sp->chunk] = sp->length;
+		*write_bytes += sp->length;
+	}
+	return true;
+}
+
 static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
 {
@@ -571,7 +600,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 
 	/* Worst case: every segment used gets its own Write, and a span's
 	 * pieces (at most RR_MAX_PIECES) split a few more. */
-	{
+	if (plan->nspans || p->has_reply) {
 		uint32_t segs = p->has_reply ? p->reply.nsegs : 0;
 
 		for (unsigned int i = 0; i < plan->nspans; i++)
@@ -580,26 +609,9 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 			     segs + RR_MAX_PIECES * plan->nspans + 8))
 			goto undeliverable;
 	}
-
-	/* Payload spans by RDMA Write, zero-copy when registered. */
-	for (unsigned int i = 0; i < plan->nspans; i++) {
-		const struct rr_payload_span *sp = &plan->spans[i];
-		struct piece pc[RR_MAX_PIECES];
-		int npc = 0;
-
-		if (sp->length == 0)
-			continue;
-		if (!stream_pieces(c, iov, iovcnt, sp->offset, sp->length, pc, &npc)) {
-			if (!bounce(s, iov, iovcnt, sp->offset, sp->length, &pc[0]))
-				goto undeliverable;
-			npc = 1;
-			RR_STAT_ADD(c, payload_copies, sp->length);
-		}
-		if (!emit_writes(s, p, &p->write[sp->chunk], pc, npc, &nsge))
-			goto undeliverable;
-		written[sp->chunk] = sp->length;
-		write_bytes += sp->length;
-	}
+	if (plan->nspans &&
+	    !write_payloads(s, p, iov, iovcnt, plan, written, &write_bytes, &nsge))
+		goto undeliverable;
 
 	nranges = inline_ranges(plan, total, ranges, &inline_len);
 	max_inline = c->inl.max_send < c->srv->cfg.inline_size ? c->inl.max_send
