@@ -81,9 +81,14 @@ def inlined_key(fn, ob, fl, file, fninfo):
     return fn
 
 
+CLONE = re.compile(r"(\.(lto_priv|isra|constprop|part|cold)(\.\d+)?)+$")
+
+
 def shown(key):
-    """A function's name as the report shows it."""
-    base = key.split("'")[0]
+    """A function's name as the report shows it: without the suffixes GCC
+    gives the copies it specialises (foo.isra.0, foo.lto_priv.0, ...), which
+    are then counted together."""
+    base = CLONE.sub("", key.split("'")[0])
     return base + " (inlined code)" if "'@" in key else base
 
 
@@ -271,8 +276,12 @@ def parse(path):
     layers["other"] = total - sum(layers[l] for l in LAYERED)
     top = {}
     for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
-        fns = sorted(((ir, fn) for fn, ir in per_fn.items() if lay[fn] == l), reverse=True)
-        top[l] = [[shown(fn), round(ir)] for ir, fn in fns[:40]]
+        by_name = {}
+        for fn, ir in per_fn.items():
+            if lay[fn] == l:
+                by_name[shown(fn)] = by_name.get(shown(fn), 0) + ir
+        fns = sorted(((ir, name) for name, ir in by_name.items()), reverse=True)
+        top[l] = [[name, round(ir)] for ir, name in fns[:40]]
     return {"file": path, "total": total, "layers": layers, "top": top,
             "allocator_hooks": sorted(shown(h) for h in hooks)}
 
