@@ -105,6 +105,25 @@ def mount_options():
     return r
 
 
+def strace_per_io():
+    """RPCRDMA_VM_BENCH_STRACE=1: [(cell, I/Os, {syscall: calls per I/O})] from strace -c's
+    summaries and the same job's fio JSON."""
+    r = []
+    for p in sorted(glob.glob(os.path.join(OUT, "bench", "strace-*.txt"))):
+        cell = os.path.basename(p)[len("strace-"):-len(".txt")]
+        fio = fio_figure(os.path.join(OUT, "bench", "fio-" + cell + ".json"), "IOPS")
+        if not fio or not fio[1]:
+            continue
+        calls = {}
+        for line in open(p):
+            f = line.split()
+            # "% time seconds usecs/call calls [errors] syscall"
+            if len(f) >= 5 and f[-1] != "total" and f[3].isdigit() and f[0][0].isdigit():
+                calls[f[-1]] = int(f[3]) / fio[1]
+        r.append((cell, fio[1], calls))
+    return r
+
+
 def main():
     fig, cpu, failed = measurements()
     params = read_kv(os.path.join(OUT, "bench", "params"))
@@ -170,6 +189,14 @@ def main():
             print(f"{r['vers']:<5} {r['test']:<17} " + "  ".join(
                 f"{c} {num(r[c + '_srv_ms_per_io'])} ms {num(100 * r[c + '_guest_busy'])}%"
                 for c in cols if r.get(c + "_srv_ms_per_io") is not None))
+    traced = strace_per_io()
+    if traced:
+        print("\nganesha's system calls per I/O under strace -c -f (a diagnosis: tracing slows it, "
+              "so the figures above for these cells do not count):")
+        for cell, ios, calls in traced:
+            top = sorted(calls.items(), key=lambda kv: -kv[1])[:12]
+            print(f"{cell:<34} {ios:>6} I/Os {sum(calls.values()):6.1f}/I/O: " +
+                  " ".join(f"{k} {v:.2f}" for k, v in top))
     for key in sorted(mounts):
         print(f"mount {key}: {mounts[key]}")
     for line in failed:

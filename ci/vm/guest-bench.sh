@@ -45,6 +45,26 @@ bench_dd() { # SERVER VERS ROUND: sequential 1 MiB write, remount, read
 	rm -f $BM/seq
 }
 
+# wanted TEST: true unless BENCH_JOBS (RPCRDMA_VM_BENCH_JOBS) names cells and not this one
+wanted() { [ -z "${BENCH_JOBS:-}" ] || case " $BENCH_JOBS " in *" $1 "*) true ;; *) false ;; esac; }
+
+# strace_start SERVER VERS ROUND NAME / strace_stop: with BENCH_STRACE=1, ganesha's system calls
+# over one fio job, every thread (a diagnosis: tracing slows the server, so its figures are not
+# comparable); knfsd has none to count
+strace_start() {
+	ST_PID=
+	[ "${BENCH_STRACE:-0}" = 1 ] || return 0
+	case $1 in knfsd*) return 0 ;; esac
+	chroot $H strace -c -f -qq -o /tmp/strace.txt -p "$(pidof ganesha.nfsd)" 2>/dev/null &
+	ST_PID=$!; ST_OUT=/out/bench/strace-$1-$2-$3-$4.txt
+	sleep 2	# every thread attached before the job starts
+}
+strace_stop() {
+	[ -n "$ST_PID" ] || return 0
+	kill -INT $ST_PID 2>/dev/null; wait $ST_PID 2>/dev/null
+	cp $H/tmp/strace.txt "$ST_OUT" 2>/dev/null
+}
+
 BENCH_FIO_JOBS="seqwrite1m:write:1M:4 seqread1m:read:1M:4 randwrite4k:randwrite:4k:16 randread4k:randread:4k:16"
 # cpu_snap SERVER: "BUSY IDLE SRV" clock ticks: the guest's busy (user, nice, system, irq, softirq)
 # and idle (idle, iowait) time from /proc/stat, and the server's own threads (ganesha.nfsd, or
@@ -63,13 +83,16 @@ bench_fio() { # SERVER VERS ROUND
 		IFS=: read -r name rw bs qd <<-EOF
 		$j
 		EOF
+		wanted fio_$name || continue
 		f=/out/bench/fio-$1-$2-$3-$name.json
+		strace_start "$@" "$name"
 		t0=$(up); c0=$(cpu_snap $1)
 		timeout -s KILL $((BENCH_SECS + 300)) chroot $H fio --name=$name --filename=/mnt/fio.dat \
 			--size=${BENCH_FIO_MB}M --rw=$rw --bs=$bs --iodepth=$qd --ioengine=libaio --direct=1 \
 			--runtime=$BENCH_SECS --time_based --fallocate=none --output-format=json \
 			--output=/tmp/fio.json > /tmp/fio.err 2>&1
 		rc=$?; c1=$(cpu_snap $1)
+		strace_stop
 		cp $H/tmp/fio.json $f 2>/dev/null
 		st=pass; [ $rc = 0 ] || { st=fail; tail -3 /tmp/fio.err; }
 		bench_line "$1 $2 $3 fio_$name $st - $(secs $t0) $(cpu_delta "$c0" "$c1")"
@@ -85,7 +108,7 @@ bench_cell() { # SERVER VERS ROUND
 		return 1
 	fi
 	[ "$3" = 1 ] && grep " $BM nfs" /proc/mounts > /out/bench/mount-$1-$2.txt
-	bench_dd "$@"
+	wanted dd_write1m && bench_dd "$@"
 	[ -n "$BENCH_FIO" ] && bench_fio "$@"
 	# per-op RPC counts and times, the transport's counters: what the diagnosis reads
 	cat /proc/self/mountstats > /out/bench/mountstats-$1-$2-$3.txt

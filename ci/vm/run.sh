@@ -17,7 +17,10 @@
 #                          ganesha+rpcrdma, versions "3 4.1" unless RPCRDMA_VM_VERSIONS says;
 #                          RPCRDMA_VM_BENCH_ROUNDS (3), RPCRDMA_VM_BENCH_MB (dd file, 64),
 #                          RPCRDMA_VM_BENCH_SECS (per fio job, 5), RPCRDMA_VM_BENCH_TCP=1 (each
-#                          server over TCP too, as controls); table + out/bench.json
+#                          server over TCP too, as controls); table + out/bench.json;
+#                          RPCRDMA_VM_BENCH_JOBS: only these cells (e.g. "fio_randwrite4k");
+#                          RPCRDMA_VM_BENCH_STRACE=1: diagnosis, not figures: ganesha's system calls
+#                          per fio job (strace -c -f, out/bench/strace-*.txt; strace slows it)
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 #      RPCRDMA_VM_REPORT_ONLY=1  no boot: print the table of the last run (ci/vm/work/out)
@@ -56,12 +59,14 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	BENCH_MB=${RPCRDMA_VM_BENCH_MB:-64}
 	BENCH_SECS=${RPCRDMA_VM_BENCH_SECS:-5}
 	BENCH_TCP=${RPCRDMA_VM_BENCH_TCP:-0}
+	BENCH_JOBS='${RPCRDMA_VM_BENCH_JOBS:-}'
+	BENCH_STRACE=${RPCRDMA_VM_BENCH_STRACE:-0}
 	GANESHA_CONTROL=${RPCRDMA_VM_GANESHA_TCP:-1}
 	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
 	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER
-	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP
+	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] && APPEND="$APPEND shell"

@@ -121,7 +121,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	/* A reverse-direction call's Send may complete after its answer: twice
 	 * the backchannel grant we provision keeps callbacks from waiting. */
 	nbc = 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
-	c->nsends = nrecv + nbc;
+	c->nsends = nrecv + RR_QUIET_SENDS + nbc;
 	/* Reads are bounded by ord; replies queue when the SQ is short. */
 	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
 	c->sq_avail = c->sq_depth;
@@ -178,7 +178,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		c->sends[i].max_sge = RR_SEND_SMALL_SGE;
 		c->sends[i].conn = c;
 		c->sends[i].hdr = rr_pool_get(&c->send_pool);
-		c->sends[i].bc = i >= nrecv;
+		c->sends[i].bc = i >= nrecv + RR_QUIET_SENDS;
 		if (c->sends[i].bc) {
 			c->sends[i].next_free = c->free_bc_sends;
 			c->free_bc_sends = &c->sends[i];

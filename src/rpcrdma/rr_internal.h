@@ -114,6 +114,7 @@ struct rr_counters {
 	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
 	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
 	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
+	_Atomic uint64_t sends_unsignalled;
 	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
 	_Atomic uint32_t credit_grant;
 };
@@ -191,7 +192,10 @@ struct rr_send_ctx {
 	void *done_arg;
 	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
+	struct rr_send_ctx *next_quiet;	/* conn->quiet_head */
+	uint32_t seq;			/* post order on the send queue */
 	bool bc;			/* from the reverse-direction reserve */
+	bool quiet;			/* an unsignalled Send: no completion of its own */
 	struct rr_handoff handoff;	/* conn->offthread_sends */
 	struct fab_send_wr *wr;		/* wr_small or a grown array */
 	struct fab_sge *sge;
@@ -251,6 +255,11 @@ struct rr_conn {
 	 * rr_recv_refill moves to free_calls. */
 	_Atomic(struct rr_handoff *) returned_calls;
 	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (event thread) */
+	/* Unsignalled Sends posted, oldest first: a completion retires those
+	 * posted before it (event thread). */
+	struct rr_send_ctx *quiet_head, *quiet_tail;
+	uint32_t quiet_out;			/* unsignalled, built and not yet retired */
+	uint32_t post_seq;			/* Sends posted (event thread) */
 	/* Replies handed in off the event thread, and chains built there,
 	 * newest first: pushed lock-free, taken whole by the event thread. */
 	_Atomic(struct rr_handoff *) rep_stack;
@@ -413,6 +422,16 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_send_drop_pending(struct rr_conn *c);
 
 /* wr_id tags: low bits of the context pointers (all 8-byte aligned). */
+/*
+ * An inline Reply's Send carries copies only, so it needs no completion to
+ * free anything but its own context: up to this many go unsignalled, and the
+ * next signalled Send's completion retires them (RC completes a send queue
+ * in order). It spares the event thread a wake-up per call. Each connection
+ * has this many send contexts beyond one per receive, so an unsignalled
+ * context never leaves a Reply without one.
+ */
+#define RR_QUIET_SENDS 8u
+
 #define RR_WRID_RECV 0x1u
 #define RR_WRID_READ 0x2u
 #define RR_WRID_SEND 0x3u

@@ -10,8 +10,10 @@
  *   - otherwise the Reply cannot be delivered: ERR_CHUNK goes instead and the
  *     upper layer is told (RFC 8267 section 4.5: it retires the session slot).
  * The Writes are chained ahead of one signalled Send on the same QP, so the
- * client sees the data before the Send (RC ordering). Send With Invalidate is
- * used when the client allows it and exactly one rkey appears in the call.
+ * client sees the data before the Send (RC ordering). A Reply that is the
+ * Send alone goes unsignalled when it may (RR_QUIET_SENDS). Send With
+ * Invalidate is used when the client allows it and exactly one rkey appears
+ * in the call.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -68,6 +70,11 @@ static void send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;
 
+	if (s->quiet) { /* never posted: dropped at close, or its post failed */
+		s->quiet = false;
+		c->quiet_out--;
+	}
+
 	for (unsigned int i = 0; i < s->nbounce; i++) {
 		rr_big_put(c->big, s->bounce_slot[i]);
 		rr_big_returned(c->srv);
@@ -90,6 +97,52 @@ static void send_ctx_release(struct rr_send_ctx *s)
 }
 
 static void post_pending(struct rr_conn *c, uint32_t returned);
+
+/*
+ * Event thread: @s is on the send queue, numbered in post order. An
+ * unsignalled Send also joins the quiet list and gives its connection
+ * reference back now: it holds nothing the connection must wait for (its
+ * call and the caller's buffers went at build time), and at a close that
+ * finds it already complete no completion would ever return it. Its
+ * context and queue slots come back when a later completion retires it, or
+ * with the connection.
+ */
+static void send_posted(struct rr_conn *c, struct rr_send_ctx *s)
+{
+	s->seq = ++c->post_seq;
+	if (!s->quiet)
+		return;
+	s->next_quiet = NULL;
+	if (c->quiet_tail)
+		c->quiet_tail->next_quiet = s;
+	else
+		c->quiet_head = s;
+	c->quiet_tail = s;
+	rr_conn_put(c); /* the event thread still holds its own */
+}
+
+/*
+ * Event thread: a Send numbered @seq completed, so every one posted before
+ * it has too (a send queue completes in order). Retires the unsignalled
+ * ones up to and including @seq; returns the queue slots they held.
+ */
+static uint32_t retire_quiet(struct rr_conn *c, uint32_t seq)
+{
+	struct rr_send_ctx *q;
+	uint32_t slots = 0;
+
+	while ((q = c->quiet_head) && (int32_t)(q->seq - seq) <= 0) {
+		c->quiet_head = q->next_quiet;
+		if (!c->quiet_head)
+			c->quiet_tail = NULL;
+		slots += q->nwr;
+		q->quiet = false;
+		c->quiet_out--;
+		q->next_free = c->free_sends;
+		c->free_sends = q;
+	}
+	return slots;
+}
 
 /*
  * Post a built chain now, or queue it behind earlier ones until the send
@@ -118,7 +171,9 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 			c->sq_avail += s->nwr;
 			rr_conn_close(c, "posting a Send failed");
 			send_ctx_release(s);
+			return;
 		}
+		send_posted(c, s);
 		return;
 	}
 	if (c->pend_tail)
@@ -131,11 +186,9 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 
 /* Event thread: give back @returned send-queue slots (a completed chain),
  * then post queued chains while the send queue has room. */
-static void post_pending(struct rr_conn *c, uint32_t returned)
+/* The loop of post_pending, apart: chains rarely wait for room. */
+static __attribute__((noinline)) void post_queued(struct rr_conn *c)
 {
-	if (c->state == RR_CONN_CLOSING)
-		return; /* rr_send_drop_pending releases the queue */
-	c->sq_avail += returned;
 	while (c->pend_head && c->sq_avail >= c->pend_head->nwr) {
 		struct rr_send_ctx *q = c->pend_head;
 		struct fab_send_wr *bad;
@@ -149,7 +202,17 @@ static void post_pending(struct rr_conn *c, uint32_t returned)
 		c->pend_head = q->next_pending;
 		if (!c->pend_head)
 			c->pend_tail = NULL;
+		send_posted(c, q);
 	}
+}
+
+static void post_pending(struct rr_conn *c, uint32_t returned)
+{
+	if (c->state == RR_CONN_CLOSING)
+		return; /* rr_send_drop_pending releases the queue */
+	c->sq_avail += returned;
+	if (c->pend_head)
+		post_queued(c);
 }
 
 /* Event thread: chains other threads pushed join the pending queue, oldest
@@ -572,7 +635,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	struct fab_send_wr *send;
 	ssize_t hdr_len;
 	int nranges;
-	bool use_reply_chunk;
+	bool use_reply_chunk, quiet;
 
 	if (!plan)
 		plan = &no_spans;
@@ -656,6 +719,8 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	s->sge[0].addr = s->hdr;
 	s->sge[0].length = (uint32_t)hdr_len + (use_reply_chunk ? 0 : (uint32_t)inline_len);
 	s->sge[0].lkey = c->send_pool.mr->lkey;
+	/* The Send alone (no Writes): it carries copies, see RR_QUIET_SENDS. */
+	quiet = s->nwr == 0 && c->quiet_out < RR_QUIET_SENDS;
 	send = next_wr(s);
 	if (!send)
 		goto undeliverable;
@@ -663,7 +728,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	send->opcode = FAB_WR_SEND;
 	send->sg_list = &s->sge[0];
 	send->num_sge = 1;
-	send->signaled = true;
+	send->signaled = !quiet;
 	if (c->send_w_inv && single_rkey(p, &rkey)) {
 		send->opcode = FAB_WR_SEND_WITH_INV;
 		send->invalidate_rkey = rkey;
@@ -678,10 +743,21 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		RR_STAT_ADD(c, replies_write_chunk, 1);
 	RR_STAT_ADD(c, rdma_write_bytes, write_bytes);
 
-	s->call = ctx;
-	s->done = done;
-	s->done_arg = done_arg;
 	ctx->state = RR_CALL_REPLYING;
+	if (quiet) {
+		/* Everything the Send needs is in s->hdr: the call's receive
+		 * buffer and the caller's memory are free before it goes. */
+		s->quiet = true;
+		c->quiet_out++;
+		RR_STAT_ADD(c, sends_unsignalled, 1);
+		if (done)
+			done(done_arg);
+		rr_call_put(ctx);
+	} else {
+		s->call = ctx;
+		s->done = done;
+		s->done_arg = done_arg;
+	}
 	post_or_queue(c, s);
 	return 0;
 
@@ -754,6 +830,7 @@ void rr_send_run_deferred(struct rr_conn *c)
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 {
 	struct rr_send_ctx *s;
+	bool quiet;
 
 	if (wc->status != FAB_WC_SUCCESS) {
 		if (wc->status == FAB_WC_RNR_RETRY_EXC_ERR)
@@ -769,9 +846,12 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 		return;
 	s = (struct rr_send_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
 
-	/* Queued chains go out in order as room appears. */
-	post_pending(c, s->nwr);
-	send_ctx_release(s);
+	/* A flushed unsignalled Send (they complete only in error) is retired
+	 * with those before it; queued chains go out in order as room appears. */
+	quiet = s->quiet;
+	post_pending(c, retire_quiet(c, s->seq) + (quiet ? 0 : s->nwr));
+	if (!quiet)
+		send_ctx_release(s);
 }
 
 int rr_conn_bc_send(struct rr_conn *c, uint32_t xid, const struct iovec *iov, int iovcnt)

@@ -443,4 +443,64 @@ TEST_F(Faults, ConnectionChurn)
 	EXPECT_EQ(srv.stats()["conns_accepted"], 21u);
 }
 
+/*
+ * Inline Replies go out as unsignalled Sends, a bounded number at a time: a
+ * later signalled Send's completion retires them. Sequential and pipelined
+ * calls (every credit in use, round after round) never find the server
+ * short of a send context, and a client that leaves with unsignalled Sends
+ * still outstanding has its connection freed like any other.
+ */
+TEST_F(Faults, UnsignalledRepliesRetiredAndFreedAtClose)
+{
+	Requester *keep = connect();
+	ASSERT_NE(keep, nullptr);
+	ASSERT_TRUE(ping(keep));
+	const uint64_t listed0 = srv.stats()["conns_listed"];
+	const uint64_t quiet0 = srv.stats()["sends_unsignalled"];
+
+	std::string err;
+	RequesterOptions o;
+	o.addr = srv.addr();
+	auto a = Requester::connect(o, &err);
+	ASSERT_TRUE(a) << err;
+	const int n = 100;
+	for (int i = 0; i < n; i++)
+		ASSERT_TRUE(ping(a.get())) << "call " << i;
+	uint64_t quiet = srv.stats()["sends_unsignalled"] - quiet0;
+	EXPECT_GT(quiet, uint64_t(n / 2)) << "inline Replies should mostly go unsignalled";
+	EXPECT_LT(quiet, uint64_t(n)) << "some Send must be signalled to retire the others";
+
+	for (int round = 0; round < 20; round++) {
+		std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sent;
+		for (;;) {
+			auto d = random_bytes(rng, 16 + rng() % 900);
+			TestCall c = call_data(a->next_xid(), RRT_PROC_ECHO, d);
+			int64_t x = a->post(c.rpc, CallSpec());
+			if (x == -EAGAIN)
+				break;
+			ASSERT_GE(x, 0) << "round " << round;
+			sent.emplace_back(uint32_t(x), d);
+		}
+		ASSERT_GT(sent.size(), 1u) << "the grant allows a pipeline";
+		for (auto &[xid, d] : sent) {
+			Reply r;
+			ASSERT_TRUE(a->wait(xid, &r)) << "round " << round << ": " << a->last_error();
+			EXPECT_TRUE(opaque_result(r, xid, d));
+		}
+	}
+	EXPECT_TRUE(a->connected());
+
+	/* leave, most likely between two signalled Sends */
+	ASSERT_TRUE(ping(a.get()));
+	a.reset();
+	uint64_t listed = ~0ull;
+	for (int i = 0; i < 100 && listed != listed0; i++) {
+		listed = srv.stats()["conns_listed"];
+		if (listed != listed0)
+			usleep(50000);
+	}
+	EXPECT_EQ(listed, listed0) << "the connection that left is still held";
+	EXPECT_TRUE(ping(keep));
+}
+
 } // namespace
