@@ -480,8 +480,9 @@ static void enc_release(struct rrp_xdr_enc *e, bool keep)
 			e->keep[e->nkeep++] = s->base;
 		else if (s->owned)
 			enc_buf_put(s->base);
-		else if (!s->cap && s->uio && s->uio->uio_release)
-			/* one release per referenced vio, as ntirpc's ioq does */
+		else if (s->uio && s->uio->uio_release)
+			/* a referenced vio (only those have a uio): one release
+			 * each, as ntirpc's ioq does */
 			s->uio->uio_release(s->uio, UIO_FLAG_NONE);
 	}
 	e->nseg = 0;
