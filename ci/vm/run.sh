@@ -74,11 +74,13 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	# vDSO: every clock_gettime of a user-space server would become a system call plus an
 	# emulated MMIO read, which no real machine charges. The TSC, as on real hardware, unless
 	# RPCRDMA_VM_CLOCK=hpet (the old behaviour, for comparison).
-	[ "${RPCRDMA_VM_CLOCK:-tsc}" = tsc ] && APPEND="$APPEND tsc=reliable clocksource=tsc"
+	CLOCK="guest clock HPET (clock_gettime is a system call)"
+	if [ "${RPCRDMA_VM_CLOCK:-tsc}" = tsc ]; then
+		APPEND="$APPEND tsc=reliable clocksource=tsc"
+		CLOCK="guest clock TSC (tsc=reliable: clock_gettime stays in the vDSO, as on real hardware)"
+	fi
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] && APPEND="$APPEND shell"
 	echo "== interop VM: kernel $(basename "$KERNEL"), build dir $BUILDDIR (log: $OUT/vm.log)"
-	CLOCK="guest clock TSC (tsc=reliable: clock_gettime stays in the vDSO, as on real hardware)"
-	[ "${RPCRDMA_VM_CLOCK:-tsc}" = tsc ] || CLOCK="guest clock HPET (clock_gettime is a system call)"
 	echo "guest $(basename "$KERNEL") under qemu TCG -smp 2, $CLOCK; $(host_info) at start" \
 		> "$OUT/host-info"
 	CON=(-nographic)

@@ -421,7 +421,6 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc);
 /* Closing: give back replies that never got send-queue room. */
 void rr_send_drop_pending(struct rr_conn *c);
 
-/* wr_id tags: low bits of the context pointers (all 8-byte aligned). */
 /*
  * An inline Reply's Send carries copies only, so it needs no completion to
  * free anything but its own context: up to this many go unsignalled, and the
@@ -432,6 +431,7 @@ void rr_send_drop_pending(struct rr_conn *c);
  */
 #define RR_QUIET_SENDS 8u
 
+/* wr_id tags: low bits of the context pointers (all 8-byte aligned). */
 #define RR_WRID_RECV 0x1u
 #define RR_WRID_READ 0x2u
 #define RR_WRID_SEND 0x3u

@@ -66,14 +66,33 @@ static struct rr_send_ctx *send_ctx_get(struct rr_conn *c, bool bc)
 
 /* Give a send context back: bounce buffers, the caller's memory, the call.
  * Event thread, except a reverse-direction call's (see send_ctx_get). */
+/* Back on its free list (the reverse direction's is shared: lock). */
+static void send_ctx_free(struct rr_conn *c, struct rr_send_ctx *s)
+{
+	if (s->bc) {
+		pthread_mutex_lock(&c->lock);
+		s->next_free = c->free_bc_sends;
+		c->free_bc_sends = s;
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		s->next_free = c->free_sends;
+		c->free_sends = s;
+	}
+}
+
+/* An unsignalled context is done: retired, or never posted. */
+static void quiet_end(struct rr_conn *c, struct rr_send_ctx *s)
+{
+	s->quiet = false;
+	c->quiet_out--;
+}
+
 static void send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;
 
-	if (s->quiet) { /* never posted: dropped at close, or its post failed */
-		s->quiet = false;
-		c->quiet_out--;
-	}
+	if (s->quiet) /* never posted: dropped at close, or its post failed */
+		quiet_end(c, s);
 
 	for (unsigned int i = 0; i < s->nbounce; i++) {
 		rr_big_put(c->big, s->bounce_slot[i]);
@@ -84,15 +103,7 @@ static void send_ctx_release(struct rr_send_ctx *s)
 		s->done(s->done_arg);
 	if (s->call)
 		rr_call_put(s->call);
-	if (s->bc) {
-		pthread_mutex_lock(&c->lock);
-		s->next_free = c->free_bc_sends;
-		c->free_bc_sends = s;
-		pthread_mutex_unlock(&c->lock);
-	} else {
-		s->next_free = c->free_sends;
-		c->free_sends = s;
-	}
+	send_ctx_free(c, s);
 	rr_conn_put(c);
 }
 
@@ -136,10 +147,8 @@ static uint32_t retire_quiet(struct rr_conn *c, uint32_t seq)
 		if (!c->quiet_head)
 			c->quiet_tail = NULL;
 		slots += q->nwr;
-		q->quiet = false;
-		c->quiet_out--;
-		q->next_free = c->free_sends;
-		c->free_sends = q;
+		quiet_end(c, q);
+		send_ctx_free(c, q);
 	}
 	return slots;
 }
@@ -184,8 +193,6 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 	post_pending(c, 0);
 }
 
-/* Event thread: give back @returned send-queue slots (a completed chain),
- * then post queued chains while the send queue has room. */
 /* The loop of post_pending, apart: chains rarely wait for room. */
 static __attribute__((noinline)) void post_queued(struct rr_conn *c)
 {
@@ -206,6 +213,8 @@ static __attribute__((noinline)) void post_queued(struct rr_conn *c)
 	}
 }
 
+/* Event thread: give back @returned send-queue slots (a completed chain),
+ * then post queued chains while the send queue has room. */
 static void post_pending(struct rr_conn *c, uint32_t returned)
 {
 	if (c->state == RR_CONN_CLOSING)
