@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,6 +123,7 @@ static bool before(const struct timespec *a, const struct timespec *b)
 static void *timer_thread(void *arg)
 {
 	(void)arg;
+	prctl(PR_SET_NAME, "rpcrdma-bctimer");
 	for (;;) {
 		struct timespec now;
 		struct rrp_pending *expired = NULL;

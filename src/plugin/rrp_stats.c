@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -77,6 +78,7 @@ static void write_json(FILE *f)
 static void *stats_thread(void *arg)
 {
 	(void)arg;
+	prctl(PR_SET_NAME, "rpcrdma-stats");
 	for (;;) {
 		int fd = accept(listen_fd, NULL, NULL);
 		FILE *f;

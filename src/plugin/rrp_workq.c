@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -215,6 +216,7 @@ static struct rrp_work *take(void)
 void *rrp_worker_main(void *arg)
 {
 	(void)arg;
+	prctl(PR_SET_NAME, "rpcrdma-worker");
 	for (;;) {
 		struct rrp_work *w;
 		bool heap;

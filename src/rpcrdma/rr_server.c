@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -308,6 +309,7 @@ static void *event_thread(void *arg)
 	bool closing = false;
 
 	rr_this_event_thread = srv;
+	prctl(PR_SET_NAME, "rpcrdma-event"); /* for top -H, perf, strace */
 	for (;;) {
 		int n = (int)syscall(SYS_epoll_wait, srv->epfd, evs, 32, 100);
 
