@@ -65,6 +65,28 @@ strace_stop() {
 	cp $H/tmp/strace.txt "$ST_OUT" 2>/dev/null
 }
 
+# perf_start SERVER VERS ROUND NAME / perf_stop: with BENCH_PERF=1, where the whole guest's CPU
+# goes over one fio job (perf record -a on the cpu-clock: TCG has no PMU), for either server: by
+# thread, library and function, so the server's, the client's and rxe's shares can be told apart
+perf_start() {
+	PF_PID=
+	[ "${BENCH_PERF:-0}" = 1 ] || return 0
+	chroot $H perf record -a -g -e cpu-clock -F 499 -B -q -o /tmp/perf.data 2>/dev/null &
+	PF_PID=$!; PF_OUT=/out/bench/perf-$1-$2-$3-$4
+	sleep 2
+}
+perf_stop() {
+	[ -n "$PF_PID" ] || return 0
+	kill -INT $PF_PID 2>/dev/null; wait $PF_PID 2>/dev/null
+	chroot $H perf report -i /tmp/perf.data --stdio --no-children -g none --percent-limit 0.2 \
+		--sort comm,dso > $PF_OUT-dso.txt 2>/dev/null
+	chroot $H perf report -i /tmp/perf.data --stdio --no-children -g none --percent-limit 0.2 \
+		--sort comm,dso,sym > $PF_OUT-sym.txt 2>/dev/null
+	chroot $H perf report -i /tmp/perf.data --stdio --no-children -G --percent-limit 2 \
+		--sort comm 2>/dev/null | head -4000 > $PF_OUT-callers.txt
+	rm -f $H/tmp/perf.data
+}
+
 BENCH_FIO_JOBS="seqwrite1m:write:1M:4 seqread1m:read:1M:4 randwrite4k:randwrite:4k:16 randread4k:randread:4k:16"
 # cpu_snap SERVER: "BUSY IDLE SRV" clock ticks: the guest's busy (user, nice, system, irq, softirq)
 # and idle (idle, iowait) time from /proc/stat, and the server's own threads (ganesha.nfsd, or
@@ -85,13 +107,19 @@ bench_fio() { # SERVER VERS ROUND
 		EOF
 		wanted fio_$name || continue
 		f=/out/bench/fio-$1-$2-$3-$name.json
+		# the file laid out first, outside the job's time and CPU figures
+		timeout -s KILL 300 chroot $H fio --name=$name --filename=/mnt/fio.dat \
+			--size=${BENCH_FIO_MB}M --rw=$rw --bs=$bs --fallocate=none --create_only=1 \
+			> /tmp/fio.err 2>&1
 		strace_start "$@" "$name"
+		perf_start "$@" "$name"
 		t0=$(up); c0=$(cpu_snap $1)
 		timeout -s KILL $((BENCH_SECS + 300)) chroot $H fio --name=$name --filename=/mnt/fio.dat \
 			--size=${BENCH_FIO_MB}M --rw=$rw --bs=$bs --iodepth=$qd --ioengine=libaio --direct=1 \
 			--runtime=$BENCH_SECS --time_based --fallocate=none --output-format=json \
 			--output=/tmp/fio.json > /tmp/fio.err 2>&1
 		rc=$?; c1=$(cpu_snap $1)
+		perf_stop
 		strace_stop
 		cp $H/tmp/fio.json $f 2>/dev/null
 		st=pass; [ $rc = 0 ] || { st=fail; tail -3 /tmp/fio.err; }

@@ -20,7 +20,9 @@
 #                          server over TCP too, as controls); table + out/bench.json;
 #                          RPCRDMA_VM_BENCH_JOBS: only these cells (e.g. "fio_randwrite4k");
 #                          RPCRDMA_VM_BENCH_STRACE=1: diagnosis, not figures: ganesha's system calls
-#                          per fio job (strace -c -f, out/bench/strace-*.txt; strace slows it)
+#                          per fio job (strace -c -f, out/bench/strace-*.txt; strace slows it);
+#                          RPCRDMA_VM_BENCH_PERF=1: diagnosis: the whole guest's CPU per fio job by
+#                          thread, library and function (perf record -a, out/bench/perf-*.txt)
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 #      RPCRDMA_VM_CLOCK=hpet  the guest's clocksource as TCG leaves it (default tsc, see APPEND)
@@ -62,12 +64,13 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	BENCH_TCP=${RPCRDMA_VM_BENCH_TCP:-0}
 	BENCH_JOBS='${RPCRDMA_VM_BENCH_JOBS:-}'
 	BENCH_STRACE=${RPCRDMA_VM_BENCH_STRACE:-0}
+	BENCH_PERF=${RPCRDMA_VM_BENCH_PERF:-0}
 	GANESHA_CONTROL=${RPCRDMA_VM_GANESHA_TCP:-1}
 	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
 	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER
-	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE
+	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
 	# TCG's vCPUs fail the kernel's TSC sync check, and the fallback clocksource (HPET) has no

@@ -786,8 +786,15 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 
 	if (rr_on_event_thread(c->srv))
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
-	/* Another thread: keep the description (not the bytes, which stay
-	 * the caller's until done) and let the event thread build it. */
+	/*
+	 * Another thread: keep the description (not the bytes, which stay
+	 * the caller's until done) and let the event thread build it. Not
+	 * only for the send queue's sake: a software device's doorbell (rxe,
+	 * siw) is a write() to the uverbs file, which the kernel refuses with
+	 * EACCES unless the caller's credentials are the very ones that opened
+	 * it (ib_safe_file_access), and ganesha's request threads switch
+	 * credentials around every FSAL call. The event thread never does.
+	 */
 	if (!plan)
 		plan = &no_spans;
 	if (iovcnt < 0 || iovcnt > RR_REPLY_MAX_IOV || plan->nspans > RR_PCL_MAX_WRITE_CHUNKS) {

@@ -12,7 +12,11 @@
  *
  * Threads: rr_server_start() runs one event thread that handles connection
  * management and completions. Upper-layer callbacks run on it and must not
- * block; rr_reply() and rr_call_release() may be called from any thread.
+ * block; rr_reply() and rr_call_release() may be called from any thread,
+ * including threads that change their credentials (every fabric call is
+ * made on the event thread, whose credentials never change: the uverbs
+ * write() commands refuse a caller whose credentials differ from the
+ * opener's).
  */
 #ifndef RPCRDMA_RR_XPRT_H
 #define RPCRDMA_RR_XPRT_H

@@ -334,7 +334,11 @@ static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
 	(void)xid;
 }
 
-/* --- DELAY: replies sent later from a worker thread ----------------------- */
+/* --- DELAY: replies sent later from worker threads ------------------------ */
+
+/* Several, so that Replies on one connection are built and posted by
+ * different threads at once (rr_reply's send_lock). */
+#define DELAY_WORKERS 4
 
 struct delayed {
 	struct delayed *next;
@@ -350,7 +354,7 @@ static pthread_mutex_t delay_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t delay_cond = PTHREAD_COND_INITIALIZER;
 static struct delayed *delay_list;
 static bool delay_stop;
-static pthread_t delay_thread;
+static pthread_t delay_threads[DELAY_WORKERS];
 static atomic_ulong ul_delayed_replies;
 
 static bool ts_before(const struct timespec *a, const struct timespec *b)
@@ -739,10 +743,11 @@ int main(int argc, char **argv)
 		fab_close(fab);
 		return 1;
 	}
-	if (pthread_create(&delay_thread, NULL, delay_worker, NULL)) {
-		rr_server_destroy(srv);
-		fab_close(fab);
-		return 1;
+	for (int i = 0; i < DELAY_WORKERS; i++) {
+		if (pthread_create(&delay_threads[i], NULL, delay_worker, NULL)) {
+			fprintf(stderr, "rr_test_server: cannot start delay workers\n");
+			_exit(1);
+		}
 	}
 	printf("READY\n");
 	fflush(stdout);
@@ -781,9 +786,10 @@ int main(int argc, char **argv)
 	/* answer what is still delayed before the engine goes away */
 	pthread_mutex_lock(&delay_lock);
 	delay_stop = true;
-	pthread_cond_signal(&delay_cond);
+	pthread_cond_broadcast(&delay_cond);
 	pthread_mutex_unlock(&delay_lock);
-	pthread_join(delay_thread, NULL);
+	for (int i = 0; i < DELAY_WORKERS; i++)
+		pthread_join(delay_threads[i], NULL);
 	rr_server_destroy(srv);
 	/* after teardown: every conn_up had its conn_down, held calls released */
 	printf("{\"destroyed\":1,");

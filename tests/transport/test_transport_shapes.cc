@@ -616,6 +616,89 @@ TEST_F(Shapes, DelayedRepliesFromAnotherThread)
 	EXPECT_EQ(srv.stats()["ul_delayed_replies"], g);
 }
 
+/*
+ * Replies built and posted by several threads at once on one connection
+ * (the test server answers DELAY from a pool of workers): small inline
+ * Replies (unsignalled Sends), Write-chunk Replies whose payload is the
+ * call's own Read sink (zero-copy), and Long Replies that need a bounce
+ * buffer and so go by way of the event thread - pipelined to the full grant,
+ * round after round. Every Reply arrives whole, and a client that leaves
+ * with Replies still being built has its connection freed.
+ */
+TEST_F(Shapes, RepliesFromManyThreadsAtOnce)
+{
+	auto before = srv.stats();
+	const uint32_t g = q->grant();
+	uint64_t calls = 0;
+
+	for (int round = 0; round < 12; round++) {
+		std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+		for (uint32_t i = 0; i < g; i++) {
+			CallSpec s;
+			std::vector<uint8_t> d;
+			switch ((round + i) % 3) {
+			case 0: /* inline both ways */
+				d = random_bytes(rng, 1 + rng() % 2000);
+				break;
+			case 1: { /* Read chunk in, Write chunk out */
+				d = random_bytes(rng, 5000 + rng() % 60000);
+				break;
+			}
+			default: /* Read chunk in, Long Reply out */
+				d = random_bytes(rng, 5000 + rng() % 20000);
+				break;
+			}
+			TestCall c = call_delay(q->next_xid(), 0, d);
+			if ((round + i) % 3 == 1) {
+				s = read_spec(c, 1 + i % 2);
+				s.writes.push_back({{65536}, false});
+			} else if ((round + i) % 3 == 2) {
+				s = read_spec(c);
+				s.reply = {32768};
+			}
+			int64_t x = q->post(c.rpc, s);
+			ASSERT_GE(x, 0) << "round " << round << " call " << i << ": " << q->last_error();
+			inflight.push_back({uint32_t(x), d});
+		}
+		for (auto &p : inflight) {
+			Reply r;
+			ASSERT_TRUE(q->wait(p.first, &r)) << "round " << round << ": " << q->last_error();
+			EXPECT_TRUE(opaque_result(r, p.first, p.second)) << "round " << round;
+		}
+		calls += inflight.size();
+	}
+	auto after = srv.stats();
+	EXPECT_EQ(after["ul_delayed_replies"] - before["ul_delayed_replies"], calls);
+	EXPECT_GT(after["sends_unsignalled"], before["sends_unsignalled"]);
+	EXPECT_GE(after["replies_reply_chunk"] - before["replies_reply_chunk"], calls / 3);
+	EXPECT_GE(after["replies_write_chunk"] - before["replies_write_chunk"], calls / 3);
+	EXPECT_EQ(after["payload_copies"], before["payload_copies"]) << "Write chunks from the sinks";
+
+	/* A second client leaves while its Replies are being built. */
+	const uint64_t listed0 = after["conns_listed"];
+	std::string err;
+	RequesterOptions o;
+	o.addr = srv.addr();
+	auto a = Requester::connect(o, &err);
+	ASSERT_TRUE(a) << err;
+	for (uint32_t i = 0; i < a->grant(); i++) {
+		auto d = random_bytes(rng, 1 + rng() % 3000);
+		TestCall c = call_delay(a->next_xid(), i % 4, d);
+		ASSERT_GE(a->post(c.rpc, CallSpec()), 0) << i;
+	}
+	a.reset();
+	uint64_t listed = ~0ull;
+	for (int i = 0; i < 100 && listed != listed0; i++) {
+		listed = srv.stats()["conns_listed"];
+		if (listed != listed0)
+			usleep(50000);
+	}
+	EXPECT_EQ(listed, listed0) << "the connection that left is still held";
+	auto d = random_bytes(rng, 100);
+	CallSpec s;
+	echo(d, s);
+}
+
 /* SIGTERM: stats line, clean teardown, exit 0 (checked in TearDown). */
 TEST_F(Shapes, ServerExitsCleanlyOnSigterm)
 {
