@@ -536,7 +536,7 @@ else:
       "server order flipping every round. dd: "
       f"{pr.get('mb', '?')} MiB by 1 MiB records (write with conv=fsync, read after a remount); "
       f"fio (O_DIRECT, libaio, {pr.get('fio_secs', '?')} s per job on a {pr.get('fio_mb', '?')} MiB "
-      f"file): 1 MiB sequential at QD 4, 4 KiB random at QD 16. Median of {pr.get('rounds', '?')} "
+      f"file, laid out before the timed run): 1 MiB sequential at QD 4, 4 KiB random at QD 16. Median of {pr.get('rounds', '?')} "
       "rounds; ratio = ganesha+rpcrdma / knfsd. Under TCG everything, the RDMA device included, is "
       "emulated CPU work on shared cores: compare ratios, not absolute figures.")
     p("")
