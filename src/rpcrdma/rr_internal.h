@@ -114,7 +114,7 @@ struct rr_counters {
 	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
 	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
 	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
-	_Atomic uint64_t sends_unsignalled;
+	_Atomic uint64_t sends_unsignalled, send_posts;
 	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
 	_Atomic uint32_t credit_grant;
 };
@@ -255,6 +255,10 @@ struct rr_conn {
 	 * rr_recv_refill moves to free_calls. */
 	_Atomic(struct rr_handoff *) returned_calls;
 	struct rr_send_ctx *pend_head, *pend_tail;	/* built, waiting for SQ room (event thread) */
+	/* While the Replies handed over in one wake-up are built: chains with
+	 * their queue slots taken, posted together at the end (event thread). */
+	struct rr_send_ctx *batch_head, *batch_tail;
+	bool batching;
 	/* Unsignalled Sends posted, oldest first: a completion retires those
 	 * posted before it (event thread). */
 	struct rr_send_ctx *quiet_head, *quiet_tail;

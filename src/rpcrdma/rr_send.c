@@ -176,6 +176,16 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 	}
 	if (!c->pend_head && c->sq_avail >= s->nwr) {
 		c->sq_avail -= s->nwr;
+		if (c->batching) {
+			s->next_pending = NULL;
+			if (c->batch_tail)
+				c->batch_tail->next_pending = s;
+			else
+				c->batch_head = s;
+			c->batch_tail = s;
+			return;
+		}
+		RR_STAT_ADD(c, send_posts, 1);
 		if (fab_post_send(c->fc, &s->wr[0], &bad)) {
 			c->sq_avail += s->nwr;
 			rr_conn_close(c, "posting a Send failed");
@@ -201,6 +211,7 @@ static __attribute__((noinline)) void post_queued(struct rr_conn *c)
 		struct fab_send_wr *bad;
 
 		c->sq_avail -= q->nwr;
+		RR_STAT_ADD(c, send_posts, 1);
 		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
 			c->sq_avail += q->nwr;
 			rr_conn_close(c, "posting a Send failed");
@@ -210,6 +221,42 @@ static __attribute__((noinline)) void post_queued(struct rr_conn *c)
 		if (!c->pend_head)
 			c->pend_tail = NULL;
 		send_posted(c, q);
+	}
+}
+
+/*
+ * Event thread: the chains built while batching go to the send queue as one
+ * chain - one doorbell (on rxe and siw, one system call) for every Reply
+ * handed over in a wake-up. On failure the chains wholly ahead of the
+ * failed work request were posted; the rest are given back.
+ */
+static void post_batch(struct rr_conn *c)
+{
+	struct rr_send_ctx *s = c->batch_head, *next;
+	struct fab_send_wr *bad = NULL;
+	bool failed_here = false;
+	int ret;
+
+	c->batch_head = c->batch_tail = NULL;
+	if (!s)
+		return;
+	for (struct rr_send_ctx *q = s; q->next_pending; q = q->next_pending)
+		q->wr[q->nwr - 1].next = &q->next_pending->wr[0];
+	RR_STAT_ADD(c, send_posts, 1);
+	ret = c->state == RR_CONN_CLOSING ? -ENOTCONN : fab_post_send(c->fc, &s->wr[0], &bad);
+	if (ret && c->state != RR_CONN_CLOSING)
+		rr_conn_close(c, "posting a Send failed");
+	for (; s; s = next) {
+		next = s->next_pending;
+		s->wr[s->nwr - 1].next = NULL;
+		if (ret && !failed_here)
+			failed_here = !bad || (bad >= &s->wr[0] && bad < &s->wr[s->nwr]);
+		if (!ret || !failed_here) {
+			send_posted(c, s);
+		} else {
+			c->sq_avail += s->nwr;
+			send_ctx_release(s);
+		}
 	}
 }
 
@@ -824,13 +871,21 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 
 void rr_send_run_deferred(struct rr_conn *c)
 {
-	/* oldest first: Replies go in the order they were handed in */
-	for (struct rr_handoff *h = rr_handoff_take(&c->rep_stack); h;) {
-		struct rr_call_ctx *q = RR_CONTAINER_OF(h, struct rr_call_ctx, rep_link);
+	struct rr_handoff *h = rr_handoff_take(&c->rep_stack);
 
-		h = h->next;
-		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
-			  q->rep_arg);
+	/* oldest first: Replies go in the order they were handed in, in one
+	 * post (post_batch) */
+	if (h) {
+		c->batching = true;
+		while (h) {
+			struct rr_call_ctx *q = RR_CONTAINER_OF(h, struct rr_call_ctx, rep_link);
+
+			h = h->next;
+			reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
+				  q->rep_arg);
+		}
+		c->batching = false;
+		post_batch(c);
 	}
 	/* Chains other threads built (reverse-direction calls) go now, or
 	 * are given back if the connection is closing; the event thread's own

@@ -621,9 +621,10 @@ TEST_F(Shapes, DelayedRepliesFromAnotherThread)
  * (the test server answers DELAY from a pool of workers): small inline
  * Replies (unsignalled Sends), Write-chunk Replies whose payload is the
  * call's own Read sink (zero-copy), and Long Replies that need a bounce
- * buffer and so go by way of the event thread - pipelined to the full grant,
- * round after round. Every Reply arrives whole, and a client that leaves
- * with Replies still being built has its connection freed.
+ * buffer - pipelined to the full grant, round after round, every call of a
+ * round due at the same moment. Every Reply arrives whole; the Replies the
+ * event thread finds handed over together go out in shared posts; a client
+ * that leaves with Replies still being built has its connection freed.
  */
 TEST_F(Shapes, RepliesFromManyThreadsAtOnce)
 {
@@ -648,7 +649,7 @@ TEST_F(Shapes, RepliesFromManyThreadsAtOnce)
 				d = random_bytes(rng, 5000 + rng() % 20000);
 				break;
 			}
-			TestCall c = call_delay(q->next_xid(), 0, d);
+			TestCall c = call_delay(q->next_xid(), 5, d);
 			if ((round + i) % 3 == 1) {
 				s = read_spec(c, 1 + i % 2);
 				s.writes.push_back({{65536}, false});
@@ -673,6 +674,8 @@ TEST_F(Shapes, RepliesFromManyThreadsAtOnce)
 	EXPECT_GE(after["replies_reply_chunk"] - before["replies_reply_chunk"], calls / 3);
 	EXPECT_GE(after["replies_write_chunk"] - before["replies_write_chunk"], calls / 3);
 	EXPECT_EQ(after["payload_copies"], before["payload_copies"]) << "Write chunks from the sinks";
+	EXPECT_LT(after["send_posts"] - before["send_posts"], calls)
+	    << "Replies handed over together should share a post";
 
 	/* A second client leaves while its Replies are being built. */
 	const uint64_t listed0 = after["conns_listed"];
