@@ -384,6 +384,7 @@ void rr_conn_poll_cq(struct rr_conn *c)
 			rr_conn_close(c, "completion queue error");
 			return;
 		}
+		c->reads_held = true; /* the Reads of this poll's calls go together */
 		for (int i = 0; i < n; i++) {
 			switch (wc[i].wr_id & RR_WRID_MASK) {
 			case RR_WRID_RECV:
@@ -397,6 +398,8 @@ void rr_conn_poll_cq(struct rr_conn *c)
 				break;
 			}
 		}
+		c->reads_held = false;
+		rr_read_pump(c);
 		if (n == RR_CQ_POLL_BATCH)
 			continue; /* there may be more */
 		if (armed)

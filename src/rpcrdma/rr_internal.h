@@ -114,7 +114,7 @@ struct rr_counters {
 	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
 	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
 	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
-	_Atomic uint64_t sends_unsignalled, send_posts;
+	_Atomic uint64_t sends_unsignalled, send_posts, read_posts;
 	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
 	_Atomic uint32_t credit_grant;
 };
@@ -236,6 +236,7 @@ struct rr_conn {
 	uint32_t sq_avail;		/* event thread */
 	uint32_t ord;			/* RDMA Reads we may have outstanding */
 	uint32_t reads_in_flight;
+	bool reads_held;		/* handling a poll: Reads wait for its end */
 	struct rr_inline_limits inl;
 	bool send_w_inv;
 	uint64_t recv_mem;		/* bytes counted against the budget */

@@ -59,16 +59,14 @@ void rr_read_start(struct rr_call_ctx *ctx)
 	rr_read_pump(c);
 }
 
-/* Post the Read for the k-th segment (in chunk order) of a call. */
-static int post_one_read(struct rr_call_ctx *ctx, uint32_t k)
+/* The Read for the k-th segment (in chunk order) of a call, into @wr. */
+static void build_read(struct rr_call_ctx *ctx, uint32_t k, struct fab_send_wr *wr,
+		       struct fab_sge *sge)
 {
-	struct rr_conn *c = ctx->conn;
 	const struct rr_pcl *p = &ctx->pcl;
 	unsigned int ci = 0;
 	uint64_t off = 0;
 	const struct rr_segment *seg;
-	struct fab_sge sge;
-	struct fab_send_wr wr, *bad;
 
 	while (k >= p->read[ci].nsegs) {
 		k -= p->read[ci].nsegs;
@@ -78,58 +76,98 @@ static int post_one_read(struct rr_call_ctx *ctx, uint32_t k)
 		off += p->segs[p->read[ci].first + j].length;
 	seg = &p->segs[p->read[ci].first + k];
 
-	sge.addr = (uint8_t *)ctx->sink[ci] + off;
-	sge.length = seg->length;
-	sge.lkey = ctx->sink_lkey[ci];
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)ctx | RR_WRID_READ;
-	wr.opcode = FAB_WR_RDMA_READ;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.signaled = true;
-	wr.remote_addr = seg->offset;
-	wr.rkey = seg->handle;
-	RR_STAT_ADD(c, rdma_read_bytes, seg->length);
-	return fab_post_send(c->fc, &wr, &bad);
+	sge->addr = (uint8_t *)ctx->sink[ci] + off;
+	sge->length = seg->length;
+	sge->lkey = ctx->sink_lkey[ci];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = (uintptr_t)ctx | RR_WRID_READ;
+	wr->opcode = FAB_WR_RDMA_READ;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->signaled = true;
+	wr->remote_addr = seg->offset;
+	wr->rkey = seg->handle;
 }
 
 static void pump_queued(struct rr_conn *c);
 
 /* Event thread: start as many queued Reads as the window allows, in order.
- * Called at every wake-up, where usually no Read waits: that test alone. */
+ * Called at every wake-up, where usually no Read waits: that test alone.
+ * While a poll of the CQ is being handled, the Reads its calls queue wait
+ * for the end of it, to go out together (rr_conn_poll_cq). */
 void rr_read_pump(struct rr_conn *c)
 {
-	if (c->read_head)
+	if (c->read_head && !c->reads_held)
 		pump_queued(c);
 }
 
+#define RR_READ_BATCH 16
+
+/*
+ * Build up to RR_READ_BATCH Reads from the queue, in order and within the
+ * window, then post them as one chain: one doorbell. A call leaves the queue
+ * once all its Reads are posted; the counts move only for Reads the
+ * provider took, so after a failed post the close path finds every call
+ * where it is (queued, or waiting for its flushes).
+ */
 static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 {
 	while (c->read_head && c->state != RR_CONN_CLOSING) {
+		struct fab_send_wr wr[RR_READ_BATCH], *bad = NULL;
+		struct fab_sge sge[RR_READ_BATCH];
 		struct rr_call_ctx *ctx = c->read_head;
+		uint32_t room = c->ord - c->reads_in_flight, k = ctx->reads_posted;
+		unsigned int n = 0, posted;
+		bool starved = false;
+		int ret;
 
-		if (!alloc_sinks(ctx)) {
-			c->srv->reads_starved = true; /* retried at the next wake-up */
-			return;
-		}
-		while (ctx->reads_posted < ctx->reads_total && c->reads_in_flight < c->ord) {
-			int ret;
-
-			ret = post_one_read(ctx, ctx->reads_posted);
-			if (ret) {
-				rr_conn_close(c, "posting an RDMA Read failed");
-				return;
+		while (ctx && n < RR_READ_BATCH && n < room) {
+			if (k == ctx->reads_posted && !alloc_sinks(ctx)) {
+				starved = true; /* retried at the next wake-up */
+				break;
 			}
-			ctx->reads_posted++;
-			c->reads_in_flight++;
+			build_read(ctx, k, &wr[n], &sge[n]);
+			if (n)
+				wr[n - 1].next = &wr[n];
+			n++;
+			if (++k == ctx->reads_total) {
+				ctx = ctx->next;
+				k = ctx ? ctx->reads_posted : 0;
+			}
 		}
-		if (ctx->reads_posted < ctx->reads_total)
+		if (n == 0) {
+			if (starved)
+				c->srv->reads_starved = true;
 			return;
-		c->read_head = ctx->next;
-		if (!c->read_head)
-			c->read_tail = NULL;
-		ctx->next = NULL;
-		ctx->queued = false;
+		}
+		ret = fab_post_send(c->fc, &wr[0], &bad);
+		posted = !ret ? n : bad ? (unsigned int)(bad - wr) : 0;
+		RR_STAT_ADD(c, read_posts, 1);
+		for (unsigned int i = 0; i < posted; i++) {
+			struct rr_call_ctx *q =
+			    (struct rr_call_ctx *)(uintptr_t)(wr[i].wr_id & ~(uint64_t)RR_WRID_MASK);
+
+			RR_STAT_ADD(c, rdma_read_bytes, sge[i].length);
+			q->reads_posted++;
+			c->reads_in_flight++;
+			if (q->reads_posted == q->reads_total) {
+				c->read_head = q->next; /* q is the head: Reads go in queue order */
+				if (!c->read_head)
+					c->read_tail = NULL;
+				q->next = NULL;
+				q->queued = false;
+			}
+		}
+		if (ret) {
+			rr_conn_close(c, "posting an RDMA Read failed");
+			return;
+		}
+		if (starved) {
+			c->srv->reads_starved = true;
+			return;
+		}
+		if (n < RR_READ_BATCH)
+			return; /* the window is full, or the queue is empty */
 	}
 }
 

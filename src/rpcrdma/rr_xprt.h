@@ -168,7 +168,7 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 	X(replies_inline) X(replies_reply_chunk) X(replies_write_chunk) X(rdma_read_bytes)       \
 	X(rdma_write_bytes) X(err_chunk_sent) X(err_vers_sent) X(dropped) X(not_delivered)       \
 	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(sends_unsignalled) X(send_posts)       \
-	X(registrations) X(payload_copies)                                                         \
+	X(read_posts) X(registrations) X(payload_copies)                                           \
 	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(credit_grant)
 
 /* Where the engine's one-line event logs go (default: stderr). */
@@ -194,6 +194,7 @@ struct rr_stats {
 	uint64_t send_w_inv;
 	uint64_t sends_unsignalled;	/* inline Replies sent without a completion */
 	uint64_t send_posts;		/* posts of Send chains: Replies handed over together share one */
+	uint64_t read_posts;		/* posts of RDMA Reads: those of one CQ poll share one */
 	uint64_t registrations;
 	uint64_t payload_copies;	/* reply bytes copied into registered memory */
 	uint64_t recv_mem_bytes;	/* current registered receive-buffer memory */

@@ -118,7 +118,7 @@ std::string counters(unsigned long long calls, unsigned long long rd, unsigned l
 		 "\"replies_reply_chunk\":7,\"replies_write_chunk\":3,\"rdma_read_bytes\":%llu,"
 		 "\"rdma_write_bytes\":%llu,\"err_chunk_sent\":2,\"err_vers_sent\":1,\"dropped\":0,"
 		 "\"not_delivered\":0,\"rnr_disconnects\":0,\"disconnects\":1,\"send_w_inv\":0,"
-		 "\"sends_unsignalled\":0,\"send_posts\":0,"
+		 "\"sends_unsignalled\":0,\"send_posts\":0,\"read_posts\":0,"
 		 "\"registrations\":5,\"payload_copies\":0,\"recv_mem_bytes\":1048576,"
 		 "\"bc_calls\":6,\"bc_replies\":5,\"bc_errors\":0,\"credit_grant\":%u",
 		 calls, rd, wr, grant);

@@ -644,14 +644,14 @@ static void print_stats(struct rr_server *srv)
 	       "," F(long_calls) "," F(replies_inline) "," F(replies_reply_chunk) ","
 	       F(replies_write_chunk) "," F(rdma_read_bytes) "," F(rdma_write_bytes) ","
 	       F(err_chunk_sent) "," F(err_vers_sent) "," F(dropped) "," F(not_delivered) ","
-	       F(rnr_disconnects) "," F(disconnects) "," F(send_w_inv) "," F(sends_unsignalled) "," F(send_posts) ","
+	       F(rnr_disconnects) "," F(disconnects) "," F(send_w_inv) "," F(sends_unsignalled) "," F(send_posts) "," F(read_posts) ","
 	       F(registrations) ","
 	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
 	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
-	       st.sends_unsignalled, st.send_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
+	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
 	       st.credit_grant);
 #undef F
 	printf("\"conns_listed\":%lu,", listed);
