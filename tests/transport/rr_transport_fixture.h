@@ -183,6 +183,18 @@ class TransportTest : public ::testing::Test {
 	{
 		ASSERT_TRUE(srv.start(sopts)) << srv.why();
 	}
+	/* The server's count of connections it still holds (freed ones leave
+	 * the list), once it is @want or @tries polls 50 ms apart went by. */
+	uint64_t conns_listed_when(uint64_t want, int tries = 100)
+	{
+		uint64_t listed = srv.stats()["conns_listed"];
+
+		for (int i = 0; i < tries && listed != want; i++) {
+			usleep(50000);
+			listed = srv.stats()["conns_listed"];
+		}
+		return listed;
+	}
 	void TearDown() override
 	{
 		for (auto &r : reqs) {

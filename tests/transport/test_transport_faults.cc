@@ -493,13 +493,7 @@ TEST_F(Faults, UnsignalledRepliesRetiredAndFreedAtClose)
 	/* leave, most likely between two signalled Sends */
 	ASSERT_TRUE(ping(a.get()));
 	a.reset();
-	uint64_t listed = ~0ull;
-	for (int i = 0; i < 100 && listed != listed0; i++) {
-		listed = srv.stats()["conns_listed"];
-		if (listed != listed0)
-			usleep(50000);
-	}
-	EXPECT_EQ(listed, listed0) << "the connection that left is still held";
+	EXPECT_EQ(conns_listed_when(listed0), listed0) << "the connection that left is still held";
 	EXPECT_TRUE(ping(keep));
 }
 

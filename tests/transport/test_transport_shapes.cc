@@ -702,13 +702,7 @@ TEST_F(Shapes, RepliesFromManyThreadsAtOnce)
 		ASSERT_GE(a->post(c.rpc, CallSpec()), 0) << i;
 	}
 	a.reset();
-	uint64_t listed = ~0ull;
-	for (int i = 0; i < 100 && listed != listed0; i++) {
-		listed = srv.stats()["conns_listed"];
-		if (listed != listed0)
-			usleep(50000);
-	}
-	EXPECT_EQ(listed, listed0) << "the connection that left is still held";
+	EXPECT_EQ(conns_listed_when(listed0), listed0) << "the connection that left is still held";
 	auto d = random_bytes(rng, 100);
 	CallSpec s;
 	echo(d, s);

@@ -335,13 +335,8 @@ TEST_P(Soak, StableConnectionsUnaffectedByChurn)
 	/* Every churned connection is freed, not only reported down: a call
 	 * that keeps a reference would hold its connection (and the server's
 	 * exit) for ever. A generous deadline: teardown is slow under load. */
-	uint64_t listed = ~0ull;
-	for (int i = 0; i < 400 && listed != uint64_t(nconn); i++) {
-		listed = srv.stats()["conns_listed"];
-		if (listed != uint64_t(nconn))
-			usleep(50000);
-	}
-	EXPECT_EQ(listed, uint64_t(nconn)) << "churned connections still held by the engine";
+	EXPECT_EQ(conns_listed_when(uint64_t(nconn), 400), uint64_t(nconn))
+	    << "churned connections still held by the engine";
 }
 
 } // namespace
