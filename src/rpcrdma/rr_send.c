@@ -242,10 +242,14 @@ static void post_batch(struct rr_conn *c)
 		return;
 	for (struct rr_send_ctx *q = s; q->next_pending; q = q->next_pending)
 		q->wr[q->nwr - 1].next = &q->next_pending->wr[0];
-	RR_STAT_ADD(c, send_posts, 1);
-	ret = c->state == RR_CONN_CLOSING ? -ENOTCONN : fab_post_send(c->fc, &s->wr[0], &bad);
-	if (ret && c->state != RR_CONN_CLOSING)
-		rr_conn_close(c, "posting a Send failed");
+	if (c->state == RR_CONN_CLOSING) {
+		ret = -ENOTCONN;
+	} else {
+		RR_STAT_ADD(c, send_posts, 1);
+		ret = fab_post_send(c->fc, &s->wr[0], &bad);
+		if (ret)
+			rr_conn_close(c, "posting a Send failed");
+	}
 	for (; s; s = next) {
 		next = s->next_pending;
 		s->wr[s->nwr - 1].next = NULL;
