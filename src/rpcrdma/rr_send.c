@@ -109,6 +109,18 @@ static void send_ctx_release(struct rr_send_ctx *s)
 
 static void post_pending(struct rr_conn *c, uint32_t returned);
 
+/* @s at the tail of a list linked through next_pending (pending, batch). */
+static void chain_append(struct rr_send_ctx **head, struct rr_send_ctx **tail,
+			 struct rr_send_ctx *s)
+{
+	s->next_pending = NULL;
+	if (*tail)
+		(*tail)->next_pending = s;
+	else
+		*head = s;
+	*tail = s;
+}
+
 /*
  * Event thread: @s is on the send queue, numbered in post order. An
  * unsignalled Send also joins the quiet list and gives its connection
@@ -177,12 +189,7 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 	if (!c->pend_head && c->sq_avail >= s->nwr) {
 		c->sq_avail -= s->nwr;
 		if (c->batching) {
-			s->next_pending = NULL;
-			if (c->batch_tail)
-				c->batch_tail->next_pending = s;
-			else
-				c->batch_head = s;
-			c->batch_tail = s;
+			chain_append(&c->batch_head, &c->batch_tail, s);
 			return;
 		}
 		RR_STAT_ADD(c, send_posts, 1);
@@ -195,11 +202,7 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 		send_posted(c, s);
 		return;
 	}
-	if (c->pend_tail)
-		c->pend_tail->next_pending = s;
-	else
-		c->pend_head = s;
-	c->pend_tail = s;
+	chain_append(&c->pend_head, &c->pend_tail, s);
 	post_pending(c, 0);
 }
 
@@ -287,12 +290,7 @@ static bool take_offthread_sends(struct rr_conn *c)
 		struct rr_send_ctx *s = RR_CONTAINER_OF(h, struct rr_send_ctx, handoff);
 
 		h = h->next;
-		s->next_pending = NULL;
-		if (c->pend_tail)
-			c->pend_tail->next_pending = s;
-		else
-			c->pend_head = s;
-		c->pend_tail = s;
+		chain_append(&c->pend_head, &c->pend_tail, s);
 	}
 	return true;
 }
@@ -839,12 +837,8 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
 	/*
 	 * Another thread: keep the description (not the bytes, which stay
-	 * the caller's until done) and let the event thread build it. Not
-	 * only for the send queue's sake: a software device's doorbell (rxe,
-	 * siw) is a write() to the uverbs file, which the kernel refuses with
-	 * EACCES unless the caller's credentials are the very ones that opened
-	 * it (ib_safe_file_access), and ganesha's request threads switch
-	 * credentials around every FSAL call. The event thread never does.
+	 * the caller's until done) and let the event thread build and post
+	 * it - no other thread may post (rr_on_event_thread says why).
 	 */
 	if (!plan)
 		plan = &no_spans;
