@@ -22,10 +22,10 @@ step rxe
 modprobe crc32_generic; modprobe crc32_pclmul
 for m in rdma_rxe ib_uverbs rdma_ucm rpcrdma nfsd nfsv3 nfsv4; do modprobe $m || echo "FAIL modprobe $m"; done
 modprobe dummy numdummies=0; ip link add dummy0 type dummy
-ip addr add $IP/24 dev dummy0; ip link set dummy0 up
+ip addr add $IP/24 dev dummy0; ip link set dummy0 mtu ${VM_MTU:-1500} up
 t0=$(up)
 if rdma link add rxe0 type rxe netdev dummy0 && ibv_devices | grep -q rxe0; then
-	result setup - rxe0 pass "$(secs $t0)"
+	result setup - rxe0 pass "$(secs $t0)" "$(ibv_devinfo -d rxe0 | grep -o "active_mtu:.*" | tr -s " \t" " ")"
 else
 	result setup - rxe0 fail "$(secs $t0)" "rdma link add failed"
 fi

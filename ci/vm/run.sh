@@ -26,6 +26,8 @@
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 #      RPCRDMA_VM_CLOCK=hpet  the guest's clocksource as TCG leaves it (default tsc, see APPEND)
+#      RPCRDMA_VM_MTU      MTU of the dummy netdev under rxe0 (default 1500: RoCE MTU 1024; 9000
+#                          gives 4096, as jumbo-frame RoCE fabrics run); the rxe0 row shows it
 #      RPCRDMA_VM_REPORT_ONLY=1  no boot: print the table of the last run (ci/vm/work/out)
 # Exit: 0 if the rxe setup and every knfsd test pass, the fabric suite passes (or is not built),
 # and no test passes on knfsd but fails on ganesha+rpcrdma; 1 otherwise.
@@ -69,7 +71,8 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
-	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER
+	VM_MTU=${RPCRDMA_VM_MTU:-1500}
+	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_MTU
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
@@ -113,7 +116,8 @@ cell() { local st secs; read -r st secs <<<"$(get "$@")"
 
 echo
 echo "================ interop VM results ================"
-printf '%-28s %s\n' "rxe0 setup" "$(cell setup - rxe0)"
+printf '%-28s %s%s\n' "rxe0 setup" "$(cell setup - rxe0)" \
+	"$(awk '$1=="setup" && $3=="rxe0" {for (i = 6; i <= NF; i++) printf " %s", $i}' "$R")"
 printf '%-28s %s\n' "rping via host root (chroot)" "$(cell setup - host_rping)"
 read -r st secs note <<<"$(awk '$1=="fabric"{print $4, $5; exit}' "$R")"
 fnote=$(awk '$1=="fabric"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
