@@ -16,69 +16,127 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
-#include "plugin/rrp_plugin.h"
 #include "plugin/rrp_slots.h"
 #include "ulb/ulb_xdr.h"
 
-#define UNCACHED_MAX 1024		/* remembered slots, oldest forgotten first */
 #define NFS4ERR_RETRY_UNCACHED_REP 10068
 #define OP_SEQUENCE 53
 #define RPC_AUTH_GSS 6
 
+/*
+ * The remembered slots: an open-addressed table, each (session, slot) in
+ * one of the RRP_SLOTS_PROBE entries from its hash. Almost always empty
+ * (ERR_CHUNK is rare), and every NFSv4.1 call asks it: a call finds it
+ * empty with one load, and otherwise looks at a few entries, not all.
+ * Full windows forget their oldest entry.
+ */
+#define TABLE_SIZE RRP_SLOTS_MAX
+#define TABLE_MASK (TABLE_SIZE - 1)
+_Static_assert((TABLE_SIZE & TABLE_MASK) == 0, "the table size is a power of two");
+
 struct uncached {
 	bool used;
+	uint32_t age;			/* when remembered: the oldest goes first */
 	struct ulb_sequence seq;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct uncached table[UNCACHED_MAX];
-static unsigned int next_victim;
+static struct uncached table[TABLE_SIZE];
+static uint32_t clock_now;		/* under the lock */
+static atomic_uint nused;		/* written under the lock */
 
 static bool same_slot(const struct ulb_sequence *a, const struct ulb_sequence *b)
 {
 	return a->slotid == b->slotid && !memcmp(a->sessionid, b->sessionid, sizeof(a->sessionid));
 }
 
+/* FNV-1a over the session id and the slot id. */
+static uint32_t slot_hash(const struct ulb_sequence *seq)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(seq->sessionid); i++)
+		h = (h ^ seq->sessionid[i]) * 16777619u;
+	for (int i = 0; i < 32; i += 8)
+		h = (h ^ ((seq->slotid >> i) & 0xff)) * 16777619u;
+	return h;
+}
+
+static struct uncached *entry(uint32_t h, unsigned int i)
+{
+	return &table[(h + i) & TABLE_MASK];
+}
+
+/* The entry remembering @seq's slot, or NULL. Under the lock. */
+static struct uncached *find(const struct ulb_sequence *seq)
+{
+	uint32_t h = slot_hash(seq);
+
+	for (unsigned int i = 0; i < RRP_SLOTS_PROBE; i++) {
+		struct uncached *e = entry(h, i);
+
+		if (e->used && same_slot(&e->seq, seq))
+			return e;
+	}
+	return NULL;
+}
+
+static void forget(struct uncached *e)
+{
+	e->used = false;
+	atomic_store_explicit(&nused, atomic_load_explicit(&nused, memory_order_relaxed) - 1,
+			      memory_order_relaxed);
+}
+
 void rrp_slots_uncache(const struct ulb_sequence *seq)
 {
-	unsigned int i, free_i = UNCACHED_MAX;
+	struct uncached *e;
 
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < UNCACHED_MAX; i++) {
-		if (table[i].used && same_slot(&table[i].seq, seq))
-			break;
-		if (!table[i].used && free_i == UNCACHED_MAX)
-			free_i = i;
+	e = find(seq);
+	if (!e) {
+		uint32_t h = slot_hash(seq);
+
+		/* A free entry in the window, else the one remembered longest. */
+		e = entry(h, 0);
+		for (unsigned int i = 0; i < RRP_SLOTS_PROBE && e->used; i++) {
+			struct uncached *c = entry(h, i);
+
+			if (!c->used || clock_now - c->age > clock_now - e->age)
+				e = c;
+		}
+		if (!e->used)
+			atomic_fetch_add_explicit(&nused, 1, memory_order_release);
 	}
-	if (i == UNCACHED_MAX) {
-		i = free_i;
-		if (i == UNCACHED_MAX)
-			i = next_victim++ % UNCACHED_MAX;
-	}
-	table[i].used = true;
-	table[i].seq = *seq;
+	e->used = true;
+	e->age = clock_now++;
+	e->seq = *seq;
 	pthread_mutex_unlock(&lock);
 }
 
 enum rrp_slot_verdict rrp_slots_check(const struct ulb_call *c)
 {
 	enum rrp_slot_verdict v = RRP_SLOT_PASS;
+	struct uncached *e;
 
 	if (!c->has_sequence || c->cred_flavor == RPC_AUTH_GSS)
 		return RRP_SLOT_PASS; /* we cannot sign a GSS verifier */
+	/* Nothing remembered: the usual case, without the lock. An entry is
+	 * remembered before its ERR_CHUNK goes out, so before any retry of it
+	 * can arrive. */
+	if (!atomic_load_explicit(&nused, memory_order_acquire))
+		return RRP_SLOT_PASS;
 	pthread_mutex_lock(&lock);
-	for (unsigned int i = 0; i < UNCACHED_MAX; i++) {
-		if (!table[i].used || !same_slot(&table[i].seq, &c->seq))
-			continue;
-		if (table[i].seq.sequenceid == c->seq.sequenceid) {
+	e = find(&c->seq);
+	if (e) {
+		if (e->seq.sequenceid == c->seq.sequenceid)
 			v = RRP_SLOT_RETRY_UNCACHED;
-		} else {
-			table[i].used = false; /* the slot moved on */
-		}
-		break;
+		else
+			forget(e); /* the slot moved on */
 	}
 	pthread_mutex_unlock(&lock);
 	return v;

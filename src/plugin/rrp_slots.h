@@ -11,6 +11,11 @@
 #include "rpcrdma/rr_xprt.h"
 #include "ulb/ulb_call.h"
 
+/* Slots remembered at most (the oldest of a full window is forgotten), and
+ * the entries one (session, slot) may take. */
+#define RRP_SLOTS_MAX 1024u
+#define RRP_SLOTS_PROBE 8u
+
 enum rrp_slot_verdict {
 	RRP_SLOT_PASS,			/* hand the request to ganesha */
 	RRP_SLOT_RETRY_UNCACHED,	/* answer NFS4ERR_RETRY_UNCACHED_REP here */
