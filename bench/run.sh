@@ -159,6 +159,9 @@ nb() {
 }
 
 OPS="null getattr read4k write4k read1m write1m"
+# A also runs them as NFSv4.1 COMPOUNDs (SEQUENCE, PUTFH, the op): the
+# per-call work of sessions, and of the plugin's NFSv4.1 paths.
+A_OPS="$OPS v41getattr v41read4k v41write4k v41read1m v41write1m"
 count_for() { case $1 in *1m) echo "$N_BIG" ;; *) echo "$N_SMALL" ;; esac; }
 
 # --- A: callgrind -------------------------------------------------------------
@@ -186,7 +189,7 @@ elif start_ganesha "$CG" "$PA" valgrind --tool=callgrind --callgrind-out-file="$
 		sleep 0.2
 		mv "$CG/cg.out.$dumpn" "$CG/$1.cg"
 	}
-	for op in $OPS; do
+	for op in $A_OPS; do
 		n=$(count_for "$op")
 		for tr in rdma tcp; do
 			if [ $tr = rdma ]; then addr=(--rdma "unix:$CG/rdma.sock"); else addr=(--tcp 127.0.0.1:$PA); fi

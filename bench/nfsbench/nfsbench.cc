@@ -2,11 +2,15 @@
 /*
  * nfsbench.cc - drive NFSv3 operations at a server over RPC-over-RDMA (the
  * independent requester of tests/support) or over TCP (RFC 5531 record
- * marking), the same calls on both, for bench/run.sh.
+ * marking), the same calls on both, for bench/run.sh; and their NFSv4.1
+ * COMPOUNDs at queue depth 1 (the v41 ops, nfsbench_v41.cc).
  *
  *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT --export PATH]
  *            --op null|getattr|read4k|write4k|read1m|write1m
  *            [--qd N] [--count N | --secs S] [--warmup N] [--sync]
+ *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]
+ *            --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m
+ *            [--count N] [--warmup N] [--sync]
  *   nfsbench --rdma FABADDR --idle N --hold S     open N idle connections
  *
  * With --mount it gets the export's root handle by MOUNT v3 over TCP, creates
@@ -42,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "nfsbench_v41.h"
 #include "support/nfs_xdr_builder.h"
 #include "support/rr_requester.h"
 
@@ -497,6 +502,9 @@ void usage()
 		"usage: nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT]"
 		" [--export PATH] --op null|getattr|read4k|write4k|read1m|write1m [--qd N]"
 		" [--count N | --secs S] [--warmup N] [--sync]\n"
+		"       nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]"
+		" --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m [--count N]"
+		" [--warmup N] [--sync]\n"
 		"       nfsbench --rdma FABADDR --idle N --hold SECONDS\n");
 	exit(2);
 }
@@ -591,6 +599,23 @@ int main(int argc, char **argv)
 			return static_cast<RdmaClient *>(c.get())->req()->next_xid();
 		return xid++;
 	};
+
+	if (o.op.rfind("v41", 0) == 0) {
+		V41Run r;
+		if (o.qd != 1 || o.secs > 0)
+			die("v4.1 ops run --count calls at queue depth 1 (one session slot)");
+		r.rdma = o.rdma;
+		r.tcp = o.tcp;
+		r.exp = o.exp;
+		r.op = o.op.substr(3);
+		if (r.op != "getattr" && r.op != "read4k" && r.op != "write4k" &&
+		    r.op != "read1m" && r.op != "write1m")
+			usage();
+		r.count = o.count;
+		r.warmup = o.warmup;
+		r.sync = [&o](const char *what) { sync_point(o, what); };
+		return nfsbench_v41(r);
+	}
 
 	Spec s;
 	s.op = o.op;

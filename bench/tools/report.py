@@ -12,6 +12,9 @@ W, MODE, CMD, SECS = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 OPS = ["null", "getattr", "read4k", "write4k", "read1m", "write1m"]
 OPNAME = {"null": "NULL", "getattr": "GETATTR", "read4k": "READ 4 KiB", "write4k": "WRITE 4 KiB",
           "read1m": "READ 1 MiB", "write1m": "WRITE 1 MiB"}
+# A: the same operations as NFSv4.1 COMPOUNDs too (bench/run.sh's A_OPS)
+A_OPS = OPS + ["v41" + op for op in OPS if op != "null"]
+OPNAME.update({"v41" + op: "v4.1 " + OPNAME[op] for op in OPS})
 out = []
 p = out.append
 
@@ -75,7 +78,10 @@ if "idle" in split and "idle" in runs:
                                     for h in d.get("allocator_hooks", [])})) or "none"
     p("Method: ganesha.nfsd runs under `valgrind --tool=callgrind` with the plugin preloaded. "
       "For each operation and transport the client opens one connection, does its set-up "
-      "(MOUNT, CREATE, a 1 MiB fill WRITE) and a warm-up of N/4+2 calls, then run.sh zeroes the "
+      "(NFSv3: MOUNT, CREATE, a 1 MiB fill WRITE; the v4.1 rows: EXCHANGE_ID, CREATE_SESSION, "
+      "RECLAIM_COMPLETE, LOOKUP, OPEN, the fill WRITE, then every call a COMPOUND of SEQUENCE, "
+      "PUTFH and the operation on one session slot, through the tests' NFSv4.1 client) and a "
+      "warm-up of N/4+2 calls, then run.sh zeroes the "
       "counters (`callgrind_control -z`), the client makes N calls at queue depth 1, and the "
       "counters are dumped (`callgrind_control -d`) before it disconnects. Per-op cost = "
       "dump / N. Idle ganesha in the same process, measured after the runs: "
@@ -104,7 +110,7 @@ if "idle" in split and "idle" in runs:
     p("")
     per = {}
     tops = {}
-    for op in OPS:
+    for op in A_OPS:
         for tr in ("rdma", "tcp"):
             a = f"{tr}-{op}"
             if a not in split or a not in runs:
@@ -122,7 +128,7 @@ if "idle" in split and "idle" in runs:
     p("| op | RDMA: fabric | rpcrdma | ulb | plugin | **ours (rpcrdma+ulb+plugin)** | ntirpc | ganesha+FSAL | other | total | TCP: ntirpc | ganesha+FSAL | other | total | ours / TCP ntirpc | ours / TCP-only ntirpc |")
     p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     ratios = {}
-    for op in OPS:
+    for op in A_OPS:
         r, t = per.get(("rdma", op)), per.get(("tcp", op))
         if not r or not t:
             continue
@@ -150,7 +156,7 @@ if "idle" in split and "idle" in runs:
     p("Top functions of our layers per operation over RDMA (instructions per op, incl. libc "
       "they call; from the same dumps):")
     p("")
-    for op in OPS:
+    for op in A_OPS:
         t = tops.get(("rdma", op))
         if not t:
             continue

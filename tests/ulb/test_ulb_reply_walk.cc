@@ -424,10 +424,12 @@ TEST(UlbReplyWalk, WriteChunkTooSmall)
 
 TEST(UlbReplyWalk, EveryOpResultRoundTrip)
 {
-	/* a reply holding a result for every op but the three NFS Read ones */
+	/* a reply holding a result for every op but the three NFS Read ones,
+	 * then the result of the Call's READ */
 	for (int v = 0; v < 6; v++) {
-		Compound cp(0x500, 2, 1);
+		Compound cp(0x500, 2, 2);
 		cp.op_putfh(pattern(4));
+		cp.op_read(0, 777);
 		ulb_call c = call_of(cp.x.buf);
 		std::vector<uint32_t> ops;
 		for (uint32_t op = 3; op <= 75; op++)
@@ -528,12 +530,47 @@ TEST(UlbReplyWalk, ZeroLengthDataLeavesChunkEmpty)
 
 TEST(UlbReplyWalk, ReadPlusBeforeMinorTwoIsGarbage)
 {
-	Compound cp(0x600, 1, 1);
+	/* a v4.1 READ answered with a READ_PLUS result (an op of v4.2) */
+	Compound cp(0x600, 1, 2);
 	cp.op_putfh(pattern(4));
+	cp.op_read(0, 10);
 	ulb_call c = call_of(cp.x.buf);
 	CompoundRes r(0x600, 0, 1);
 	r.res_read_plus(true, {{true, 0, pattern(10), 0}});
 	EXPECT_EQ(plan_of(c, one(r.x.buf), nullptr).r, ULB_REPLY_GARBAGE);
+}
+
+TEST(UlbReplyWalk, CompoundWithoutReadOpsIsNotWalkedButSized)
+{
+	/* SEQUENCE, PUTFH, GETATTR: no result can pair with a Write chunk, so
+	 * the Reply's results are not walked (they may be anything); what stays
+	 * inline is all of it, and its size alone decides. */
+	Compound cp(0x650, 1, 3);
+	cp.op_sequence(Sessionid{}, 1, 0);
+	cp.op_putfh(pattern(4));
+	cp.op_getattr();
+	ulb_call c = call_of(cp.x.buf);
+	ASSERT_EQ(c.n_read_ops, 0u);
+	Xdr r;
+	rpc_reply_accepted(r, 0x650, AUTH_NONE);
+	r.fixed_fill(3000, 0xee); /* not a COMPOUND4res: never looked at */
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096); /* a stray Write chunk is echoed empty */
+	Planned p = plan_of(c, one(r.buf), &pcl, 4096);
+	ASSERT_EQ(p.r, ULB_REPLY_OK);
+	EXPECT_TRUE(p.plan.deliverable);
+	EXPECT_EQ(p.plan.nspans, 0);
+	EXPECT_EQ(p.info.inline_len, r.buf.size());
+	EXPECT_FALSE(p.info.use_reply_chunk);
+	/* the same Reply past the inline limit: the Reply chunk, or none */
+	EXPECT_EQ(plan_of(c, one(r.buf), &pcl, 1024).r, ULB_REPLY_INLINE_TOO_BIG);
+	pcl_set_reply(&pcl, 4096);
+	Planned big = plan_of(c, one(r.buf), &pcl, 1024);
+	EXPECT_EQ(big.r, ULB_REPLY_OK);
+	EXPECT_TRUE(big.info.use_reply_chunk);
+	pcl_set_reply(&pcl, 1000);
+	EXPECT_EQ(plan_of(c, one(r.buf), &pcl, 1024).r, ULB_REPLY_REPLY_CHUNK_TOO_SMALL);
 }
 
 TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)

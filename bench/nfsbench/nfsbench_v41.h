@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nfsbench_v41.h - nfsbench's NFSv4.1 operations (nfsbench_v41.cc).
+ */
+#ifndef RPCRDMA_NFSBENCH_V41_H
+#define RPCRDMA_NFSBENCH_V41_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+struct V41Run {
+	std::string rdma, tcp;	/* one of them: FABADDR, or HOST:PORT */
+	std::string exp;	/* the export's pseudo path */
+	std::string op;		/* getattr read4k write4k read1m write1m (without "v41") */
+	uint64_t count = 0, warmup = 0;
+	std::function<void(const char *)> sync; /* nfsbench's --sync points */
+};
+
+/* One session, one slot, queue depth 1; prints nfsbench's JSON line.
+ * Returns the exit status. */
+int nfsbench_v41(const V41Run &r);
+
+#endif
