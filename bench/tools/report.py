@@ -606,12 +606,13 @@ else:
 p("## What was measured vs. the issue")
 p("")
 p("- A: as asked, for NULL, GETATTR, 4 KiB and 1 MiB READ/WRITE, RDMA and TCP, in one ganesha "
-  "process. The client is bench/nfsbench (NFSv3, raw calls built with tests/support's "
-  "independent XDR encoder + the test requester, TCP with record marking). The NFS test "
-  "client (tests/support/nfs_client, branch nfs-client) landed while this was written; it "
-  "makes one call at a time, so the pipelined nfsbench drives every section, one client "
-  "throughout. ntirpc is stripped on Debian, so the TCP transport path is estimated as "
-  "a difference (see A), not by svc_vc/xdr_ioq/svc_ioq function names.")
+  "process, over NFSv3 and, beyond the issue, NFSv4.1 (the v4.1 rows). The client is "
+  "bench/nfsbench: NFSv3 as raw calls built with tests/support's independent XDR encoder + "
+  "the test requester (TCP with record marking), pipelined, so it drives every section; the "
+  "v4.1 rows go through the tests' NFSv4.1 client (tests/support/nfs_client: one session "
+  "slot, one call at a time, as A needs) over the same requester and TCP framing. ntirpc "
+  "is stripped on Debian, so the TCP transport path is estimated as a difference (see A), "
+  "not by svc_vc/xdr_ioq/svc_ioq function names.")
 p("- B: as asked; 4 KiB figures are shown for READ and WRITE separately.")
 p("- C: as asked, from the plugin's stats socket.")
 p("- D: engine level (bench_engine + requester), NULL calls, grants 1/4/16/64/128 at QD 64.")
