@@ -54,11 +54,12 @@ static void on_call(void *ctx, struct rr_call *call)
 		fprintf(stderr, "bench_engine: rr_reply failed\n");
 }
 
-static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
+static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void *reply_arg)
 {
 	(void)ctx;
 	(void)conn;
 	(void)xid;
+	(void)reply_arg;
 }
 
 struct grants {

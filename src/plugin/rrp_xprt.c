@@ -25,14 +25,11 @@
 #include "ulb/ulb_call.h"
 #include "ulb/ulb_nfs.h"
 #include "ulb/ulb_reply.h"
-#include "ulb/ulb_slots.h"
 
 struct rrp_xprt {
 	SVCXPRT xprt;			/* first: ganesha sees only this */
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
 	struct rr_conn *conn;
-	struct ulb_slots slots;		/* xid -> SEQUENCE slot while in flight */
-	bool slots_ok;
 };
 
 /*
@@ -51,7 +48,6 @@ struct rrp_req {
 	bool replied;
 	bool scanned;			/* ulb holds a valid scan of the Call */
 	bool ddp_violation;		/* RFC 8267 section 2.5: GARBAGE_ARGS */
-	bool slot_tracked;		/* its SEQUENCE slot is in x->slots */
 	struct rrp_xdr_enc enc;		/* the Reply; reused, buffer kept */
 	struct rrp_req *next_free;
 	struct ulb_call ulb;
@@ -99,7 +95,6 @@ static struct rrp_req *req_get(void)
 	rq->replied = false;
 	rq->scanned = false;
 	rq->ddp_violation = false;
-	rq->slot_tracked = false;
 	return rq;
 }
 
@@ -247,8 +242,6 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	count_decode_copies(&rq->dec);
 	rq->replied = true;
 	rr_reply(rq->call, iov, n, &plan, reply_done, rq);
-	if (plan.deliverable && rq->slot_tracked)
-		ulb_slot_reply_sent(&rq->x->slots, rq->call->xid);
 	return XPRT_IDLE;
 fail:
 	atomic_fetch_add(&rrp.replies_failed, 1);
@@ -306,8 +299,6 @@ static void x_destroy(SVCXPRT *xprt, u_int flags, const char *tag, const int lin
 	(void)line;
 	if (x->ops.xp_free_user_data)
 		x->ops.xp_free_user_data(xprt);
-	if (x->slots_ok)
-		ulb_slots_destroy(&x->slots);
 	pthread_mutex_destroy(&xprt->xp_lock);
 	free(x);
 }
@@ -334,32 +325,6 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 
 /* ---- session slots (RFC 8267 section 4.5) ------------------------------ */
 
-/*
- * The COMPOUND ran but its Reply could not be delivered: its slot's cached
- * reply must not be replayed (rrp_slots.c answers the retry).
- */
-static void slot_uncache(void *host, uint32_t xid, const struct ulb_sequence *seq)
-{
-	struct rrp_xprt *x = host;
-
-	rrp_log("%s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
-			"will answer NFS4ERR_RETRY_UNCACHED_REP",
-		x->conn ? rr_conn_peer(x->conn) : "?", xid, seq->slotid, seq->sequenceid);
-	rrp_slots_uncache(seq);
-}
-
-static void bc_slot_retire(void *host, uint32_t rdma_xid, const struct ulb_sequence *seq)
-{
-	(void)host;
-	(void)rdma_xid;
-	(void)seq;
-}
-
-static const struct ulb_host_ops rrp_slot_ops = {
-	.slot_uncache = slot_uncache,
-	.bc_slot_retire = bc_slot_retire,
-};
-
 /* ---- transports ------------------------------------------------------ */
 
 static void set_addr(struct rpc_address *ra, const struct sockaddr_storage *ss)
@@ -384,8 +349,6 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	if (!x)
 		return NULL;
 	x->conn = conn;
-	x->slots_ok = ulb_slots_init(&x->slots, 2 * rrp.cfg.credits + 64, 64, &rrp_slot_ops,
-				     x) == 0;
 	x->ops.xp_recv = x_recv;
 	x->ops.xp_stat = x_stat;
 	x->ops.xp_decode = x_decode;
@@ -455,14 +418,24 @@ static void up_call(void *ctx, struct rr_call *call)
 	rrp_queue_work(&rq->work);
 }
 
-static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
+/*
+ * A COMPOUND ran but its Reply could not be delivered (ERR_CHUNK goes
+ * instead, after this): its slot's cached reply must not be replayed, so
+ * the retry is answered NFS4ERR_RETRY_UNCACHED_REP (rrp_slots.c). The
+ * request, still held for its Reply, knows its own SEQUENCE.
+ */
+static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void *reply_arg)
 {
-	struct rrp_xprt *x = rr_conn_get_upper(conn);
+	struct rrp_req *rq = reply_arg;
 
 	(void)ctx;
 	atomic_fetch_add(&rrp.replies_failed, 1);
-	if (x && x->slots_ok)
-		ulb_slot_reply_undelivered(&x->slots, xid);
+	if (!rq || !rq->scanned || !rq->ulb.has_sequence)
+		return;
+	rrp_log("%s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
+		"will answer NFS4ERR_RETRY_UNCACHED_REP",
+		rr_conn_peer(conn), xid, rq->ulb.seq.slotid, rq->ulb.seq.sequenceid);
+	rrp_slots_uncache(&rq->ulb.seq);
 }
 
 bool rrp_is_our_xprt(SVCXPRT *xprt)
@@ -491,8 +464,6 @@ static void req_xdr_destroy(struct rrp_xdr_dec *dec)
 	struct rrp_req *rq = dec->owner;
 
 	if (!rq->replied) {
-		if (rq->slot_tracked)
-			ulb_slot_forget(&rq->x->slots, rq->call->xid);
 		rr_call_release(rq->call);	/* the Call's own: no reply went */
 	}
 	rr_call_release(rq->call);		/* our hold on its buffers */
@@ -587,9 +558,6 @@ static void rrp_process(void *arg)
 	if (rq->scanned) {
 		rq->ddp_violation =
 			ulb_call_check_read_chunks(&rq->ulb, call->pcl) == ULB_DDP_VIOLATION;
-		if (rq->ulb.has_sequence && x->slots_ok)
-			rq->slot_tracked =
-				ulb_slot_track(&x->slots, call->xid, &rq->ulb.seq) == 0;
 	}
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);

@@ -640,7 +640,7 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 	 * could not be delivered and the retry fails with ERR_CHUNK again.
 	 */
 	if (c->srv->ops.reply_not_delivered)
-		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid);
+		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid, done_arg);
 	rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
 	if (done)
 		done(done_arg);

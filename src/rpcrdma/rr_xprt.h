@@ -90,9 +90,13 @@ struct rr_call {
 struct rr_upper_ops {
 	/* A complete Call. Runs on the event thread; must not block. */
 	void (*call)(void *ctx, struct rr_call *call);
-	/* The Reply for @xid could not be delivered and ERR_CHUNK went instead
-	 * (after the call executed). The NFS layer retires the session slot. */
-	void (*reply_not_delivered)(void *ctx, struct rr_conn *conn, uint32_t xid);
+	/* The Reply for @xid could not be delivered and ERR_CHUNK goes instead
+	 * (after the call executed); @reply_arg is the done_arg given to
+	 * rr_reply, whose done has not run yet. Called before the ERR_CHUNK is
+	 * posted, so the NFS layer retires the session slot before any retry
+	 * can arrive. */
+	void (*reply_not_delivered)(void *ctx, struct rr_conn *conn, uint32_t xid,
+				    void *reply_arg);
 	/* A reverse-direction RPC Reply arrived (RFC 8167); @msg is valid only
 	 * during the callback. Optional. */
 	void (*bc_reply)(void *ctx, struct rr_conn *conn, const void *msg, size_t len,

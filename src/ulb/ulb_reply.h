@@ -53,8 +53,8 @@ struct ulb_reply_info {
  * an empty chunk or a result without a data item (failed op, READ_PLUS hole)
  * leaves the chunk unused (echoed with zero length), results beyond the last
  * chunk stay inline. plan->deliverable is false for every result but
- * ULB_REPLY_OK: the transport answers ERR_CHUNK and reports the xid as not
- * delivered (ulb_slot_reply_undelivered()).
+ * ULB_REPLY_OK: the transport answers ERR_CHUNK, and an NFSv4.1 Call's slot
+ * (call->seq) must not replay that Reply (RFC 8267 section 4.5).
  */
 enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct iovec *iov,
 				     int iovcnt, const struct rr_pcl *pcl,

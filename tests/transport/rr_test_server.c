@@ -47,7 +47,7 @@ enum {
 static int sig_pipe[2] = {-1, -1};
 
 /* What the upper layer saw; printed with the engine's stats. */
-static atomic_ulong ul_calls, ul_not_delivered, ul_conn_up, ul_conn_down, ul_held_released;
+static atomic_ulong ul_calls, ul_not_delivered, ul_not_delivered_own, ul_conn_up, ul_conn_down, ul_held_released;
 
 /* --- reading the Call: a byte stream over the call's iovecs --------------- */
 
@@ -135,6 +135,7 @@ static void skip_opaque(struct stream *s, uint32_t len)
 
 /* One reply's memory, freed by the engine's done callback. */
 struct reply_buf {
+	uint32_t xid;		/* of the Call it answers */
 	uint8_t hdr[64];	/* RPC reply header and small results */
 	size_t hdr_len;
 	uint8_t pad[4];		/* zero XDR pad after payload */
@@ -169,6 +170,7 @@ static struct reply_buf *reply_start(uint32_t xid, uint32_t stat)
 
 	if (!rb)
 		return NULL;
+	rb->xid = xid;
 	put32(rb, xid);
 	put32(rb, MSG_REPLY);
 	put32(rb, MSG_ACCEPTED);
@@ -326,12 +328,16 @@ static void on_conn_down(void *ctx, struct rr_conn *conn)
 	free(cs);
 }
 
-static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid)
+static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void *reply_arg)
 {
+	const struct reply_buf *rb = reply_arg;
+
 	atomic_fetch_add(&ul_not_delivered, 1);
+	/* the Reply's own done_arg, its done not yet run */
+	if (rb && rb->xid == xid)
+		atomic_fetch_add(&ul_not_delivered_own, 1);
 	(void)ctx;
 	(void)conn;
-	(void)xid;
 }
 
 /* --- DELAY: replies sent later from worker threads ------------------------ */
@@ -466,6 +472,7 @@ static void on_call(void *ctx, struct rr_call *call)
 		struct reply_buf *rb = calloc(1, sizeof(*rb));
 
 		if (rb) {
+			rb->xid = xid;
 			put32(rb, xid);
 			put32(rb, MSG_REPLY);
 			put32(rb, MSG_DENIED);
@@ -615,9 +622,11 @@ static void on_call(void *ctx, struct rr_call *call)
 
 static void print_upper(void)
 {
-	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_conn_up\":%lu,"
+	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_not_delivered_own\":%lu,"
+	       "\"ul_conn_up\":%lu,"
 	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu,\"ul_delayed_replies\":%lu",
-	       atomic_load(&ul_calls), atomic_load(&ul_not_delivered), atomic_load(&ul_conn_up),
+	       atomic_load(&ul_calls), atomic_load(&ul_not_delivered),
+	       atomic_load(&ul_not_delivered_own), atomic_load(&ul_conn_up),
 	       atomic_load(&ul_conn_down), atomic_load(&ul_held_released),
 	       atomic_load(&ul_delayed_replies));
 }

@@ -412,6 +412,7 @@ TEST_F(Shapes, ReplyTooBigForReplyChunkIsErrChunk)
 	EXPECT_GE(st["not_delivered"], 1u);
 	EXPECT_GE(st["err_chunk_sent"], 1u);
 	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
+	EXPECT_EQ(st["ul_not_delivered_own"], 1u) << "the upcall gets the Reply's own done_arg";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -424,6 +425,7 @@ TEST_F(Shapes, ReplyTooBigForInlineWithoutReplyChunkIsErrChunk)
 	auto st = srv.stats();
 	EXPECT_GE(st["not_delivered"], 1u);
 	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
+	EXPECT_EQ(st["ul_not_delivered_own"], 1u) << "the upcall gets the Reply's own done_arg";
 	EXPECT_TRUE(ping(q));
 }
 
@@ -436,8 +438,10 @@ TEST_F(Shapes, PayloadLargerThanWriteChunkIsErrChunk)
 	Reply r;
 	ASSERT_TRUE(q->call(c.rpc, s, &r));
 	EXPECT_TRUE(is_err_chunk(r, c.xid));
-	EXPECT_GE(srv.stats()["not_delivered"], 1u);
-	EXPECT_EQ(srv.stats()["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
+	auto st = srv.stats();
+	EXPECT_GE(st["not_delivered"], 1u);
+	EXPECT_EQ(st["ul_not_delivered"], 1u) << "reply_not_delivered upcall";
+	EXPECT_EQ(st["ul_not_delivered_own"], 1u) << "the upcall gets the Reply's own done_arg";
 	EXPECT_TRUE(ping(q));
 }
 
