@@ -323,8 +323,6 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 	}
 }
 
-/* ---- session slots (RFC 8267 section 4.5) ------------------------------ */
-
 /* ---- transports ------------------------------------------------------ */
 
 static void set_addr(struct rpc_address *ra, const struct sockaddr_storage *ss)
