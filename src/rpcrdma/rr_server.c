@@ -314,8 +314,8 @@ static void *event_thread(void *arg)
 		/*
 		 * Sleeps as soon as there is nothing to do. Polling the CQs and the
 		 * hand-offs for a while first (and a worker polling its queue) was
-		 * tried in the rxe VM: 50 us cost 0-10 % of the 4 KiB IOPS, 400 us
-		 * half - the cores a poller holds are the ones the client and a
+		 * tried in the rxe VM: 50 us cost up to 13 % of the 4 KiB IOPS, 400 us
+		 * up to half - the cores a poller holds are the ones the client and a
 		 * software device need. Not offered until measured where cores
 		 * are to spare.
 		 */
