@@ -66,12 +66,6 @@ enum : uint32_t {
 	MOUNTPROC3_MNT = 1,
 };
 
-double now()
-{
-	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-	    .count();
-}
-
 [[noreturn]] void die(const std::string &m)
 {
 	fprintf(stderr, "nfsbench: %s\n", m.c_str());
@@ -533,8 +527,8 @@ int idle_conns(const Opts &o)
 	       st.max_credit, (unsigned long long)st.zero, refused ? why.substr(0, 80).c_str() : "");
 	fflush(stdout);
 	/* Keep every connection serviced while held. */
-	double end = now() + o.hold;
-	while (now() < end) {
+	double end = nfsbench_now() + o.hold;
+	while (nfsbench_now() < end) {
 		for (auto &c : v)
 			c->req()->progress(0);
 		std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -668,10 +662,10 @@ int main(int argc, char **argv)
 	}
 	done = 0;
 	sync_point(o, "WARM");
-	double t0 = now(), end = o.secs > 0 ? t0 + o.secs : 0;
+	double t0 = nfsbench_now(), end = o.secs > 0 ? t0 + o.secs : 0;
 	uint64_t target = o.count;
 	for (;;) {
-		bool more = end ? now() < end : seq - o.warmup < target;
+		bool more = end ? nfsbench_now() < end : seq - o.warmup < target;
 		while (more && inflight < o.qd && c->room() > 0) {
 			issue();
 			inflight++;
@@ -683,7 +677,7 @@ int main(int argc, char **argv)
 		inflight--;
 		bytes += s.size;
 	}
-	double dt = now() - t0;
+	double dt = nfsbench_now() - t0;
 	printf("{\"transport\":\"%s\",\"op\":\"%s\",\"qd\":%u,\"ops\":%llu,\"secs\":%.4f,"
 	       "\"ops_per_s\":%.1f,\"MBps\":%.2f,\"errors\":%llu,\"min_credit\":%u,"
 	       "\"max_credit\":%u,\"zero_grants\":%llu,\"violations\":%llu,\"first_err\":\"%s\"}\n",

@@ -9,19 +9,12 @@
  */
 #include "nfsbench_v41.h"
 
-#include <chrono>
 #include <cstdio>
 #include <memory>
 
 #include "support/nfs_client.h"
 
 namespace {
-
-double now()
-{
-	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-	    .count();
-}
 
 int fail(const std::string &m)
 {
@@ -88,10 +81,10 @@ int nfsbench_v41(const V41Run &r)
 		one();
 	errors = 0;
 	r.sync("WARM");
-	double t0 = now();
+	double t0 = nfsbench_now();
 	for (uint64_t i = 0; i < r.count; i++)
 		one();
-	double dt = now() - t0;
+	double dt = nfsbench_now() - t0;
 	printf("{\"transport\":\"%s\",\"op\":\"v41%s\",\"qd\":1,\"ops\":%llu,\"secs\":%.4f,"
 	       "\"ops_per_s\":%.1f,\"MBps\":%.2f,\"errors\":%llu,\"first_err\":\"%s\"}\n",
 	       r.rdma.empty() ? "tcp" : "rdma", r.op.c_str(), (unsigned long long)r.count, dt,

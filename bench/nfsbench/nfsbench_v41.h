@@ -5,9 +5,17 @@
 #ifndef RPCRDMA_NFSBENCH_V41_H
 #define RPCRDMA_NFSBENCH_V41_H
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
+
+/* Seconds on the steady clock: what nfsbench (v3 and v4.1) times calls by. */
+inline double nfsbench_now()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+	    .count();
+}
 
 struct V41Run {
 	std::string rdma, tcp;	/* one of them: FABADDR, or HOST:PORT */

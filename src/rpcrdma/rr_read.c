@@ -112,18 +112,19 @@ void rr_read_pump(struct rr_conn *c)
  */
 static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 {
+	bool starved = false;
+
 	while (c->read_head && c->state != RR_CONN_CLOSING) {
 		struct fab_send_wr wr[RR_READ_BATCH], *bad = NULL;
 		struct fab_sge sge[RR_READ_BATCH];
 		struct rr_call_ctx *ctx = c->read_head;
 		uint32_t room = c->ord - c->reads_in_flight, k = ctx->reads_posted;
 		unsigned int n = 0, posted;
-		bool starved = false;
 		int ret;
 
 		while (ctx && n < RR_READ_BATCH && n < room) {
 			if (k == ctx->reads_posted && !alloc_sinks(ctx)) {
-				starved = true; /* retried at the next wake-up */
+				starved = true;
 				break;
 			}
 			build_read(ctx, k, &wr[n], &sge[n]);
@@ -135,11 +136,8 @@ static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 				k = ctx ? ctx->reads_posted : 0;
 			}
 		}
-		if (n == 0) {
-			if (starved)
-				c->srv->reads_starved = true;
-			return;
-		}
+		if (n == 0)
+			break; /* the window is full, or the head waits for buffers */
 		ret = fab_post_send(c->fc, &wr[0], &bad);
 		posted = !ret ? n : bad ? (unsigned int)(bad - wr) : 0;
 		RR_STAT_ADD(c, read_posts, 1);
@@ -162,13 +160,11 @@ static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 			rr_conn_close(c, "posting an RDMA Read failed");
 			return;
 		}
-		if (starved) {
-			c->srv->reads_starved = true;
-			return;
-		}
-		if (n < RR_READ_BATCH)
-			return; /* the window is full, or the queue is empty */
+		if (starved || n < RR_READ_BATCH)
+			break; /* out of buffers, the window full, or the queue empty */
 	}
+	if (starved)
+		c->srv->reads_starved = true; /* retried at the next wake-up */
 }
 
 static void add_iov(struct rr_call_ctx *ctx, const void *base, size_t len)

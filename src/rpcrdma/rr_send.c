@@ -166,6 +166,26 @@ static uint32_t retire_quiet(struct rr_conn *c, uint32_t seq)
 }
 
 /*
+ * Event thread: post one chain, its queue slots taken. False if the provider
+ * refused it: its slots are given back and the connection closes; the
+ * chain is the caller's to release.
+ */
+static bool post_chain(struct rr_conn *c, struct rr_send_ctx *s)
+{
+	struct fab_send_wr *bad;
+
+	c->sq_avail -= s->nwr;
+	RR_STAT_ADD(c, send_posts, 1);
+	if (fab_post_send(c->fc, &s->wr[0], &bad)) {
+		c->sq_avail += s->nwr;
+		rr_conn_close(c, "posting a Send failed");
+		return false;
+	}
+	send_posted(c, s);
+	return true;
+}
+
+/*
  * Post a built chain now, or queue it behind earlier ones until the send
  * queue has room: posting never blocks, so the event thread may reply. The
  * send queue and its pending list are the event thread's: another thread
@@ -173,8 +193,6 @@ static uint32_t retire_quiet(struct rr_conn *c, uint32_t seq)
  */
 static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 {
-	struct fab_send_wr *bad;
-
 	s->wr[s->nwr - 1].next = NULL;
 	if (!rr_on_event_thread(c->srv)) {
 		rr_conn_get(c); /* once pushed, c may otherwise go at any time */
@@ -187,19 +205,12 @@ static void post_or_queue(struct rr_conn *c, struct rr_send_ctx *s)
 		return;
 	}
 	if (!c->pend_head && c->sq_avail >= s->nwr) {
-		c->sq_avail -= s->nwr;
 		if (c->batching) {
+			c->sq_avail -= s->nwr;
 			chain_append(&c->batch_head, &c->batch_tail, s);
-			return;
-		}
-		RR_STAT_ADD(c, send_posts, 1);
-		if (fab_post_send(c->fc, &s->wr[0], &bad)) {
-			c->sq_avail += s->nwr;
-			rr_conn_close(c, "posting a Send failed");
+		} else if (!post_chain(c, s)) {
 			send_ctx_release(s);
-			return;
 		}
-		send_posted(c, s);
 		return;
 	}
 	chain_append(&c->pend_head, &c->pend_tail, s);
@@ -211,19 +222,12 @@ static __attribute__((noinline)) void post_queued(struct rr_conn *c)
 {
 	while (c->pend_head && c->sq_avail >= c->pend_head->nwr) {
 		struct rr_send_ctx *q = c->pend_head;
-		struct fab_send_wr *bad;
 
-		c->sq_avail -= q->nwr;
-		RR_STAT_ADD(c, send_posts, 1);
-		if (fab_post_send(c->fc, &q->wr[0], &bad)) {
-			c->sq_avail += q->nwr;
-			rr_conn_close(c, "posting a Send failed");
-			return;
-		}
+		if (!post_chain(c, q))
+			return; /* q stays queued: the close releases the queue */
 		c->pend_head = q->next_pending;
 		if (!c->pend_head)
 			c->pend_tail = NULL;
-		send_posted(c, q);
 	}
 }
 
