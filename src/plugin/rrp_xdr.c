@@ -52,7 +52,22 @@ static void dec_settle(struct rrp_xdr_dec *d)
 		dec_select(d, d->cur + 1, 0);
 }
 
+static bool dec_getbytes_slow(XDR *x, char *buf, u_int n);
+
+/* The usual case, kept free of calls: a copy out of the current iovec that
+ * leaves bytes in it (so nothing to settle). */
 static bool dec_getbytes(XDR *x, char *buf, u_int n)
+{
+	if ((size_t)(x->x_v.vio_tail - x->x_data) > n && buf != (char *)x->x_data) {
+		memcpy(buf, x->x_data, n);
+		DEC(x)->copied += n;
+		x->x_data += n;
+		return true;
+	}
+	return dec_getbytes_slow(x, buf, n);
+}
+
+static bool dec_getbytes_slow(XDR *x, char *buf, u_int n)
 {
 	struct rrp_xdr_dec *d = DEC(x);
 
@@ -324,7 +339,20 @@ static bool enc_newbuf(XDR *x)
 	return true;
 }
 
+static bool enc_putbytes_slow(XDR *x, const char *buf, u_int n);
+
+/* The usual case, kept free of calls but the copy: room in the buffer. */
 static bool enc_putbytes(XDR *x, const char *buf, u_int n)
+{
+	if ((size_t)(x->x_v.vio_wrap - x->x_data) >= n) {
+		memcpy(x->x_data, buf, n);
+		x->x_data += n;
+		return true;
+	}
+	return enc_putbytes_slow(x, buf, n);
+}
+
+static bool enc_putbytes_slow(XDR *x, const char *buf, u_int n)
 {
 	while (n) {
 		size_t room = (size_t)(x->x_v.vio_wrap - x->x_data);
@@ -388,6 +416,8 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 	size_t left;
 
 	(void)flags;
+	if (!e->ref_at)
+		e->ref_at = enc_getpostn(x);
 	before->len = (size_t)(x->x_data - before->base);
 	tail = before->base + before->len;
 	left = before->cap - before->len;
@@ -445,6 +475,7 @@ static int enc_open(struct rrp_xdr_enc *e)
 	e->xdrs.x_ops = &enc_ops;
 	e->nseg = 0;
 	e->failed = false;
+	e->ref_at = 0;
 	return enc_newbuf(&e->xdrs) ? 0 : -ENOMEM;
 }
 

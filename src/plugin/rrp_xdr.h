@@ -49,6 +49,8 @@ struct rrp_xdr_enc {
 	int nseg;
 	struct rrp_enc_seg seg[RRP_ENC_MAX_SEG];
 	bool failed;
+	uint64_t ref_at;		/* stream offset of the first data kept by
+					 * reference (READ's); 0: none */
 	/* Own buffers kept for the next stream, which then skip the shared
 	 * cache's lock: most Replies use one (a READ's goes on after its
 	 * payload in the same buffer), a few KiB of attributes two. */

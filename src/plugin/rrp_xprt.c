@@ -198,7 +198,9 @@ static struct rrp_xdr_enc *reply_stream(struct rrp_req *rq)
  * The Upper-Layer Binding pairs the k-th NFS Read result with the k-th Write
  * chunk and says whether the Reply can be delivered at all. A Call it could
  * not scan (another program, RPCSEC_GSS privacy) has no payloads: the engine
- * sends it inline or through the Reply chunk.
+ * sends it inline or through the Reply chunk. Where the encoder kept READ
+ * data by reference, the ULB is told where, and checks it there rather than
+ * walking to it.
  */
 static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
 		       struct rr_reply_plan *plan)
@@ -207,7 +209,8 @@ static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
 	struct ulb_reply_info info;
 
 	if (rq->scanned) {
-		ulb_reply_plan(&rq->ulb, iov, n, rq->call->pcl, &lim, plan, &info);
+		ulb_reply_plan_hinted(&rq->ulb, iov, n, rq->call->pcl, &lim, rq->enc.ref_at, plan,
+				      &info);
 		return;
 	}
 	plan->nspans = 0;

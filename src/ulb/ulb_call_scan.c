@@ -173,21 +173,12 @@ static bool ulb_scan_nfs2(struct ulb_scan *s)
 	}
 }
 
-static bool ulb_op_legal(uint32_t op, uint32_t minor)
-{
-	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
-			: minor == 1 ? ULB_OP_LAST_V41
-				     : ULB_OP_LAST_V42;
-
-	return op >= ULB_OP_FIRST && op <= last;
-}
-
 /* COMPOUND4args (RFC 8881 section 16.2.1) */
 static bool ulb_scan_compound(struct ulb_scan *s)
 {
 	struct ulb_call *c = s->c;
 	struct ulb_xdr *x = &s->x;
-	uint32_t i, op;
+	uint32_t i, op, last;
 
 	if (!ulb_xdr_opaque(x, ULB_MAX_TAG_LEN, NULL, NULL) || !ulb_xdr_u32(x, &c->minorversion) ||
 	    !ulb_xdr_u32(x, &c->numops))
@@ -197,10 +188,11 @@ static bool ulb_scan_compound(struct ulb_scan *s)
 		c->stopped = true;
 		return true;
 	}
+	last = ulb_op_last(c->minorversion);
 	for (i = 0; i < c->numops; i++) {
 		if (!ulb_xdr_u32(x, &op))
 			return false;
-		if (!ulb_op_legal(op, c->minorversion)) {
+		if (op < ULB_OP_FIRST || op > last) {
 			/* The server answers OP_ILLEGAL and runs nothing after it. */
 			c->stopped = true;
 			c->stop_opcode = op;

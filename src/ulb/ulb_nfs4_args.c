@@ -4,6 +4,8 @@
  * definition: RFC 7530 section 16 (3..39), RFC 8881 section 18 (40..58),
  * RFC 7862 section 15 (59..71), RFC 8276 section 8 (72..75).
  */
+#include <string.h>
+
 #include "ulb/ulb_priv.h"
 
 #define SKIP(n) ulb_xdr_skip(x, (n))
@@ -308,7 +310,9 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 {
 	struct ulb_xdr *x = &s->x;
 	struct ulb_call *c = s->c;
-	uint32_t n, u;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t n;
 
 	switch (op) {
 	case ULB_OP_ACCESS:
@@ -356,12 +360,13 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 	case ULB_OP_PUTROOTFH:
 		return true;
 	case ULB_OP_READ:
-	case ULB_OP_READ_PLUS: /* stateid, offset, count */
-		if (!SKIP(ULB_NFS4_STATEID_LEN + 8) || !U32(&u))
+	case ULB_OP_READ_PLUS: /* stateid, offset, count: one take */
+		h = ulb_xdr_take(x, ULB_NFS4_STATEID_LEN + 12, buf);
+		if (!h)
 			return false;
 		ulb_scan_read_op(c, s->op_index, op,
 				 op == ULB_OP_READ ? ULB_ITEM_READ_DATA : ULB_ITEM_READ_PLUS_DATA,
-				 u);
+				 ulb_xdr_load32(h + ULB_NFS4_STATEID_LEN + 8));
 		return true;
 	case ULB_OP_READDIR: /* cookie, cookieverf, dircount, maxcount, attr_request */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN + 8) && ulb_x_bitmap4(x);
@@ -430,17 +435,19 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 	case ULB_OP_SECINFO_NO_NAME: /* secinfo_style4 */
 		return SKIP(4);
 	case ULB_OP_SEQUENCE:
-		/* sessionid, sequenceid, slotid, highest_slotid, cachethis */
+		/* sessionid, sequenceid, slotid, highest_slotid, cachethis: one take */
+		h = ulb_xdr_take(x, ULB_NFS4_SESSIONID_LEN + 16, buf);
+		if (!h)
+			return false;
+		if (ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN + 12) > 1) /* a bool */
+			return ulb_xdr_fail(x);
 		if (s->op_index == 0) {
-			if (!ulb_xdr_bytes(x, c->seq.sessionid, sizeof(c->seq.sessionid)) ||
-			    !U32(&c->seq.sequenceid) || !U32(&c->seq.slotid))
-				return false;
-			if (!SKIP(4) || !BOOL(NULL))
-				return false;
+			memcpy(c->seq.sessionid, h, sizeof(c->seq.sessionid));
+			c->seq.sequenceid = ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN);
+			c->seq.slotid = ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN + 4);
 			c->has_sequence = true;
-			return true;
 		}
-		return SKIP(ULB_NFS4_SESSIONID_LEN + 12) && BOOL(NULL);
+		return true;
 	case ULB_OP_SET_SSV: /* ssv, digest */
 		return OPAQUE(ULB_MAX_OPAQUE) && OPAQUE(ULB_MAX_OPAQUE);
 	case ULB_OP_TEST_STATEID: /* stateids<> */

@@ -50,6 +50,12 @@ static inline enum ulb_item ulb_elig_res4(uint32_t op, uint32_t minor)
 	return (enum ulb_item)ulb_elig_nfs4[op].res;
 }
 
+/* The highest operation number a minor version defines. */
+static inline uint32_t ulb_op_last(uint32_t minor)
+{
+	return minor == 0 ? ULB_OP_LAST_V40 : minor == 1 ? ULB_OP_LAST_V41 : ULB_OP_LAST_V42;
+}
+
 /* Skip the arguments of one NFSv4 operation (RFC 7530, 8881, 7862, 8276). */
 bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op);
 

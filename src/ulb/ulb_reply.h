@@ -62,6 +62,20 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 				     struct ulb_reply_info *info);
 
 /*
+ * ulb_reply_plan() with the encoder's word that the Reply's READ data starts
+ * at stream offset @read_data (where it kept a payload by reference; 0: it
+ * kept none). For a COMPOUND that ends with its one READ - the Linux
+ * client's SEQUENCE, PUTFH, READ - the data is then checked in place (the
+ * COMPOUND's status and result count, the READ result's head before it, the
+ * end of the stream after it) instead of found by walking every result; any
+ * other shape, or a word that does not check, is walked. Same results either way.
+ */
+enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const struct iovec *iov,
+					    int iovcnt, const struct rr_pcl *pcl,
+					    const struct ulb_reply_limits *lim, uint64_t read_data,
+					    struct rr_reply_plan *plan, struct ulb_reply_info *info);
+
+/*
  * For encoders, before the Reply exists: the Write chunk that the @k-th NFS
  * Read operation of @call (counting from 0 in COMPOUND order; 0 for v2/v3)
  * will use, or -1 when its result goes inline (no chunk, or an empty one).

@@ -106,9 +106,7 @@ static bool ulb_walk_compound(struct ulb_walk *w, uint32_t minor)
 	struct ulb_xdr *x = &w->x;
 	uint8_t buf[ULB_XDR_TAKE_MAX];
 	uint32_t n, i, op, status;
-	uint32_t last = minor == 0   ? ULB_OP_LAST_V40
-			: minor == 1 ? ULB_OP_LAST_V41
-				     : ULB_OP_LAST_V42;
+	uint32_t last = ulb_op_last(minor);
 
 	if (!ulb_xdr_skip(x, 4) || !ulb_xdr_opaque(x, ULB_MAX_TAG_LEN, NULL, NULL) ||
 	    !ulb_xdr_count(x, ULB_MAX_COMPOUND_OPS, 8, &n))
@@ -248,6 +246,59 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
 	return true;
 }
 
+/*
+ * The encoder's word on where the READ data went (as svcrdma takes its NFS
+ * server's, svc_rdma_result_payload), for the Linux client's shape: a
+ * COMPOUND whose one NFS Read op is a READ and comes last (SEQUENCE, PUTFH,
+ * READ) and that the server answered in full has that READ's data at the
+ * very end of the Reply. Checked, not trusted: the COMPOUND status and result
+ * count, the READ result's head (op, status, eof, length) right before
+ * @data, and the end of the stream right after the data and its pad. Fills
+ * the plan as the walk would and returns true; false (nothing filled): walk.
+ */
+static bool ulb_read_last_shape(const struct ulb_call *call)
+{
+	return call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND &&
+	       call->gss_service == 0 && !call->stopped && call->n_read_ops == 1 &&
+	       call->read_ops[0].opcode == ULB_OP_READ &&
+	       call->read_ops[0].op_index + 1u == call->numops;
+}
+
+static bool ulb_walk_read_last(struct ulb_walk *w, const struct ulb_call *call, uint64_t data)
+{
+	struct ulb_xdr *x = &w->x;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+	uint32_t taglen, len;
+	uint64_t pos;
+
+	/* xid, REPLY, MSG_ACCEPTED, an empty verifier, SUCCESS; status, tag length */
+	h = ulb_xdr_take(x, 32, buf);
+	if (!h || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY ||
+	    ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED || ulb_xdr_load32(h + 16) != 0 ||
+	    ulb_xdr_load32(h + 20) != ULB_RPC_SUCCESS || ulb_xdr_load32(h + 24) != ULB_NFS4_OK)
+		return false;
+	taglen = ulb_xdr_load32(h + 28);
+	if (taglen > ULB_MAX_TAG_LEN || !ulb_xdr_skip(x, ulb_xdr_round4(taglen)))
+		return false;
+	h = ulb_xdr_take(x, 4, buf); /* every op answered: the READ's result is last */
+	if (!h || ulb_xdr_load32(h) != call->numops)
+		return false;
+	pos = ulb_xdr_pos(x);
+	if (data < pos + 16 || !ulb_xdr_skip(x, data - 16 - pos))
+		return false;
+	h = ulb_xdr_take(x, 16, buf); /* resop, status, eof, the data's length */
+	if (!h || ulb_xdr_load32(h) != ULB_OP_READ || ulb_xdr_load32(h + 4) != ULB_NFS4_OK ||
+	    ulb_xdr_load32(h + 8) > 1)
+		return false;
+	len = ulb_xdr_load32(h + 12);
+	if (len > ULB_MAX_OPAQUE || ulb_xdr_remaining(x) != ulb_xdr_round4(len))
+		return false;
+	w->info->n_read_results = 1;
+	w->next_chunk = 1;
+	return ulb_walk_data(w, 0, len, data);
+}
+
 int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
 		      uint64_t *room)
 {
@@ -284,6 +335,14 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 				     const struct ulb_reply_limits *lim, struct rr_reply_plan *plan,
 				     struct ulb_reply_info *info)
 {
+	return ulb_reply_plan_hinted(call, iov, iovcnt, pcl, lim, 0, plan, info);
+}
+
+enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const struct iovec *iov,
+					    int iovcnt, const struct rr_pcl *pcl,
+					    const struct ulb_reply_limits *lim, uint64_t read_data,
+					    struct rr_reply_plan *plan, struct ulb_reply_info *info)
+{
 	struct ulb_reply_info local;
 	struct ulb_walk w;
 	uint32_t limit;
@@ -307,7 +366,14 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 	/* No Read operation in the Call: no result to pair with a Write chunk,
 	 * nothing leaves the inline part - only its size matters (most NFSv4
 	 * COMPOUNDs: the walk would cost more than the rest of the plan). */
-	ok = call->n_read_ops == 0 || ulb_walk_rpc(&w, call);
+	ok = call->n_read_ops == 0;
+	if (!ok && read_data && ulb_read_last_shape(call)) {
+		ok = ulb_walk_read_last(&w, call, read_data);
+		if (!ok)
+			ulb_xdr_init(&w.x, iov, iovcnt); /* the walk starts over */
+	}
+	if (!ok)
+		ok = ulb_walk_rpc(&w, call);
 	if (!ok || w.x.err) {
 		info->result = ULB_REPLY_GARBAGE;
 		plan->nspans = 0;

@@ -680,3 +680,209 @@ TEST(UlbReplyWalk, GssIntegrityAndPrivacy)
 	EXPECT_EQ(q.r, ULB_REPLY_OK);
 	EXPECT_EQ(q.plan.nspans, 0);
 }
+
+/* ---- the encoder's word on where READ data went (ulb_reply_plan_hinted) ---- */
+
+static const Sessionid kSid = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+
+/* The Linux client's READ COMPOUND: SEQUENCE, PUTFH, READ. */
+static ulb_call linux_read_call(uint32_t count)
+{
+	Compound cp(0xa00, 1, 3, "");
+	cp.op_sequence(kSid, 7, 0);
+	cp.op_putfh(pattern(28));
+	cp.op_read(0, count);
+	return call_of(cp.x.buf);
+}
+
+static CompoundRes linux_read_reply(const Bytes &data)
+{
+	CompoundRes r(0xa00, 0, 3);
+	r.res_sequence(kSid, 7, 0);
+	r.res_putfh();
+	r.res_read(data, true);
+	return r;
+}
+
+static Planned plan_hinted(const ulb_call &c, const std::vector<iovec> &iov, const rr_pcl *pcl,
+			   uint64_t read_data, uint32_t inline_send = 65536)
+{
+	Planned p;
+	ulb_reply_limits l;
+	l.inline_send = inline_send;
+	p.r = ulb_reply_plan_hinted(&c, iov.data(), int(iov.size()), pcl, &l, read_data, &p.plan,
+				    &p.info);
+	return p;
+}
+
+/* Every output of a hinted plan equals the walk's. */
+static void expect_same(const Planned &hinted, const Planned &walked)
+{
+	EXPECT_EQ(hinted.r, walked.r);
+	EXPECT_EQ(hinted.plan.deliverable, walked.plan.deliverable);
+	ASSERT_EQ(hinted.plan.nspans, walked.plan.nspans);
+	for (unsigned i = 0; i < walked.plan.nspans; i++) {
+		EXPECT_EQ(hinted.plan.spans[i].chunk, walked.plan.spans[i].chunk);
+		EXPECT_EQ(hinted.plan.spans[i].offset, walked.plan.spans[i].offset);
+		EXPECT_EQ(hinted.plan.spans[i].length, walked.plan.spans[i].length);
+	}
+	EXPECT_EQ(hinted.info.reply_len, walked.info.reply_len);
+	EXPECT_EQ(hinted.info.inline_len, walked.info.inline_len);
+	EXPECT_EQ(hinted.info.hdr_len, walked.info.hdr_len);
+	EXPECT_EQ(hinted.info.use_reply_chunk, walked.info.use_reply_chunk);
+	EXPECT_EQ(hinted.info.n_read_results, walked.info.n_read_results);
+	EXPECT_EQ(hinted.info.bad_chunk, walked.info.bad_chunk);
+}
+
+/* The payload in its own iovec, as the plugin's encoder leaves it. */
+static std::vector<iovec> split_at_payload(const Bytes &whole, const Item &it, Bytes &head,
+					   Bytes &payload, Bytes &tail)
+{
+	head.assign(whole.begin(), whole.begin() + it.stream_offset);
+	payload.assign(whole.begin() + it.stream_offset,
+		       whole.begin() + it.stream_offset + it.length);
+	tail.assign(whole.begin() + it.stream_offset + it.length, whole.end());
+	std::vector<iovec> iov = {{head.data(), head.size()}, {payload.data(), payload.size()}};
+	if (!tail.empty())
+		iov.push_back({tail.data(), tail.size()});
+	return iov;
+}
+
+TEST(UlbReplyWalk, HintedLinuxReadAgreesWithTheWalk)
+{
+	for (uint32_t len : {0u, 1u, 4093u, 4096u, 65536u}) {
+		SCOPED_TRACE(len);
+		ulb_call c = linux_read_call(len ? len : 4096);
+		CompoundRes r = linux_read_reply(pattern(len, 3));
+		const Item &it = r.items[0];
+		Bytes head, payload, tail;
+		std::vector<iovec> split = split_at_payload(r.x.buf, it, head, payload, tail);
+
+		for (uint64_t room : {uint64_t(65536), uint64_t(4096), uint64_t(0)}) {
+			SCOPED_TRACE(room);
+			rr_pcl pcl;
+			pcl_init(&pcl);
+			pcl_add_write(&pcl, room);
+			for (const std::vector<iovec> &iov : {one(r.x.buf), split}) {
+				Planned h = plan_hinted(c, iov, &pcl, it.stream_offset, 4096);
+				expect_same(h, plan_of(c, iov, &pcl, 4096));
+				if (room >= len && len > 0) {
+					ASSERT_EQ(h.r, ULB_REPLY_OK);
+					ASSERT_EQ(h.plan.nspans, 1);
+					EXPECT_EQ(h.plan.spans[0].offset, it.stream_offset);
+					EXPECT_EQ(h.plan.spans[0].length, len);
+				}
+			}
+		}
+		/* no chunks at all: the sizes alone decide */
+		expect_same(plan_hinted(c, one(r.x.buf), nullptr, it.stream_offset, 4096),
+			    plan_of(c, one(r.x.buf), nullptr, 4096));
+	}
+}
+
+TEST(UlbReplyWalk, HintsThatDoNotCheckAreWalked)
+{
+	ulb_call c = linux_read_call(8192);
+	CompoundRes r = linux_read_reply(pattern(5000, 4));
+	const uint64_t at = r.items[0].stream_offset, total = r.x.buf.size();
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	Planned walked = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(walked.plan.nspans, 1);
+
+	for (uint64_t hint : {uint64_t(1), uint64_t(24), at - 4, at - 8, at + 4, at + 16, total,
+			      total + 4096, ~uint64_t(0)}) {
+		SCOPED_TRACE(hint);
+		expect_same(plan_hinted(c, one(r.x.buf), &pcl, hint), walked);
+	}
+	/* a truncated Reply: the hint's end-of-stream check fails, the walk finds garbage */
+	Bytes cut(r.x.buf.begin(), r.x.buf.end() - 8);
+	Planned h = plan_hinted(c, one(cut), &pcl, at);
+	expect_same(h, plan_of(c, one(cut), &pcl));
+	EXPECT_EQ(h.r, ULB_REPLY_GARBAGE);
+}
+
+TEST(UlbReplyWalk, HintsForOtherShapesAreWalked)
+{
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 8192);
+	pcl_add_write(&pcl, 8192);
+
+	/* READ not last: a GETATTR follows it */
+	Compound a(0xa01, 1, 4, "");
+	a.op_sequence(kSid, 1, 0);
+	a.op_putfh(pattern(28));
+	a.op_read(0, 4096);
+	a.op_getattr();
+	CompoundRes ra(0xa01, 0, 4);
+	ra.res_sequence(kSid, 1, 0);
+	ra.res_putfh();
+	ra.res_read(pattern(4096, 5), false);
+	ra.res_getattr();
+	ulb_call ca = call_of(a.x.buf);
+	expect_same(plan_hinted(ca, one(ra.x.buf), &pcl, ra.items[0].stream_offset),
+		    plan_of(ca, one(ra.x.buf), &pcl));
+
+	/* two READs: the second's data is last, but each needs its own chunk */
+	Compound b(0xa02, 1, 4, "");
+	b.op_sequence(kSid, 2, 0);
+	b.op_putfh(pattern(28));
+	b.op_read(0, 4096);
+	b.op_read(4096, 4096);
+	CompoundRes rb(0xa02, 0, 4);
+	rb.res_sequence(kSid, 2, 0);
+	rb.res_putfh();
+	rb.res_read(pattern(4096, 6), false);
+	rb.res_read(pattern(100, 7), true);
+	ulb_call cb = call_of(b.x.buf);
+	Planned hb = plan_hinted(cb, one(rb.x.buf), &pcl, rb.items[1].stream_offset);
+	expect_same(hb, plan_of(cb, one(rb.x.buf), &pcl));
+	EXPECT_EQ(hb.plan.nspans, 2);
+
+	/* the READ failed: the COMPOUND's status says so, nothing to pair */
+	ulb_call c = linux_read_call(4096);
+	CompoundRes rc(0xa00, 10008 /* NFS4ERR_DELAY */, 3);
+	rc.res_sequence(kSid, 7, 0);
+	rc.res_putfh();
+	rc.res_status(READ, 10008);
+	expect_same(plan_hinted(c, one(rc.x.buf), &pcl, rc.x.buf.size() - 4),
+		    plan_of(c, one(rc.x.buf), &pcl));
+
+	/* NFSv3 READ: its own in-place walk; the hint is not used */
+	Legacy v3 = v3_read_call(0xa03, 0, 4096);
+	ulb_call c3 = call_of(v3.x.buf);
+	Legacy r3 = v3_read_reply(0xa03, 0, pattern(4096, 8));
+	expect_same(plan_hinted(c3, one(r3.x.buf), &pcl, r3.items[0].stream_offset),
+		    plan_of(c3, one(r3.x.buf), &pcl));
+}
+
+TEST(UlbReplyWalk, HintIsTheEncodersWordWhereItChecks)
+{
+	/* What the hint trusts, shown: READ data whose last bytes look like a
+	 * READ result of their own (op, NFS4_OK, eof, length 8, 8 bytes). A hint
+	 * at that inner "data" checks, and is taken - which is why only the
+	 * encoder, that knows where it put the payload, gives one. */
+	Xdr inner;
+	inner.u32(READ);
+	inner.u32(0);
+	inner.u32(1);
+	inner.u32(8);
+	inner.fixed_fill(8, 0xee);
+	Bytes data = pattern(64, 9);
+	data.insert(data.end(), inner.buf.begin(), inner.buf.end());
+	ulb_call c = linux_read_call(4096);
+	CompoundRes r = linux_read_reply(data);
+	const uint64_t end = r.x.buf.size();
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096);
+
+	Planned right = plan_hinted(c, one(r.x.buf), &pcl, r.items[0].stream_offset);
+	expect_same(right, plan_of(c, one(r.x.buf), &pcl));
+	Planned inner_hint = plan_hinted(c, one(r.x.buf), &pcl, end - 8);
+	ASSERT_EQ(inner_hint.plan.nspans, 1);
+	EXPECT_EQ(inner_hint.plan.spans[0].offset, end - 8);
+	EXPECT_EQ(inner_hint.plan.spans[0].length, 8u);
+}
