@@ -306,12 +306,12 @@ static bool ulb_args_copy(struct ulb_xdr *x)
 	return true;
 }
 
-bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
+/* Every operation but the everyday ones below: apart, so that those need
+ * no stack frame of this size. */
+static __attribute__((noinline)) bool ulb_skip_args_other(struct ulb_scan *s, uint32_t op)
 {
 	struct ulb_xdr *x = &s->x;
 	struct ulb_call *c = s->c;
-	uint8_t buf[ULB_XDR_TAKE_MAX];
-	const uint8_t *h;
 	uint32_t n;
 
 	switch (op) {
@@ -327,8 +327,6 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		return SKIP(8);
 	case ULB_OP_DELEGRETURN:
 		return STATEID;
-	case ULB_OP_GETATTR:
-		return ulb_x_bitmap4(x);
 	case ULB_OP_GETFH:
 		return true;
 	case ULB_OP_LINK: /* newname */
@@ -354,19 +352,8 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		return SKIP(ULB_NFS4_STATEID_LEN + 4);
 	case ULB_OP_OPEN_DOWNGRADE: /* open_stateid, seqid, share_access, share_deny */
 		return SKIP(ULB_NFS4_STATEID_LEN + 12);
-	case ULB_OP_PUTFH:
-		return FH;
 	case ULB_OP_PUTPUBFH:
 	case ULB_OP_PUTROOTFH:
-		return true;
-	case ULB_OP_READ:
-	case ULB_OP_READ_PLUS: /* stateid, offset, count: one take */
-		h = ulb_xdr_take(x, ULB_NFS4_STATEID_LEN + 12, buf);
-		if (!h)
-			return false;
-		ulb_scan_read_op(c, s->op_index, op,
-				 op == ULB_OP_READ ? ULB_ITEM_READ_DATA : ULB_ITEM_READ_PLUS_DATA,
-				 ulb_xdr_load32(h + ULB_NFS4_STATEID_LEN + 8));
 		return true;
 	case ULB_OP_READDIR: /* cookie, cookieverf, dircount, maxcount, attr_request */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN + 8) && ulb_x_bitmap4(x);
@@ -392,10 +379,6 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		       ulb_x_netaddr4(x) && SKIP(4);
 	case ULB_OP_SETCLIENTID_CONFIRM: /* clientid, setclientid_confirm */
 		return SKIP(8 + ULB_NFS4_VERIFIER_LEN);
-	case ULB_OP_WRITE: /* stateid, offset, stable, data */
-		if (!SKIP(ULB_NFS4_STATEID_LEN + 12))
-			return false;
-		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_MAX_OPAQUE);
 	case ULB_OP_RELEASE_LOCKOWNER:
 		return ulb_x_lock_owner4(x);
 	case ULB_OP_BACKCHANNEL_CTL: /* bca_cb_program, bca_sec_parms<> */
@@ -434,20 +417,6 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		return ulb_args_layoutreturn(x);
 	case ULB_OP_SECINFO_NO_NAME: /* secinfo_style4 */
 		return SKIP(4);
-	case ULB_OP_SEQUENCE:
-		/* sessionid, sequenceid, slotid, highest_slotid, cachethis: one take */
-		h = ulb_xdr_take(x, ULB_NFS4_SESSIONID_LEN + 16, buf);
-		if (!h)
-			return false;
-		if (ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN + 12) > 1) /* a bool */
-			return ulb_xdr_fail(x);
-		if (s->op_index == 0) {
-			memcpy(c->seq.sessionid, h, sizeof(c->seq.sessionid));
-			c->seq.sequenceid = ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN);
-			c->seq.slotid = ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN + 4);
-			c->has_sequence = true;
-		}
-		return true;
 	case ULB_OP_SET_SSV: /* ssv, digest */
 		return OPAQUE(ULB_MAX_OPAQUE) && OPAQUE(ULB_MAX_OPAQUE);
 	case ULB_OP_TEST_STATEID: /* stateids<> */
@@ -497,5 +466,51 @@ bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
 		return SKIP(12);
 	default:
 		return ulb_xdr_fail(x);
+	}
+}
+
+/* The operations of nearly every COMPOUND - the Linux client's SEQUENCE,
+ * PUTFH, READ, WRITE, GETATTR - then the rest. */
+bool ulb_nfs4_skip_args(struct ulb_scan *s, uint32_t op)
+{
+	struct ulb_xdr *x = &s->x;
+	struct ulb_call *c = s->c;
+	uint8_t buf[ULB_XDR_TAKE_MAX];
+	const uint8_t *h;
+
+	switch (op) {
+	case ULB_OP_SEQUENCE:
+		/* sessionid, sequenceid, slotid, highest_slotid, cachethis: one take */
+		h = ulb_xdr_take(x, ULB_NFS4_SESSIONID_LEN + 16, buf);
+		if (!h)
+			return false;
+		if (ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN + 12) > 1) /* a bool */
+			return ulb_xdr_fail(x);
+		if (s->op_index == 0) {
+			memcpy(c->seq.sessionid, h, sizeof(c->seq.sessionid));
+			c->seq.sequenceid = ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN);
+			c->seq.slotid = ulb_xdr_load32(h + ULB_NFS4_SESSIONID_LEN + 4);
+			c->has_sequence = true;
+		}
+		return true;
+	case ULB_OP_PUTFH:
+		return FH;
+	case ULB_OP_READ:
+	case ULB_OP_READ_PLUS: /* stateid, offset, count: one take */
+		h = ulb_xdr_take(x, ULB_NFS4_STATEID_LEN + 12, buf);
+		if (!h)
+			return false;
+		ulb_scan_read_op(c, s->op_index, op,
+				 op == ULB_OP_READ ? ULB_ITEM_READ_DATA : ULB_ITEM_READ_PLUS_DATA,
+				 ulb_xdr_load32(h + ULB_NFS4_STATEID_LEN + 8));
+		return true;
+	case ULB_OP_WRITE: /* stateid, offset, stable, data */
+		if (!SKIP(ULB_NFS4_STATEID_LEN + 12))
+			return false;
+		return ulb_scan_item(s, ULB_ITEM_WRITE_DATA, ULB_MAX_OPAQUE);
+	case ULB_OP_GETATTR:
+		return ulb_x_bitmap4(x);
+	default:
+		return ulb_skip_args_other(s, op);
 	}
 }

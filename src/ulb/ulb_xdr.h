@@ -26,6 +26,10 @@
 extern "C" {
 #endif
 
+/* The fast paths are a compare and a step: inlined wherever used, also in
+ * the big per-operation switches where the compiler would rather call. */
+#define ULB_XDR_INLINE static inline __attribute__((always_inline))
+
 struct ulb_xdr {
 	const uint8_t *p;   /* next byte, inside iov[idx] */
 	const uint8_t *end; /* end of iov[idx]'s bytes (p == end: window empty) */
@@ -83,13 +87,13 @@ static inline void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int 
 }
 
 /* Bytes left in the current iovec (0 when latched in error). */
-static inline size_t ulb_xdr_here(const struct ulb_xdr *x)
+ULB_XDR_INLINE size_t ulb_xdr_here(const struct ulb_xdr *x)
 {
 	return (size_t)(x->end - x->p);
 }
 
 /* Stream offset of the next byte. */
-static inline uint64_t ulb_xdr_pos(const struct ulb_xdr *x)
+ULB_XDR_INLINE uint64_t ulb_xdr_pos(const struct ulb_xdr *x)
 {
 	return x->end_pos - ulb_xdr_here(x);
 }
@@ -111,7 +115,7 @@ static inline uint32_t ulb_xdr_load32(const uint8_t *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-static inline bool ulb_xdr_skip(struct ulb_xdr *x, uint64_t n)
+ULB_XDR_INLINE bool ulb_xdr_skip(struct ulb_xdr *x, uint64_t n)
 {
 	/* 1 <= n <= here in one compare; n == 0 reports a latched error */
 	if (n - 1 < ulb_xdr_here(x)) {
@@ -131,7 +135,7 @@ static inline bool ulb_xdr_skip(struct ulb_xdr *x, uint64_t n)
  */
 #define ULB_XDR_TAKE_MAX 32u
 
-static inline const uint8_t *ulb_xdr_take(struct ulb_xdr *x, size_t n, uint8_t *buf)
+ULB_XDR_INLINE const uint8_t *ulb_xdr_take(struct ulb_xdr *x, size_t n, uint8_t *buf)
 {
 	const uint8_t *b = x->p;
 
@@ -142,7 +146,7 @@ static inline const uint8_t *ulb_xdr_take(struct ulb_xdr *x, size_t n, uint8_t *
 	return ulb_xdr_take_slow(x, n, buf);
 }
 
-static inline bool ulb_xdr_u32(struct ulb_xdr *x, uint32_t *v)
+ULB_XDR_INLINE bool ulb_xdr_u32(struct ulb_xdr *x, uint32_t *v)
 {
 	if (ulb_xdr_here(x) < 4)
 		return ulb_xdr_u32_slow(x, v);
@@ -175,7 +179,7 @@ static inline bool ulb_xdr_u64(struct ulb_xdr *x, uint64_t *v)
 }
 
 /* A bool must be 0 or 1 (RFC 4506 section 4.4). */
-static inline bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
+ULB_XDR_INLINE bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
 {
 	uint32_t w;
 
@@ -191,7 +195,7 @@ static inline bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
 /* Variable-length opaque/string: length <= max, then the bytes and their pad.
  * *lenp (may be NULL) gets the length, *datap (may be NULL) the stream offset
  * of the first data byte. */
-static inline bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *lenp, uint64_t *datap)
+ULB_XDR_INLINE bool ulb_xdr_opaque(struct ulb_xdr *x, uint32_t max, uint32_t *lenp, uint64_t *datap)
 {
 	uint32_t len;
 
