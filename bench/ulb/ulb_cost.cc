@@ -4,7 +4,7 @@
  * ulb_reply_plan) on the Calls and Replies of NFSv3 and NFSv4.x READ and WRITE,
  * laid out as the plugin hands them over: the Call with its Read-chunk data in
  * place in its own iovec, the Reply with its payload by reference in its own
- * iovec. Messages come from the independent encoder of tests/support. Meant to
+ * iovec and the encoder's word on where that is. Messages come from the independent encoder of tests/support. Meant to
  * run under callgrind (ulb_cost.sh): instructions per op inside ulb_cost_op().
  *
  *   ulb_cost CASE N    run CASE N times; CASE: v3-read v3-write v40-read
@@ -28,6 +28,7 @@ struct Case {
 	Bytes call, reply;
 	std::vector<iovec> call_iov, reply_iov;
 	struct rr_pcl pcl;
+	uint64_t read_data; /* where the encoder put READ data by reference; 0: none */
 };
 
 /* Cut @b into [0, start) [start, start+len) [start+len, end): an item in its own iovec. */
@@ -63,6 +64,7 @@ bool build(const std::string &name, Case &k)
 	const Bytes fh = pattern(28, 3);
 
 	memset(&k.pcl, 0, sizeof(k.pcl));
+	k.read_data = 0;
 	if (name == "v3-read" || name == "v3-write") {
 		bool rd = name == "v3-read";
 		Legacy c = rd ? v3_read_call(1, 0, 4096) : v3_write_call(1, data);
@@ -81,6 +83,7 @@ bool build(const std::string &name, Case &k)
 		if (rd) {
 			k.call_iov = {{k.call.data(), k.call.size()}};
 			k.reply_iov = around(k.reply, r.items[0].stream_offset, 4096);
+			k.read_data = r.items[0].stream_offset;
 			add_chunk(&k.pcl.write[0], 0, 4096);
 			k.pcl.n_write = 1;
 		} else {
@@ -125,6 +128,7 @@ bool build(const std::string &name, Case &k)
 	} else {
 		k.call_iov = {{k.call.data(), k.call.size()}};
 		k.reply_iov = around(k.reply, r.items[0].stream_offset, 4096);
+		k.read_data = r.items[0].stream_offset;
 		add_chunk(&k.pcl.write[0], 0, 4096);
 		k.pcl.n_write = 1;
 	}
@@ -135,7 +139,7 @@ bool build(const std::string &name, Case &k)
 
 /* One op: what the plugin asks of the ULB per Call and Reply (callgrind
  * collects inside this function only). */
-extern "C" __attribute__((noinline)) int ulb_cost_op(Case *k, struct ulb_call *c)
+extern "C" __attribute__((noinline, noclone)) int ulb_cost_op(Case *k, struct ulb_call *c)
 {
 	struct ulb_reply_limits lim = {4096};
 	struct rr_reply_plan plan;
@@ -144,8 +148,8 @@ extern "C" __attribute__((noinline)) int ulb_cost_op(Case *k, struct ulb_call *c
 	if (ulb_call_scan(k->call_iov.data(), int(k->call_iov.size()), nullptr, c) != ULB_SCAN_OK ||
 	    ulb_call_check_read_chunks(c, &k->pcl) != ULB_DDP_OK)
 		return -1;
-	ulb_reply_plan(c, k->reply_iov.data(), int(k->reply_iov.size()), &k->pcl, &lim, &plan,
-		       &info);
+	ulb_reply_plan_hinted(c, k->reply_iov.data(), int(k->reply_iov.size()), &k->pcl, &lim,
+			      k->read_data, &plan, &info);
 	return plan.deliverable ? int(plan.nspans) : -1;
 }
 

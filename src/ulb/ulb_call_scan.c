@@ -173,6 +173,59 @@ static bool ulb_scan_nfs2(struct ulb_scan *s)
 	}
 }
 
+/*
+ * SEQUENCE, then PUTFH - how nearly every NFSv4.1+ COMPOUND starts - and a
+ * READ or WRITE after them (the Linux client's READ and WRITE), in place:
+ * one bounds check for the first two, one for the third, instead of one
+ * per field. The same arguments ulb_nfs4_skip_args() takes (RFC 8881
+ * sections 18.46, 18.19, 18.22, 18.32). Returns how many operations it
+ * took, 0 when the Call does not start so or the window does not hold
+ * them; the loop goes on from there (and finds a latched error, if WRITE's
+ * data ran past the end).
+ */
+static uint32_t ulb_scan_v41_prefix(struct ulb_scan *s)
+{
+	struct ulb_call *c = s->c;
+	struct ulb_xdr *x = &s->x;
+	const uint8_t *h = x->p;
+	size_t here = ulb_xdr_here(x);
+	uint64_t fh;
+
+	/* SEQUENCE: op, sessionid, sequenceid, slotid, highest_slotid, cachethis;
+	 * PUTFH: op, the handle's length, the handle */
+	if (c->numops < 2 || here < 44 || ulb_xdr_load32(h) != ULB_OP_SEQUENCE ||
+	    ulb_xdr_load32(h + 32) > 1 || ulb_xdr_load32(h + 36) != ULB_OP_PUTFH)
+		return 0;
+	fh = ulb_xdr_load32(h + 40);
+	if (fh > ULB_NFS4_FHSIZE || here < 44 + ulb_xdr_round4(fh))
+		return 0;
+	memcpy(c->seq.sessionid, h + 4, sizeof(c->seq.sessionid));
+	c->seq.sequenceid = ulb_xdr_load32(h + 20);
+	c->seq.slotid = ulb_xdr_load32(h + 24);
+	c->has_sequence = true;
+	h += 44 + ulb_xdr_round4(fh);
+	here -= 44 + ulb_xdr_round4(fh);
+	x->p = h;
+	if (c->numops < 3 || here < 4)
+		return 2;
+	switch (ulb_xdr_load32(h)) {
+	case ULB_OP_READ: /* op, stateid, offset, count */
+		if (here < 32)
+			return 2;
+		ulb_scan_read_op(c, 2, ULB_OP_READ, ULB_ITEM_READ_DATA, ulb_xdr_load32(h + 28));
+		x->p = h + 32;
+		return 3;
+	case ULB_OP_WRITE: /* op, stateid, offset, stable, the data's length; the data */
+		if (here < 36 || ulb_xdr_load32(h + 32) > ULB_MAX_OPAQUE)
+			return 2;
+		x->p = h + 36;
+		s->op_index = 2;
+		return ulb_scan_item_data(s, ULB_ITEM_WRITE_DATA, ulb_xdr_load32(h + 32)) ? 3 : 2;
+	default:
+		return 2;
+	}
+}
+
 /* COMPOUND4args (RFC 8881 section 16.2.1) */
 static bool ulb_scan_compound(struct ulb_scan *s)
 {
@@ -189,7 +242,9 @@ static bool ulb_scan_compound(struct ulb_scan *s)
 		return true;
 	}
 	last = ulb_op_last(c->minorversion);
-	for (i = 0; i < c->numops; i++) {
+	i = c->minorversion ? ulb_scan_v41_prefix(s) : 0; /* SEQUENCE is v4.1+ */
+	c->nops_scanned = i;
+	for (; i < c->numops; i++) {
 		if (!ulb_xdr_u32(x, &op))
 			return false;
 		if (op < ULB_OP_FIRST || op > last) {

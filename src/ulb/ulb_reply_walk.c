@@ -251,10 +251,7 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
  * server's, svc_rdma_result_payload), for the Linux client's shape: a
  * COMPOUND whose one NFS Read op is a READ and comes last (SEQUENCE, PUTFH,
  * READ) and that the server answered in full has that READ's data at the
- * very end of the Reply. Checked, not trusted: the COMPOUND status and result
- * count, the READ result's head (op, status, eof, length) right before
- * @data, and the end of the stream right after the data and its pad. Fills
- * the plan as the walk would and returns true; false (nothing filled): walk.
+ * very end of the Reply.
  */
 static bool ulb_read_last_shape(const struct ulb_call *call)
 {
@@ -264,35 +261,37 @@ static bool ulb_read_last_shape(const struct ulb_call *call)
 	       call->read_ops[0].op_index + 1u == call->numops;
 }
 
-static bool ulb_walk_read_last(struct ulb_walk *w, const struct ulb_call *call, uint64_t data)
+/*
+ * Checked, not trusted, in place in the first iovec (the encoder's head
+ * buffer, which ends where the payload begins): the RPC Reply header and
+ * the COMPOUND's status and result count, the READ result's head (op,
+ * status, eof, length) right before @data, and the end of the stream right
+ * after the data and its pad. Fills the plan as the walk would and returns
+ * true; false (nothing filled): walk.
+ */
+static bool ulb_read_last_in_place(struct ulb_walk *w, const struct ulb_call *call,
+				   const struct iovec *iov, uint64_t total, uint64_t data)
 {
-	struct ulb_xdr *x = &w->x;
-	uint8_t buf[ULB_XDR_TAKE_MAX];
-	const uint8_t *h;
-	uint32_t taglen, len;
-	uint64_t pos;
+	const uint8_t *h = iov[0].iov_base, *r;
+	uint64_t tag;
+	uint32_t len;
 
-	/* xid, REPLY, MSG_ACCEPTED, an empty verifier, SUCCESS; status, tag length */
-	h = ulb_xdr_take(x, 32, buf);
-	if (!h || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY ||
+	/* xid, REPLY, MSG_ACCEPTED, an empty verifier, SUCCESS; status, tag,
+	 * result count; the READ result's head: 52 bytes and the tag at least */
+	if (data > iov[0].iov_len || data < 52 || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY ||
 	    ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED || ulb_xdr_load32(h + 16) != 0 ||
-	    ulb_xdr_load32(h + 20) != ULB_RPC_SUCCESS || ulb_xdr_load32(h + 24) != ULB_NFS4_OK)
+	    ulb_xdr_load32(h + 20) != ULB_RPC_SUCCESS || ulb_xdr_load32(h + 24) != ULB_NFS4_OK ||
+	    ulb_xdr_load32(h + 28) > ULB_MAX_TAG_LEN)
 		return false;
-	taglen = ulb_xdr_load32(h + 28);
-	if (taglen > ULB_MAX_TAG_LEN || !ulb_xdr_skip(x, ulb_xdr_round4(taglen)))
+	tag = ulb_xdr_round4(ulb_xdr_load32(h + 28));
+	/* every op answered, so the READ's result is last */
+	if (data < 52 + tag || ulb_xdr_load32(h + 32 + tag) != call->numops)
 		return false;
-	h = ulb_xdr_take(x, 4, buf); /* every op answered: the READ's result is last */
-	if (!h || ulb_xdr_load32(h) != call->numops)
-		return false;
-	pos = ulb_xdr_pos(x);
-	if (data < pos + 16 || !ulb_xdr_skip(x, data - 16 - pos))
-		return false;
-	h = ulb_xdr_take(x, 16, buf); /* resop, status, eof, the data's length */
-	if (!h || ulb_xdr_load32(h) != ULB_OP_READ || ulb_xdr_load32(h + 4) != ULB_NFS4_OK ||
-	    ulb_xdr_load32(h + 8) > 1)
-		return false;
-	len = ulb_xdr_load32(h + 12);
-	if (len > ULB_MAX_OPAQUE || ulb_xdr_remaining(x) != ulb_xdr_round4(len))
+	r = h + data - 16;
+	len = ulb_xdr_load32(r + 12);
+	if (ulb_xdr_load32(r) != ULB_OP_READ || ulb_xdr_load32(r + 4) != ULB_NFS4_OK ||
+	    ulb_xdr_load32(r + 8) > 1 || len > ULB_MAX_OPAQUE ||
+	    total - data != ulb_xdr_round4(len))
 		return false;
 	w->info->n_read_results = 1;
 	w->next_chunk = 1;
@@ -345,6 +344,7 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 {
 	struct ulb_reply_info local;
 	struct ulb_walk w;
+	uint64_t total = 0;
 	uint32_t limit;
 	bool ok;
 
@@ -360,21 +360,21 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 	w.info = info;
 	w.next_chunk = 0;
 	w.removed = 0;
-	ulb_xdr_init(&w.x, iov, iovcnt);
-	info->reply_len = w.x.len;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	info->reply_len = total;
 
 	/* No Read operation in the Call: no result to pair with a Write chunk,
 	 * nothing leaves the inline part - only its size matters (most NFSv4
 	 * COMPOUNDs: the walk would cost more than the rest of the plan). */
-	ok = call->n_read_ops == 0;
-	if (!ok && read_data && ulb_read_last_shape(call)) {
-		ok = ulb_walk_read_last(&w, call, read_data);
-		if (!ok)
-			ulb_xdr_init(&w.x, iov, iovcnt); /* the walk starts over */
+	ok = call->n_read_ops == 0 ||
+	     (read_data && iovcnt > 0 && ulb_read_last_shape(call) &&
+	      ulb_read_last_in_place(&w, call, iov, total, read_data));
+	if (!ok) {
+		ulb_xdr_init(&w.x, iov, iovcnt);
+		ok = ulb_walk_rpc(&w, call) && !w.x.err;
 	}
-	if (!ok)
-		ok = ulb_walk_rpc(&w, call);
-	if (!ok || w.x.err) {
+	if (!ok) {
 		info->result = ULB_REPLY_GARBAGE;
 		plan->nspans = 0;
 		w.removed = 0;

@@ -552,3 +552,96 @@ TEST(UlbCallScan, TwoWritesTwoChunks)
 	EXPECT_EQ(c.items[1].chunk, -1);
 	EXPECT_EQ(ulb_call_check_read_chunks(&c, &pcl), ULB_DDP_OK);
 }
+
+/* Every cut of @b into iovecs of @step bytes (the window never holds a
+ * whole operation, so the general per-field path runs). */
+static std::vector<iovec> in_steps(const Bytes &b, size_t step)
+{
+	std::vector<iovec> v;
+	for (size_t i = 0; i < b.size(); i += step)
+		v.push_back({const_cast<uint8_t *>(b.data()) + i, std::min(step, b.size() - i)});
+	return v;
+}
+
+TEST(UlbCallScan, LinuxV41PrefixInPlaceMatchesFieldByField)
+{
+	/* SEQUENCE, PUTFH, then READ or WRITE (data inline or by Read chunk),
+	 * and WRITE's trailing GETATTR: the Linux client's everyday COMPOUNDs,
+	 * read in place from one iovec; the same Call in 4-byte iovecs is read
+	 * field by field. Both must say the same, and what the encoder wrote. */
+	Sessionid sid;
+	for (int i = 0; i < 16; i++)
+		sid.b[i] = uint8_t(0x30 + i);
+	for (int shape = 0; shape < 5; shape++) {
+		SCOPED_TRACE(shape);
+		const bool write = shape >= 2, chunk = shape == 3 || shape == 4;
+		Compound cp(0x61, shape == 1 ? 2 : 1, write ? 4 : 3, "");
+		cp.op_sequence(sid, 77 + shape, 5);
+		cp.op_putfh(pattern(shape == 4 ? 128 : 26)); /* the largest handle, and one padded */
+		if (write) {
+			cp.op_write(8192, pattern(4093, 2), chunk);
+			cp.op_getattr();
+		} else {
+			cp.op_read(4096, 65536);
+		}
+		rr_pcl pcl;
+		pcl_init(&pcl);
+		if (chunk)
+			pcl_add_read(&pcl, uint32_t(cp.items[0].position), 4093);
+		ulb_call whole, steps;
+		ASSERT_EQ(scan(cp.x.buf, &pcl, &whole), ULB_SCAN_OK);
+		auto iov = in_steps(cp.x.buf, 4);
+		ASSERT_EQ(ulb_call_scan(iov.data(), int(iov.size()), &pcl, &steps), ULB_SCAN_OK);
+		EXPECT_TRUE(ulb_call_same(whole, steps));
+		ASSERT_TRUE(whole.has_sequence);
+		EXPECT_EQ(0, memcmp(whole.seq.sessionid, sid.b, 16));
+		EXPECT_EQ(whole.seq.sequenceid, 77u + shape);
+		EXPECT_EQ(whole.seq.slotid, 5u);
+		EXPECT_EQ(whole.nops_scanned, whole.numops);
+		if (write) {
+			EXPECT_EQ(whole.n_read_ops, 0u);
+			ASSERT_EQ(whole.n_items, 1u);
+			EXPECT_EQ(whole.items[0].op_index, 2u);
+			EXPECT_EQ(whole.items[0].kind, ULB_ITEM_WRITE_DATA);
+			EXPECT_EQ(whole.items[0].length, 4093u);
+			EXPECT_EQ(whole.items[0].position, cp.items[0].position);
+			EXPECT_EQ(whole.items[0].chunk, chunk ? 0 : -1);
+			EXPECT_EQ(ulb_call_check_read_chunks(&whole, &pcl), ULB_DDP_OK);
+		} else {
+			ASSERT_EQ(whole.n_read_ops, 1u);
+			EXPECT_EQ(whole.read_ops[0].op_index, 2u);
+			EXPECT_EQ(whole.read_ops[0].opcode, uint32_t(READ));
+			EXPECT_EQ(whole.read_ops[0].count, 65536u);
+			EXPECT_EQ(whole.n_items, 0u);
+		}
+	}
+}
+
+TEST(UlbCallScan, LinuxV41PrefixRefusesWhatTheFieldsRefuse)
+{
+	/* A bad cachethis bool, an oversized handle, SEQUENCE under v4.0 (an
+	 * illegal op there), and WRITE data running past the end: the in-place
+	 * reading reaches the answer the field-by-field one does. */
+	Sessionid sid = {};
+	for (int bad = 0; bad < 4; bad++) {
+		SCOPED_TRACE(bad);
+		Compound cp(0x62, bad == 2 ? 0 : 1, 3, "");
+		cp.op_sequence(sid, 1, 0);
+		cp.op_putfh(pattern(bad == 1 ? 129 : 16));
+		cp.op_write(0, pattern(64, 1));
+		Bytes b = cp.x.buf;
+		if (bad == 0)
+			b[b.size() - 128] = 2; /* cachethis: 0x02000000 */
+		if (bad == 3)
+			b.resize(b.size() - 8);
+		ulb_call whole, steps;
+		enum ulb_scan_result r = scan(b, nullptr, &whole);
+		auto iov = in_steps(b, 4);
+		EXPECT_EQ(r, ulb_call_scan(iov.data(), int(iov.size()), nullptr, &steps));
+		EXPECT_TRUE(ulb_call_same(whole, steps));
+		if (bad == 2)
+			EXPECT_TRUE(whole.stopped); /* OP_ILLEGAL: nothing after it runs */
+		else
+			EXPECT_EQ(r, ULB_SCAN_GARBAGE);
+	}
+}
