@@ -757,13 +757,17 @@ TEST(UlbReplyWalk, HintedLinuxReadAgreesWithTheWalk)
 		const Item &it = r.items[0];
 		Bytes head, payload, tail;
 		std::vector<iovec> split = split_at_payload(r.x.buf, it, head, payload, tail);
+		/* the head itself in two iovecs: not checked in place, walked */
+		std::vector<iovec> split_head = split;
+		split_head[0].iov_len = 10;
+		split_head.insert(split_head.begin() + 1, {head.data() + 10, head.size() - 10});
 
 		for (uint64_t room : {uint64_t(65536), uint64_t(4096), uint64_t(0)}) {
 			SCOPED_TRACE(room);
 			rr_pcl pcl;
 			pcl_init(&pcl);
 			pcl_add_write(&pcl, room);
-			for (const std::vector<iovec> &iov : {one(r.x.buf), split}) {
+			for (const std::vector<iovec> &iov : {one(r.x.buf), split, split_head}) {
 				Planned h = plan_hinted(c, iov, &pcl, it.stream_offset, 4096);
 				expect_same(h, plan_of(c, iov, &pcl, 4096));
 				if (room >= len && len > 0) {
