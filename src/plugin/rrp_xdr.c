@@ -52,16 +52,19 @@ static void dec_settle(struct rrp_xdr_dec *d)
 		dec_select(d, d->cur + 1, 0);
 }
 
-static bool dec_getbytes_slow(XDR *x, char *buf, u_int n);
+static __attribute__((noinline)) bool dec_getbytes_slow(XDR *x, char *buf, u_int n);
 
 /* The usual case, kept free of calls: a copy out of the current iovec that
  * leaves bytes in it (so nothing to settle). */
 static bool dec_getbytes(XDR *x, char *buf, u_int n)
 {
 	if ((size_t)(x->x_v.vio_tail - x->x_data) > n && buf != (char *)x->x_data) {
-		memcpy(buf, x->x_data, n);
-		DEC(x)->copied += n;
+		const uint8_t *src = x->x_data;
+
+		/* the stream first, then the copy: nothing to keep across the call */
 		x->x_data += n;
+		DEC(x)->copied += n;
+		memcpy(buf, src, n);
 		return true;
 	}
 	return dec_getbytes_slow(x, buf, n);
@@ -339,14 +342,16 @@ static bool enc_newbuf(XDR *x)
 	return true;
 }
 
-static bool enc_putbytes_slow(XDR *x, const char *buf, u_int n);
+static __attribute__((noinline)) bool enc_putbytes_slow(XDR *x, const char *buf, u_int n);
 
 /* The usual case, kept free of calls but the copy: room in the buffer. */
 static bool enc_putbytes(XDR *x, const char *buf, u_int n)
 {
 	if ((size_t)(x->x_v.vio_wrap - x->x_data) >= n) {
-		memcpy(x->x_data, buf, n);
+		uint8_t *dst = x->x_data;
+
 		x->x_data += n;
+		memcpy(dst, buf, n);
 		return true;
 	}
 	return enc_putbytes_slow(x, buf, n);
