@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct rr_xdr {
 	uint8_t *p;		/* next byte */
@@ -45,10 +46,12 @@ static inline uint64_t rr_xdr_load64(const uint8_t *p)
  */
 static inline uint8_t *rr_xdr_store32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+	/* One swap and one store: written byte by byte, GCC kept four stores
+	 * (it cannot merge them past the loads of the chunk list). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	memcpy(p, &v, 4);
 	return p + 4;
 }
 
