@@ -689,7 +689,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	struct rr_conn *c = ctx->conn;
 	const struct rr_pcl *p = &ctx->pcl;
 	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
-	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS] = {0}; /* bytes per Write chunk */
+	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS]; /* bytes per Write chunk, [0, n_write) */
 	uint64_t total = 0, inline_len, write_bytes = 0;
 	uint32_t max_inline, rkey;
 	unsigned int nsge = 1; /* sge[0] is the Send's */
@@ -703,6 +703,8 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		plan = &no_spans;
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
+	for (unsigned int i = 0; i < p->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
+		written[i] = 0;
 
 	if (c->state == RR_CONN_CLOSING) {
 		if (done)
