@@ -25,7 +25,8 @@ static bool ulb_chunk_nonempty(const struct rr_chunk *ch)
 
 /* One NFS Read result's data item, @len bytes at stream offset @data, read
  * and skipped: pair it with Write chunk @chunk. */
-static bool ulb_walk_data(struct ulb_walk *w, uint32_t chunk, uint32_t len, uint64_t data)
+static inline __attribute__((always_inline)) bool ulb_walk_data(struct ulb_walk *w, uint32_t chunk,
+							  uint32_t len, uint64_t data)
 {
 	const struct rr_chunk *ch;
 
@@ -344,7 +345,7 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 {
 	struct ulb_reply_info local;
 	struct ulb_walk w;
-	uint64_t total = 0;
+	uint64_t total;
 	uint32_t limit;
 	bool ok;
 
@@ -360,8 +361,7 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 	w.info = info;
 	w.next_chunk = 0;
 	w.removed = 0;
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
+	total = ulb_xdr_iov_len(iov, iovcnt);
 	info->reply_len = total;
 
 	/* No Read operation in the Call: no result to pair with a Write chunk,
@@ -371,7 +371,7 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 	     (read_data && iovcnt > 0 && ulb_read_last_shape(call) &&
 	      ulb_read_last_in_place(&w, call, iov, total, read_data));
 	if (!ok) {
-		ulb_xdr_init(&w.x, iov, iovcnt);
+		ulb_xdr_init_len(&w.x, iov, iovcnt, total);
 		ok = ulb_walk_rpc(&w, call) && !w.x.err;
 	}
 	if (!ok) {

@@ -67,16 +67,25 @@ static inline void ulb_xdr_window(struct ulb_xdr *x, int i, uint64_t pos)
 	x->end_pos = pos + x->iov[i].iov_len;
 }
 
-static inline void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt)
+/* The sum of the iovecs' lengths: the stream's length. */
+static inline uint64_t ulb_xdr_iov_len(const struct iovec *iov, int iovcnt)
 {
-	int i;
+	uint64_t len = 0;
 
+	for (int i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/* A cursor at the start of @iov, whose lengths sum to @len (a caller that
+ * has the sum already). */
+static inline void ulb_xdr_init_len(struct ulb_xdr *x, const struct iovec *iov, int iovcnt,
+				    uint64_t len)
+{
 	x->iov = iov;
 	x->iovcnt = iovcnt > 0 ? iovcnt : 0;
 	x->err = false;
-	x->len = 0;
-	for (i = 0; i < x->iovcnt; i++)
-		x->len += iov[i].iov_len;
+	x->len = len;
 	if (x->iovcnt > 0) {
 		ulb_xdr_window(x, 0, 0);
 	} else {
@@ -84,6 +93,11 @@ static inline void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int 
 		x->p = x->end = ulb_xdr_empty;
 		x->end_pos = 0;
 	}
+}
+
+static inline void ulb_xdr_init(struct ulb_xdr *x, const struct iovec *iov, int iovcnt)
+{
+	ulb_xdr_init_len(x, iov, iovcnt, ulb_xdr_iov_len(iov, iovcnt));
 }
 
 /* Bytes left in the current iovec (0 when latched in error). */
