@@ -64,8 +64,6 @@ static struct rr_send_ctx *send_ctx_get(struct rr_conn *c, bool bc)
 	return s;
 }
 
-/* Give a send context back: bounce buffers, the caller's memory, the call.
- * Event thread, except a reverse-direction call's (see send_ctx_get). */
 /* Back on its free list (the reverse direction's is shared: lock). */
 static void send_ctx_free(struct rr_conn *c, struct rr_send_ctx *s)
 {
@@ -87,6 +85,8 @@ static void quiet_end(struct rr_conn *c, struct rr_send_ctx *s)
 	c->quiet_out--;
 }
 
+/* Give a send context back: bounce buffers, the caller's memory, the call.
+ * Event thread, except a reverse-direction call's (see send_ctx_get). */
 static void send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;

@@ -48,7 +48,9 @@ static inline uint8_t *rr_xdr_store32(uint8_t *p, uint32_t v)
 {
 	/* One swap and one store: written byte by byte, GCC kept four stores
 	 * (it cannot merge them past the loads of the chunk list). */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if !defined(__BYTE_ORDER__)
+#error "rr_xdr_store32 needs the compiler's __BYTE_ORDER__ (GCC, clang)"
+#elif __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	v = __builtin_bswap32(v);
 #endif
 	memcpy(p, &v, 4);

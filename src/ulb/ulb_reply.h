@@ -64,11 +64,11 @@ enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct i
 /*
  * ulb_reply_plan() with the encoder's word that the Reply's READ data starts
  * at stream offset @read_data (where it kept a payload by reference; 0: it
- * kept none). For a COMPOUND that ends with its one READ - the Linux
- * client's SEQUENCE, PUTFH, READ - the data is then checked in place (the
- * COMPOUND's status and result count, the READ result's head before it, the
- * end of the stream after it) instead of found by walking every result; any
- * other shape, or a word that does not check, is walked. Same results either way.
+ * kept none). For the Linux client's READ - the COMPOUND SEQUENCE, PUTFH,
+ * READ - the Reply is then checked in place (the COMPOUND's status, each
+ * result's op and status where that shape puts them, the end of the stream
+ * after the data) instead of walked; any other shape, or a word that does
+ * not check, is walked. Same results either way, whatever the word.
  */
 enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const struct iovec *iov,
 					    int iovcnt, const struct rr_pcl *pcl,

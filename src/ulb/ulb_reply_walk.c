@@ -249,49 +249,62 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
 
 /*
  * The encoder's word on where the READ data went (as svcrdma takes its NFS
- * server's, svc_rdma_result_payload), for the Linux client's shape: a
- * COMPOUND whose one NFS Read op is a READ and comes last (SEQUENCE, PUTFH,
- * READ) and that the server answered in full has that READ's data at the
- * very end of the Reply.
+ * server's, svc_rdma_result_payload), for the Linux client's READ: the
+ * COMPOUND SEQUENCE, PUTFH, READ, which, answered in full, has the READ's
+ * data at the very end of the Reply.
  */
 static bool ulb_read_last_shape(const struct ulb_call *call)
 {
 	return call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND &&
-	       call->gss_service == 0 && !call->stopped && call->n_read_ops == 1 &&
-	       call->read_ops[0].opcode == ULB_OP_READ &&
-	       call->read_ops[0].op_index + 1u == call->numops;
+	       call->gss_service == 0 && !call->stopped && call->numops == 3 &&
+	       call->n_read_ops == 1 && call->read_ops[0].opcode == ULB_OP_READ &&
+	       call->read_ops[0].op_index == 2;
 }
+
+/* Reply bytes of that COMPOUND before the READ data, after its tag: the
+ * result count; SEQUENCE4res (op, status, sessionid, sequenceid, slotid,
+ * highest_slotid, target_highest_slotid, status_flags); PUTFH4res (op,
+ * status); the READ result's head (op, status, eof, the data's length). */
+#define ULB_READ_LAST_SEQ 4u
+#define ULB_READ_LAST_PUTFH (ULB_READ_LAST_SEQ + 44u)
+#define ULB_READ_LAST_READ (ULB_READ_LAST_PUTFH + 8u)
+#define ULB_READ_LAST_DATA (ULB_READ_LAST_READ + 16u)
 
 /*
  * Checked, not trusted, in place in the first iovec (the encoder's head
- * buffer, which ends where the payload begins): the RPC Reply header and
- * the COMPOUND's status and result count, the READ result's head (op,
- * status, eof, length) right before @data, and the end of the stream right
- * after the data and its pad. Fills the plan as the walk would and returns
- * true; false (nothing filled): walk.
+ * buffer, which ends where the payload begins): the RPC Reply header, the
+ * COMPOUND's status and three results, each op and status where that shape
+ * puts them - so @data is where the walk would find the READ data, whatever
+ * the Call said - and the end of the stream right after the data and its
+ * pad. Fills the plan as the walk would and returns true; false (nothing
+ * filled): walk.
  */
-static bool ulb_read_last_in_place(struct ulb_walk *w, const struct ulb_call *call,
-				   const struct iovec *iov, uint64_t total, uint64_t data)
+static bool ulb_read_last_in_place(struct ulb_walk *w, const struct iovec *iov, uint64_t total,
+				   uint64_t data)
 {
 	const uint8_t *h = iov[0].iov_base, *r;
 	uint64_t tag;
 	uint32_t len;
 
-	/* xid, REPLY, MSG_ACCEPTED, an empty verifier, SUCCESS; status, tag,
-	 * result count; the READ result's head: 52 bytes and the tag at least */
-	if (data > iov[0].iov_len || data < 52 || ulb_xdr_load32(h + 4) != ULB_RPC_REPLY ||
+	/* xid, REPLY, MSG_ACCEPTED, an empty verifier, SUCCESS; status, tag */
+	if (data > iov[0].iov_len || data < 32 + ULB_READ_LAST_DATA ||
+	    ulb_xdr_load32(h + 4) != ULB_RPC_REPLY ||
 	    ulb_xdr_load32(h + 8) != ULB_RPC_MSG_ACCEPTED || ulb_xdr_load32(h + 16) != 0 ||
 	    ulb_xdr_load32(h + 20) != ULB_RPC_SUCCESS || ulb_xdr_load32(h + 24) != ULB_NFS4_OK ||
 	    ulb_xdr_load32(h + 28) > ULB_MAX_TAG_LEN)
 		return false;
 	tag = ulb_xdr_round4(ulb_xdr_load32(h + 28));
-	/* every op answered, so the READ's result is last */
-	if (data < 52 + tag || ulb_xdr_load32(h + 32 + tag) != call->numops)
+	if (data != 32 + tag + ULB_READ_LAST_DATA)
 		return false;
-	r = h + data - 16;
-	len = ulb_xdr_load32(r + 12);
-	if (ulb_xdr_load32(r) != ULB_OP_READ || ulb_xdr_load32(r + 4) != ULB_NFS4_OK ||
-	    ulb_xdr_load32(r + 8) > 1 || len > ULB_MAX_OPAQUE ||
+	r = h + 32 + tag;
+	len = ulb_xdr_load32(r + ULB_READ_LAST_READ + 12);
+	if (ulb_xdr_load32(r) != 3 || ulb_xdr_load32(r + ULB_READ_LAST_SEQ) != ULB_OP_SEQUENCE ||
+	    ulb_xdr_load32(r + ULB_READ_LAST_SEQ + 4) != ULB_NFS4_OK ||
+	    ulb_xdr_load32(r + ULB_READ_LAST_PUTFH) != ULB_OP_PUTFH ||
+	    ulb_xdr_load32(r + ULB_READ_LAST_PUTFH + 4) != ULB_NFS4_OK ||
+	    ulb_xdr_load32(r + ULB_READ_LAST_READ) != ULB_OP_READ ||
+	    ulb_xdr_load32(r + ULB_READ_LAST_READ + 4) != ULB_NFS4_OK ||
+	    ulb_xdr_load32(r + ULB_READ_LAST_READ + 8) > 1 || len > ULB_MAX_OPAQUE ||
 	    total - data != ulb_xdr_round4(len))
 		return false;
 	w->info->n_read_results = 1;
@@ -369,7 +382,7 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 	 * COMPOUNDs: the walk would cost more than the rest of the plan). */
 	ok = call->n_read_ops == 0 ||
 	     (read_data && iovcnt > 0 && ulb_read_last_shape(call) &&
-	      ulb_read_last_in_place(&w, call, iov, total, read_data));
+	      ulb_read_last_in_place(&w, iov, total, read_data));
 	if (!ok) {
 		ulb_xdr_init_len(&w.x, iov, iovcnt, total);
 		ok = ulb_walk_rpc(&w, call) && !w.x.err;

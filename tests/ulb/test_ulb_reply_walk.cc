@@ -862,12 +862,12 @@ TEST(UlbReplyWalk, HintsForOtherShapesAreWalked)
 		    plan_of(c3, one(r3.x.buf), &pcl));
 }
 
-TEST(UlbReplyWalk, HintIsTheEncodersWordWhereItChecks)
+TEST(UlbReplyWalk, HintCannotPointAnywhereButWhereTheWalkWould)
 {
-	/* What the hint trusts, shown: READ data whose last bytes look like a
-	 * READ result of their own (op, NFS4_OK, eof, length 8, 8 bytes). A hint
-	 * at that inner "data" checks, and is taken - which is why only the
-	 * encoder, that knows where it put the payload, gives one. */
+	/* READ data whose last bytes look like a READ result of their own (op,
+	 * NFS4_OK, eof, length 8, 8 bytes): a hint at that inner "data" ends the
+	 * stream right, but the three results before it are not where the
+	 * shape puts them, so the Reply is walked and the real data paired. */
 	Xdr inner;
 	inner.u32(READ);
 	inner.u32(0);
@@ -883,10 +883,50 @@ TEST(UlbReplyWalk, HintIsTheEncodersWordWhereItChecks)
 	pcl_init(&pcl);
 	pcl_add_write(&pcl, 4096);
 
-	Planned right = plan_hinted(c, one(r.x.buf), &pcl, r.items[0].stream_offset);
-	expect_same(right, plan_of(c, one(r.x.buf), &pcl));
-	Planned inner_hint = plan_hinted(c, one(r.x.buf), &pcl, end - 8);
-	ASSERT_EQ(inner_hint.plan.nspans, 1);
-	EXPECT_EQ(inner_hint.plan.spans[0].offset, end - 8);
-	EXPECT_EQ(inner_hint.plan.spans[0].length, 8u);
+	Planned walked = plan_of(c, one(r.x.buf), &pcl);
+	ASSERT_EQ(walked.plan.nspans, 1);
+	EXPECT_EQ(walked.plan.spans[0].offset, r.items[0].stream_offset);
+	expect_same(plan_hinted(c, one(r.x.buf), &pcl, r.items[0].stream_offset), walked);
+	expect_same(plan_hinted(c, one(r.x.buf), &pcl, end - 8), walked);
+}
+
+TEST(UlbReplyWalk, HintedReplyThatAnswersOtherOpsIsWalked)
+{
+	/* A Reply whose results are not the Call's (a session's cached Reply
+	 * replayed for a retry that changed its operations, RFC 8881 section
+	 * 2.10.6.1.3). The walk pairs what the Reply holds; the hint must agree. */
+	rr_pcl pcl;
+	pcl_init(&pcl);
+	pcl_add_write(&pcl, 4096);
+	pcl_add_write(&pcl, 4096);
+
+	/* Call SEQUENCE, PUTFH, READ; Reply SEQUENCE, PUTFH, READLINK with the
+	 * link's text last */
+	ulb_call c = linux_read_call(4096);
+	CompoundRes r(0xa00, 0, 3);
+	r.res_sequence(kSid, 7, 0);
+	r.res_putfh();
+	r.res_readlink(pattern(100, 10));
+	ASSERT_EQ(r.items.size(), 1u);
+	expect_same(plan_hinted(c, one(r.x.buf), &pcl, r.items[0].stream_offset),
+		    plan_of(c, one(r.x.buf), &pcl));
+
+	/* Call SEQUENCE, PUTFH, GETATTR, READ; Reply SEQUENCE, PUTFH, READLINK,
+	 * READ: the walk gives the READLINK the first chunk, the READ the second */
+	Compound a(0xa04, 1, 4, "");
+	a.op_sequence(kSid, 8, 0);
+	a.op_putfh(pattern(28));
+	a.op_getattr();
+	a.op_read(0, 4096);
+	ulb_call ca = call_of(a.x.buf);
+	CompoundRes ra(0xa04, 0, 4);
+	ra.res_sequence(kSid, 8, 0);
+	ra.res_putfh();
+	ra.res_readlink(pattern(100, 11));
+	ra.res_read(pattern(4096, 12), true);
+	ASSERT_EQ(ra.items.size(), 2u);
+	Planned walked = plan_of(ca, one(ra.x.buf), &pcl);
+	ASSERT_EQ(walked.plan.nspans, 2);
+	EXPECT_EQ(walked.plan.spans[1].chunk, 1u);
+	expect_same(plan_hinted(ca, one(ra.x.buf), &pcl, ra.items[1].stream_offset), walked);
 }
