@@ -147,7 +147,8 @@ ganesha_start() {
 	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
 	t0=$(up)
 	# LD_PRELOAD only when given; the plugin's counters come from its Stats_Socket
-	timeout -s KILL 1200 chroot $H env ${pre:+LD_PRELOAD=$pre} \
+	# bounded by the guest's own limit (the bench's 24 cells outlast any fixed one on a slow host)
+	timeout -s KILL "${GUEST_TIMEOUT:-1200}" chroot $H env ${pre:+LD_PRELOAD=$pre} \
 		/usr/bin/ganesha.nfsd -F -L /tmp/ganesha.log -f /tmp/ganesha.conf -p /run/ganesha/pid &
 	gpid=$!
 	# ready when it listens on its NFS port and, for rdma, has an rdma_cm listener; if that
