@@ -247,6 +247,9 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
 	return true;
 }
 
+/* SEQUENCE, PUTFH, READ */
+#define ULB_READ_LAST_OPS 3u
+
 /*
  * The encoder's word on where the READ data went (as svcrdma takes its NFS
  * server's, svc_rdma_result_payload), for the Linux client's READ: the
@@ -256,9 +259,9 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
 static bool ulb_read_last_shape(const struct ulb_call *call)
 {
 	return call->ulp == ULB_ULP_NFS4 && call->proc == ULB_NFS4_PROC_COMPOUND &&
-	       call->gss_service == 0 && !call->stopped && call->numops == 3 &&
+	       call->gss_service == 0 && !call->stopped && call->numops == ULB_READ_LAST_OPS &&
 	       call->n_read_ops == 1 && call->read_ops[0].opcode == ULB_OP_READ &&
-	       call->read_ops[0].op_index == 2;
+	       call->read_ops[0].op_index == ULB_READ_LAST_OPS - 1;
 }
 
 /* Reply bytes of that COMPOUND before the READ data, after its tag: the
@@ -266,9 +269,15 @@ static bool ulb_read_last_shape(const struct ulb_call *call)
  * highest_slotid, target_highest_slotid, status_flags); PUTFH4res (op,
  * status); the READ result's head (op, status, eof, the data's length). */
 #define ULB_READ_LAST_SEQ 4u
-#define ULB_READ_LAST_PUTFH (ULB_READ_LAST_SEQ + 44u)
+#define ULB_READ_LAST_PUTFH (ULB_READ_LAST_SEQ + 8u + ULB_NFS4_SESSIONID_LEN + 20u)
 #define ULB_READ_LAST_READ (ULB_READ_LAST_PUTFH + 8u)
 #define ULB_READ_LAST_DATA (ULB_READ_LAST_READ + 16u)
+
+/* A result's head in place: @op, answered NFS4_OK. */
+static inline __attribute__((always_inline)) bool ulb_res_ok_at(const uint8_t *p, uint32_t op)
+{
+	return ulb_xdr_load32(p) == op && ulb_xdr_load32(p + 4) == ULB_NFS4_OK;
+}
 
 /*
  * Checked, not trusted, in place in the first iovec (the encoder's head
@@ -298,12 +307,10 @@ static bool ulb_read_last_in_place(struct ulb_walk *w, const struct iovec *iov, 
 		return false;
 	r = h + 32 + tag;
 	len = ulb_xdr_load32(r + ULB_READ_LAST_READ + 12);
-	if (ulb_xdr_load32(r) != 3 || ulb_xdr_load32(r + ULB_READ_LAST_SEQ) != ULB_OP_SEQUENCE ||
-	    ulb_xdr_load32(r + ULB_READ_LAST_SEQ + 4) != ULB_NFS4_OK ||
-	    ulb_xdr_load32(r + ULB_READ_LAST_PUTFH) != ULB_OP_PUTFH ||
-	    ulb_xdr_load32(r + ULB_READ_LAST_PUTFH + 4) != ULB_NFS4_OK ||
-	    ulb_xdr_load32(r + ULB_READ_LAST_READ) != ULB_OP_READ ||
-	    ulb_xdr_load32(r + ULB_READ_LAST_READ + 4) != ULB_NFS4_OK ||
+	if (ulb_xdr_load32(r) != ULB_READ_LAST_OPS ||
+	    !ulb_res_ok_at(r + ULB_READ_LAST_SEQ, ULB_OP_SEQUENCE) ||
+	    !ulb_res_ok_at(r + ULB_READ_LAST_PUTFH, ULB_OP_PUTFH) ||
+	    !ulb_res_ok_at(r + ULB_READ_LAST_READ, ULB_OP_READ) ||
 	    ulb_xdr_load32(r + ULB_READ_LAST_READ + 8) > 1 || len > ULB_MAX_OPAQUE ||
 	    total - data != ulb_xdr_round4(len))
 		return false;

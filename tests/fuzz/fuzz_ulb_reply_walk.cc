@@ -68,25 +68,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* The encoder's word on where READ data went changes nothing: an
 	 * honest one (where the walk found it) nor any other. */
-	if (p1.nspans) {
-		struct rr_reply_plan p3;
-		struct ulb_reply_info i3;
-		enum ulb_reply_result r3 =
-		    ulb_reply_plan_hinted(&call, pieces.data(), int(pieces.size()), &pcl, &lim,
-					  p1.spans[0].offset, &p3, &i3);
-		CHECK(r3 == r1);
-		CHECK(rr_reply_plan_same(p1, p3));
-		CHECK(i3.inline_len == i1.inline_len);
-	}
-	{
-		struct rr_reply_plan p4;
-		struct ulb_reply_info i4;
-		enum ulb_reply_result r4 =
-		    ulb_reply_plan_hinted(&call, pieces.data(), int(pieces.size()), &pcl, &lim,
-					  (seed * 4099ull) % (size + 64), &p4, &i4);
-		CHECK(r4 == r1);
-		CHECK(rr_reply_plan_same(p1, p4));
-		CHECK(i4.inline_len == i1.inline_len);
+	const uint64_t other = (seed * 4099ull) % (size + 64);
+	for (uint64_t hint : {p1.nspans ? p1.spans[0].offset : other, other}) {
+		struct rr_reply_plan ph;
+		struct ulb_reply_info ih;
+		enum ulb_reply_result rh = ulb_reply_plan_hinted(
+		    &call, pieces.data(), int(pieces.size()), &pcl, &lim, hint, &ph, &ih);
+		CHECK(rh == r1);
+		CHECK(rr_reply_plan_same(p1, ph));
+		CHECK(ih.inline_len == i1.inline_len);
 	}
 	if (p1.deliverable) {
 		CHECK(i1.inline_len == size - removed);
