@@ -4,20 +4,40 @@
  * that answers every connection with one JSON object and closes:
  *   {"global": {counters...}, "plugin": {...}, "connections": [{"peer":..,...}]}
  * rpcrdma-stat reads it; so do the plugin tests.
+ *
+ * The answer is built in memory from a copy of the connection list (taken
+ * under the server's lock, which the event thread needs to list and unlist
+ * connections) and only then written, non-blocking, within a deadline: a
+ * reader that stops reading costs its own answer, never RDMA service.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plugin/rrp_plugin.h"
 
+/* The whole answer must be taken within this; then the reader is dropped. */
+#define RRP_STATS_WRITE_MS 3000
+/* Room for connections that arrive between counting and copying them. */
+#define RRP_STATS_SNAP_SLACK 16
+/* Copies retried this often when connections keep arriving faster. */
+#define RRP_STATS_SNAP_TRIES 4
+
 static int listen_fd = -1;
+/* The socket we bound, removed at exit only while it is still that one. */
+static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static dev_t sock_dev;
+static ino_t sock_ino;
 
 static void put_stats(FILE *f, const struct rr_stats *st)
 {
@@ -30,26 +50,42 @@ static void put_stats(FILE *f, const struct rr_stats *st)
 #undef PUT
 }
 
-struct conn_walk {
-	FILE *f;
-	bool first;
-};
-
-static void put_conn(void *arg, struct rr_conn *conn, const struct rr_stats *st)
+/*
+ * Copy @srv's connections into memory of our own (*@out, freed by the
+ * caller); returns how many, or -ENOMEM. The count is bounded by the
+ * server's Max_Connections.
+ */
+static long snapshot_conns(struct rr_server *srv, struct rr_conn_snap **out)
 {
-	struct conn_walk *w = arg;
+	uint32_t room = rr_server_snapshot_conns(srv, NULL, 0) + RRP_STATS_SNAP_SLACK;
 
-	fprintf(w->f, "%s{\"peer\":\"%s\",", w->first ? "" : ",", rr_conn_peer(conn));
-	put_stats(w->f, st);
-	fputc('}', w->f);
-	w->first = false;
+	for (int i = 0; i < RRP_STATS_SNAP_TRIES; i++) {
+		struct rr_conn_snap *s = malloc((size_t)room * sizeof(*s));
+		uint32_t n;
+
+		if (!s)
+			return -ENOMEM;
+		n = rr_server_snapshot_conns(srv, s, room);
+		if (n <= room) {
+			*out = s;
+			return n;
+		}
+		free(s);
+		room = n + RRP_STATS_SNAP_SLACK;
+	}
+	return -ENOMEM;
 }
 
-static void write_json(FILE *f)
+/* The JSON answer in memory (*@buf, freed by the caller); 0 or -errno. */
+static int build_json(char **buf, size_t *len)
 {
 	struct rr_stats total, st;
-	struct conn_walk w = {.f = f, .first = true};
+	bool first = true;
+	FILE *f = open_memstream(buf, len);
+	int ret = 0;
 
+	if (!f)
+		return -errno;
 	memset(&total, 0, sizeof(total));
 	for (int i = 0; i < 2; i++) {
 		if (!rrp.srv[i])
@@ -69,10 +105,66 @@ static void write_json(FILE *f)
 		(unsigned long long)atomic_load(&rrp.replies_failed), rrp.nworkers,
 		(unsigned long long)atomic_load(&rrp.decode_copy_bytes),
 		(unsigned long long)atomic_load(&rrp.decode_in_place_bytes));
-	for (int i = 0; i < 2; i++)
-		if (rrp.srv[i])
-			rr_server_foreach_conn(rrp.srv[i], put_conn, &w);
+	for (int i = 0; i < 2 && !ret; i++) {
+		struct rr_conn_snap *s = NULL;
+		long n;
+
+		if (!rrp.srv[i])
+			continue;
+		n = snapshot_conns(rrp.srv[i], &s);
+		if (n < 0) {
+			ret = (int)n;
+			break;
+		}
+		for (long k = 0; k < n; k++) {
+			fprintf(f, "%s{\"peer\":\"%s\",", first ? "" : ",", s[k].peer);
+			put_stats(f, &s[k].st);
+			fputc('}', f);
+			first = false;
+		}
+		free(s);
+	}
 	fprintf(f, "]}");
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* All of @p to the non-blocking @fd within RRP_STATS_WRITE_MS; 0 or -errno. */
+static int send_all(int fd, const char *p, size_t len)
+{
+	int64_t deadline = now_ms() + RRP_STATS_WRITE_MS;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		int64_t left;
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		poll(&pfd, 1, (int)left);
+	}
+	return 0;
 }
 
 static void *stats_thread(void *arg)
@@ -80,52 +172,214 @@ static void *stats_thread(void *arg)
 	(void)arg;
 	prctl(PR_SET_NAME, "rpcrdma-stats");
 	for (;;) {
-		int fd = accept(listen_fd, NULL, NULL);
-		FILE *f;
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		char *buf = NULL;
+		size_t len = 0;
 
 		if (fd < 0) {
-			if (errno == EINTR)
-				continue;
-			return NULL;
-		}
-		f = fdopen(fd, "w");
-		if (!f) {
-			close(fd);
+			if (errno == EBADF || errno == EINVAL)
+				return NULL;
+			if (errno != EINTR && errno != ECONNABORTED)
+				usleep(100000); /* EMFILE, ENOMEM: let it pass */
 			continue;
 		}
-		write_json(f);
-		fclose(f);
+		if (!build_json(&buf, &len) && send_all(fd, buf, len) == -ETIMEDOUT)
+			rrp_log("stats socket: a reader took more than %d ms for %zu bytes: dropped",
+				RRP_STATS_WRITE_MS, len);
+		free(buf);
+		close(fd);
 	}
+}
+
+/* Is a listener answering at @path? 1 yes, 0 stale (ECONNREFUSED), -errno. */
+static int socket_live(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	/* non-blocking: a full backlog (EAGAIN) still means someone listens */
+	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (ret && errno == ECONNREFUSED)
+		ret = 0;
+	else if (ret && errno != EAGAIN && errno != EINPROGRESS)
+		ret = -errno;
+	else
+		ret = 1;
+	close(fd);
+	return ret;
+}
+
+static void stats_remove(void)
+{
+	struct stat st;
+
+	/* only our own socket: never a later instance's, never anything else */
+	if (sock_path[0] && !lstat(sock_path, &st) && S_ISSOCK(st.st_mode) &&
+	    st.st_dev == sock_dev && st.st_ino == sock_ino)
+		unlink(sock_path);
+}
+
+/*
+ * Bind and listen on @path; on refusal, @why says why (for the one log line).
+ * Nothing but a stale socket is ever removed from @path, nothing is created
+ * through a symlink, and the directory must be one only root (or we) can
+ * change: otherwise another user could swap the path between our checks.
+ */
+static int stats_open(const char *path, char *why, size_t whylen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[sizeof(sa.sun_path)];
+	const char *name = path;
+	char *slash;
+	struct stat st;
+	int dfd, fd = -1, ret;
+	mode_t old;
+
+	if (!path[0] || strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, whylen, "empty or longer than %zu bytes", sizeof(sa.sun_path) - 1);
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+	} else {
+		name = path + (slash - dir) + 1;
+		if (slash == dir)
+			slash[1] = 0; /* "/" itself */
+		else
+			*slash = 0;
+		mkdir(dir, 0700); /* /run/rpcrdma: root only */
+	}
+	if (!name[0]) {
+		snprintf(why, whylen, "names a directory");
+		return -EINVAL;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		ret = -errno;
+		snprintf(why, whylen, "its directory %s: %s", dir, strerror(errno));
+		return ret;
+	}
+	ret = -EPERM;
+	if (fstat(dfd, &st)) {
+		ret = -errno;
+		snprintf(why, whylen, "its directory %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, whylen, "its directory %s is owned by uid %u, not root",
+			 dir, (unsigned int)st.st_uid);
+		goto out;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "its directory %s is writable by group or others (mode %04o)",
+			 dir, (unsigned int)(st.st_mode & 07777));
+		goto out;
+	}
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		int live;
+
+		ret = -EEXIST;
+		if (S_ISLNK(st.st_mode)) {
+			snprintf(why, whylen, "a symlink is there (left alone)");
+			goto out;
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(why, whylen, "something other than a socket is there (left alone)");
+			goto out;
+		}
+		live = socket_live(path);
+		if (live) {
+			ret = live > 0 ? -EADDRINUSE : live;
+			if (live > 0)
+				snprintf(why, whylen, "held by a live instance");
+			else
+				snprintf(why, whylen, "a socket is there (left alone): %s",
+					 strerror(-live));
+			goto out;
+		}
+		/* stale: its listener is gone (a crash, SIGKILL) */
+		if (unlinkat(dfd, name, 0) && errno != ENOENT) {
+			ret = -errno;
+			snprintf(why, whylen, "removing a stale socket: %s", strerror(errno));
+			goto out;
+		}
+	} else if (errno != ENOENT) {
+		ret = -errno;
+		snprintf(why, whylen, "%s", strerror(errno));
+		goto out;
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(why, whylen, "socket: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	/*
+	 * The node is created 0600 from the start: Linux gives it the socket
+	 * inode's mode less the umask, so fchmod before bind, and a umask that
+	 * allows no more (ganesha runs with 0000). The umask is the process's:
+	 * a file another thread creates meanwhile is only made stricter.
+	 */
+	fchmod(fd, 0600);
+	old = umask(0177);
+	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (ret) {
+		ret = -errno;
+		snprintf(why, whylen, "bind: %s", strerror(errno));
+		goto out;
+	}
+	/* bind does not follow a symlink: what is there now is our socket */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode) ||
+	    (st.st_mode & 077)) {
+		ret = -EPERM;
+		snprintf(why, whylen, "the bound socket is not private (mode %04o)",
+			 (unsigned int)(st.st_mode & 07777));
+		unlinkat(dfd, name, 0);
+		goto out;
+	}
+	if (listen(fd, 8)) {
+		ret = -errno;
+		snprintf(why, whylen, "listen: %s", strerror(errno));
+		unlinkat(dfd, name, 0);
+		goto out;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s", path);
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
+	close(dfd);
+	return fd;
+out:
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return ret;
 }
 
 int rrp_stats_start(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char why[192];
 	pthread_t t;
-	char dir[sizeof(sa.sun_path)];
-	char *slash;
+	int ret;
 
-	if (!path[0] || strlen(path) >= sizeof(sa.sun_path))
-		return -EINVAL;
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
-		mkdir(dir, 0700); /* /run/rpcrdma: root only */
+	ret = stats_open(path, why, sizeof(why));
+	if (ret < 0) {
+		rrp_log("stats socket %s refused: %s; RDMA served without stats", path, why);
+		return ret;
 	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	unlink(path);
-	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0)
-		return -errno;
-	if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(listen_fd, 8)) {
-		int err = -errno;
-
-		close(listen_fd);
-		listen_fd = -1;
-		rrp_log("stats socket %s: %s", path, strerror(-err));
-		return err;
-	}
-	chmod(path, 0600);
-	return -pthread_create(&t, NULL, stats_thread, NULL);
+	listen_fd = ret;
+	/* ganesha's clean stop returns from main: exit handlers run there */
+	atexit(stats_remove);
+	ret = -pthread_create(&t, NULL, stats_thread, NULL);
+	if (ret)
+		rrp_log("stats socket %s: no thread: %s", path, strerror(-ret));
+	return ret;
 }

@@ -454,3 +454,20 @@ void rr_server_foreach_conn(struct rr_server *srv,
 	}
 	pthread_mutex_unlock(&srv->lock);
 }
+
+uint32_t rr_server_snapshot_conns(struct rr_server *srv, struct rr_conn_snap *out, uint32_t max)
+{
+	uint32_t n = 0;
+
+	/* Copies only: no allocation and no I/O while the event thread may be
+	 * waiting for this lock to list or unlist a connection. */
+	pthread_mutex_lock(&srv->lock);
+	for (struct rr_conn *c = srv->conns; c; c = c->next, n++) {
+		if (n >= max)
+			continue; /* keep counting: the caller retries with room for all */
+		snprintf(out[n].peer, sizeof(out[n].peer), "%s", c->peer);
+		rr_counters_read(&c->st, &out[n].st);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return n;
+}

@@ -214,6 +214,23 @@ void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
 void rr_server_foreach_conn(struct rr_server *srv,
 			    void (*fn)(void *arg, struct rr_conn *conn, const struct rr_stats *st),
 			    void *arg);
+/*
+ * One connection's peer and counters, copied, for readers that write them
+ * out somewhere that may block (the stats socket): they do that I/O after
+ * the server's lock is released, never under it.
+ */
+#define RR_CONN_PEER_MAX 80
+struct rr_conn_snap {
+	char peer[RR_CONN_PEER_MAX];
+	struct rr_stats st;
+};
+/*
+ * Copy up to @max connections into @out under the server's lock (copies
+ * only). Returns how many connections are listed: more than @max means only
+ * @max were copied; call again with room for that many (plus some: the
+ * count may grow in between).
+ */
+uint32_t rr_server_snapshot_conns(struct rr_server *srv, struct rr_conn_snap *out, uint32_t max);
 
 #ifdef __cplusplus
 }
