@@ -459,6 +459,8 @@ uint32_t rr_server_snapshot_conns(struct rr_server *srv, struct rr_conn_snap *ou
 {
 	uint32_t n = 0;
 
+	_Static_assert(sizeof(((struct rr_conn *)0)->peer) <= RR_CONN_PEER_MAX,
+		       "a copied peer would be cut short");
 	/* Copies only: no allocation and no I/O while the event thread may be
 	 * waiting for this lock to list or unlist a connection. */
 	pthread_mutex_lock(&srv->lock);
