@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrp_exports.h - exports kept off RDMA (RDMA { Exclude_Exports }).
+ */
+#ifndef RPCRDMA_RRP_EXPORTS_H
+#define RPCRDMA_RRP_EXPORTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rpc/rpc.h>
+
+#include "plugin/rrp_xdr.h"
+
+/*
+ * An NFSv3 (or NFSACL) Call whose file handle names an excluded export:
+ * true, with its Export_Id in @id. @dec is positioned at the arguments and
+ * left there.
+ */
+bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, uint16_t *id);
+
+/* rrp_xprt.c: one log line per connection for its first refusal. */
+void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what);
+
+#endif
