@@ -14,6 +14,9 @@
  *    / AUTH_FAILED here, before ganesha sees it. MOUNT is not served over
  *    RDMA at all (ganesha's NFS dispatcher answers PROG_UNAVAIL), so an
  *    RDMA client mounts over TCP and is refused at its first NFS call.
+ *    RPCSEC_GSS Calls, whose arguments may be wrapped, are left to ganesha's
+ *    own lookup of that export, get_gsh_export() (interposed below): it finds
+ *    no export for them, and ganesha answers NFS3ERR_STALE.
  *  - NFSv4: every way into an export - PUTFH, PUTROOTFH, a LOOKUP or LOOKUPP
  *    across a junction, READDIR's junction entries, SECINFO - goes through
  *    nfs4_export_check_access(), which libganesha_nfsd exports for its FSALs
@@ -40,6 +43,17 @@
 #define RRP_NFS3_PROC_LAST 21	/* COMMIT */
 #define RRP_NFSACL3_PROC_LAST 2 /* SETACL */
 
+typedef void *(*get_export_fn)(uint16_t id);
+
+/* A Call ganesha's dispatcher takes a file handle's export for. */
+static bool names_export(const struct rpc_msg *msg)
+{
+	if (!rrp.cfg.n_exclude_exports || msg->cb_vers != 3 || msg->cb_proc == 0)
+		return false;
+	return (msg->cb_prog == ULB_PROG_NFS && msg->cb_proc <= RRP_NFS3_PROC_LAST) ||
+	       (msg->cb_prog == ULB_PROG_NFSACL && msg->cb_proc <= RRP_NFSACL3_PROC_LAST);
+}
+
 bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, uint16_t *id)
 {
 	XDR *xdrs = &dec->xdrs;
@@ -48,10 +62,7 @@ bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, 
 	u_int pos;
 	bool ok;
 
-	if (!rrp.cfg.n_exclude_exports || msg->cb_vers != 3 || msg->cb_proc == 0)
-		return false;
-	if (!(msg->cb_prog == ULB_PROG_NFS && msg->cb_proc <= RRP_NFS3_PROC_LAST) &&
-	    !(msg->cb_prog == ULB_PROG_NFSACL && msg->cb_proc <= RRP_NFSACL3_PROC_LAST))
+	if (!names_export(msg) || msg->cb_cred.oa_flavor == RPCSEC_GSS)
 		return false;
 	/* Peek at nfs_fh3's length and first word; the stream is put back. */
 	pos = XDR_GETPOS(xdrs);
@@ -66,10 +77,51 @@ bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, 
 	return rrp_config_export_excluded(&rrp.cfg, *id);
 }
 
+/* The transport of the NFSv3 Call this thread hands to ganesha, until its
+ * export is looked up; NULL otherwise. */
+static _Thread_local SVCXPRT *v3_dispatch __attribute__((tls_model("initial-exec")));
+
+void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg)
+{
+	v3_dispatch = names_export(msg) ? xprt : NULL;
+}
+
+void rrp_exports_dispatch_end(void)
+{
+	v3_dispatch = NULL;
+}
+
+/*
+ * Interposes libganesha_nfsd's struct gsh_export *get_gsh_export(uint16_t),
+ * which it calls through its PLT. The NFSv3 dispatcher's lookup of the
+ * Call's export is the first call during an armed dispatch; later ones
+ * (and every other thread's) pass through.
+ */
+__attribute__((visibility("default"))) void *get_gsh_export(uint16_t id)
+{
+	static _Atomic(get_export_fn) real;
+	get_export_fn fn = atomic_load_explicit(&real, memory_order_acquire);
+	SVCXPRT *xprt = v3_dispatch;
+
+	if (!fn) {
+		fn = (get_export_fn)dlsym(RTLD_NEXT, "get_gsh_export");
+		if (!fn)
+			return NULL;
+		atomic_store_explicit(&real, fn, memory_order_release);
+	}
+	if (xprt) {
+		v3_dispatch = NULL;
+		if (rrp_config_export_excluded(&rrp.cfg, id)) {
+			rrp_xprt_note_refused(xprt, id, "NFSv3");
+			return NULL;
+		}
+	}
+	return fn(id);
+}
+
 /* ---- NFSv4: ganesha's export check, interposed ------------------------ */
 
 typedef int (*check_fn)(struct svc_req *req);
-typedef void *(*get_export_fn)(uint16_t id);
 typedef void (*put_export_fn)(void *exp, bool config, char *file, int line, char *function);
 
 /* This thread's ganesha op_ctx (a TLS pointer of libganesha_nfsd). */
@@ -91,8 +143,8 @@ enum layout { LAYOUT_UNKNOWN, LAYOUT_OK, LAYOUT_BAD };
  */
 static enum layout layout_check(void *exp, uint16_t id)
 {
-	get_export_fn get = (get_export_fn)dlsym(RTLD_DEFAULT, "get_gsh_export");
-	put_export_fn put = (put_export_fn)dlsym(RTLD_DEFAULT, "_put_gsh_export");
+	get_export_fn get = (get_export_fn)dlsym(RTLD_NEXT, "get_gsh_export");
+	put_export_fn put = (put_export_fn)dlsym(RTLD_NEXT, "_put_gsh_export");
 	void *found;
 
 	if (!get || !put)

@@ -19,6 +19,14 @@
  */
 bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, uint16_t *id);
 
+/*
+ * Around ganesha's dispatch of a Call from @xprt on this thread: for an
+ * NFSv3 or NFSACL Call, the first export ganesha looks up for it (by the
+ * handle's Export_Id, after RPCSEC_GSS unwrapping) is refused if excluded.
+ */
+void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg);
+void rrp_exports_dispatch_end(void);
+
 /* rrp_xprt.c: one log line per connection for its first refusal. */
 void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what);
 

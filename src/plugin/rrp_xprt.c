@@ -143,6 +143,7 @@ static enum xprt_stat x_decode(struct svc_req *req)
 {
 	XDR *xdrs = req->rq_xdrs;
 	SVCXPRT *xprt = req->rq_xprt;
+	enum xprt_stat stat;
 
 	xdrs->x_op = XDR_DECODE;
 	rpc_msg_init(&req->rq_msg);
@@ -167,7 +168,10 @@ static enum xprt_stat x_decode(struct svc_req *req)
 			svcerr_auth(req, AUTH_FAILED);
 			return XPRT_IDLE;
 		}
-		return xprt->xp_dispatch.process_cb(req);
+		rrp_exports_dispatch_begin(xprt, &req->rq_msg);
+		stat = xprt->xp_dispatch.process_cb(req);
+		rrp_exports_dispatch_end();
+		return stat;
 	}
 	atomic_fetch_add(&rrp.dropped, 1);
 	return XPRT_IDLE;
