@@ -10,6 +10,7 @@
  * Transports refuse the client's. Export 1 works over RDMA, and export 2
  * works over TCP, for both versions. Export 3 (/udp, `Transports = UDP;`)
  * shows ganesha's own answers over TCP, which those over RDMA must match.
+ * A second ganesha excludes Export_Id 0, the NFSv4 pseudo root.
  */
 #include "plugin/plugin_common.h"
 
@@ -228,6 +229,44 @@ TEST_F(Exports, RefusalLoggedOncePerConnection)
 	for (int i = 0; i < 5; i++)
 		EXPECT_EQ(rc.getattr(off, &a), E_RPC);
 	EXPECT_EQ(count(), before + 1) << srv->logs();
+}
+
+/* Export_Id 0, the NFSv4 pseudo root, excluded: PUTROOTFH is refused over
+ * RDMA, while handles of the exports themselves (from TCP) still work. */
+class ExportsRoot : public PluginTest
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		options.extra_rdma = "\tExclude_Exports = 0;\n";
+		PluginTest::SetUpTestSuite();
+	}
+};
+
+TEST_F(ExportsRoot, PseudoRootOffRdma)
+{
+	auto tt = tcp_nfs();
+	auto rt = rdma();
+	ASSERT_TRUE(tt && rt);
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh root, mem;
+	NFS_OK(tc, tc.lookup_path("/", &root));
+	NFS_OK(tc, tc.lookup_path("/mem", &mem));
+	EXPECT_EQ(rc.lookup_path("/", &root), NFS4ERR_ACCESS) << rc.err();
+	EXPECT_EQ(rc.lookup_path("/mem", &mem), NFS4ERR_ACCESS) << rc.err();
+	Attr a;
+	EXPECT_EQ(rc.getattr(root, &a), NFS4ERR_ACCESS) << rc.err();
+	NFS_OK(rc, rc.getattr(mem, &a));
+	EXPECT_EQ(a.type, 2u);
+	/* NFSv3 never enters the pseudo root: export 1 over RDMA as ever */
+	Fh r3 = mount3();
+	ASSERT_FALSE(r3.empty());
+	Nfs3 c3(*rt);
+	NFS_OK(c3, c3.getattr(r3, &a));
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
 }
 
 } // namespace
