@@ -32,6 +32,7 @@ struct rrp_xprt {
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
 	struct rr_conn *conn;
 	atomic_flag refusal_logged;	/* an excluded export was refused (rrp_exports.c) */
+	char peer[64];			/* for that log line: conn is gone at conn_down */
 };
 
 /*
@@ -154,7 +155,6 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	}
 	if (req->rq_msg.rm_direction == CALL) {
 		struct rrp_req *rq = (struct rrp_req *)xdrs;
-
 		uint16_t id;
 
 		if (rq->ddp_violation) {
@@ -378,6 +378,7 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	x->xprt.xp_fd_send = -1;
 	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
 	atomic_flag_clear(&x->refusal_logged);
+	snprintf(x->peer, sizeof(x->peer), "%s", rr_conn_peer(conn));
 	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type. Its
 	 * export checks refuse only UDP and TCP, whichever type this is, so
 	 * exports are kept off RDMA by Exclude_Exports (rrp_exports.c). */
@@ -458,13 +459,11 @@ static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void
 void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what)
 {
 	struct rrp_xprt *x = XP(xprt);
-	struct rr_conn *conn = x->conn;
 
 	if (atomic_flag_test_and_set(&x->refusal_logged))
 		return;
 	rrp_log("%s: %s refused Export_Id %u, which Exclude_Exports keeps off RDMA "
-		"(logged once per connection)",
-		conn ? rr_conn_peer(conn) : "?", what, id);
+		"(logged once per connection)", x->peer, what, id);
 }
 
 bool rrp_is_our_xprt(SVCXPRT *xprt)
