@@ -147,6 +147,48 @@ static int set_string(const char *key, const char *v, char *dst, size_t len, int
 	return 0;
 }
 
+/*
+ * Exclude_Exports = 2, 3; - a list the way ganesha writes them (Protocols =
+ * 3, 4;): the values end at ';' and may be split by commas, spaces or both,
+ * so one token may hold several ("2,3") or none (",").
+ */
+static int export_list_token(struct rrp_config *c, const char *key, const char *tok, int line)
+{
+	char item[32];
+	const char *p = tok;
+	int ret = 0;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		unsigned long id;
+		char *end;
+
+		if (n && n < sizeof(item)) {
+			memcpy(item, p, n);
+			item[n] = 0;
+			errno = 0;
+			id = strtoul(item, &end, 0);
+			if (errno || *end || item[0] == '-' || id >= RRP_EXPORT_ID_COUNT) {
+				fprintf(stderr,
+					"rpcrdma: RDMA: %s: \"%s\" is not an Export_Id "
+					"(0..%u, line %d)\n",
+					key, item, RRP_EXPORT_ID_COUNT - 1, line);
+				ret = -EINVAL;
+			} else if (!rrp_config_export_excluded(c, (uint16_t)id)) {
+				c->exclude_exports[id / 64] |= 1ull << (id % 64);
+				c->n_exclude_exports++;
+			}
+		} else if (n) {
+			fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", key, line);
+			ret = -EINVAL;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return ret;
+}
+
 static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)
 {
 	uint64_t n = 0;
@@ -265,6 +307,28 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 		}
 		if (strcmp(tok, "="))
 			continue;
+		if (in_rdma && depth == 1 && !strcasecmp(key, "Exclude_Exports")) {
+			/* A list: every token up to ';' (a repeated key replaces it). */
+			bool closed = false;
+
+			memset(c->exclude_exports, 0, sizeof(c->exclude_exports));
+			c->n_exclude_exports = 0;
+			while (next_token(&lx, tok, sizeof(tok))) {
+				closed = !strcmp(tok, ";");
+				if (closed || (tok[0] && !tok[1] && strchr("{}=", tok[0])))
+					break;
+				if (export_list_token(c, key, tok, lx.line))
+					ret = -EINVAL;
+			}
+			if (!closed) {
+				fprintf(stderr, "rpcrdma: RDMA: %s: no ';' (line %d)\n", key,
+					lx.line);
+				ret = -EINVAL;
+				if (!strcmp(tok, "}"))
+					depth = 0, in_rdma = false;
+			}
+			continue;
+		}
 		if (!next_token(&lx, val, sizeof(val)))
 			break;
 		if (in_rdma && depth == 1) {

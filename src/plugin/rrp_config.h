@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Export_Id is a uint16_t in ganesha: 0 (the NFSv4 pseudo root) .. 65535. */
+#define RRP_EXPORT_ID_COUNT 65536
+
 struct rrp_config {
 	bool enable;
 	char listen_addr[64];		/* Listen_Addr: IPv4 (or "0.0.0.0") */
@@ -27,7 +30,16 @@ struct rrp_config {
 	uint32_t payload_pool_mb;	/* Payload_Pool_MB: registered READ buffers */
 	char stats_socket[108];		/* Stats_Socket: "" = none */
 	uint16_t nfs_port;		/* NFS_CORE_PARAM.NFS_Port, to find ganesha's listener */
+	/* Exclude_Exports: one bit per Export_Id kept off RDMA (rrp_exports.c) */
+	uint64_t exclude_exports[RRP_EXPORT_ID_COUNT / 64];
+	uint32_t n_exclude_exports;	/* Export_Ids set above */
 };
+
+/* Is Export_Id @id in Exclude_Exports? */
+static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16_t id)
+{
+	return c->exclude_exports[id / 64] >> (id % 64) & 1;
+}
 
 void rrp_config_default(struct rrp_config *cfg);
 /*

@@ -17,6 +17,7 @@
 #include <rpc/rpc.h>
 #include <rpc/svc_auth.h>
 
+#include "plugin/rrp_exports.h"
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
@@ -30,6 +31,8 @@ struct rrp_xprt {
 	SVCXPRT xprt;			/* first: ganesha sees only this */
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
 	struct rr_conn *conn;
+	atomic_flag refusal_logged;	/* an excluded export was refused (rrp_exports.c) */
+	char peer[64];			/* for that log line: conn is gone at conn_down */
 };
 
 /*
@@ -141,6 +144,7 @@ static enum xprt_stat x_decode(struct svc_req *req)
 {
 	XDR *xdrs = req->rq_xdrs;
 	SVCXPRT *xprt = req->rq_xprt;
+	enum xprt_stat stat;
 
 	xdrs->x_op = XDR_DECODE;
 	rpc_msg_init(&req->rq_msg);
@@ -151,13 +155,23 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	}
 	if (req->rq_msg.rm_direction == CALL) {
 		struct rrp_req *rq = (struct rrp_req *)xdrs;
+		uint16_t id;
 
 		if (rq->ddp_violation) {
 			/* A Read chunk not at a DDP-eligible item (RFC 8267 2.5). */
 			svcerr_decode(req);
 			return XPRT_IDLE;
 		}
-		return xprt->xp_dispatch.process_cb(req);
+		if (rrp_exports_v3_refused(&rq->dec, &req->rq_msg, &id)) {
+			/* ganesha's answer when an export refuses the transport */
+			rrp_xprt_note_refused(xprt, id, "NFSv3");
+			svcerr_auth(req, AUTH_FAILED);
+			return XPRT_IDLE;
+		}
+		rrp_exports_dispatch_begin(xprt, &req->rq_msg);
+		stat = xprt->xp_dispatch.process_cb(req);
+		rrp_exports_dispatch_end();
+		return stat;
 	}
 	atomic_fetch_add(&rrp.dropped, 1);
 	return XPRT_IDLE;
@@ -363,8 +377,11 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	x->xprt.xp_fd = -1;
 	x->xprt.xp_fd_send = -1;
 	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
-	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type, and
-	 * its export checks test only UDP and TCP (so RDMA is not filtered). */
+	atomic_flag_clear(&x->refusal_logged);
+	snprintf(x->peer, sizeof(x->peer), "%s", rr_conn_peer(conn));
+	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type. Its
+	 * export checks refuse only UDP and TCP, whichever type this is, so
+	 * exports are kept off RDMA by Exclude_Exports (rrp_exports.c). */
 	x->xprt.xp_type = XPRT_UNKNOWN;
 	x->xprt.xp_netid = (char *)"rdma";
 	x->xprt.xp_tp = (char *)"rpcrdma";
@@ -437,6 +454,16 @@ static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void
 		"will answer NFS4ERR_RETRY_UNCACHED_REP",
 		rr_conn_peer(conn), xid, rq->ulb.seq.slotid, rq->ulb.seq.sequenceid);
 	rrp_slots_uncache(&rq->ulb.seq);
+}
+
+void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what)
+{
+	struct rrp_xprt *x = XP(xprt);
+
+	if (atomic_flag_test_and_set(&x->refusal_logged))
+		return;
+	rrp_log("%s: %s refused Export_Id %u, which Exclude_Exports keeps off RDMA "
+		"(logged once per connection)", x->peer, what, id);
 }
 
 bool rrp_is_our_xprt(SVCXPRT *xprt)

@@ -249,7 +249,8 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 		c << "\tStats_Socket = " << stats_path << ";\n";
 	c << o.extra_rdma << "}\n"
 	  << "LOG {\n\tDefault_Log_Level = EVENT;\n"
-	  << o.extra_log << "}\n";
+	  << o.extra_log << "}\n"
+	  << o.extra_blocks;
 	std::string conf = dir + "/ganesha.conf";
 	{
 		std::ofstream f(conf);

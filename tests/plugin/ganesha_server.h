@@ -29,6 +29,7 @@ struct GaneshaOptions {
 	std::string extra_nfsv4;  /* more lines for the NFSV4 block */
 	std::string extra_export; /* more lines for the EXPORT block (e.g. Delegations) */
 	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
+	std::string extra_blocks; /* more top-level blocks (e.g. a second EXPORT) */
 	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
 	std::string vfs_dir;
 	/* non-empty: export this GlusterFS volume on that host with FSAL GLUSTER

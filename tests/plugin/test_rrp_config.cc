@@ -147,6 +147,10 @@ TEST(RrpConfig, BadValuesAreNamedKeyByKey)
 		{"SRQ_Depth = 16;", "SRQ_Depth"}, /* below one growth step */
 		{"SRQ_Depth = 65537;", "SRQ_Depth"},
 		{"Credit = 4;", "Credit"}, /* a misspelt key is not silently ignored */
+		{"Exclude_Exports = 1, 65536;", "Exclude_Exports"},
+		{"Exclude_Exports = 1, two;", "Exclude_Exports"},
+		{"Exclude_Exports = -1;", "Exclude_Exports"},
+		{"Exclude_Exports = 7 }", "Exclude_Exports"}, /* no ';' */
 	};
 	for (const Bad &b : rows) {
 		rrp_config c;
@@ -160,10 +164,48 @@ TEST(RrpConfig, BadValuesAreNamedKeyByKey)
 	}
 }
 
+/* Exclude_Exports: a list of Export_Ids the way ganesha writes lists. */
+TEST(RrpConfig, ExcludeExportsList)
+{
+	rrp_config c;
+	std::string err;
+	rrp_config_default(&c);
+	EXPECT_EQ(c.n_exclude_exports, 0u) << "default: every export over RDMA";
+	for (unsigned id = 0; id < RRP_EXPORT_ID_COUNT; id++)
+		ASSERT_FALSE(rrp_config_export_excluded(&c, uint16_t(id))) << id;
+
+	const char *text = R"(
+EXPORT { Export_Id = 9; Path = /x; Protocols = 3, 4; FSAL { Name = MEM; } }
+RDMA {
+	Exclude_Exports = 2, 3 ,4,0x10,
+		65535;
+	Credits = 16;
+}
+)";
+	ASSERT_EQ(parse(text, &c, &err), 0) << err;
+	EXPECT_EQ(err, "");
+	EXPECT_EQ(c.n_exclude_exports, 5u);
+	for (unsigned id : {2u, 3u, 4u, 16u, 65535u})
+		EXPECT_TRUE(rrp_config_export_excluded(&c, uint16_t(id))) << id;
+	for (unsigned id : {0u, 1u, 5u, 9u, 15u, 17u, 65534u})
+		EXPECT_FALSE(rrp_config_export_excluded(&c, uint16_t(id))) << id;
+	EXPECT_EQ(c.credits, 16u) << "the key after the list is read";
+
+	/* a repeated key replaces the list; a repeated id counts once */
+	ASSERT_EQ(parse("RDMA { Exclude_Exports = 1; Exclude_Exports = 0, 0, 7; }", &c, &err), 0)
+		<< err;
+	EXPECT_EQ(c.n_exclude_exports, 2u);
+	EXPECT_FALSE(rrp_config_export_excluded(&c, 1));
+	EXPECT_TRUE(rrp_config_export_excluded(&c, 0));
+	EXPECT_TRUE(rrp_config_export_excluded(&c, 7));
+}
+
 TEST(RrpConfig, GarbageNeverCrashes)
 {
 	const char *texts[] = {"RDMA {", "RDMA { Credits = ", "}}}}", "RDMA { = = ; }",
-			       "\"unterminated", "RDMA { Port = 1 } RDMA { Port = 2; }"};
+			       "\"unterminated", "RDMA { Port = 1 } RDMA { Port = 2; }",
+			       "RDMA { Exclude_Exports = ", "RDMA { Exclude_Exports = ,,, ; }",
+			       "RDMA { Exclude_Exports = { } }"};
 	for (const char *t : texts) {
 		rrp_config c;
 		std::string err;

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrp_exports.h - exports kept off RDMA (RDMA { Exclude_Exports }).
+ */
+#ifndef RPCRDMA_RRP_EXPORTS_H
+#define RPCRDMA_RRP_EXPORTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rpc/rpc.h>
+
+#include "plugin/rrp_xdr.h"
+
+/*
+ * An NFSv3 (or NFSACL) Call whose file handle names an excluded export:
+ * true, with its Export_Id in @id. @dec is positioned at the arguments and
+ * left there.
+ */
+bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, uint16_t *id);
+
+/*
+ * Around ganesha's dispatch of a Call from @xprt on this thread: for an
+ * NFSv3 or NFSACL Call, the first export ganesha looks up for it (by the
+ * handle's Export_Id, after RPCSEC_GSS unwrapping) is refused if excluded.
+ */
+void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg);
+void rrp_exports_dispatch_end(void);
+
+/* rrp_xprt.c: one log line per connection for its first refusal. */
+void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what);
+
+#endif

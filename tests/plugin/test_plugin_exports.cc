@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_plugin_exports.cc - RDMA { Exclude_Exports }: real ganesha with two
+ * MEM exports, /mem (Export_Id 1) and /off (Export_Id 2), and
+ * `Exclude_Exports = 2;`. Over RDMA, export 2 is out of reach: NFSv3 calls
+ * on its handle (from MNT, which Linux does over TCP) are refused
+ * AUTH_ERROR/AUTH_FAILED and do nothing; NFSv4.1 PUTROOTFH + LOOKUP of /off
+ * is NFS4ERR_NOENT, the pseudo root's READDIR leaves it out, and PUTFH of its
+ * handle is NFS4ERR_ACCESS - ganesha's answers for an export whose
+ * Transports refuse the client's. Export 1 works over RDMA, and export 2
+ * works over TCP, for both versions. Export 3 (/udp, `Transports = UDP;`)
+ * shows ganesha's own answers over TCP, which those over RDMA must match.
+ * A second ganesha excludes Export_Id 0, the NFSv4 pseudo root.
+ */
+#include "plugin/plugin_common.h"
+
+#include <algorithm>
+
+using namespace nfsc;
+
+namespace rrplug
+{
+namespace
+{
+
+constexpr int NFS4ERR_NOENT = 2;
+constexpr int NFS4ERR_ACCESS = 13;
+
+class Exports : public PluginTest
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		options.extra_rdma = "\tExclude_Exports = 2;\n";
+		options.extra_blocks = "EXPORT {\n\tExport_Id = 2;\n\tPath = /off;\n"
+				       "\tPseudo = /off;\n\tAccess_Type = RW;\n"
+				       "\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
+				       "\tFSAL { Name = MEM; }\n}\n"
+				       /* ganesha's own refusal of a transport, to compare */
+				       "EXPORT {\n\tExport_Id = 3;\n\tPath = /udp;\n"
+				       "\tPseudo = /udp;\n\tAccess_Type = RW;\n"
+				       "\tProtocols = 3, 4;\n\tTransports = UDP;\n"
+				       "\tFSAL { Name = MEM; }\n}\n";
+		PluginTest::SetUpTestSuite();
+	}
+	void SetUp() override
+	{
+		PluginTest::SetUp();
+		if (IsSkipped() || HasFatalFailure())
+			return;
+		tt = tcp_nfs();
+		ASSERT_TRUE(tt);
+		rt = rdma();
+		ASSERT_TRUE(rt);
+	}
+	/* MOUNT v3 MNT @path over TCP */
+	Fh mnt(const std::string &path)
+	{
+		Fh root;
+		auto t = tcp_mnt();
+		if (!t)
+			return root;
+		Mount3 m(*t);
+		int rc = m.mnt(path, &root);
+		EXPECT_EQ(rc, 0) << "MNT " << path << ": " << m.err();
+		return root;
+	}
+	std::unique_ptr<TcpTransport> tt;
+	std::unique_ptr<RdmaTransport> rt;
+};
+
+TEST_F(Exports, Nfs3RefusedOverRdmaOnlyForTheExcludedExport)
+{
+	Fh on = mnt("/mem"), off = mnt("/off");
+	ASSERT_FALSE(on.empty());
+	ASSERT_FALSE(off.empty());
+	Nfs3 tc(*tt), rc(*rt);
+	Attr a;
+
+	/* TCP: both exports */
+	NFS_OK(tc, tc.getattr(off, &a));
+	EXPECT_EQ(a.type, 2u);
+	NFS_OK(tc, tc.getattr(on, &a));
+	std::string name = unique("f");
+	Fh f;
+	NFS_OK(tc, tc.create(off, name, 0644, &f));
+
+	/* RDMA: the excluded export refuses every call, as ganesha refuses a
+	 * transport an export does not allow (AUTH_FAILED = 7, RFC 5531 section 9) */
+	EXPECT_EQ(rc.getattr(off, &a), E_RPC);
+	EXPECT_EQ(rc.err(), "AUTH_ERROR 7");
+	Fh g;
+	EXPECT_EQ(rc.lookup(off, name, &g), E_RPC);
+	EXPECT_EQ(rc.err(), "AUTH_ERROR 7");
+	EXPECT_EQ(rc.getattr(f, &a), E_RPC);
+	EXPECT_EQ(rc.err(), "AUTH_ERROR 7");
+	/* a refused WRITE or CREATE does nothing */
+	EXPECT_EQ(rc.write(f, 0, test_data(1000, 7)), E_RPC);
+	EXPECT_EQ(rc.err(), "AUTH_ERROR 7");
+	std::string made = unique("made");
+	EXPECT_EQ(rc.create(off, made, 0644, &g), E_RPC);
+	NFS_OK(tc, tc.getattr(f, &a));
+	EXPECT_EQ(a.size, 0u);
+	EXPECT_EQ(tc.lookup(off, made, &g), 2) << "NFS3ERR_NOENT: " << tc.err();
+
+	/* MOUNT is not an RDMA program (ganesha's NFS dispatcher): PROG_UNAVAIL */
+	Mount3 rm(*rt);
+	Fh none;
+	EXPECT_EQ(rm.mnt("/off", &none), E_RPC);
+	EXPECT_EQ(rm.err(), "RPC accept_stat PROG_UNAVAIL");
+	EXPECT_EQ(rm.mnt("/mem", &none), E_RPC);
+
+	/* RDMA: the other export, on the same connection */
+	NFS_OK(rc, rc.getattr(on, &a));
+	EXPECT_EQ(a.type, 2u);
+	Fh h;
+	NFS_OK(rc, rc.create(on, name, 0644, &h));
+	Bytes data = test_data(200000, 3);
+	NFS_OK(rc, rc.write(h, 0, data));
+	Bytes back;
+	bool eof = false;
+	NFS_OK(rc, rc.read(h, 0, uint32_t(data.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	NFS_OK(rc, rc.remove(on, name));
+
+	/* TCP still reaches the excluded export after all that */
+	NFS_OK(tc, tc.remove(off, name));
+}
+
+TEST_F(Exports, Nfs4RefusedOverRdmaOnlyForTheExcludedExport)
+{
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh off_tcp, on, off, root;
+	Attr a;
+
+	/* TCP: the pseudo fs leads to both */
+	NFS_OK(tc, tc.lookup_path("/off", &off_tcp));
+	NFS_OK(tc, tc.getattr(off_tcp, &a));
+	EXPECT_EQ(a.type, 2u);
+	NFS_OK(tc, tc.lookup_path("/", &root));
+	std::vector<DirEntry> ents;
+	NFS_OK(tc, tc.readdir(root, &ents));
+	auto has = [&](const std::string &n) {
+		return std::any_of(ents.begin(), ents.end(),
+				   [&](const DirEntry &e) { return e.name == n; });
+	};
+	EXPECT_TRUE(has("off"));
+	EXPECT_TRUE(has("mem"));
+
+	/* RDMA: PUTROOTFH + LOOKUP hides it, READDIR leaves it out, and its
+	 * handle (from TCP) is refused */
+	EXPECT_EQ(rc.lookup_path("/off", &off), NFS4ERR_NOENT) << rc.err();
+	NFS_OK(rc, rc.lookup_path("/", &root));
+	NFS_OK(rc, rc.readdir(root, &ents));
+	EXPECT_FALSE(has("off"));
+	EXPECT_TRUE(has("mem"));
+	EXPECT_EQ(rc.getattr(off_tcp, &a), NFS4ERR_ACCESS) << rc.err();
+
+	/* RDMA: the other export works, data included */
+	NFS_OK(rc, rc.lookup_path("/mem", &on));
+	std::string name = unique("f4");
+	Fh f;
+	Stateid sid;
+	NFS_OK(rc, rc.open_create(on, name, &f, &sid));
+	Bytes data = test_data(150000, 4);
+	NFS_OK(rc, rc.write(f, sid, 0, data));
+	Bytes back;
+	bool eof = false;
+	NFS_OK(rc, rc.read(f, sid, 0, uint32_t(data.size()), &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	NFS_OK(rc, rc.close(f, sid));
+	NFS_OK(rc, rc.remove(on, name));
+
+	/* TCP: still reaches it */
+	NFS_OK(tc, tc.lookup_path("/off", &off_tcp));
+	NFS_OK(tc, tc.open_create(off_tcp, name, &f, &sid));
+	NFS_OK(tc, tc.close(f, sid));
+	NFS_OK(tc, tc.remove(off_tcp, name));
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
+/* ganesha's own refusal of a transport (TCP, by `Transports = UDP;`): the
+ * answers the plugin gives over RDMA for an excluded export. */
+TEST_F(Exports, GaneshaRefusesATransportTheSameWay)
+{
+	auto mt = tcp_mnt();
+	ASSERT_TRUE(mt);
+	Mount3 m(*mt);
+	Fh h;
+	/* MNT does not look at the transport; the NFS calls are refused */
+	NFS_OK(m, m.mnt("/udp", &h));
+	Nfs3 t3(*tt);
+	Attr a;
+	EXPECT_EQ(t3.getattr(h, &a), E_RPC);
+	EXPECT_EQ(t3.err(), "AUTH_ERROR 7");
+
+	Nfs4 tc(*tt);
+	NFS_OK(tc, tc.mount());
+	Fh root, udp;
+	EXPECT_EQ(tc.lookup_path("/udp", &udp), NFS4ERR_NOENT) << tc.err();
+	NFS_OK(tc, tc.lookup_path("/", &root));
+	std::vector<DirEntry> ents;
+	NFS_OK(tc, tc.readdir(root, &ents));
+	for (const DirEntry &e : ents)
+		EXPECT_NE(e.name, "udp");
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
+/* The refusal is logged once per connection, naming the Export_Id. */
+TEST_F(Exports, RefusalLoggedOncePerConnection)
+{
+	const std::string line = "NFSv3 refused Export_Id 2, which Exclude_Exports keeps off RDMA";
+	auto count = [&] {
+		std::string logs = srv->logs();
+		size_t n = 0;
+		for (size_t at = logs.find(line); at != std::string::npos;
+		     at = logs.find(line, at + 1))
+			n++;
+		return n;
+	};
+	Fh off = mnt("/off");
+	ASSERT_FALSE(off.empty());
+	size_t before = count();
+	Nfs3 rc(*rt);
+	Attr a;
+	for (int i = 0; i < 5; i++)
+		EXPECT_EQ(rc.getattr(off, &a), E_RPC);
+	EXPECT_EQ(count(), before + 1) << srv->logs();
+}
+
+/* Export_Id 0, the NFSv4 pseudo root, excluded: PUTROOTFH is refused over
+ * RDMA, while handles of the exports themselves (from TCP) still work. */
+class ExportsRoot : public PluginTest
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		options.extra_rdma = "\tExclude_Exports = 0;\n";
+		PluginTest::SetUpTestSuite();
+	}
+};
+
+TEST_F(ExportsRoot, PseudoRootOffRdma)
+{
+	auto tt = tcp_nfs();
+	auto rt = rdma();
+	ASSERT_TRUE(tt && rt);
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh root, mem;
+	NFS_OK(tc, tc.lookup_path("/", &root));
+	NFS_OK(tc, tc.lookup_path("/mem", &mem));
+	EXPECT_EQ(rc.lookup_path("/", &root), NFS4ERR_ACCESS) << rc.err();
+	EXPECT_EQ(rc.lookup_path("/mem", &mem), NFS4ERR_ACCESS) << rc.err();
+	Attr a;
+	EXPECT_EQ(rc.getattr(root, &a), NFS4ERR_ACCESS) << rc.err();
+	NFS_OK(rc, rc.getattr(mem, &a));
+	EXPECT_EQ(a.type, 2u);
+	/* NFSv3 never enters the pseudo root: export 1 over RDMA as ever */
+	Fh r3 = mount3();
+	ASSERT_FALSE(r3.empty());
+	Nfs3 c3(*rt);
+	NFS_OK(c3, c3.getattr(r3, &a));
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
+} // namespace
+} // namespace rrplug
