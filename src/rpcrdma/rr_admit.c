@@ -164,7 +164,7 @@ static void refusal_summary(struct rr_server *srv, uint64_t now)
 			n += (size_t)snprintf(reasons + n, sizeof(reasons) - n, "%s%s %u",
 					      n ? ", " : "", why_name[i], r->why[i]);
 	rr_log("%u more connection request(s) refused in the last %llu s (%s)", r->held,
-	       (unsigned long long)(now - r->since + 1), reasons);
+	       (unsigned long long)(now > r->since ? now - r->since : 1), reasons);
 	r->held = 0;
 	memset(r->why, 0, sizeof(r->why));
 	r->quiet_until = now + RR_REFUSE_LOG_S;

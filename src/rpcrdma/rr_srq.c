@@ -22,7 +22,8 @@
 
 #define RR_SRQ_POST_BATCH 16
 
-/* The pool's bound: SRQ_Depth, else what the budget allows, else the default. */
+/* The pool's bound: SRQ_Depth or the default, never above the budget (which
+ * is always set unless the admin says 0, so it no longer picks the depth). */
 static uint32_t srq_bound(const struct rr_config *cfg)
 {
 	uint64_t bound = cfg->srq_depth ? cfg->srq_depth : RR_SRQ_DEFAULT_DEPTH;
@@ -30,7 +31,7 @@ static uint32_t srq_bound(const struct rr_config *cfg)
 	if (cfg->recv_mem_budget) {
 		uint64_t fit = cfg->recv_mem_budget / cfg->inline_size;
 
-		if (!cfg->srq_depth || fit < bound)
+		if (fit < bound)
 			bound = fit;
 	}
 	return bound > RR_SRQ_MAX_DEPTH ? RR_SRQ_MAX_DEPTH : (uint32_t)bound;

@@ -64,8 +64,7 @@ struct rr_config {
 	 * client's window (credits + bc_credits + recv_batch) when the first
 	 * client connects, and doubles whenever fewer than a quarter of them
 	 * were left posted, up to
-	 * srq_depth (0: recv_mem_budget / inline_size when a budget is set,
-	 * else RR_SRQ_DEFAULT_DEPTH); never above the budget either.
+	 * srq_depth (0: RR_SRQ_DEFAULT_DEPTH); never above the budget either.
 	 */
 	bool use_srq;
 	uint32_t srq_depth;		/* 0 or RR_SRQ_MIN_DEPTH..RR_SRQ_MAX_DEPTH (SRQ_Depth) */
