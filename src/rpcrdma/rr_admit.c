@@ -158,6 +158,8 @@ static void refusal_summary(struct rr_server *srv, uint64_t now)
 
 	if (!r->held || now < r->quiet_until)
 		return;
+	if (now < r->since)
+		now = r->since;
 	reasons[0] = 0;
 	for (int i = 0; i < RR_REFUSE_NWHY; i++)
 		if (r->why[i] && n < sizeof(reasons))
@@ -168,6 +170,13 @@ static void refusal_summary(struct rr_server *srv, uint64_t now)
 	r->held = 0;
 	memset(r->why, 0, sizeof(r->why));
 	r->quiet_until = now + RR_REFUSE_LOG_S;
+}
+
+void rr_admit_fini(struct rr_server *srv)
+{
+	/* Refusals still held for a summary are not lost at shutdown. */
+	srv->refusals.quiet_until = 0;
+	refusal_summary(srv, rr_now_s());
 }
 
 /* Messages a connection has received, whatever became of them. */

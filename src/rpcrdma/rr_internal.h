@@ -4,7 +4,8 @@
  * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
  * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
  * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
- * rr_srq.c (the shared receive pool).
+ * rr_srq.c (the shared receive pool), rr_admit.c (per-peer cap, memory
+ * budget, timeouts, refusal log).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
@@ -368,6 +369,8 @@ void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why
 		     const char *detail);
 /* Event thread, once a second: handshake and idle timeouts, the refusal summary. */
 void rr_admit_tick(struct rr_server *srv);
+/* After the event thread: log the refusals still held for a summary. */
+void rr_admit_fini(struct rr_server *srv);
 /* Send contexts (and send buffers) of a connection with @nrecv receives. */
 uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv);
 /* What one connection with @credits pins: its send buffers, and its receive

@@ -438,6 +438,7 @@ void rr_server_destroy(struct rr_server *srv)
 	} else {
 		close_all(srv);
 	}
+	rr_admit_fini(srv);
 	fab_listener_destroy(srv->listener);
 	rr_srq_destroy(srv);
 	for (unsigned int i = 0; i < srv->nregions; i++)
