@@ -219,8 +219,8 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 		return ret;
 	}
 	if (!strcasecmp(key, "Handshake_Timeout") || !strcasecmp(key, "Idle_Timeout")) {
-		uint32_t *dst = !strcasecmp(key, "Idle_Timeout") ? &c->idle_timeout
-								: &c->handshake_timeout;
+		uint32_t *dst =
+		    !strcasecmp(key, "Idle_Timeout") ? &c->idle_timeout : &c->handshake_timeout;
 
 		ret = set_range(key, v, 0, RR_MAX_TIMEOUT, &n, line);
 		*dst = (uint32_t)(ret ? *dst : n);

@@ -121,10 +121,10 @@ bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
 }
 
 static const char *const why_name[RR_REFUSE_NWHY] = {
-	[RR_REFUSE_MAX_CONNS] = "connection cap",
-	[RR_REFUSE_PEER] = "per-peer cap",
-	[RR_REFUSE_MEM] = "memory budget",
-	[RR_REFUSE_OTHER] = "other",
+    [RR_REFUSE_MAX_CONNS] = "connection cap",
+    [RR_REFUSE_PEER] = "per-peer cap",
+    [RR_REFUSE_MEM] = "memory budget",
+    [RR_REFUSE_OTHER] = "other",
 };
 
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,

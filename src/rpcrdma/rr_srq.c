@@ -53,8 +53,8 @@ static int srq_add(struct rr_srq *q, uint32_t want)
 
 		pthread_mutex_lock(&srv->lock);
 		left = srv->cfg.recv_mem_budget > srv->recv_mem_used
-			       ? srv->cfg.recv_mem_budget - srv->recv_mem_used
-			       : 0;
+			   ? srv->cfg.recv_mem_budget - srv->recv_mem_used
+			   : 0;
 		pthread_mutex_unlock(&srv->lock);
 		if (n > left / srv->cfg.inline_size)
 			n = (uint32_t)(left / srv->cfg.inline_size);
