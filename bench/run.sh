@@ -12,8 +12,8 @@
 #      depths 1/16/64, RDMA (soft) and TCP interleaved, median of 3
 #   C  registrations and payload copies per I/O from the plugin's counters
 #   D  forward-channel credits 1..128 at queue depth 64 (engine alone)
-#   E  idle connections 1/100/1000: registered receive memory and RSS per
-#      connection, without and with a receive-memory budget, and with a
+#   E  idle connections 1/100/1000: registered memory and RSS per connection,
+#      at the engine's default bounds, without and with a budget, and with a
 #      shared receive queue (Use_SRQ); NULL calls/s at 16 busy connections,
 #      SRQ vs per-connection receives, interleaved, median of the rounds
 #   F  (--full only) the Linux kernel NFS/RDMA client in the rxe VM (ci/vm,
@@ -314,12 +314,19 @@ eng_snapshot() {
 	grep '^{' "$3" | tail -1 >"$2"
 }
 want E || log "E: not selected"
-# "srq": no budget, receives from the shared pool (bench_engine --srq 1).
-for budget in $(want E && echo 0 $((32 << 20)) srq); do
+# "defaults": the engine's own bounds (Receive_Memory_Budget from the machine,
+# Max_Connections_Per_Peer 64: every unix-socket peer is 127.0.0.1). The others
+# lift the per-peer cap to measure memory per connection up to N: 0 is no
+# budget; "srq": no budget, receives from the shared pool (bench_engine --srq 1).
+for budget in $(want E && echo defaults 0 $((32 << 20)) srq); do
 	for n in $CONNS; do
 		tag=idle-$budget-$n
 		sock=$W/$tag.sock
-		if [ "$budget" = srq ]; then eargs=(--srq 1); else eargs=(--budget "$budget"); fi
+		case $budget in
+		defaults) eargs=() ;;
+		srq) eargs=(--srq 1 --budget 0 --max-per-peer 0) ;;
+		*) eargs=(--budget "$budget" --max-per-peer 0) ;;
+		esac
 		"$ENG" "unix:$sock" "${eargs[@]}" --max-conns 4096 >"$W/$tag.out" 2>&1 &
 		ep=$!
 		PIDS+=("$ep")

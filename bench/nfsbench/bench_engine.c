@@ -5,7 +5,10 @@
  * credit and memory benches of bench/run.sh.
  *
  *   bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] [--srq 0|1]
- *                [--srq-depth N]
+ *                [--srq-depth N] [--max-per-peer N]
+ *
+ * Engine defaults otherwise (rr_config_default): --budget 0 is no budget,
+ * --max-per-peer 0 no per-peer cap (every unix-socket peer is 127.0.0.1).
  *
  * Prints "READY" when listening. On SIGUSR1 it writes one JSON line to
  * stdout: the server's counters, the smallest and largest per-connection
@@ -134,6 +137,8 @@ int main(int argc, char **argv)
 			cfg.recv_mem_budget = v;
 		else if (!strcmp(argv[i], "--max-conns"))
 			cfg.max_conns = (uint32_t)v;
+		else if (!strcmp(argv[i], "--max-per-peer"))
+			cfg.max_conns_per_peer = (uint32_t)v;
 		else if (!strcmp(argv[i], "--srq"))
 			cfg.use_srq = v != 0;
 		else if (!strcmp(argv[i], "--srq-depth"))

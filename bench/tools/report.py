@@ -443,12 +443,12 @@ if cr:
     p("")
 
 # ------------------------------------------------------------------ E
-p("## E. Idle connections: registered receive memory and RSS (engine alone)")
+p("## E. Idle connections: registered memory and RSS (engine alone)")
 p("")
 rows = []
 def budget_key(b):
-    return (1, 0) if b == "srq" else (0, int(b))
-for budget in sorted({re.search(r"idle-(\d+|srq)-", f).group(1)
+    return (2, 0) if b == "srq" else (0, 0) if b == "defaults" else (1, int(b))
+for budget in sorted({re.search(r"idle-(\d+|srq|defaults)-", f).group(1)
                       for f in glob.glob(os.path.join(W, "idle-*-0.json"))}, key=budget_key):
     for f in sorted(glob.glob(os.path.join(W, f"idle-{budget}-*-0.json")),
                     key=lambda x: int(re.search(r"-(\d+)-0\.json$", x).group(1))):
@@ -471,23 +471,31 @@ def client_col(c):
 if rows:
     p("`bench_engine` (soft fabric, engine defaults: 64 credits, 4 KiB inline; it posts "
       "2 x credits + 2 backchannel + 8 batch = 138 receives of 4 KiB per connection, "
-      "`rr_conn.c: grant_credits`) with N idle client connections held by `nfsbench --idle N` (each made one NULL "
+      "`rr_conn.c: grant_credits`, and keeps 150 send buffers of 4 KiB, `rr_conn_nsends`) "
+      "with N idle client connections held by `nfsbench --idle N` (each made one NULL "
       "call). Snapshot before (0) and with N connected; per-connection = difference / "
-      "connections the server counts. The soft provider runs 2 threads per connection, so RSS "
-      "includes two thread stacks' touched pages per connection.")
+      "connections the server counts. Registered = `pinned_bytes`, what Receive_Memory_Budget "
+      "counts: receive and send buffers. The soft provider runs 2 threads per connection, so RSS "
+      "includes two thread stacks' touched pages per connection. \"defaults\": the engine's "
+      "bounds as shipped (Receive_Memory_Budget an eighth of RAM, Max_Connections_Per_Peer 64; "
+      "every unix-socket peer is 127.0.0.1); the other rows lift the per-peer cap "
+      "(`--max-per-peer 0`).")
     p("")
-    p("| Receive_Memory_Budget | N asked | connected | recv_mem_bytes | per conn | RSS delta | RSS per conn | server threads | server grant min..max | client |")
-    p("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    p("| Receive_Memory_Budget | N asked | connected | recv_mem_bytes | registered (recv + send) | registered per conn | RSS delta | RSS per conn | server threads | server grant min..max | refused (per-peer / memory) | client |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
     for budget, n, a, b, c in rows:
         conns = b.get("conns_active", 0)
         rm = b["recv_mem_bytes"]
+        pin = b.get("pinned_bytes")
         drss = (b["rss_kib"] - a["rss_kib"]) * 1024
         label = ("SRQ (Use_SRQ, no budget)" if budget == "srq"
+                 else "defaults (RAM/8, 64 per peer)" if budget == "defaults"
                  else "none" if int(budget) == 0 else f"{int(budget) >> 20} MiB")
-        p(f"| {label} | {n} | {conns} | {fmt(rm)} | "
-          f"{fmt(rm / conns if conns else None)} | {fmt(drss)} | {fmt(drss / conns if conns else None)} | "
+        p(f"| {label} | {n} | {conns} | {fmt(rm)} | {fmt(pin)} | "
+          f"{fmt(pin / conns if conns and pin is not None else None)} | {fmt(drss)} | {fmt(drss / conns if conns else None)} | "
           f"{b.get('threads', '-')} | "
           f"{b.get('conn_grant_min')}..{b.get('conn_grant_max')} | "
+          f"{b.get('conns_refused_peer', '-')} / {b.get('conns_refused_mem', '-')} | "
           f"{client_col(c)} |")
     p("")
     p("The budget is first come, first served: connections get the full grant while the "
@@ -508,7 +516,7 @@ if rows:
           + (f", not met at {', '.join(str(n) for n in sorted(set(per) - set(met)))} "
              "(one connection alone carries the whole first window)" if set(per) - set(met) else "")
           + ". RSS per connection is dominated by the soft provider's two threads and the "
-          "per-connection send buffers (the same 138 x 4 KiB, registered but untouched until used).")
+          "per-connection send buffers (150 x 4 KiB, registered but untouched until used).")
         p("")
     busy = {}
     for f in glob.glob(os.path.join(W, "busy-*-*-eng.json")):
@@ -619,8 +627,8 @@ p("- A: as asked, for NULL, GETATTR, 4 KiB and 1 MiB READ/WRITE, RDMA and TCP, i
 p("- B: as asked; 4 KiB figures are shown for READ and WRITE separately.")
 p("- C: as asked, from the plugin's stats socket.")
 p("- D: engine level (bench_engine + requester), NULL calls, grants 1/4/16/64/128 at QD 64.")
-p("- E: engine level: receive memory and RSS per idle connection with and without "
-  "Receive_Memory_Budget and with the shared receive queue, and NULL throughput at 16 busy "
+p("- E: engine level: registered memory and RSS per idle connection at the default bounds, "
+  "with and without Receive_Memory_Budget and with the shared receive queue, and NULL throughput at 16 busy "
   "connections, SRQ vs per-connection receives.")
 p("- F: the Linux kernel client (dd, fio) over Soft-RoCE in qemu against knfsd and "
   "ganesha+rpcrdma in the same VM boot; --full only.")

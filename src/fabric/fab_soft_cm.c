@@ -319,6 +319,25 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 	return soft_io_full(fd, &m, sizeof(m.h) + plen, false) ? -EPIPE : 0;
 }
 
+/*
+ * RPCRDMA_SOFT_SOURCE_ADDR=IPv4: an active tcp connection binds this source
+ * address first (127.0.0.2 and up are all loopback), so tests can show the
+ * server peers that differ by address. Unset: the kernel's choice.
+ */
+static int bind_source(int fd, const struct soft_addr *dst)
+{
+	const char *src = getenv("RPCRDMA_SOFT_SOURCE_ADDR");
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	if (!src || !*src || dst->is_unix || dst->ss.ss_family != AF_INET)
+		return 0;
+	if (inet_pton(AF_INET, src, &sin.sin_addr) != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+}
+
 /* connect(2) bounded by SOFT_CONNECT_TIMEOUT_S, so an unreachable host cannot stall the caller. */
 static int connect_timed(int fd, const struct soft_addr *sa)
 {
@@ -374,7 +393,7 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 		return rc;
 	}
 	/* Loopback and namespaces answer at once; failure is reported as an event. */
-	if (connect_timed(c->fd, &sa) < 0 ||
+	if (bind_source(c->fd, &sa) < 0 || connect_timed(c->fd, &sa) < 0 ||
 	    send_cm(c->fd, SOFT_CONN_REQ, param, param ? param->private_data : NULL,
 		    param ? param->private_data_len : 0)) {
 		int err = errno ? -errno : -ECONNREFUSED;

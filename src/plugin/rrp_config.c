@@ -31,7 +31,11 @@ void rrp_config_default(struct rrp_config *c)
 	c->credits = 64;
 	c->inline_threshold = 4096;
 	c->max_connections = 1024;
-	c->recv_mem_budget = 0;
+	/* The engine's defaults (rr_config_default says why). */
+	c->max_conns_per_peer = 64;
+	c->handshake_timeout = 30;
+	c->idle_timeout = 0;
+	c->recv_mem_budget = RRP_MEM_BUDGET_AUTO;
 	c->max_ord = 16;
 	c->workers = 8;
 	c->payload_pool_mb = 80;
@@ -249,6 +253,19 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 	if (!strcasecmp(key, "Max_Connections")) {
 		ret = set_range(key, v, 1, 65536, &n, line);
 		c->max_connections = (uint32_t)(ret ? c->max_connections : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Max_Connections_Per_Peer")) {
+		ret = set_range(key, v, 0, 65536, &n, line);
+		c->max_conns_per_peer = (uint32_t)(ret ? c->max_conns_per_peer : n);
+		return ret;
+	}
+	if (!strcasecmp(key, "Handshake_Timeout") || !strcasecmp(key, "Idle_Timeout")) {
+		uint32_t *dst =
+		    !strcasecmp(key, "Idle_Timeout") ? &c->idle_timeout : &c->handshake_timeout;
+
+		ret = set_range(key, v, 0, RR_MAX_TIMEOUT, &n, line);
+		*dst = (uint32_t)(ret ? *dst : n);
 		return ret;
 	}
 	if (!strcasecmp(key, "Receive_Memory_Budget")) {

@@ -22,7 +22,12 @@ struct rrp_config {
 	uint32_t credits;		/* Credits */
 	uint32_t inline_threshold;	/* Inline_Threshold */
 	uint32_t max_connections;	/* Max_Connections */
-	uint64_t recv_mem_budget;	/* Receive_Memory_Budget, bytes; 0 = none */
+	uint32_t max_conns_per_peer;	/* Max_Connections_Per_Peer; 0 = no cap */
+	uint32_t handshake_timeout;	/* Handshake_Timeout, seconds; 0 = none */
+	uint32_t idle_timeout;		/* Idle_Timeout, seconds; 0 = none */
+	/* Receive_Memory_Budget, bytes; 0 = none; RRP_MEM_BUDGET_AUTO: the
+	 * engine's default from the machine (rr_mem_budget_default) */
+	uint64_t recv_mem_budget;
 	bool use_srq;			/* Use_SRQ: one shared receive pool */
 	uint32_t srq_depth;		/* SRQ_Depth: pool bound; 0 = derived */
 	uint32_t max_ord;		/* Max_RDMA_Read_Depth */
@@ -40,6 +45,8 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 {
 	return c->exclude_exports[id / 64] >> (id % 64) & 1;
 }
+
+#define RRP_MEM_BUDGET_AUTO UINT64_MAX
 
 void rrp_config_default(struct rrp_config *cfg);
 /*

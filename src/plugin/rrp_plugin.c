@@ -106,7 +106,11 @@ static int start_server(const char *addr, int slot)
 	ec.credits = rrp.cfg.credits;
 	ec.inline_size = rrp.cfg.inline_threshold;
 	ec.max_conns = rrp.cfg.max_connections;
-	ec.recv_mem_budget = rrp.cfg.recv_mem_budget;
+	ec.max_conns_per_peer = rrp.cfg.max_conns_per_peer;
+	ec.handshake_timeout = rrp.cfg.handshake_timeout;
+	ec.idle_timeout = rrp.cfg.idle_timeout;
+	if (rrp.cfg.recv_mem_budget != RRP_MEM_BUDGET_AUTO)
+		ec.recv_mem_budget = rrp.cfg.recv_mem_budget;
 	ec.use_srq = rrp.cfg.use_srq;
 	ec.srq_depth = rrp.cfg.srq_depth;
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
@@ -125,8 +129,11 @@ static int start_server(const char *addr, int slot)
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret)
 		return ret;
-	rrp_log("NFS over RDMA listening on %s (fabric %s, credits %u, inline %u)",
-		addr, rrp.cfg.fabric, ec.credits, ec.inline_size);
+	rrp_log("NFS over RDMA listening on %s (fabric %s, credits %u, inline %u, "
+		"memory budget %llu MiB, %u connections, %u per peer)",
+		addr, rrp.cfg.fabric, ec.credits, ec.inline_size,
+		(unsigned long long)(ec.recv_mem_budget >> 20), ec.max_conns,
+		ec.max_conns_per_peer);
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * rr_conn.c - connection life cycle: accept (RFC 8797 private data, RDMA Read
- * depth, credits within the receive-memory budget, receives posted before the
- * accept), CM events, orderly close and the final teardown once nothing
+ * depth, the caps of rr_admit.c, credits within the memory budget, receives
+ * posted before the accept), CM events, orderly close and the final teardown once nothing
  * references the connection any more.
  */
 #include <errno.h>
@@ -30,31 +30,45 @@ void rr_conn_put(struct rr_conn *c)
 }
 
 /*
- * Credits: the configured grant, shrunk (never below 1) when the receive
- * buffers it needs would exceed what is left of the memory budget. Each
- * connection keeps credits + bc_credits + recv_batch receives posted and as
- * many again for calls in progress, so a requester within its grant never
- * meets an empty receive queue.
+ * Credits: the configured grant, shrunk (never below 1) when the buffers it
+ * needs would exceed what is left of the memory budget. Each connection
+ * keeps credits + bc_credits + recv_batch receives posted and as many again
+ * for calls in progress, so a requester within its grant never meets an
+ * empty receive queue, and a send buffer for each of them and a few more
+ * (rr_conn_nsends). The budget counts both: both are registered.
  */
-static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv)
+static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *pinned)
 {
 	const struct rr_config *cfg = &srv->cfg;
 	uint32_t fixed = cfg->bc_credits + cfg->recv_batch;
 	uint32_t credits = cfg->credits;
+	/* With the shared pool a connection has no receive buffers of its own:
+	 * the pool is counted as it grows (rr_srq.c). */
+	bool own_recv = !cfg->use_srq;
 
-	/* With the shared pool the budget bounds the pool, not the grant. */
-	if (cfg->recv_mem_budget && !cfg->use_srq) {
+	if (cfg->recv_mem_budget) {
 		uint64_t left = cfg->recv_mem_budget > srv->recv_mem_used
 					? cfg->recv_mem_budget - srv->recv_mem_used
 					: 0;
-		uint64_t bufs = left / cfg->inline_size;
 
-		if (bufs < 2 + fixed)
+		if (rr_conn_pinned(cfg, 1, own_recv) > left)
 			return 0;
-		if (2ull * credits + fixed > bufs)
-			credits = (uint32_t)((bufs - fixed) / 2);
+		if (rr_conn_pinned(cfg, credits, own_recv) > left) {
+			uint32_t lo = 1, hi = credits; /* fits at lo, not at hi */
+
+			while (hi - lo > 1) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (rr_conn_pinned(cfg, mid, own_recv) <= left)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			credits = lo;
+		}
 	}
 	*nrecv = 2 * credits + fixed;
+	*pinned = rr_conn_pinned(cfg, credits, own_recv);
 	return credits;
 }
 
@@ -113,15 +127,12 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 {
 	const struct rr_config *cfg = &srv->cfg;
 	struct fab_qp_caps caps = {0};
-	uint32_t i, nbc;
+	uint32_t i;
 	int ret;
 
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
-	/* A reverse-direction call's Send may complete after its answer: twice
-	 * the backchannel grant we provision keeps callbacks from waiting. */
-	nbc = 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
-	c->nsends = nrecv + RR_QUIET_SENDS + nbc;
+	c->nsends = rr_conn_nsends(cfg, nrecv);
 	/* Reads are bounded by ord; replies queue when the SQ is short. */
 	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
 	c->sq_avail = c->sq_depth;
@@ -148,11 +159,15 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 			return -ENOMEM;
 		if (cfg->use_srq) {
 			/* Counted here, not at the grant: only now is it known. */
-			c->recv_mem = (uint64_t)nrecv * cfg->inline_size;
+			uint64_t bytes = rr_pool_bytes(cfg->inline_size, nrecv);
+
+			c->recv_mem = bytes;
+			c->pinned += bytes;
 			pthread_mutex_lock(&srv->lock);
-			srv->recv_mem_used += c->recv_mem;
+			srv->recv_mem_used += bytes;
 			pthread_mutex_unlock(&srv->lock);
-			RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
+			RR_STAT_ADD(c, recv_mem_bytes, bytes);
+			RR_STAT_ADD(c, pinned_bytes, bytes);
 		}
 	}
 	ret = rr_pool_init(&c->send_pool, c->pd, cfg->inline_size, c->nsends,
@@ -217,19 +232,34 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	struct rr_conn *c;
 	struct rr_cm_private peer;
 	struct fab_conn_param param;
-	uint8_t pdata[RR_CM_PRIV_LEN];
+	uint8_t pdata[RR_CM_PRIV_LEN], ip[16];
 	uint32_t nrecv = 0;
+	uint64_t pinned = 0;
+	bool ip_known;
+	char why[64];
 	int ret;
 
+	/* Refused before anything is allocated for the request. */
 	if (srv->nconns >= srv->cfg.max_conns) {
-		rr_log("%s: refused, %u connections already", fab_conn_peer(ev->conn),
-		       srv->nconns);
+		snprintf(why, sizeof(why), "%u connections already", srv->nconns);
+		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_MAX_CONNS, why);
+		goto reject;
+	}
+	ip_known = rr_admit_peer_ip(ev->conn, ip);
+	if (ip_known && !rr_admit_peer(srv, ip)) {
+		snprintf(why, sizeof(why), "%u connections from this address already",
+			 srv->cfg.max_conns_per_peer);
+		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_PEER, why);
 		goto reject;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_OTHER, "out of memory");
 		goto reject;
+	}
 	c->srv = srv;
+	c->peer_known = ip_known;
+	memcpy(c->peer_ip, ip, sizeof(ip));
 	c->fc = ev->conn;
 	snprintf(c->peer, sizeof(c->peer), "%s", fab_conn_peer(ev->conn));
 	pthread_mutex_init(&c->lock, NULL);
@@ -243,26 +273,30 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	/* svcrdma: our RDMA Read depth is what the client will serve, capped. */
 	c->ord = ev->initiator_depth < srv->cfg.max_ord ? ev->initiator_depth : srv->cfg.max_ord;
 	if (c->ord == 0) {
-		rr_log("%s: refused, peer serves no RDMA Reads (responder_resources 0)", c->peer);
+		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER,
+				"peer serves no RDMA Reads (responder_resources 0)");
 		goto free_reject;
 	}
 
 	pthread_mutex_lock(&srv->lock);
-	c->credits = grant_credits(srv, &nrecv);
+	c->credits = grant_credits(srv, &nrecv, &pinned);
 	/* Until the client's first reverse-direction Reply states its grant,
 	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
 	c->bc_grant = 1;
-	/* With the shared pool a connection has no receive buffers of its own. */
-	if (c->credits && !srv->cfg.use_srq) {
-		c->recv_mem = (uint64_t)nrecv * srv->cfg.inline_size;
-		srv->recv_mem_used += c->recv_mem;
+	if (c->credits) {
+		c->pinned = pinned;
+		srv->recv_mem_used += pinned;
+		/* With the shared pool a connection has no receive buffers of its own. */
+		if (!srv->cfg.use_srq)
+			c->recv_mem = rr_pool_bytes(srv->cfg.inline_size, nrecv);
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (!c->credits) {
-		rr_log("%s: refused, receive memory budget exhausted", c->peer);
+		rr_admit_refuse(srv, c->peer, RR_REFUSE_MEM, "receive memory budget exhausted");
 		goto free_reject;
 	}
 	RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
+	RR_STAT_ADD(c, pinned_bytes, c->pinned);
 	atomic_store(&c->st.credit_grant, c->credits);
 	atomic_store(&srv->st.credit_grant, c->credits);
 
@@ -295,6 +329,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	}
 	/* The list is walked by the event thread; srv->lock guards it against
 	 * readers elsewhere (rr_server_foreach_conn). */
+	c->accepted_at = c->quiet_since = rr_now_s(); /* the handshake timeout runs */
 	pthread_mutex_lock(&srv->lock);
 	c->next = srv->conns;
 	srv->conns = c;
@@ -306,9 +341,10 @@ undo_budget:
 	if (c->state == RR_CONN_CLOSING) /* a failed receive post closed it: never listed */
 		atomic_fetch_sub(&srv->nclosing, 1);
 	pthread_mutex_lock(&srv->lock);
-	srv->recv_mem_used -= c->recv_mem;
+	srv->recv_mem_used -= c->pinned;
 	pthread_mutex_unlock(&srv->lock);
 	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
+	RR_STAT_SUB(c, pinned_bytes, c->pinned);
 	fab_reject(c->fc, NULL, 0);
 	conn_free_resources(c);
 	return;
@@ -468,9 +504,10 @@ void rr_conn_reap(struct rr_server *srv)
 		*pp = c->next;
 		srv->nconns--;
 		atomic_fetch_sub(&srv->nclosing, 1);
-		srv->recv_mem_used -= c->recv_mem;
+		srv->recv_mem_used -= c->pinned;
 		pthread_mutex_unlock(&srv->lock);
 		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
+		RR_STAT_SUB(c, pinned_bytes, c->pinned);
 		rr_log("%s: connection freed", c->peer);
 		conn_free_resources(c);
 	}

@@ -4,7 +4,8 @@
  * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
  * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
  * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
- * rr_srq.c (the shared receive pool).
+ * rr_srq.c (the shared receive pool), rr_admit.c (per-peer cap, memory
+ * budget, timeouts, refusal log).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
@@ -62,7 +63,8 @@ static inline struct rr_handoff *rr_handoff_take(_Atomic(struct rr_handoff *) *t
 
 /* Fixed-size buffers carved from one registration, handed out LIFO. */
 struct rr_pool {
-	uint8_t *mem;
+	uint8_t *mem;			/* mmap'd: never from an interposed allocator */
+	size_t map_len;			/* rr_pool_bytes(buf_size, count) */
 	size_t buf_size;
 	uint32_t count;
 	struct fab_mr *mr;
@@ -74,6 +76,9 @@ struct rr_pool {
 int rr_pool_init(struct rr_pool *p, struct fab_pd *pd, size_t buf_size, uint32_t count,
 		 unsigned int access);
 void rr_pool_fini(struct rr_pool *p);
+/* What a pool of @count buffers of @buf_size pins: whole pages. */
+#define RR_PAGE_SIZE 4096u
+size_t rr_pool_bytes(size_t buf_size, uint32_t count);
 void *rr_pool_get(struct rr_pool *p);
 void rr_pool_put(struct rr_pool *p, void *buf);
 bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
@@ -116,6 +121,8 @@ struct rr_counters {
 	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
 	_Atomic uint64_t sends_unsignalled, send_posts, read_posts;
 	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
+	_Atomic uint64_t pinned_bytes, conns_refused, conns_refused_peer, conns_refused_mem;
+	_Atomic uint64_t conns_timed_out;
 	_Atomic uint32_t credit_grant;
 };
 
@@ -239,7 +246,16 @@ struct rr_conn {
 	bool reads_held;		/* handling a poll: Reads wait for its end */
 	struct rr_inline_limits inl;
 	bool send_w_inv;
-	uint64_t recv_mem;		/* bytes counted against the budget */
+	uint64_t recv_mem;		/* receive-buffer bytes (recv_mem_bytes) */
+	uint64_t pinned;		/* all bytes counted against the budget */
+	/* Bounds (rr_admit.c): the peer's IP address (IPv4 as v4-mapped) for
+	 * the per-peer cap, and the clock of the handshake and idle timeouts. */
+	uint8_t peer_ip[16];
+	bool peer_known;
+	bool had_msg;			/* a first message arrived */
+	uint64_t act_seen;		/* messages counted at the last tick */
+	uint64_t accepted_at;		/* rr_now_s() */
+	uint64_t quiet_since;		/* rr_now_s() of the last activity */
 	uint32_t bc_grant;		/* client's backchannel credits (RFC 8167 section 3) */
 	uint32_t bc_outstanding;	/* reverse-direction calls awaiting an answer */
 
@@ -303,6 +319,7 @@ struct rr_srq {
 	uint32_t low_water;		/* grow when fewer stay posted */
 	bool starved;			/* fell below low_water since the last refill */
 	uint32_t nbufs;			/* registered so far (event thread) */
+	uint64_t bytes;			/* their registered bytes (rr_pool_bytes) */
 	uint32_t posted;		/* (event thread) */
 	uint32_t nchunks, maxchunks;
 	struct rr_srq_chunk *chunks;	/* maxchunks */
@@ -318,6 +335,47 @@ void rr_srq_refill(struct rr_server *srv);
 void rr_srq_put(struct rr_call_ctx *ctx);
 /* After the last connection is gone. */
 void rr_srq_destroy(struct rr_server *srv);
+
+/* ---- admission and bounds (rr_admit.c) ---- */
+
+enum rr_refuse_why {
+	RR_REFUSE_MAX_CONNS,	/* Max_Connections */
+	RR_REFUSE_PEER,		/* Max_Connections_Per_Peer */
+	RR_REFUSE_MEM,		/* Receive_Memory_Budget */
+	RR_REFUSE_OTHER,	/* a bad request or no memory for it */
+	RR_REFUSE_NWHY,
+};
+
+/*
+ * Refusals are logged one line per RR_REFUSE_LOG_S at most: the first in a
+ * quiet period in full, then a count per reason once the period is over
+ * (a peer retrying at the cap would otherwise flood the log).
+ */
+#define RR_REFUSE_LOG_S 5
+struct rr_refusals {
+	uint64_t quiet_until;		/* rr_now_s(): log in full from then on */
+	uint64_t since;			/* first refusal not logged in full */
+	uint32_t held;			/* refusals not logged in full */
+	uint32_t why[RR_REFUSE_NWHY];
+};
+
+uint64_t rr_now_s(void);
+/* The peer's IP address of a connection request, for rr_admit_peer. */
+bool rr_admit_peer_ip(struct fab_conn *fc, uint8_t ip[16]);
+/* Event thread, srv->lock held: may @ip open one more connection? */
+bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16]);
+/* Event thread: count a refused connection request and log it (rate-limited). */
+void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
+		     const char *detail);
+/* Event thread, once a second: handshake and idle timeouts, the refusal summary. */
+void rr_admit_tick(struct rr_server *srv);
+/* After the event thread: log the refusals still held for a summary. */
+void rr_admit_fini(struct rr_server *srv);
+/* Send contexts (and send buffers) of a connection with @nrecv receives. */
+uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv);
+/* What one connection with @credits pins: its send buffers, and its receive
+ * buffers when it has its own (@own_recv). */
+uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_recv);
 
 /* ---- server (rr_server.c) ---- */
 
@@ -343,7 +401,7 @@ struct rr_server {
 	struct rr_conn *conns;
 	uint32_t nconns;
 	_Atomic uint32_t nclosing;	/* on the list and closing: rr_conn_reap has work */
-	uint64_t recv_mem_used;
+	uint64_t recv_mem_used;		/* all bytes counted against the budget */
 	struct rr_bigpool *bigpools[4];
 	unsigned int nbigpools;
 	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
@@ -351,6 +409,9 @@ struct rr_server {
 	unsigned int nregions;
 
 	struct rr_srq *srq;		/* cfg.use_srq: the shared receive pool */
+
+	int timerfd;			/* once a second: timeouts, refusal summary */
+	struct rr_refusals refusals;	/* event thread */
 
 	struct rr_counters st;
 };

@@ -8,30 +8,50 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rpcrdma/rr_internal.h"
 
+size_t rr_pool_bytes(size_t buf_size, uint32_t count)
+{
+	return (buf_size * count + RR_PAGE_SIZE - 1) & ~(size_t)(RR_PAGE_SIZE - 1);
+}
+
+/*
+ * The buffers are mapped, not allocated: an upper layer in the same process
+ * may interpose the allocator (the ganesha plugin serves page-aligned
+ * posix_memalign calls from its registered READ payload pool), and a pool
+ * per connection taken from there would leave READs nothing to go out by
+ * RDMA Write from. mmap is never interposed, gives page alignment (off
+ * shared cache lines, as iWARP wants) and its length is exactly what the
+ * receive-memory budget counts (rr_pool_bytes).
+ */
 int rr_pool_init(struct rr_pool *p, struct fab_pd *pd, size_t buf_size, uint32_t count,
 		 unsigned int access)
 {
-	size_t total = buf_size * count;
+	size_t total = rr_pool_bytes(buf_size, count);
+	void *mem;
 	int ret;
 
 	memset(p, 0, sizeof(*p));
 	if (count == 0 || buf_size == 0)
 		return -EINVAL;
-	/* Page alignment keeps buffers off shared cache lines and suits iWARP. */
-	if (posix_memalign((void **)&p->mem, 4096, total))
+	mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
 		return -ENOMEM;
+	p->mem = mem;
+	p->map_len = total;
 	p->free_idx = calloc(count, sizeof(*p->free_idx));
 	if (!p->free_idx) {
-		free(p->mem);
+		munmap(p->mem, total);
+		p->mem = NULL;
 		return -ENOMEM;
 	}
 	ret = fab_mr_reg(pd, p->mem, total, access, &p->mr);
 	if (ret) {
 		free(p->free_idx);
-		free(p->mem);
+		munmap(p->mem, total);
+		p->mem = NULL;
 		return ret;
 	}
 	p->buf_size = buf_size;
@@ -49,7 +69,7 @@ void rr_pool_fini(struct rr_pool *p)
 		return;
 	fab_mr_dereg(p->mr);
 	free(p->free_idx);
-	free(p->mem);
+	munmap(p->mem, p->map_len);
 	pthread_mutex_destroy(&p->lock);
 	p->mem = NULL;
 }

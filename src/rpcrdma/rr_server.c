@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 
 #define TAG_CM ((void *)1)
 #define TAG_KICK ((void *)2)
+#define TAG_TIMER ((void *)3)
 
 static void (*log_sink)(const char *line);
 
@@ -52,6 +54,16 @@ void rr_config_default(struct rr_config *cfg)
 	cfg->inline_size = 4096; /* RPCRDMA_DEF_INLINE_THRESH */
 	cfg->max_ord = 16;	/* svcrdma_ord */
 	cfg->max_conns = 1024;
+	/* The Linux client opens one connection per server and mount options,
+	 * nconnect up to 16 of them: 64 leaves room for several such clients
+	 * behind one address (NAT, containers). */
+	cfg->max_conns_per_peer = 64;
+	/* The Linux client sends its first Call as soon as it is connected. */
+	cfg->handshake_timeout = 30;
+	/* None: the Linux client keeps an idle mount's connection open, and
+	 * closing it costs a reconnect at the next I/O. */
+	cfg->idle_timeout = 0;
+	cfg->recv_mem_budget = rr_mem_budget_default();
 	rr_hdr_limits_default(&cfg->limits);
 }
 
@@ -64,6 +76,8 @@ static int check_config(const struct rr_config *c)
 	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
 		return -EINVAL;
 	if (c->srq_depth && (c->srq_depth < RR_SRQ_MIN_DEPTH || c->srq_depth > RR_SRQ_MAX_DEPTH))
+		return -EINVAL;
+	if (c->handshake_timeout > RR_MAX_TIMEOUT || c->idle_timeout > RR_MAX_TIMEOUT)
 		return -EINVAL;
 	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
 	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||
@@ -195,6 +209,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 	srv->ctx = ctx;
 	srv->epfd = -1;
 	srv->kickfd = -1;
+	srv->timerfd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
 
 	ret = fab_channel_create(fab, &srv->ch);
@@ -207,13 +222,25 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 	}
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (srv->epfd < 0 || srv->kickfd < 0) {
+	/* Once a second: timeouts and the refusal summary (rr_admit_tick). */
+	srv->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (srv->epfd < 0 || srv->kickfd < 0 || srv->timerfd < 0) {
 		ret = -errno;
 		goto err;
+	}
+	{
+		struct itimerspec its = {.it_interval = {1, 0}, .it_value = {1, 0}};
+
+		if (timerfd_settime(srv->timerfd, 0, &its, NULL)) {
+			ret = -errno;
+			goto err;
+		}
 	}
 	ret = rr_server_epoll_add(srv, fab_channel_fd(srv->ch), TAG_CM);
 	if (!ret)
 		ret = rr_server_epoll_add(srv, srv->kickfd, TAG_KICK);
+	if (!ret)
+		ret = rr_server_epoll_add(srv, srv->timerfd, TAG_TIMER);
 	if (ret)
 		goto err;
 	*out = srv;
@@ -230,6 +257,8 @@ err:
 		close(srv->epfd);
 	if (srv->kickfd >= 0)
 		close(srv->kickfd);
+	if (srv->timerfd >= 0)
+		close(srv->timerfd);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 	return ret;
@@ -328,6 +357,11 @@ static void *event_thread(void *arg)
 				handle_cm(srv);
 			} else if (tag == TAG_KICK) {
 				handle_kick(srv);
+			} else if (tag == TAG_TIMER) {
+				uint64_t ticks;
+
+				if (read(srv->timerfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+					rr_admit_tick(srv);
 			} else {
 				struct rr_conn *c = tag;
 
@@ -404,6 +438,7 @@ void rr_server_destroy(struct rr_server *srv)
 	} else {
 		close_all(srv);
 	}
+	rr_admit_fini(srv);
 	fab_listener_destroy(srv->listener);
 	rr_srq_destroy(srv);
 	for (unsigned int i = 0; i < srv->nregions; i++)
@@ -420,6 +455,7 @@ void rr_server_destroy(struct rr_server *srv)
 	fab_channel_destroy(srv->ch);
 	close(srv->epfd);
 	close(srv->kickfd);
+	close(srv->timerfd);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }

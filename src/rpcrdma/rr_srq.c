@@ -22,7 +22,8 @@
 
 #define RR_SRQ_POST_BATCH 16
 
-/* The pool's bound: SRQ_Depth, else what the budget allows, else the default. */
+/* The pool's bound: SRQ_Depth or the default, never above the budget (which
+ * is always set unless the admin says 0, so it no longer picks the depth). */
 static uint32_t srq_bound(const struct rr_config *cfg)
 {
 	uint64_t bound = cfg->srq_depth ? cfg->srq_depth : RR_SRQ_DEFAULT_DEPTH;
@@ -30,7 +31,7 @@ static uint32_t srq_bound(const struct rr_config *cfg)
 	if (cfg->recv_mem_budget) {
 		uint64_t fit = cfg->recv_mem_budget / cfg->inline_size;
 
-		if (!cfg->srq_depth || fit < bound)
+		if (fit < bound)
 			bound = fit;
 	}
 	return bound > RR_SRQ_MAX_DEPTH ? RR_SRQ_MAX_DEPTH : (uint32_t)bound;
@@ -43,11 +44,26 @@ static int srq_add(struct rr_srq *q, uint32_t want)
 	struct rr_server *srv = q->srv;
 	uint32_t n = q->bound - q->nbufs < want ? q->bound - q->nbufs : want;
 	struct rr_srq_chunk *ch = &q->chunks[q->nchunks];
-	uint64_t bytes = (uint64_t)n * srv->cfg.inline_size;
+	uint64_t bytes;
 	int ret;
 
+	if (srv->cfg.recv_mem_budget) {
+		/* The budget is shared with every connection's send buffers. */
+		uint64_t left;
+
+		pthread_mutex_lock(&srv->lock);
+		left = srv->cfg.recv_mem_budget > srv->recv_mem_used
+			   ? srv->cfg.recv_mem_budget - srv->recv_mem_used
+			   : 0;
+		pthread_mutex_unlock(&srv->lock);
+		if (n > left / srv->cfg.inline_size)
+			n = (uint32_t)(left / srv->cfg.inline_size);
+		while (n && rr_pool_bytes(srv->cfg.inline_size, n) > left)
+			n--;
+	}
 	if (n == 0 || q->nchunks >= q->maxchunks)
 		return -ENOSPC;
+	bytes = rr_pool_bytes(srv->cfg.inline_size, n);
 	ch->calls = calloc(n, sizeof(*ch->calls));
 	if (!ch->calls)
 		return -ENOMEM;
@@ -62,6 +78,8 @@ static int srq_add(struct rr_srq *q, uint32_t want)
 	srv->recv_mem_used += bytes;
 	pthread_mutex_unlock(&srv->lock);
 	atomic_fetch_add(&srv->st.recv_mem_bytes, bytes);
+	atomic_fetch_add(&srv->st.pinned_bytes, bytes);
+	q->bytes += bytes;
 	pthread_mutex_lock(&q->lock);
 	for (uint32_t i = 0; i < n; i++) {
 		struct rr_call_ctx *ctx = &ch->calls[i];
@@ -271,12 +289,13 @@ void rr_srq_destroy(struct rr_server *srv)
 		rr_log("shared receive queue not freed: %s (%s)", strerror(-ret), fab_last_error());
 		return;
 	}
-	bytes = (uint64_t)q->nbufs * srv->cfg.inline_size;
+	bytes = q->bytes;
 	for (uint32_t i = 0; i < q->nchunks; i++) {
 		rr_pool_fini(&q->chunks[i].pool);
 		free(q->chunks[i].calls);
 	}
 	atomic_fetch_sub(&srv->st.recv_mem_bytes, bytes);
+	atomic_fetch_sub(&srv->st.pinned_bytes, bytes);
 	srv->recv_mem_used -= bytes;
 	pthread_mutex_destroy(&q->lock);
 	free(q->chunks);

@@ -42,9 +42,21 @@ struct rr_config {
 	uint32_t bc_credits;		/* receives reserved for backchannel replies */
 	uint32_t recv_batch;		/* extra receives beyond credits + bc_credits */
 	uint32_t inline_size;		/* our receive buffer and largest inline Send */
-	uint64_t recv_mem_budget;	/* receive-buffer bytes for all connections; 0: none */
+	/*
+	 * Registered bytes for all connections together (Receive_Memory_Budget):
+	 * every connection's receive and send buffers and the shared receive
+	 * pool, whole pages as registered. 0: none. rr_config_default derives
+	 * it from the machine (rr_mem_budget_default).
+	 */
+	uint64_t recv_mem_budget;
 	uint8_t max_ord;		/* cap on RDMA Reads in flight per connection */
 	uint32_t max_conns;
+	uint32_t max_conns_per_peer;	/* per peer IP address; 0: no cap */
+	/* Seconds from the accept to the connection's first message (a
+	 * connection that never completes its handshake included); 0: none. */
+	uint32_t handshake_timeout;
+	/* Seconds without a message or a call in progress; 0: none. */
+	uint32_t idle_timeout;
 	/*
 	 * Shared receive queue (Use_SRQ): receives come from one server-wide
 	 * pool instead of 2 x credits + bc_credits + recv_batch buffers per
@@ -52,8 +64,7 @@ struct rr_config {
 	 * client's window (credits + bc_credits + recv_batch) when the first
 	 * client connects, and doubles whenever fewer than a quarter of them
 	 * were left posted, up to
-	 * srq_depth (0: recv_mem_budget / inline_size when a budget is set,
-	 * else RR_SRQ_DEFAULT_DEPTH); never above the budget either.
+	 * srq_depth (0: RR_SRQ_DEFAULT_DEPTH); never above the budget either.
 	 */
 	bool use_srq;
 	uint32_t srq_depth;		/* 0 or RR_SRQ_MIN_DEPTH..RR_SRQ_MAX_DEPTH (SRQ_Depth) */
@@ -65,8 +76,19 @@ struct rr_config {
 #define RR_SRQ_DEFAULT_DEPTH 1024
 #define RR_SRQ_MAX_DEPTH 65536
 
-/* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, no budget, ord 16, no SRQ. */
+#define RR_MAX_TIMEOUT 86400		/* seconds: the timeouts' upper bound */
+
+/* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, the machine's
+ * budget, ord 16, no SRQ, 1024 connections, 64 per peer, handshake 30 s,
+ * no idle timeout. */
 void rr_config_default(struct rr_config *cfg);
+/*
+ * Default Receive_Memory_Budget: an eighth of physical memory, and where the
+ * process is bound by RLIMIT_MEMLOCK (a finite limit and no CAP_IPC_LOCK)
+ * no more than half of that limit, the rest being the READ payload pool's
+ * and the Read sinks' (registrations past the limit fail).
+ */
+uint64_t rr_mem_budget_default(void);
 
 /* A received RPC Call, owned by the engine; the upper layer answers it with
  * rr_reply() or gives it back with rr_call_release() exactly once. */
@@ -173,7 +195,9 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 	X(rdma_write_bytes) X(err_chunk_sent) X(err_vers_sent) X(dropped) X(not_delivered)       \
 	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(sends_unsignalled) X(send_posts)       \
 	X(read_posts) X(registrations) X(payload_copies)                                           \
-	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(credit_grant)
+	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(pinned_bytes)                 \
+	X(conns_refused) X(conns_refused_peer) X(conns_refused_mem) X(conns_timed_out)          \
+	X(credit_grant)
 
 /* Where the engine's one-line event logs go (default: stderr). */
 void rr_set_log_sink(void (*sink)(const char *line));
@@ -205,6 +229,13 @@ struct rr_stats {
 	uint64_t bc_calls;		/* reverse-direction calls sent */
 	uint64_t bc_replies;
 	uint64_t bc_errors;		/* RDMA_ERROR answers to them */
+	/* Registered memory counted against Receive_Memory_Budget: receive
+	 * buffers (own or the shared pool) and send buffers. */
+	uint64_t pinned_bytes;
+	uint64_t conns_refused;		/* connection requests refused, any reason */
+	uint64_t conns_refused_peer;	/* ... at Max_Connections_Per_Peer */
+	uint64_t conns_refused_mem;	/* ... with the memory budget spent */
+	uint64_t conns_timed_out;	/* closed by the handshake or idle timeout */
 	uint32_t credit_grant;		/* per connection: current grant; global: last grant */
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);

@@ -50,7 +50,11 @@ TEST(RrpConfig, DefaultsMatchTheSample)
 	EXPECT_EQ(c.credits, 64u);
 	EXPECT_EQ(c.inline_threshold, 4096u);
 	EXPECT_EQ(c.max_connections, 1024u);
-	EXPECT_EQ(c.recv_mem_budget, 0u);
+	EXPECT_EQ(c.max_conns_per_peer, 64u);
+	EXPECT_EQ(c.handshake_timeout, 30u);
+	EXPECT_EQ(c.idle_timeout, 0u);
+	/* derived from the machine by the engine (rr_mem_budget_default) */
+	EXPECT_EQ(c.recv_mem_budget, RRP_MEM_BUDGET_AUTO);
 	EXPECT_FALSE(c.use_srq);
 	EXPECT_EQ(c.srq_depth, 0u);
 	EXPECT_EQ(c.max_ord, 16u);
@@ -78,6 +82,9 @@ rdma {
 	Credits = 128;
 	Inline_Threshold = 8192;
 	Max_Connections = 10;
+	Max_Connections_Per_Peer = 3;
+	Handshake_Timeout = 7;
+	Idle_Timeout = 600;
 	Receive_Memory_Budget = 64M;
 	use_srq = TRUE;
 	SRQ_Depth = 4096;
@@ -98,6 +105,9 @@ rdma {
 	EXPECT_EQ(c.credits, 128u);
 	EXPECT_EQ(c.inline_threshold, 8192u);
 	EXPECT_EQ(c.max_connections, 10u);
+	EXPECT_EQ(c.max_conns_per_peer, 3u);
+	EXPECT_EQ(c.handshake_timeout, 7u);
+	EXPECT_EQ(c.idle_timeout, 600u);
 	EXPECT_EQ(c.recv_mem_budget, 64ull << 20);
 	EXPECT_TRUE(c.use_srq);
 	EXPECT_EQ(c.srq_depth, 4096u);
@@ -146,6 +156,9 @@ TEST(RrpConfig, BadValuesAreNamedKeyByKey)
 		{"Use_SRQ = perhaps;", "Use_SRQ"},
 		{"SRQ_Depth = 16;", "SRQ_Depth"}, /* below one growth step */
 		{"SRQ_Depth = 65537;", "SRQ_Depth"},
+		{"Max_Connections_Per_Peer = 65537;", "Max_Connections_Per_Peer"},
+		{"Handshake_Timeout = 86401;", "Handshake_Timeout"},
+		{"Idle_Timeout = -1;", "Idle_Timeout"},
 		{"Credit = 4;", "Credit"}, /* a misspelt key is not silently ignored */
 		{"Exclude_Exports = 1, 65536;", "Exclude_Exports"},
 		{"Exclude_Exports = 1, two;", "Exclude_Exports"},

@@ -6,6 +6,7 @@
  *
  *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] [--recv-mem BYTES]
  *                       [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]
+ *                       [--max-per-peer N] [--handshake-timeout S] [--idle-timeout S]
  *
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
@@ -47,6 +48,7 @@ enum {
 static int sig_pipe[2] = {-1, -1};
 
 /* What the upper layer saw; printed with the engine's stats. */
+static atomic_ulong log_refused_lines;
 static atomic_ulong ul_calls, ul_not_delivered, ul_not_delivered_own, ul_conn_up, ul_conn_down, ul_held_released;
 
 /* --- reading the Call: a byte stream over the call's iovecs --------------- */
@@ -655,18 +657,31 @@ static void print_stats(struct rr_server *srv)
 	       F(err_chunk_sent) "," F(err_vers_sent) "," F(dropped) "," F(not_delivered) ","
 	       F(rnr_disconnects) "," F(disconnects) "," F(send_w_inv) "," F(sends_unsignalled) "," F(send_posts) "," F(read_posts) ","
 	       F(registrations) ","
-	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) ",\"credit_grant\":%u,",
+	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) "," F(pinned_bytes) ","
+	       F(conns_refused) "," F(conns_refused_peer) "," F(conns_refused_mem) ","
+	       F(conns_timed_out) ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
 	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
 	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
-	       st.credit_grant);
+	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
+	       st.conns_timed_out, st.credit_grant);
 #undef F
-	printf("\"conns_listed\":%lu,", listed);
+	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,", listed,
+	       atomic_load(&log_refused_lines));
 	print_upper();
 	printf("}\n");
 	fflush(stdout);
+}
+
+/* The engine's log lines about refused connections, counted (the tests
+ * bound them) and passed on to stderr as the default sink would. */
+static void log_line(const char *line)
+{
+	if (strstr(line, "refused"))
+		atomic_fetch_add(&log_refused_lines, 1);
+	fprintf(stderr, "rpcrdma: %s\n", line);
 }
 
 static void on_term(int sig)
@@ -681,7 +696,9 @@ static void on_term(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] "
-			"[--recv-mem BYTES] [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]\n");
+			"[--recv-mem BYTES] [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]\n"
+			"                      [--max-per-peer N] [--handshake-timeout S] "
+			"[--idle-timeout S]\n");
 	return 2;
 }
 
@@ -703,6 +720,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		return usage();
+	rr_set_log_sink(log_line);
 	rr_config_default(&cfg);
 	/* Options come in pairs: --name value. */
 	for (int i = 2; i < argc; i += 2) {
@@ -718,6 +736,12 @@ int main(int argc, char **argv)
 			cfg.max_conns = (uint32_t)v;
 		else if (!strcmp(argv[i], "--recv-mem"))
 			cfg.recv_mem_budget = v;
+		else if (!strcmp(argv[i], "--max-per-peer"))
+			cfg.max_conns_per_peer = (uint32_t)v;
+		else if (!strcmp(argv[i], "--handshake-timeout"))
+			cfg.handshake_timeout = (uint32_t)v;
+		else if (!strcmp(argv[i], "--idle-timeout"))
+			cfg.idle_timeout = (uint32_t)v;
 		else if (!strcmp(argv[i], "--srq"))
 			cfg.use_srq = v != 0;
 		else if (!strcmp(argv[i], "--srq-depth"))

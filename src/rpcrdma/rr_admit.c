@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_admit.c - what a peer that need not be authenticated may hold of the
+ * server: connections per peer address, registered memory for all
+ * connections (the budget counts receive AND send buffers), how long a
+ * connection may sit without its first message or, optionally, idle, and a
+ * refusal log that a peer retrying at a cap cannot flood.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rpcrdma/rr_internal.h"
+
+uint64_t rr_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+/* Does RLIMIT_MEMLOCK bind this process? CAP_IPC_LOCK lifts it (mlock(2)). */
+static bool memlock_binds(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return true;
+	return !(data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK));
+}
+
+uint64_t rr_mem_budget_default(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	/* An eighth of RAM: registered pages cannot be swapped or reclaimed,
+	 * and the page cache, ganesha's caches and the READ payload pool need
+	 * the rest. At the defaults (1,179,648 B a connection) that is about
+	 * 1,000 connections on 8 GiB. */
+	uint64_t budget = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 8 : 0;
+	struct rlimit rl;
+
+	if (!budget)
+		budget = 1ull << 30; /* sysconf failed: what 8 GiB would give */
+	/* Registrations past RLIMIT_MEMLOCK fail; half of it for connections,
+	 * the other half for the payload pool and the Read sinks. */
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY && memlock_binds() &&
+	    rl.rlim_cur / 2 < budget)
+		budget = rl.rlim_cur / 2;
+	return budget ? budget : 1;
+}
+
+uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv)
+{
+	/* A reverse-direction call's Send may complete after its answer: twice
+	 * the backchannel grant we provision keeps callbacks from waiting. */
+	uint32_t nbc = 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
+
+	return nrecv + RR_QUIET_SENDS + nbc;
+}
+
+uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_recv)
+{
+	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
+	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends(cfg, nrecv));
+
+	if (own_recv)
+		bytes += rr_pool_bytes(cfg->inline_size, nrecv);
+	return bytes;
+}
+
+/* IPv4 as v4-mapped IPv6, so a dual-stack listener counts a peer once. */
+static bool ip_key(const struct sockaddr_storage *ss, uint8_t ip[16])
+{
+	memset(ip, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+
+		ip[10] = ip[11] = 0xff;
+		memcpy(ip + 12, &s->sin_addr, 4);
+		return true;
+	}
+	if (ss->ss_family == AF_INET6) {
+		memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+bool rr_admit_peer_ip(struct fab_conn *fc, uint8_t ip[16])
+{
+	struct sockaddr_storage remote;
+
+	memset(&remote, 0, sizeof(remote));
+	return fab_conn_addrs(fc, NULL, &remote) == 0 && ip_key(&remote, ip);
+}
+
+bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
+{
+	uint32_t cap = srv->cfg.max_conns_per_peer, n = 0;
+
+	if (!cap)
+		return true;
+	/* A walk: at most Max_Connections, once per connection request.
+	 * Closing connections no longer count: a client that reconnects at
+	 * once must not wait for the old one's last reference. */
+	for (const struct rr_conn *c = srv->conns; c; c = c->next)
+		if (c->peer_known && c->state != RR_CONN_CLOSING && !memcmp(c->peer_ip, ip, 16) &&
+		    ++n >= cap)
+			return false;
+	return true;
+}
+
+static const char *const why_name[RR_REFUSE_NWHY] = {
+    [RR_REFUSE_MAX_CONNS] = "connection cap",
+    [RR_REFUSE_PEER] = "per-peer cap",
+    [RR_REFUSE_MEM] = "memory budget",
+    [RR_REFUSE_OTHER] = "other",
+};
+
+void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
+		     const char *detail)
+{
+	struct rr_refusals *r = &srv->refusals;
+	uint64_t now = rr_now_s();
+
+	atomic_fetch_add_explicit(&srv->st.conns_refused, 1, memory_order_relaxed);
+	if (why == RR_REFUSE_PEER)
+		atomic_fetch_add_explicit(&srv->st.conns_refused_peer, 1, memory_order_relaxed);
+	else if (why == RR_REFUSE_MEM)
+		atomic_fetch_add_explicit(&srv->st.conns_refused_mem, 1, memory_order_relaxed);
+	if (now >= r->quiet_until && !r->held) {
+		rr_log("%s: refused: %s", peer, detail);
+		r->quiet_until = now + RR_REFUSE_LOG_S;
+		return;
+	}
+	if (!r->held)
+		r->since = now;
+	r->held++;
+	r->why[why]++;
+}
+
+/* One line for the refusals held back, once their quiet period is over. */
+static void refusal_summary(struct rr_server *srv, uint64_t now)
+{
+	struct rr_refusals *r = &srv->refusals;
+	char reasons[160];
+	size_t n = 0;
+
+	if (!r->held || now < r->quiet_until)
+		return;
+	if (now < r->since)
+		now = r->since;
+	reasons[0] = 0;
+	for (int i = 0; i < RR_REFUSE_NWHY; i++)
+		if (r->why[i] && n < sizeof(reasons))
+			n += (size_t)snprintf(reasons + n, sizeof(reasons) - n, "%s%s %u",
+					      n ? ", " : "", why_name[i], r->why[i]);
+	rr_log("%u more connection request(s) refused in the last %llu s (%s)", r->held,
+	       (unsigned long long)(now > r->since ? now - r->since : 1), reasons);
+	r->held = 0;
+	memset(r->why, 0, sizeof(r->why));
+	r->quiet_until = now + RR_REFUSE_LOG_S;
+}
+
+void rr_admit_fini(struct rr_server *srv)
+{
+	/* Refusals still held for a summary are not lost at shutdown. */
+	srv->refusals.quiet_until = 0;
+	refusal_summary(srv, rr_now_s());
+}
+
+/* Messages a connection has received, whatever became of them. */
+static uint64_t conn_activity(struct rr_conn *c)
+{
+	struct rr_counters *st = &c->st;
+
+	return atomic_load_explicit(&st->calls, memory_order_relaxed) +
+	       atomic_load_explicit(&st->dropped, memory_order_relaxed) +
+	       atomic_load_explicit(&st->bc_replies, memory_order_relaxed) +
+	       atomic_load_explicit(&st->bc_errors, memory_order_relaxed) +
+	       atomic_load_explicit(&st->err_vers_sent, memory_order_relaxed) +
+	       atomic_load_explicit(&st->err_chunk_sent, memory_order_relaxed);
+}
+
+static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	uint64_t act = conn_activity(c);
+	char why[96];
+
+	if (act != c->act_seen) {
+		c->act_seen = act;
+		c->had_msg = true;
+		c->quiet_since = now;
+	} else if (atomic_load(&c->refs) > 1) {
+		/* Calls or Sends in flight: the upper layer is working, the
+		 * peer waits for it. */
+		c->quiet_since = now;
+	}
+	if (!c->had_msg && cfg->handshake_timeout &&
+	    now - c->accepted_at >= cfg->handshake_timeout) {
+		snprintf(why, sizeof(why), "no first message within %u s", cfg->handshake_timeout);
+	} else if (c->had_msg && cfg->idle_timeout && now - c->quiet_since >= cfg->idle_timeout) {
+		snprintf(why, sizeof(why), "idle for %u s", cfg->idle_timeout);
+	} else {
+		return;
+	}
+	RR_STAT_ADD(c, conns_timed_out, 1);
+	rr_conn_close(c, why);
+}
+
+void rr_admit_tick(struct rr_server *srv)
+{
+	uint64_t now = rr_now_s();
+
+	if (srv->cfg.handshake_timeout || srv->cfg.idle_timeout)
+		for (struct rr_conn *c = srv->conns; c; c = c->next)
+			if (c->state != RR_CONN_CLOSING)
+				conn_timeouts(srv, c, now);
+	refusal_summary(srv, now);
+}

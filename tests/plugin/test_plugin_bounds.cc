@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_plugin_bounds.cc - real ganesha + rpcrdma plugin holding 1,000 idle
+ * RDMA connections: a 512 KiB READ still goes out by RDMA Write from the
+ * registered READ payload pool with no copy. The engine's per-connection
+ * send and receive buffers (about 1.2 MB each at the defaults) once came
+ * from that pool too - the plugin's allocator interposer served their
+ * page-aligned posix_memalign from its 1 MiB class - so a few dozen idle
+ * connections left READs nothing but a bounce copy.
+ */
+#include "plugin/plugin_common.h"
+
+using namespace nfsc;
+
+namespace rrplug
+{
+namespace
+{
+
+constexpr int kIdle = 1000;
+constexpr uint32_t kRead = 512 * 1024;
+
+class IdleConns : public PluginTest
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		/* The default READ payload pool (Payload_Pool_MB 80: 38 slots of
+		 * 1 MiB); room for the idle connections, which all come from one
+		 * address (the soft fabric's unix socket peer is 127.0.0.1). */
+		options.extra_rdma = "\tMax_Connections = 1100;\n"
+				     "\tMax_Connections_Per_Peer = 0;\n";
+		PluginTest::SetUpTestSuite();
+	}
+};
+
+TEST_F(IdleConns, ThousandIdleConnectionsLeaveReadsZeroCopy)
+{
+	Json j;
+	std::string why;
+	if (!stats(&j, &why))
+		GTEST_SKIP() << why;
+	Fh root = mount3();
+	ASSERT_FALSE(root.empty());
+	auto t = rdma();
+	ASSERT_TRUE(t);
+	t->policy.call_ddp = Ddp::ALWAYS;
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Nfs3 c(*t);
+	Fh d, f;
+	std::string dn = unique("idle");
+	NFS_OK(c, c.mkdir(root, dn, 0755, &d));
+	NFS_OK(c, c.create(d, "f", 0644, &f));
+	Bytes data = test_data(kRead, 25);
+	NFS_OK(c, c.write(f, 0, data));
+
+	/* The idle ones: each connects and makes one NULL call (a connection
+	 * that never sends is closed after Handshake_Timeout), then stays. */
+	std::vector<std::unique_ptr<RdmaTransport>> idle;
+	rrtest::RequesterOptions small;
+	small.recv_bufs = 4; /* the client's own memory: NULL needs one */
+	small.max_requests = 4;
+	for (int i = 0; i < kIdle; i++) {
+		std::string err;
+		auto it = RdmaTransport::connect(srv->rdma_addr, small, &err);
+		ASSERT_TRUE(it) << "idle connection " << i << ": " << err;
+		Nfs3 n(*it);
+		NFS_OK(n, n.null());
+		idle.push_back(std::move(it));
+	}
+	ASSERT_TRUE(stats(&j, &why)) << why;
+	EXPECT_GE(j.at("global.conns_active"), double(kIdle + 1));
+
+	for (int round = 0; round < 2; round++) {
+		SCOPED_TRACE(round ? "NFSv4.1" : "NFSv3");
+		ASSERT_TRUE(stats(&j, &why)) << why;
+		double copies0 = j.at("global.payload_copies");
+		double written0 = j.at("global.rdma_write_bytes");
+		ASSERT_GE(copies0, 0) << "payload_copies missing from the stats socket";
+		Bytes back;
+		bool eof = false;
+		size_t write_chunks = 0;
+		if (round == 0) {
+			NFS_OK(c, c.read(f, 0, kRead, &back, &eof));
+			write_chunks = t->last_spec.writes.size();
+		} else {
+			Nfs4 c4(*t);
+			NFS_OK(c4, c4.mount());
+			Fh d4, f4;
+			Stateid sid;
+			NFS_OK(c4, c4.lookup_path("/mem/" + dn, &d4));
+			NFS_OK(c4, c4.open_create(d4, "v41", &f4, &sid));
+			NFS_OK(c4, c4.write(f4, sid, 0, data));
+			ASSERT_TRUE(stats(&j, &why)) << why;
+			copies0 = j.at("global.payload_copies");
+			written0 = j.at("global.rdma_write_bytes");
+			NFS_OK(c4, c4.read(f4, sid, 0, kRead, &back, &eof));
+			write_chunks = t->last_spec.writes.size();
+			NFS_OK(c4, c4.close(f4, sid));
+			NFS_OK(c4, c4.destroy_session());
+		}
+		ASSERT_EQ(write_chunks, 1u) << "the READ asked for a Write chunk";
+		ASSERT_EQ(back.size(), size_t(kRead));
+		EXPECT_EQ(crc32c(back), crc32c(data));
+		ASSERT_TRUE(stats(&j, &why)) << why;
+		EXPECT_EQ(j.at("global.payload_copies") - copies0, 0)
+			<< "READ data was copied into a bounce buffer: the payload pool was "
+			   "taken by " << kIdle << " idle connections";
+		EXPECT_GE(j.at("global.rdma_write_bytes") - written0, double(kRead));
+	}
+	/* every idle connection still answers */
+	for (size_t i = 0; i < idle.size(); i += 97) {
+		Nfs3 n(*idle[i]);
+		NFS_OK(n, n.null());
+	}
+}
+
+} // namespace
+} // namespace rrplug
