@@ -173,7 +173,7 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 	X(rdma_write_bytes) X(err_chunk_sent) X(err_vers_sent) X(dropped) X(not_delivered)       \
 	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(sends_unsignalled) X(send_posts)       \
 	X(read_posts) X(registrations) X(payload_copies)                                           \
-	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(credit_grant)
+	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(sink_bytes) X(credit_grant)
 
 /* Where the engine's one-line event logs go (default: stderr). */
 void rr_set_log_sink(void (*sink)(const char *line));
@@ -205,6 +205,7 @@ struct rr_stats {
 	uint64_t bc_calls;		/* reverse-direction calls sent */
 	uint64_t bc_replies;
 	uint64_t bc_errors;		/* RDMA_ERROR answers to them */
+	uint64_t sink_bytes;		/* current Read sinks and reply bounce buffers held */
 	uint32_t credit_grant;		/* per connection: current grant; global: last grant */
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
