@@ -259,7 +259,8 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_
 		uint64_t h = atomic_fetch_add_explicit(&c->st.sink_bytes, sz, memory_order_relaxed);
 
 		d = sink_excess(h + sz, bp->reserve) - sink_excess(h, bp->reserve);
-		atomic_fetch_add_explicit(&bp->shared_used, d, memory_order_relaxed);
+		if (d) /* within the reserve: the shared part is not touched */
+			atomic_fetch_add_explicit(&bp->shared_used, d, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->srv->st.sink_bytes, sz, memory_order_relaxed);
 	}
 	*ref = (uint32_t)ci << RR_SINK_REF_SHIFT | (uint32_t)slot;
@@ -273,10 +274,10 @@ void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
 	uint32_t top = atomic_load_explicit(&k->returned, memory_order_relaxed);
 	uint64_t sz = k->size;
 	uint64_t h = atomic_fetch_sub_explicit(&c->st.sink_bytes, sz, memory_order_relaxed);
+	int64_t d = sink_excess(h, bp->reserve) - sink_excess(h - sz, bp->reserve);
 
-	atomic_fetch_sub_explicit(&bp->shared_used,
-				  sink_excess(h, bp->reserve) - sink_excess(h - sz, bp->reserve),
-				  memory_order_relaxed);
+	if (d)
+		atomic_fetch_sub_explicit(&bp->shared_used, d, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&c->srv->st.sink_bytes, sz, memory_order_relaxed);
 	/* One consumer (the event thread takes the whole chain), so no ABA. */
 	do

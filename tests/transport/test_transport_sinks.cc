@@ -194,8 +194,14 @@ TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 	for (int i = 0; i < 50 && b->connected(); i++)
 		b->progress(10);
 	EXPECT_FALSE(b->connected()) << "the RDMA Write into a sink completed";
-	EXPECT_NE(b->last_error().find(std::to_string(FAB_WC_REM_ACCESS_ERR)), std::string::npos)
-		<< b->last_error();
+	/* REM_ACCESS_ERR, or a flush: the server closes the connection its QP
+	 * error broke, and on the soft fabric a connection destroyed before its
+	 * writer thread sent the NAK takes the NAK with it. Either way the Write
+	 * did not complete successfully. */
+	const std::string &why = b->last_error();
+	EXPECT_TRUE(why == "send completed with status " + std::to_string(FAB_WC_REM_ACCESS_ERR) ||
+		    why == "send completed with status " + std::to_string(FAB_WC_WR_FLUSH_ERR))
+		<< why;
 
 	Reply r;
 	ASSERT_TRUE(a->wait(c.xid, &r, 5000)) << a->last_error();
