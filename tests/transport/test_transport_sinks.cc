@@ -50,21 +50,12 @@ class Sinks : public TransportTest {
 		return last;
 	}
 
-	/* A SINK through a Read chunk and a Long Reply (SOURCE through the
-	 * Reply chunk) on @q, each answered within 5 s and correct. */
+	/* A Long Reply (SOURCE through the Reply chunk) and a SINK through a
+	 * Read chunk on @q, each answered within 5 s and correct. */
 	void other_connection_served(Requester *q, size_t sink_len, uint32_t source_len)
 	{
 		uint64_t err_chunk = srv.stats()["err_chunk_sent"];
-		auto d = random_bytes(rng, sink_len);
-		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
 		Reply r;
-		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000))
-			<< "a Read chunk on another connection got no reply: " << q->last_error();
-		size_t off;
-		ASSERT_TRUE(rpc_success(r, c.xid, &off));
-		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
-		EXPECT_EQ(x.u32(), d.size());
-		EXPECT_EQ(x.u32(), fnv(d));
 
 		TestCall l = call_source(q->next_xid(), source_len, 9);
 		CallSpec s;
@@ -74,6 +65,16 @@ class Sinks : public TransportTest {
 		EXPECT_EQ(r.proc, RDMA_NOMSG) << "not a Long Reply: " << r.describe();
 		EXPECT_TRUE(opaque_result(r, l.xid, pattern(9, source_len)));
 		EXPECT_EQ(srv.stats()["err_chunk_sent"], err_chunk);
+
+		auto d = random_bytes(rng, sink_len);
+		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000))
+			<< "a Read chunk on another connection got no reply: " << q->last_error();
+		size_t off;
+		ASSERT_TRUE(rpc_success(r, c.xid, &off));
+		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+		EXPECT_EQ(x.u32(), d.size());
+		EXPECT_EQ(x.u32(), fnv(d));
 	}
 };
 
