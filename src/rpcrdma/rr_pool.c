@@ -135,8 +135,9 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, ui
 	/* Full-size buffers: the shared part, every connection's reserve, and
 	 * the ones registered up front (rr_server_bigpool). */
 	if (!ret)
-		ret = sink_class_init(&bp->cls[bp->nclass++], big, 1,
-				      RR_BIG_MAX + RR_SINK_RESERVE_BIG * max_conns + RR_BIG_PREALLOC);
+		ret =
+		    sink_class_init(&bp->cls[bp->nclass++], big, 1,
+				    RR_BIG_MAX + RR_SINK_RESERVE_BIG * max_conns + RR_BIG_PREALLOC);
 	bp->reserve = RR_SINK_RESERVE_BIG * big;
 	bp->shared_cap = (int64_t)(RR_BIG_MAX * big);
 	if (ret) {
@@ -224,8 +225,9 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_
 
 	/* Beyond the reserve, one full-size buffer per credit (at least a
 	 * whole Call's worth of chunks), and RR_SINK_SHARE_MAX at most. */
-	share = c->credits > c->srv->cfg.limits.max_read_chunks ? c->credits
-								  : c->srv->cfg.limits.max_read_chunks;
+	share = c->credits > c->srv->cfg.limits.max_read_chunks
+		    ? c->credits
+		    : c->srv->cfg.limits.max_read_chunks;
 	if (share > RR_SINK_SHARE_MAX)
 		share = RR_SINK_SHARE_MAX;
 	cap = bp->reserve + share * bp->buf_size;

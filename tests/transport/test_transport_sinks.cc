@@ -14,11 +14,13 @@
 
 using namespace rrtest;
 
-namespace {
+namespace
+{
 
-constexpr uint64_t kSmallSink = 4096;	/* the smallest class */
+constexpr uint64_t kSmallSink = 4096; /* the smallest class */
 
-class Sinks : public TransportTest {
+class Sinks : public TransportTest
+{
       protected:
 	std::mt19937 rng{2525};
 
@@ -61,7 +63,7 @@ class Sinks : public TransportTest {
 		CallSpec s;
 		s.reply = {source_len + 1024};
 		ASSERT_TRUE(q->call(l.rpc, s, &r, 5000))
-			<< "a Long Reply on another connection got no reply: " << q->last_error();
+		    << "a Long Reply on another connection got no reply: " << q->last_error();
 		EXPECT_EQ(r.proc, RDMA_NOMSG) << "not a Long Reply: " << r.describe();
 		EXPECT_TRUE(opaque_result(r, l.xid, pattern(9, source_len)));
 		EXPECT_EQ(srv.stats()["err_chunk_sent"], err_chunk);
@@ -69,7 +71,7 @@ class Sinks : public TransportTest {
 		auto d = random_bytes(rng, sink_len);
 		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
 		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000))
-			<< "a Read chunk on another connection got no reply: " << q->last_error();
+		    << "a Read chunk on another connection got no reply: " << q->last_error();
 		size_t off;
 		ASSERT_TRUE(rpc_success(r, c.xid, &off));
 		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
@@ -96,7 +98,8 @@ TEST_F(Sinks, HeldSmallChunksLeaveOtherConnectionsServed)
 	ASSERT_GE(grant, 64u);
 	for (uint32_t i = 0; i < 64; i++)
 		ASSERT_GE(post_hold(a, random_bytes(rng, 64), 4), 0) << a->last_error();
-	EXPECT_EQ(ul_calls_settled(), before + 64) << "the held calls did not all reach the upper layer";
+	EXPECT_EQ(ul_calls_settled(), before + 64)
+	    << "the held calls did not all reach the upper layer";
 	EXPECT_EQ(srv.stats()["sink_bytes"], 64 * 4 * kSmallSink);
 
 	other_connection_served(b, 3000, 16000);
@@ -110,9 +113,10 @@ TEST_F(Sinks, HeldSmallChunksLeaveOtherConnectionsServed)
  * connection still has its reserve for a Read chunk and a Long Reply.
  * Full-size sinks are 20 KiB here (--max-chunk 16384) to keep it cheap.
  */
-class SinksSmallChunks : public Sinks {
+class SinksSmallChunks : public Sinks
+{
       protected:
-	static constexpr uint64_t kBig = 20480;	/* (16384 + 4) rounded up to 4 KiB */
+	static constexpr uint64_t kBig = 20480; /* (16384 + 4) rounded up to 4 KiB */
 	SinksSmallChunks()
 	{
 		sopts.args = {"--max-chunk", "16384"};
@@ -134,7 +138,8 @@ TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
 	uint64_t before = srv.stats()["ul_calls"];
 	for (Requester *h : hoarders)
 		for (uint32_t i = 0; i < 64; i++)
-			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0) << h->last_error();
+			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
+			    << h->last_error();
 	uint64_t held = ul_calls_settled() - before;
 	EXPECT_LT(held, 4u * 64) << "the connections took more than their shares";
 	EXPECT_GT(held, 0u);
@@ -202,11 +207,12 @@ TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 	const std::string &why = b->last_error();
 	EXPECT_TRUE(why == "send completed with status " + std::to_string(FAB_WC_REM_ACCESS_ERR) ||
 		    why == "send completed with status " + std::to_string(FAB_WC_WR_FLUSH_ERR))
-		<< why;
+	    << why;
 
 	Reply r;
 	ASSERT_TRUE(a->wait(c.xid, &r, 5000)) << a->last_error();
-	EXPECT_TRUE(opaque_result(r, c.xid, d)) << "the call's data was overwritten by another peer";
+	EXPECT_TRUE(opaque_result(r, c.xid, d))
+	    << "the call's data was overwritten by another peer";
 }
 
 /* Sinks sized to the chunk: 64 bytes pin the 4 KiB class, 40000 the 64 KiB
