@@ -84,32 +84,70 @@ void rr_pool_put(struct rr_pool *p, void *buf);
 bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
 
 /*
- * Large buffers (Read sinks, bounce buffers for Write and Reply chunks),
- * shared by the connections of one protection domain. Grows one registered
- * buffer at a time up to a cap, so steady state registers nothing.
- * Only the event thread takes buffers (and so grows the pool); any thread
- * gives one back by its slot, with a lock-free push.
+ * Sinks: registered buffers for Read chunk data and the reply path's bounce
+ * buffers (a Long Reply's body, payload copies), one pool per protection
+ * domain, shared by its connections. Only the event thread takes buffers
+ * (and so grows the pool); any thread gives one back, lock-free.
+ *
+ * Sized to the data: a few classes (4 KiB, 64 KiB, and one chunk's worth,
+ * buf_size), the smallest that fits, so a 64-byte chunk pins 4 KiB, not
+ * 1 MiB. Small classes are carved from larger registrations and fall back
+ * to the next class when full.
+ *
+ * Shared fairly, by bytes held (the class size of each buffer):
+ *   - every connection may always hold RR_SINK_RESERVE_BIG full-size
+ *     buffers' worth (one full Read chunk and one full Long Reply): the
+ *     full-size class is bounded to cover every connection's reserve;
+ *   - beyond that it draws on a shared part of RR_BIG_MAX full-size
+ *     buffers, up to one full-size buffer per credit it granted (at least
+ *     one Call's chunks, at most RR_SINK_SHARE_MAX);
+ *   - a Read whose sink is refused waits on its own connection's queue and
+ *     is retried whenever any sink comes back: so one connection's held
+ *     calls stall only that connection, and another's Reads and Long
+ *     Replies find their reserve.
  */
-#define RR_BIG_MAX 256
+#define RR_BIG_MAX 256		/* full-size buffers in the shared part */
 #define RR_BIG_PREALLOC 8	/* registered when the pool is made */
+#define RR_SINK_RESERVE_BIG 2	/* full-size buffers every connection may hold */
+#define RR_SINK_SHARE_MAX (RR_BIG_MAX / 4)	/* a connection's shared part, at most */
+#define RR_SINK_CLASSES 3
+#define RR_SINK_REF_SHIFT 28	/* sink reference: class << shift | slot */
+
+struct rr_sink_class {
+	size_t size;			/* of each buffer */
+	uint32_t per_slab;		/* buffers per registration */
+	uint32_t max;			/* slots at most */
+	uint32_t n;			/* slots registered so far (event thread) */
+	uint32_t free_top;		/* event thread's free slots: slot+1, 0 = none */
+	_Atomic uint32_t returned;	/* slots given back, slot+1 chain, 0 = none */
+	uint32_t *next;			/* [max]: slot+1 below each free slot, 0 = bottom */
+	uint8_t **slab;			/* [max / per_slab] */
+	struct fab_mr **mr;
+};
 
 struct rr_bigpool {
 	struct fab_pd *pd;
-	size_t buf_size;
-	uint32_t max;
-	uint32_t n;			/* registered so far (event thread) */
-	uint32_t free_top;		/* event thread's free slots: slot+1, 0 = none */
-	_Atomic uint32_t returned;	/* slots given back, slot+1 chain, 0 = none */
-	uint32_t next[RR_BIG_MAX];	/* slot+1 below each free slot, 0 = bottom */
-	void *buf[RR_BIG_MAX];
-	struct fab_mr *mr[RR_BIG_MAX];
+	size_t buf_size;		/* the largest class: one chunk plus an XDR pad */
+	uint64_t reserve;		/* bytes each connection may always hold */
+	int64_t shared_cap;		/* bytes held beyond reserves, all connections */
+	_Atomic int64_t shared_used;
+	unsigned int nclass;
+	struct rr_sink_class cls[RR_SINK_CLASSES];	/* ascending sizes */
 };
 
-/* Event thread: a free buffer (its lkey and slot), or NULL at the cap. */
-void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint16_t *slot, uint64_t *registrations);
-/* Any thread: the buffer in @slot is free again. */
-void rr_big_put(struct rr_bigpool *bp, uint16_t slot);
-/* Event thread: lkey of [addr, addr+len) if it lies in one big buffer, else false. */
+struct rr_conn;
+struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, uint32_t max_conns);
+void rr_big_destroy(struct rr_bigpool *bp);
+/* Event thread: register up to @n full-size buffers ahead of use. */
+void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations);
+/* Event thread: a free buffer of at least @len bytes for @c (its lkey and
+ * reference), charged to @c; NULL when @c is at its share or the pool is
+ * short: retry when a sink comes back. */
+void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_t *lkey,
+		 uint32_t *ref);
+/* Any thread: the buffer @ref that @c took is free again. */
+void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
+/* Event thread: lkey of [addr, addr+len) if it lies in one registration, else false. */
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
 
 /* ---- counters ---- */
@@ -123,6 +161,7 @@ struct rr_counters {
 	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
 	_Atomic uint64_t pinned_bytes, conns_refused, conns_refused_peer, conns_refused_mem;
 	_Atomic uint64_t conns_timed_out;
+	_Atomic uint64_t sink_bytes;	/* sinks held; a connection's is its charge (rr_big_get) */
 	_Atomic uint32_t credit_grant;
 };
 
@@ -156,9 +195,9 @@ struct rr_call_ctx {
 	uint32_t srq_lkey;
 	uint32_t recv_len;
 	struct rr_pcl pcl;
-	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, big pool */
+	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, sink pool */
 	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
-	uint16_t sink_slot[RR_PCL_MAX_READ_CHUNKS];
+	uint32_t sink_ref[RR_PCL_MAX_READ_CHUNKS];
 	uint32_t nsinks;		/* sink[i] may be set only below this */
 	uint32_t reads_total;		/* segments to pull */
 	uint32_t reads_posted;
@@ -191,8 +230,8 @@ struct rr_call_ctx {
 struct rr_send_ctx {
 	struct rr_conn *conn;
 	uint8_t *hdr;			/* conn->send_pool: header + inline body */
-	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* big pool buffers */
-	uint16_t bounce_slot[RR_PCL_MAX_WRITE_CHUNKS + 1];
+	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* sink pool buffers */
+	uint32_t bounce_ref[RR_PCL_MAX_WRITE_CHUNKS + 1];
 	unsigned int nbounce;
 	struct rr_call_ctx *call;	/* released on completion; NULL for errors */
 	rr_reply_done_fn done;

@@ -6,6 +6,7 @@
  * nothing.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -101,43 +102,209 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
 	return p->mem && a >= p->mem && a + len <= p->mem + p->buf_size * p->count;
 }
 
-void *rr_big_get(struct rr_bigpool *bp, uint32_t *lkey, uint16_t *slot, uint64_t *registrations)
+/*
+ * The sink pool (policy in rr_internal.h above struct rr_bigpool). Each size
+ * class carves its buffers out of registrations of RR_SINK_SLAB bytes (one
+ * buffer each in the largest class); a slot numbers a buffer within its
+ * class, and a reference is class << RR_SINK_REF_SHIFT | slot.
+ */
+#define RR_SINK_SLAB (256u * 1024u)
+
+static const size_t sink_class_size[] = {4096, 65536};
+static const uint32_t sink_class_slabs[] = {16, 64}; /* 4 MiB and 16 MiB at most */
+
+static int64_t sink_excess(uint64_t held, uint64_t reserve)
+{
+	return held > reserve ? (int64_t)(held - reserve) : 0;
+}
+
+static int sink_class_init(struct rr_sink_class *k, size_t size, uint32_t per_slab,
+			   uint32_t max_slabs)
+{
+	k->size = size;
+	k->per_slab = per_slab;
+	k->max = per_slab * max_slabs;
+	k->next = calloc(k->max, sizeof(*k->next));
+	k->slab = calloc(max_slabs, sizeof(*k->slab));
+	k->mr = calloc(max_slabs, sizeof(*k->mr));
+	return k->next && k->slab && k->mr ? 0 : -ENOMEM;
+}
+
+struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, uint32_t max_conns)
+{
+	struct rr_bigpool *bp = calloc(1, sizeof(*bp));
+	size_t big;
+	int ret = 0;
+
+	if (!bp)
+		return NULL;
+	bp->pd = pd;
+	/* One chunk's worth plus room for an XDR pad. */
+	big = (max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
+	bp->buf_size = big;
+	for (unsigned int i = 0; i < sizeof(sink_class_size) / sizeof(sink_class_size[0]); i++) {
+		size_t sz = sink_class_size[i];
+
+		if (sz >= big)
+			break;
+		ret = sink_class_init(&bp->cls[bp->nclass++], sz, RR_SINK_SLAB / (uint32_t)sz,
+				      sink_class_slabs[i]);
+		if (ret)
+			break;
+	}
+	/* Full-size buffers: the shared part, every connection's reserve, and
+	 * the ones registered up front (rr_server_bigpool). */
+	if (!ret)
+		ret =
+		    sink_class_init(&bp->cls[bp->nclass++], big, 1,
+				    RR_BIG_MAX + RR_SINK_RESERVE_BIG * max_conns + RR_BIG_PREALLOC);
+	bp->reserve = RR_SINK_RESERVE_BIG * big;
+	bp->shared_cap = (int64_t)(RR_BIG_MAX * big);
+	if (ret) {
+		rr_big_destroy(bp);
+		return NULL;
+	}
+	return bp;
+}
+
+void rr_big_destroy(struct rr_bigpool *bp)
+{
+	if (!bp)
+		return;
+	for (unsigned int i = 0; i < bp->nclass; i++) {
+		struct rr_sink_class *k = &bp->cls[i];
+
+		for (uint32_t j = 0; k->slab && j < k->n / k->per_slab; j++) {
+			fab_mr_dereg(k->mr[j]);
+			free(k->slab[j]);
+		}
+		free(k->next);
+		free(k->slab);
+		free(k->mr);
+	}
+	free(bp);
+}
+
+/* Event thread: a free slot of class @k, registering one more slab if it
+ * has none; -1 when the class is at its bound (or memory is short). */
+static int64_t sink_slot_get(struct fab_pd *pd, struct rr_sink_class *k, uint64_t *registrations)
 {
 	uint32_t i;
 
-	if (!bp->free_top) /* take over what other threads gave back */
-		bp->free_top = atomic_exchange_explicit(&bp->returned, 0, memory_order_acquire);
-	if (bp->free_top) {
-		i = bp->free_top - 1;
-		bp->free_top = bp->next[i];
-	} else if (bp->n < bp->max) {
-		/* Grow by one registered buffer; only under load growth. */
-		i = bp->n;
-		if (posix_memalign(&bp->buf[i], 4096, bp->buf_size))
-			return NULL;
-		if (fab_mr_reg(bp->pd, bp->buf[i], bp->buf_size,
-			       FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &bp->mr[i])) {
-			free(bp->buf[i]);
-			return NULL;
-		}
-		bp->n++;
-		(*registrations)++;
-	} else {
-		return NULL;
+	if (!k->free_top) /* take over what other threads gave back */
+		k->free_top = atomic_exchange_explicit(&k->returned, 0, memory_order_acquire);
+	if (k->free_top) {
+		i = k->free_top - 1;
+		k->free_top = k->next[i];
+		return i;
 	}
-	*lkey = bp->mr[i]->lkey;
-	*slot = (uint16_t)i;
-	return bp->buf[i];
+	if (k->n + k->per_slab > k->max)
+		return -1;
+	/* Grow by one registration; only under load growth. Local write only:
+	 * the fabric writes a sink on our behalf (the RDMA Read response) and
+	 * reads a bounce buffer as a Write's source; no peer ever addresses
+	 * this memory, so a guessed rkey finds nothing to write. */
+	{
+		uint32_t s = k->n / k->per_slab;
+		size_t len = k->size * k->per_slab;
+
+		if (posix_memalign((void **)&k->slab[s], 4096, len))
+			return -1;
+		if (fab_mr_reg(pd, k->slab[s], len, FAB_ACCESS_LOCAL_WRITE, &k->mr[s])) {
+			free(k->slab[s]);
+			k->slab[s] = NULL;
+			return -1;
+		}
+	}
+	(*registrations)++;
+	i = k->n;
+	k->n += k->per_slab;
+	/* The rest of the slab on the free list, lowest slot first out. */
+	for (uint32_t j = k->n - 1; j > i; j--) {
+		k->next[j] = k->free_top;
+		k->free_top = j + 1;
+	}
+	return i;
 }
 
-void rr_big_put(struct rr_bigpool *bp, uint16_t slot)
+static void *sink_addr(const struct rr_sink_class *k, uint32_t slot, uint32_t *lkey)
 {
-	uint32_t top = atomic_load_explicit(&bp->returned, memory_order_relaxed);
+	uint32_t s = slot / k->per_slab;
 
+	*lkey = k->mr[s]->lkey;
+	return k->slab[s] + (size_t)(slot % k->per_slab) * k->size;
+}
+
+void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_t *lkey,
+		 uint32_t *ref)
+{
+	uint64_t held = atomic_load_explicit(&c->st.sink_bytes, memory_order_relaxed);
+	uint64_t regs = 0, cap, share;
+	unsigned int ci = 0;
+	int64_t slot = -1, d;
+
+	/* Beyond the reserve, one full-size buffer per credit (at least a
+	 * whole Call's worth of chunks), and RR_SINK_SHARE_MAX at most. */
+	share = c->credits > c->srv->cfg.limits.max_read_chunks
+		    ? c->credits
+		    : c->srv->cfg.limits.max_read_chunks;
+	if (share > RR_SINK_SHARE_MAX)
+		share = RR_SINK_SHARE_MAX;
+	cap = bp->reserve + share * bp->buf_size;
+	while (ci < bp->nclass && bp->cls[ci].size < len)
+		ci++;
+	if (ci == bp->nclass)
+		return NULL; /* larger than any chunk the decoder admits */
+	/* The smallest class that fits and has a buffer; a full small class
+	 * falls back to a larger one, never the reverse. */
+	for (; ci < bp->nclass; ci++) {
+		uint64_t sz = bp->cls[ci].size;
+
+		if (held + sz > cap)
+			return NULL;
+		d = sink_excess(held + sz, bp->reserve) - sink_excess(held, bp->reserve);
+		if (d && atomic_load_explicit(&bp->shared_used, memory_order_relaxed) + d >
+			     bp->shared_cap)
+			return NULL;
+		slot = sink_slot_get(bp->pd, &bp->cls[ci], &regs);
+		if (regs)
+			RR_STAT_ADD(c, registrations, regs);
+		if (slot >= 0)
+			break;
+	}
+	if (slot < 0)
+		return NULL;
+	{
+		uint64_t sz = bp->cls[ci].size;
+		/* Other threads only give back: @h is at most @held, and so the
+		 * shared part charged at most what was checked above. */
+		uint64_t h = atomic_fetch_add_explicit(&c->st.sink_bytes, sz, memory_order_relaxed);
+
+		d = sink_excess(h + sz, bp->reserve) - sink_excess(h, bp->reserve);
+		if (d) /* within the reserve: the shared part is not touched */
+			atomic_fetch_add_explicit(&bp->shared_used, d, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->srv->st.sink_bytes, sz, memory_order_relaxed);
+	}
+	*ref = (uint32_t)ci << RR_SINK_REF_SHIFT | (uint32_t)slot;
+	return sink_addr(&bp->cls[ci], (uint32_t)slot, lkey);
+}
+
+void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
+{
+	struct rr_sink_class *k = &bp->cls[ref >> RR_SINK_REF_SHIFT];
+	uint32_t slot = ref & ((1u << RR_SINK_REF_SHIFT) - 1);
+	uint32_t top = atomic_load_explicit(&k->returned, memory_order_relaxed);
+	uint64_t sz = k->size;
+	uint64_t h = atomic_fetch_sub_explicit(&c->st.sink_bytes, sz, memory_order_relaxed);
+	int64_t d = sink_excess(h, bp->reserve) - sink_excess(h - sz, bp->reserve);
+
+	if (d)
+		atomic_fetch_sub_explicit(&bp->shared_used, d, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&c->srv->st.sink_bytes, sz, memory_order_relaxed);
 	/* One consumer (the event thread takes the whole chain), so no ABA. */
 	do
-		bp->next[slot] = top;
-	while (!atomic_compare_exchange_weak_explicit(&bp->returned, &top, (uint32_t)slot + 1,
+		k->next[slot] = top;
+	while (!atomic_compare_exchange_weak_explicit(&k->returned, &top, slot + 1,
 						      memory_order_release, memory_order_relaxed));
 }
 
@@ -145,13 +312,40 @@ bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *
 {
 	const uint8_t *a = addr;
 
-	for (uint32_t i = 0; i < bp->n; i++) {
-		const uint8_t *b = bp->buf[i];
+	for (unsigned int i = 0; i < bp->nclass; i++) {
+		const struct rr_sink_class *k = &bp->cls[i];
+		size_t slab_len = k->size * k->per_slab;
 
-		if (a >= b && a + len <= b + bp->buf_size) {
-			*lkey = bp->mr[i]->lkey;
-			return true;
+		for (uint32_t s = 0; s < k->n / k->per_slab; s++) {
+			const uint8_t *b = k->slab[s];
+
+			if (a >= b && a + len <= b + slab_len) {
+				*lkey = k->mr[s]->lkey;
+				return true;
+			}
 		}
 	}
 	return false;
+}
+
+void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations)
+{
+	struct rr_sink_class *k = &bp->cls[bp->nclass - 1];
+	uint32_t held[RR_BIG_PREALLOC];
+	uint32_t got = 0;
+
+	while (got < n && got < RR_BIG_PREALLOC) {
+		int64_t slot = sink_slot_get(bp->pd, k, registrations);
+
+		if (slot < 0)
+			break;
+		held[got++] = (uint32_t)slot;
+	}
+	/* Back on the event thread's own list, first taken first. */
+	while (got) {
+		uint32_t slot = held[--got];
+
+		k->next[slot] = k->free_top;
+		k->free_top = slot + 1;
+	}
 }

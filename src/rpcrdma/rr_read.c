@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * rr_read.c - pulling Read chunks (RFC 8166 section 3.5.3). Each chunk is
- * pulled by RDMA Read into one registered sink buffer; at most `ord` Reads
+ * pulled by RDMA Read into one registered sink buffer sized to it (from the
+ * sink pool, within the connection's share: rr_internal.h); at most `ord` Reads
  * are in flight per connection (the depth the client granted at connect).
  * The Call is dispatched only when every Read has completed, and it is
  * presented as iovecs over the receive buffer and the sinks: no copy beyond
@@ -15,22 +16,21 @@
 
 static const uint8_t zero_pad[4];
 
+/* Sinks sized to each chunk (rr_internal.h: the pool's classes and each
+ * connection's share); false leaves the call queued until one comes back. */
 static bool alloc_sinks(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
 
 	for (unsigned int i = 0; i < ctx->pcl.n_read; i++) {
-		uint64_t regs = 0;
-
 		if (ctx->sink[i])
 			continue;
-		ctx->sink[i] = rr_big_get(c->big, &ctx->sink_lkey[i], &ctx->sink_slot[i], &regs);
-		if (ctx->sink[i] && i >= ctx->nsinks)
-			ctx->nsinks = i + 1;
-		if (regs)
-			RR_STAT_ADD(c, registrations, regs);
+		ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl.read[i].length, &ctx->sink_lkey[i],
+					  &ctx->sink_ref[i]);
 		if (!ctx->sink[i])
 			return false;
+		if (i >= ctx->nsinks)
+			ctx->nsinks = i + 1;
 	}
 	return true;
 }

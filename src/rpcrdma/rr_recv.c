@@ -104,7 +104,7 @@ void rr_call_free(struct rr_call_ctx *ctx)
 
 	for (unsigned int i = 0; i < ctx->nsinks; i++) {
 		if (ctx->sink[i]) {
-			rr_big_put(c->big, ctx->sink_slot[i]);
+			rr_big_put(c->big, c, ctx->sink_ref[i]);
 			ctx->sink[i] = NULL;
 			rr_big_returned(srv);
 		}

@@ -95,7 +95,7 @@ static void send_ctx_release(struct rr_send_ctx *s)
 		quiet_end(c, s);
 
 	for (unsigned int i = 0; i < s->nbounce; i++) {
-		rr_big_put(c->big, s->bounce_slot[i]);
+		rr_big_put(c->big, c, s->bounce_ref[i]);
 		rr_big_returned(c->srv);
 	}
 	s->nbounce = 0;
@@ -474,19 +474,17 @@ static void stream_copy(const struct iovec *iov, int iovcnt, uint64_t off, uint6
 static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct piece *pc)
 {
 	struct rr_conn *c = s->conn;
-	uint64_t regs = 0;
-	uint32_t lkey;
-	uint16_t slot;
+	uint32_t lkey, ref;
 	void *buf;
 
 	if (len > c->big->buf_size || s->nbounce >= RR_PCL_MAX_WRITE_CHUNKS + 1)
 		return false;
-	buf = rr_big_get(c->big, &lkey, &slot, &regs);
-	if (regs)
-		RR_STAT_ADD(c, registrations, regs);
+	/* Sized to @len and charged to this connection: its reserve covers a
+	 * full Long Reply whatever other connections hold (rr_internal.h). */
+	buf = rr_big_get(c->big, c, len, &lkey, &ref);
 	if (!buf)
 		return false;
-	s->bounce_slot[s->nbounce] = slot;
+	s->bounce_ref[s->nbounce] = ref;
 	s->bounce[s->nbounce++] = buf;
 	pc->addr = buf;
 	pc->len = (uint32_t)len;

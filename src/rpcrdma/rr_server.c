@@ -159,12 +159,8 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 		if (srv->bigpools[i]->pd == pd)
 			bp = srv->bigpools[i];
 	if (!bp && srv->nbigpools < sizeof(srv->bigpools) / sizeof(srv->bigpools[0])) {
-		bp = calloc(1, sizeof(*bp));
+		bp = rr_big_create(pd, srv->cfg.limits.max_chunk_bytes, srv->cfg.max_conns);
 		if (bp) {
-			bp->pd = pd;
-			/* One chunk's worth plus room for an XDR pad. */
-			bp->buf_size = (srv->cfg.limits.max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
-			bp->max = RR_BIG_MAX;
 			srv->bigpools[srv->nbigpools++] = bp;
 			created = true;
 		}
@@ -176,14 +172,9 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 		 * at a time overlaps a call's release with the next call's Read
 		 * sink, and growth must not show up as registrations per I/O.
 		 */
-		uint16_t held[RR_BIG_PREALLOC];
 		uint64_t regs = 0;
-		uint32_t lkey, n = 0;
 
-		while (n < RR_BIG_PREALLOC && rr_big_get(bp, &lkey, &held[n], &regs))
-			n++;
-		while (n)
-			rr_big_put(bp, held[--n]);
+		rr_big_prealloc(bp, RR_BIG_PREALLOC, &regs);
 		atomic_fetch_add(&srv->st.registrations, regs);
 	}
 	return bp;
@@ -443,15 +434,8 @@ void rr_server_destroy(struct rr_server *srv)
 	rr_srq_destroy(srv);
 	for (unsigned int i = 0; i < srv->nregions; i++)
 		fab_mr_dereg(srv->regions[i]);
-	for (unsigned int i = 0; i < srv->nbigpools; i++) {
-		struct rr_bigpool *bp = srv->bigpools[i];
-
-		for (uint32_t j = 0; j < bp->n; j++) {
-			fab_mr_dereg(bp->mr[j]);
-			free(bp->buf[j]);
-		}
-		free(bp);
-	}
+	for (unsigned int i = 0; i < srv->nbigpools; i++)
+		rr_big_destroy(srv->bigpools[i]);
 	fab_channel_destroy(srv->ch);
 	close(srv->epfd);
 	close(srv->kickfd);

@@ -197,7 +197,7 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 	X(read_posts) X(registrations) X(payload_copies)                                           \
 	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(pinned_bytes)                 \
 	X(conns_refused) X(conns_refused_peer) X(conns_refused_mem) X(conns_timed_out)          \
-	X(credit_grant)
+	X(sink_bytes) X(credit_grant)
 
 /* Where the engine's one-line event logs go (default: stderr). */
 void rr_set_log_sink(void (*sink)(const char *line));
@@ -236,6 +236,7 @@ struct rr_stats {
 	uint64_t conns_refused_peer;	/* ... at Max_Connections_Per_Peer */
 	uint64_t conns_refused_mem;	/* ... with the memory budget spent */
 	uint64_t conns_timed_out;	/* closed by the handshake or idle timeout */
+	uint64_t sink_bytes;		/* current Read sinks and reply bounce buffers held */
 	uint32_t credit_grant;		/* per connection: current grant; global: last grant */
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);

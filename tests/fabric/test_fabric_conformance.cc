@@ -321,6 +321,35 @@ TEST_F(FabConf, ReadNeedsRemoteReadRight)
 	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
 }
 
+/* Local write only (what the transport's Read sinks get): the memory is the
+ * target of the owner's own RDMA Read responses, and no peer may write or
+ * read it whatever key it presents (verbs: IBV_ACCESS_LOCAL_WRITE alone). */
+TEST_F(FabConf, LocalWriteOnlyRefusesRemoteWrite)
+{
+	Buf lw, src;
+
+	ASSERT_EQ(lw.reg(pd, 4096, FAB_ACCESS_LOCAL_WRITE), 0);
+	connect_pair();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	src.fill(1);
+	ASSERT_EQ(
+	    post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 128, 1, true, lw.raddr(), lw.mr->rkey), 0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(lw.p()[0], 0) << "a refused Write touched memory";
+}
+
+TEST_F(FabConf, LocalWriteOnlyRefusesRemoteRead)
+{
+	Buf lw, dst;
+
+	ASSERT_EQ(lw.reg(pd, 4096, FAB_ACCESS_LOCAL_WRITE), 0);
+	connect_pair();
+	ASSERT_EQ(dst.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	ASSERT_EQ(
+	    post_one_send(cc, FAB_WR_RDMA_READ, dst, 0, 128, 1, true, lw.raddr(), lw.mr->rkey), 0);
+	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
 TEST_F(FabConf, SendWithInvalidate)
 {
 	if (!soft)

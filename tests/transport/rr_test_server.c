@@ -28,6 +28,8 @@
 
 #include "fabric/fab.h"
 #include "rpcrdma/rr_xprt.h"
+/* Only for the sink hook below: the test reads one engine-internal field. */
+#include "rpcrdma/rr_internal.h"
 #include "transport/rr_test_prog.h"
 
 /* RFC 5531 section 9 */
@@ -441,12 +443,31 @@ static void *delay_worker(void *arg)
 
 /* --- the program ------------------------------------------------------------ */
 
+/*
+ * The first Read sink of the latest call that had one: its address and the
+ * key of its registration, printed with the stats. A server-side hook: the
+ * engine never advertises a sink, so this is how a test plays a peer that
+ * guessed the key (on the soft fabric an lkey is also the rkey).
+ */
+static _Atomic uint64_t last_sink_addr, last_sink_key;
+
+static void note_sink(const struct rr_call *call)
+{
+	const struct rr_call_ctx *ctx = (const struct rr_call_ctx *)call; /* call comes first */
+
+	if (call->nchunk_data < 1 || ctx->nsinks < 1)
+		return;
+	atomic_store(&last_sink_key, ctx->sink_lkey[0]);
+	atomic_store(&last_sink_addr, (uint64_t)(uintptr_t)ctx->sink[0]);
+}
+
 static void on_call(void *ctx, struct rr_call *call)
 {
 	struct stream s = {.call = call};
 	uint32_t xid, mtype, rpcvers, prog, vers, proc, flavor, alen;
 
 	(void)ctx;
+	note_sink(call);
 	atomic_fetch_add(&ul_calls, 1);
 	xid = get32(&s);
 	mtype = get32(&s);
@@ -659,14 +680,16 @@ static void print_stats(struct rr_server *srv)
 	       F(registrations) ","
 	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) "," F(pinned_bytes) ","
 	       F(conns_refused) "," F(conns_refused_peer) "," F(conns_refused_mem) ","
-	       F(conns_timed_out) ",\"credit_grant\":%u,",
+	       F(conns_timed_out) "," F(sink_bytes) ","
+	       F(last_sink_addr) "," F(last_sink_key) ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
 	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
 	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
 	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
-	       st.conns_timed_out, st.credit_grant);
+	       st.conns_timed_out, st.sink_bytes, atomic_load(&last_sink_addr),
+	       atomic_load(&last_sink_key), st.credit_grant);
 #undef F
 	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,", listed,
 	       atomic_load(&log_refused_lines));

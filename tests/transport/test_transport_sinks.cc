@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The Read-sink pool under hostile use (policy: src/rpcrdma/rr_internal.h,
+ * above struct rr_bigpool): sinks sized to the chunk, a connection's share
+ * of the shared pool and the reserve every connection keeps, and sinks that
+ * no peer can write by RDMA. The requester is the independent one in
+ * tests/support; the server's stats line gives sink_bytes (sinks and reply
+ * bounce buffers held) and, from a hook in rr_test_server, the address and
+ * key of the latest call's first sink.
+ */
+#include <unistd.h>
+
+#include "transport/rr_transport_fixture.h"
+
+using namespace rrtest;
+
+namespace
+{
+
+constexpr uint64_t kSmallSink = 4096; /* the smallest class */
+
+class Sinks : public TransportTest
+{
+      protected:
+	std::mt19937 rng{2525};
+
+	/* HOLD with @data split into @nchunks Read chunks of equal size. */
+	int64_t post_hold(Requester *q, const std::vector<uint8_t> &data, unsigned int nchunks)
+	{
+		TestCall c = call_data(q->next_xid(), RRT_PROC_HOLD, data);
+		CallSpec s;
+		s.mode = CallSpec::READ;
+		size_t part = data.size() / nchunks;
+		for (unsigned int i = 0; i < nchunks; i++)
+			s.reads.push_back({c.data_pos + i * part, part});
+		return q->post(c.rpc, s);
+	}
+
+	/* ul_calls once it stops moving for 300 ms (or after ~5 s). */
+	uint64_t ul_calls_settled()
+	{
+		uint64_t last = srv.stats()["ul_calls"];
+		int still = 0;
+		for (int i = 0; i < 100 && still < 6; i++) {
+			for (auto &r : reqs)
+				r->progress(0);
+			usleep(50000);
+			uint64_t now = srv.stats()["ul_calls"];
+			still = now == last ? still + 1 : 0;
+			last = now;
+		}
+		return last;
+	}
+
+	/* A Long Reply (SOURCE through the Reply chunk) and a SINK through a
+	 * Read chunk on @q, each answered within 5 s and correct. */
+	void other_connection_served(Requester *q, size_t sink_len, uint32_t source_len)
+	{
+		uint64_t err_chunk = srv.stats()["err_chunk_sent"];
+		Reply r;
+
+		TestCall l = call_source(q->next_xid(), source_len, 9);
+		CallSpec s;
+		s.reply = {source_len + 1024};
+		ASSERT_TRUE(q->call(l.rpc, s, &r, 5000))
+		    << "a Long Reply on another connection got no reply: " << q->last_error();
+		EXPECT_EQ(r.proc, RDMA_NOMSG) << "not a Long Reply: " << r.describe();
+		EXPECT_TRUE(opaque_result(r, l.xid, pattern(9, source_len)));
+		EXPECT_EQ(srv.stats()["err_chunk_sent"], err_chunk);
+
+		auto d = random_bytes(rng, sink_len);
+		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000))
+		    << "a Read chunk on another connection got no reply: " << q->last_error();
+		size_t off;
+		ASSERT_TRUE(rpc_success(r, c.xid, &off));
+		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+		EXPECT_EQ(x.u32(), d.size());
+		EXPECT_EQ(x.u32(), fnv(d));
+	}
+};
+
+/*
+ * The review's reproduction: 64 held calls (the whole grant), each with four
+ * 16-byte Read chunks, took every sink of the pool (one full-size buffer per
+ * chunk) and kept them; another connection's Read waited forever and its
+ * Long Reply got ERR_CHUNK. Sized to the chunk, they hold 64 x 4 x 4 KiB.
+ */
+TEST_F(Sinks, HeldSmallChunksLeaveOtherConnectionsServed)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	uint64_t before = srv.stats()["ul_calls"];
+	uint32_t grant = a->grant();
+	ASSERT_GE(grant, 64u);
+	for (uint32_t i = 0; i < 64; i++)
+		ASSERT_GE(post_hold(a, random_bytes(rng, 64), 4), 0) << a->last_error();
+	EXPECT_EQ(ul_calls_settled(), before + 64)
+	    << "the held calls did not all reach the upper layer";
+	EXPECT_EQ(srv.stats()["sink_bytes"], 64 * 4 * kSmallSink);
+
+	other_connection_served(b, 3000, 16000);
+	EXPECT_TRUE(ping(b));
+}
+
+/*
+ * Four connections hold calls whose Read chunks take full-size sinks, far
+ * more than their shares: each is stopped at its share (its other calls
+ * wait on its own queue), together they fill the shared part, and a fifth
+ * connection still has its reserve for a Read chunk and a Long Reply.
+ * Full-size sinks are 20 KiB here (--max-chunk 16384) to keep it cheap.
+ */
+class SinksSmallChunks : public Sinks
+{
+      protected:
+	static constexpr uint64_t kBig = 20480; /* (16384 + 4) rounded up to 4 KiB */
+	SinksSmallChunks()
+	{
+		sopts.args = {"--max-chunk", "16384"};
+	}
+};
+
+TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
+{
+	std::vector<Requester *> hoarders;
+	for (int i = 0; i < 4; i++) {
+		Requester *h = connect();
+		ASSERT_TRUE(h);
+		ASSERT_TRUE(ping(h));
+		hoarders.push_back(h);
+	}
+	Requester *e = connect();
+	ASSERT_TRUE(e);
+	ASSERT_TRUE(ping(e));
+	uint64_t before = srv.stats()["ul_calls"];
+	for (Requester *h : hoarders)
+		for (uint32_t i = 0; i < 64; i++)
+			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
+			    << h->last_error();
+	uint64_t held = ul_calls_settled() - before;
+	EXPECT_LT(held, 4u * 64) << "the connections took more than their shares";
+	EXPECT_GT(held, 0u);
+	/* The shared part (RR_BIG_MAX full-size buffers) and the four reserves. */
+	EXPECT_LE(srv.stats()["sink_bytes"], (256 + 4 * 2) * kBig);
+
+	other_connection_served(e, 8000, 12000);
+	EXPECT_TRUE(ping(e));
+	for (Requester *h : hoarders)
+		EXPECT_TRUE(h->connected()) << "a connection at its share is only made to wait";
+}
+
+/*
+ * A sink is registered for local write only: the RDMA Read response is the
+ * only thing that writes it. Another client that learned (or guessed) a
+ * sink's key and address and RDMA-Writes there must fail with a remote
+ * access error, and the data the call carried must reach the upper layer
+ * unchanged. The key comes from the server-side hook (the engine never
+ * advertises one; on the soft fabric keys are small numbers, but a wrong
+ * guess kills the guesser's QP, so guessing needs a connection per try).
+ */
+TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	uint64_t before = srv.stats()["ul_calls"];
+	auto d = random_bytes(rng, 2000);
+	TestCall c = call_delay(a->next_xid(), 1500, d);
+	ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
+	std::map<std::string, uint64_t> st;
+	for (int i = 0; i < 100; i++) {
+		a->progress(10);
+		st = srv.stats();
+		if (st["ul_calls"] > before)
+			break;
+	}
+	ASSERT_GT(st["ul_calls"], before) << "the DELAY call did not reach the upper layer";
+	ASSERT_NE(st["last_sink_addr"], 0u);
+
+	RegionP src = b->reg(d.size(), FAB_ACCESS_LOCAL_WRITE, 0xEE);
+	fab_sge sge = {};
+	sge.addr = src->p;
+	sge.length = uint32_t(d.size());
+	sge.lkey = src->mr->lkey;
+	fab_send_wr wr = {};
+	wr.wr_id = 1ull << 50; /* the requester's range for its own sends */
+	wr.opcode = FAB_WR_RDMA_WRITE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.signaled = true;
+	wr.remote_addr = st["last_sink_addr"];
+	wr.rkey = uint32_t(st["last_sink_key"]);
+	fab_send_wr *bad = nullptr;
+	ASSERT_EQ(fab_post_send(b->conn(), &wr, &bad), 0);
+	for (int i = 0; i < 50 && b->connected(); i++)
+		b->progress(10);
+	EXPECT_FALSE(b->connected()) << "the RDMA Write into a sink completed";
+	/* REM_ACCESS_ERR, or a flush: the server closes the connection its QP
+	 * error broke, and on the soft fabric a connection destroyed before its
+	 * writer thread sent the NAK takes the NAK with it. Either way the Write
+	 * did not complete successfully. */
+	const std::string &why = b->last_error();
+	EXPECT_TRUE(why == "send completed with status " + std::to_string(FAB_WC_REM_ACCESS_ERR) ||
+		    why == "send completed with status " + std::to_string(FAB_WC_WR_FLUSH_ERR))
+	    << why;
+
+	Reply r;
+	ASSERT_TRUE(a->wait(c.xid, &r, 5000)) << a->last_error();
+	EXPECT_TRUE(opaque_result(r, c.xid, d))
+	    << "the call's data was overwritten by another peer";
+}
+
+/* Sinks sized to the chunk: 64 bytes pin the 4 KiB class, 40000 the 64 KiB
+ * class, 100 KiB a full-size buffer; all given back with the calls. */
+TEST_F(Sinks, SinkSizedToTheChunk)
+{
+	Requester *a = connect();
+	ASSERT_TRUE(a);
+	ASSERT_TRUE(ping(a));
+	uint64_t before = srv.stats()["ul_calls"];
+	uint64_t full = ((1u << 20) + 8192 + 4 + 4095) & ~uint64_t(4095); /* default chunk + pad */
+	struct {
+		size_t len;
+		uint64_t sink;
+	} cases[] = {{64, kSmallSink}, {40000, 65536}, {100 * 1024, full}};
+	uint64_t want = 0;
+	for (const auto &k : cases) {
+		ASSERT_GE(post_hold(a, random_bytes(rng, k.len), 1), 0) << a->last_error();
+		want += k.sink;
+		EXPECT_EQ(ul_calls_settled(), ++before);
+		EXPECT_EQ(srv.stats()["sink_bytes"], want) << "a " << k.len << "-byte chunk";
+	}
+	a->disconnect();
+	EXPECT_EQ(conns_listed_when(0), 0u);
+	EXPECT_EQ(srv.stats()["sink_bytes"], 0u) << "sinks not given back with their calls";
+}
+
+} // namespace
