@@ -176,6 +176,8 @@ TEST_F(StatsSocket, StalledReaderDoesNotStopRdma)
 	GaneshaServer g;
 	GaneshaOptions o;
 	std::string err;
+	/* every connection here comes from 127.0.0.1 */
+	o.extra_rdma = "\tMax_Connections_Per_Peer = 0;\n";
 	ASSERT_TRUE(g.start(o, &err)) << err;
 	ASSERT_FALSE(g.stats_path.empty());
 
