@@ -58,7 +58,7 @@ int vb_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	struct vb_fabric *vf = (struct vb_fabric *)fab;
 	struct vb_pd *pd;
 
-	if (!vf->list || !vf->list[0])
+	if (!vf->list || !vf->list[0] || atomic_load(&vf->stale))
 		return fab_set_error(-ENODEV, "verbs: no RDMA device");
 	pd = vb_pd_for(vf, vf->list[0]);
 	if (!pd)
@@ -116,7 +116,8 @@ int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 	struct vb_cq *cq;
 	int fl;
 
-	if (!vf->list || !vf->list[0])
+	/* After a removal, nothing new on the old list until fab_listen re-reads it. */
+	if (!vf->list || !vf->list[0] || atomic_load(&vf->stale))
 		return fab_set_error(-ENODEV, "verbs: no RDMA device");
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
