@@ -2,7 +2,8 @@
 /*
  * rrp_stats.c - counters for admins and tests: a unix socket (root only)
  * that answers every connection with one JSON object and closes:
- *   {"global": {counters...}, "plugin": {...}, "connections": [{"peer":..,...}]}
+ *   {"global": {counters...}, "plugin": {...}, "connections": [{"peer":..,...}],
+ *    "health": {"serving":..,"why":..,"listeners":..,"listeners_serving":..}}
  * rpcrdma-stat reads it; so do the plugin tests.
  */
 #include <errno.h>
@@ -49,6 +50,7 @@ static void write_json(FILE *f)
 {
 	struct rr_stats total, st;
 	struct conn_walk w = {.f = f, .first = true};
+	struct rrp_health h;
 
 	memset(&total, 0, sizeof(total));
 	for (int i = 0; i < 2; i++) {
@@ -72,7 +74,10 @@ static void write_json(FILE *f)
 	for (int i = 0; i < 2; i++)
 		if (rrp.srv[i])
 			rr_server_foreach_conn(rrp.srv[i], put_conn, &w);
-	fprintf(f, "]}");
+	rrp_health(&h);
+	fprintf(f, "],\"health\":{\"serving\":%s,\"why\":\"%s\",\"listeners\":%u,"
+		   "\"listeners_serving\":%u}}",
+		h.serving ? "true" : "false", h.why, h.listeners, h.listeners_serving);
 }
 
 static void *stats_thread(void *arg)
