@@ -305,6 +305,12 @@ int fab_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_re
 /* --- completion queues -------------------------------------------------- */
 
 int fab_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
+/*
+ * A CQ on @c's own device (passive side, after FAB_CM_CONNECT_REQUEST): on a
+ * host with several RDMA devices a QP's CQs must be on its device, and
+ * fab_cq_create's is on the first one.
+ */
+int fab_conn_cq_create(struct fab_conn *c, int depth, struct fab_cq **out);
 void fab_cq_destroy(struct fab_cq *cq);
 /* Readable when a completion arrived after the last fab_cq_arm. */
 int fab_cq_fd(const struct fab_cq *cq);

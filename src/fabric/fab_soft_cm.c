@@ -504,6 +504,11 @@ static void soft_conn_destroy(struct fab_conn *fc)
 	conn_free(c);
 }
 
+static int soft_conn_cq_create(struct fab_conn *fc, int depth, struct fab_cq **out)
+{
+	return soft_cq_create(fc ? soft_conn(fc)->h.fab : NULL, depth, out);
+}
+
 static struct fab_pd *soft_conn_pd(struct fab_conn *fc)
 {
 	return (struct fab_pd *)soft_conn(fc)->sf->pd;
@@ -882,6 +887,7 @@ const struct fab_ops fab_soft_ops = {
     .disconnect = soft_disconnect,
     .conn_destroy = soft_conn_destroy,
     .conn_pd = soft_conn_pd,
+    .conn_cq_create = soft_conn_cq_create,
     .conn_peer = soft_conn_peer,
     .conn_addrs = soft_conn_addrs,
     .pd_get = soft_pd_get,

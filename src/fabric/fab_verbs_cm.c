@@ -726,6 +726,7 @@ const struct fab_ops fab_verbs_ops = {
     .disconnect = vb_disconnect,
     .conn_destroy = vb_conn_destroy,
     .conn_pd = vb_conn_pd,
+    .conn_cq_create = vb_conn_cq_create,
     .conn_peer = vb_conn_peer,
     .conn_addrs = vb_conn_addrs,
     .pd_get = vb_pd_get,

@@ -116,6 +116,7 @@ int vb_pd_get(struct fab_fabric *fab, struct fab_pd **out);
 int vb_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out);
 void vb_mr_dereg(struct fab_mr *mr);
 int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
+int vb_conn_cq_create(struct fab_conn *c, int depth, struct fab_cq **out);
 void vb_cq_destroy(struct fab_cq *cq);
 int vb_cq_fd(const struct fab_cq *cq);
 int vb_cq_get_event(struct fab_cq *cq);
