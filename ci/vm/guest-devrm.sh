@@ -26,10 +26,21 @@ dr_conns_empty() {
 	timeout -s KILL 20 chroot $H $BUILDDIR/tools/rpcrdma-stat --json -s $DR_SOCK 2>/dev/null |
 		grep -q '"connections":\[\]'
 }
+# NFSv4.1 over RDMA, NFSv3 over TCP: two v4.1 mounts of one server from one client would be
+# trunked by the kernel (same server owner: the RDMA mount's I/O would go over the TCP one).
 dr_mount() { # DIR rdma|tcp
 	mkdir -p $1
-	if [ $2 = rdma ]; then o=proto=rdma,port=20049; else o=proto=tcp,port=2049; fi
-	timeout -s KILL 60 mount.nfs $IP:/export $1 -o vers=4.1,$o,soft,timeo=50,retrans=2
+	if [ $2 = rdma ]; then o=vers=4.1,proto=rdma,port=20049
+	else o=vers=3,proto=tcp,port=2049,mountproto=tcp,nolock; fi
+	timeout -s KILL 60 mount.nfs $IP:/export $1 -o $o,soft,timeo=50,retrans=2
+}
+dr_conns() { # ganesha's RDMA connections, from the stats JSON
+	timeout -s KILL 20 chroot $H $BUILDDIR/tools/rpcrdma-stat -s $DR_SOCK 2>/dev/null |
+		sed -n 's/.* \([0-9]*\) connections*.*/\1/p' | head -1
+}
+dr_dev_fds() { # fds of ganesha's on RDMA devices: uverbs nodes, and event/completion channels
+	echo "$(ls -l /proc/$1/fd 2>/dev/null | grep -c uverbs) on /dev/infiniband/uverbs*," \
+		"$(ls -l /proc/$1/fd 2>/dev/null | grep -c 'infinibandevent') event channels"
 }
 dr_umount() { grep -q " $1 nfs" /proc/mounts && timeout -s KILL 30 umount -f -l $1; }
 dr_wait() { # SECONDS CMD...: 0 once CMD succeeds
@@ -56,10 +67,16 @@ dr_rdma_ok() { # DIR: a new proto=rdma mount writes and reads back 1 MiB
 # wildcard listener is re-created on it at once, so "not serving" lasts only a moment).
 dr_remove_under_io() { # PHASE WANT
 	dr_mount /mnt/dr rdma || { dr "$1_mount" fail 0 "rdma mount failed"; return 1; }
-	dd if=/dev/zero of=/mnt/dr/big bs=1M count=64 oflag=direct 2>/dev/null &
+	dd if=/dev/zero of=/mnt/dr/big bs=1M count=256 oflag=direct 2>/dev/null &
 	dr_dd=$!
-	sleep 2
-	echo "ganesha before removal: fds $(dr_fds $dr_gp) rss $(dr_rss $dr_gp)"
+	sleep 3
+	n=$(dr_conns)
+	if grep " /mnt/dr nfs" /proc/mounts | grep -q proto=rdma && [ "${n:-0}" -ge 1 ] && kill -0 $dr_dd 2>/dev/null; then
+		dr "$1_rdma_io_in_flight" pass 0 "$n RDMA connection(s), dd running"
+	else
+		dr "$1_rdma_io_in_flight" fail 0 "connections ${n:-?}, dd $(kill -0 $dr_dd 2>/dev/null && echo running || echo done)"
+	fi
+	echo "ganesha before removal: fds $(dr_fds $dr_gp) ($(dr_dev_fds $dr_gp)) rss $(dr_rss $dr_gp)"
 	t0=$(up)
 	timeout -s KILL 600 rdma link delete rxe0 &
 	dr_del=$!
@@ -97,7 +114,7 @@ devrm_all() {
 	else dr A_check_healthy fail 0 "$(cat /tmp/dr_check.out)"; fi
 	dr_mount /mnt/dt tcp && cp /tmp/dr_ref /mnt/dt/ref || echo "devrm: FAIL tcp mount"
 	fd0=$(dr_fds $dr_gp); rss0=$(dr_rss $dr_gp)
-	echo "ganesha baseline (TCP mount, no RDMA client): fds $fd0 rss $rss0"
+	echo "ganesha baseline (TCP mount, no RDMA client): fds $fd0 ($(dr_dev_fds $dr_gp)) rss $rss0"
 	dr_seen=$(grep -c "RDMA device removed: closing" /out/guest.log)
 	dr_remove_under_io A any
 	t0=$(up)
@@ -108,6 +125,7 @@ devrm_all() {
 		dr A_device_released fail "$(secs $t0)" "rdma link delete rxe0 still waiting for ganesha"
 	fi
 	fd2=$(dr_fds $dr_gp)
+	echo "ganesha after removal: fds $fd2 ($(dr_dev_fds $dr_gp)) rss $(dr_rss $dr_gp)"
 	if [ "$fd2" -le "$fd0" ]; then dr A_fds_back pass 0 "fds: baseline $fd0, after removal $fd2; rss $rss0 -> $(dr_rss $dr_gp)"
 	else dr A_fds_back fail 0 "fds: baseline $fd0, after removal $fd2; rss $rss0 -> $(dr_rss $dr_gp)"; fi
 	t0=$(up)
@@ -142,7 +160,7 @@ devrm_all() {
 		dr B_last_device_released na "$(secs $t0)" \
 			"pending while ganesha runs (librdmacm keeps the last device open): restart ganesha"
 	fi
-	echo "ganesha after removal: fds $(dr_fds $dr_gp) rss $(dr_rss $dr_gp)"
+	echo "ganesha after removal: fds $(dr_fds $dr_gp) ($(dr_dev_fds $dr_gp)) rss $(dr_rss $dr_gp)"
 	# the admin's way out (README): restart ganesha, add the device, mount again
 	dr_umount /mnt/dr
 	ganesha_stop devrm
