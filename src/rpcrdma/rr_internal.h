@@ -4,7 +4,8 @@
  * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
  * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
  * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
- * rr_srq.c (the shared receive pool).
+ * rr_srq.c (the shared receive pool), rr_listener.c (device removal: the
+ * listener's life cycle after set-up, and health).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
