@@ -809,7 +809,8 @@ int fab_soft_device_remove(struct fab_fabric *fab)
 			if (!req) {
 				struct fab_cm_event ev = {.type = FAB_CM_DEVICE_REMOVAL,
 							  .conn = (struct fab_conn *)c,
-							  .listener = (struct fab_listener *)c->listener,
+							  .listener =
+							      (struct fab_listener *)c->listener,
 							  .status = -ENODEV};
 
 				soft_event_push(c->ch, &ev);

@@ -408,8 +408,10 @@ static int vb_refresh(struct vb_fabric *vf)
 			pthread_mutex_unlock(&vf->lock);
 			if (list)
 				rdma_free_devices(list);
-			return fab_set_error(-ret, "verbs: a removed device still holds our memory "
-						   "registrations: %s", strerror(ret));
+			return fab_set_error(-ret,
+					     "verbs: a removed device still holds our memory "
+					     "registrations: %s",
+					     strerror(ret));
 		}
 		free(vf->devs[i].pd);
 		vf->devs[i] = vf->devs[--vf->ndev];

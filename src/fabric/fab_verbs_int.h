@@ -46,7 +46,7 @@ struct vb_fabric {
 	 * everything it had there; that one re-reads the device list.
 	 */
 	_Atomic bool stale;
-	uint32_t gone_reported; /* bit i: removal of list[i] already reported */
+	uint32_t gone_reported;	  /* bit i: removal of list[i] already reported */
 	struct vb_channel *chans; /* their epoll sets get new devices' async fds */
 };
 
@@ -65,8 +65,8 @@ struct vb_cq {
 struct vb_channel {
 	struct fab_fabric *fab;
 	struct rdma_event_channel *ec;
-	int epfd; /* CM channel fd + every device's async fd + tfd */
-	int tfd;  /* timerfd: look for vanished devices (VB_DEV_CHECK_MS) */
+	int epfd;		 /* CM channel fd + every device's async fd + tfd */
+	int tfd;		 /* timerfd: look for vanished devices (VB_DEV_CHECK_MS) */
 	struct vb_channel *next; /* vf->chans */
 };
 

@@ -163,8 +163,8 @@ void rrp_plugin_start(void)
 		rrp_log("fabric %s unavailable: %s: RDMA not served",
 			rrp.cfg.fabric, fab_last_error());
 		/* The stats socket still tells admins and monitors why. */
-		snprintf(rrp.start_why[0], sizeof(rrp.start_why[0]), "fabric %.16s unavailable: %.80s",
-			 rrp.cfg.fabric, fab_last_error());
+		snprintf(rrp.start_why[0], sizeof(rrp.start_why[0]),
+			 "fabric %.16s unavailable: %.80s", rrp.cfg.fabric, fab_last_error());
 		rrp.listeners_wanted = 1;
 		if (rrp.cfg.stats_socket[0])
 			rrp_stats_start(rrp.cfg.stats_socket);
@@ -196,7 +196,6 @@ void rrp_plugin_start(void)
 	if (rrp.cfg.stats_socket[0])
 		rrp_stats_start(rrp.cfg.stats_socket);
 }
-
 
 /* The why, made safe to print inside a JSON string. */
 static void json_safe(char *s)

@@ -50,7 +50,7 @@ extern struct rrp_plugin rrp;
 struct rrp_health {
 	bool serving;
 	char why[RR_HEALTH_WHY_LEN];
-	unsigned int listeners;		/* configured */
+	unsigned int listeners; /* configured */
 	unsigned int listeners_serving;
 };
 void rrp_health(struct rrp_health *out);

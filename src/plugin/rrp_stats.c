@@ -75,8 +75,9 @@ static void write_json(FILE *f)
 		if (rrp.srv[i])
 			rr_server_foreach_conn(rrp.srv[i], put_conn, &w);
 	rrp_health(&h);
-	fprintf(f, "],\"health\":{\"serving\":%s,\"why\":\"%s\",\"listeners\":%u,"
-		   "\"listeners_serving\":%u}}",
+	fprintf(f,
+		"],\"health\":{\"serving\":%s,\"why\":\"%s\",\"listeners\":%u,"
+		"\"listeners_serving\":%u}}",
 		h.serving ? "true" : "false", h.why, h.listeners, h.listeners_serving);
 }
 

@@ -357,13 +357,13 @@ struct rr_server {
 	struct rr_counters st;
 
 	/* Listener life cycle and health (rr_listener.c). */
-	char listen_addr[192];		/* given to fab_listen, again after a removal */
-	void *region_addr[RR_MAX_REGIONS];	/* re-registered on the new device */
+	char listen_addr[192];		   /* given to fab_listen, again after a removal */
+	void *region_addr[RR_MAX_REGIONS]; /* re-registered on the new device */
 	size_t region_len[RR_MAX_REGIONS];
-	bool dev_lost;			/* device gone: tearing down or re-listening */
-	bool dev_released;		/* everything we had on it is given back */
-	struct timespec relisten_at;	/* next fab_listen try (CLOCK_MONOTONIC) */
-	struct timespec relisten_logged;	/* last "still no device" line */
+	bool dev_lost;			 /* device gone: tearing down or re-listening */
+	bool dev_released;		 /* everything we had on it is given back */
+	struct timespec relisten_at;	 /* next fab_listen try (CLOCK_MONOTONIC) */
+	struct timespec relisten_logged; /* last "still no device" line */
 	/* Under lock: what rr_server_health reports. */
 	bool serving;
 	char why[RR_HEALTH_WHY_LEN];

@@ -104,8 +104,7 @@ static void release_device(struct rr_server *srv)
 	srv->nbigpools = 0;
 	pthread_mutex_unlock(&srv->lock);
 	srv->dev_released = true;
-	rr_log("%s: everything registered on the removed device is released",
-	       srv->listen_addr);
+	rr_log("%s: everything registered on the removed device is released", srv->listen_addr);
 }
 
 /* Step 3's second half: the upper layer's regions on the new device. */

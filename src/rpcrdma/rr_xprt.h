@@ -185,11 +185,11 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 #define RR_RELISTEN_S 5
 #define RR_HEALTH_WHY_LEN 128
 struct rr_health {
-	bool serving;			/* the listener is up */
-	char why[RR_HEALTH_WHY_LEN];	/* why not; empty when serving */
-	uint32_t conns;			/* connections, closing ones included */
-	uint64_t device_removals;	/* removals seen since the start */
-	uint64_t relisten_tries;	/* failed re-listen attempts since the last removal */
+	bool serving;		     /* the listener is up */
+	char why[RR_HEALTH_WHY_LEN]; /* why not; empty when serving */
+	uint32_t conns;		     /* connections, closing ones included */
+	uint64_t device_removals;    /* removals seen since the start */
+	uint64_t relisten_tries;     /* failed re-listen attempts since the last removal */
 };
 void rr_server_health(struct rr_server *srv, struct rr_health *out);
 

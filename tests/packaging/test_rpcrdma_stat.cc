@@ -275,7 +275,8 @@ TEST(RpcrdmaStat, Usage)
 
 // --check: exit 0 / 1 / 2 and one line, from the "health" object the plugin
 // writes (rrp_stats.c) or from the socket being unreachable.
-namespace {
+namespace
+{
 std::string with_health(const char *serving, const char *why, int listeners, int up)
 {
 	return std::string("{\"fabric\":\"verbs\",\"global\":{\"calls\":0},\"plugin\":{},"
@@ -301,24 +302,26 @@ TEST(RpcrdmaStatCheck, HealthyExitsZero)
 TEST(RpcrdmaStatCheck, ListenerDownExitsTwo)
 {
 	FakeStats fake([](int) {
-		return with_health("false", "RDMA device removed (listener 0.0.0.0:20049 closed)", 1,
-				   0);
+		return with_health("false", "RDMA device removed (listener 0.0.0.0:20049 closed)",
+				   1, 0);
 	});
 	RunResult r = run("--check -s " + fake.path());
 	EXPECT_EQ(r.status, 2) << r.out;
-	EXPECT_EQ(r.out,
-		  "RDMA CRITICAL: not serving: RDMA device removed (listener 0.0.0.0:20049 closed)\n");
+	EXPECT_EQ(
+	    r.out,
+	    "RDMA CRITICAL: not serving: RDMA device removed (listener 0.0.0.0:20049 closed)\n");
 }
 
 TEST(RpcrdmaStatCheck, OneOfTwoListenersDownIsDegraded)
 {
-	FakeStats fake([](int) { return with_health("true", "cannot listen on [::1]:20049", 2, 1); });
+	FakeStats fake(
+	    [](int) { return with_health("true", "cannot listen on [::1]:20049", 2, 1); });
 	RunResult r = run("-k -s " + fake.path());
 	EXPECT_EQ(r.status, 1) << r.out;
 	EXPECT_EQ(lines(r.out), 1) << r.out;
 	EXPECT_NE(r.out.find("RDMA WARNING: degraded: 1 of 2 listeners up: cannot listen on [::1]"),
 		  std::string::npos)
-		<< r.out;
+	    << r.out;
 }
 
 TEST(RpcrdmaStatCheck, SocketMissingExitsTwo)
@@ -329,16 +332,16 @@ TEST(RpcrdmaStatCheck, SocketMissingExitsTwo)
 	EXPECT_EQ(r.status, 2) << r.out;
 	EXPECT_EQ(lines(r.out), 1) << r.out;
 	EXPECT_EQ(r.out.rfind("RDMA CRITICAL: stats socket unreachable: cannot connect to " + dir +
-				      "/none.sock",
+				  "/none.sock",
 			      0),
 		  0u)
-		<< r.out;
+	    << r.out;
 }
 
 TEST(RpcrdmaStatCheck, NoHealthOrBadJsonExitsTwo)
 {
-	for (std::string bad : {std::string("{\"fabric\":\"soft\",\"global\":{}}"), std::string("{"),
-				std::string("")}) {
+	for (std::string bad : {std::string("{\"fabric\":\"soft\",\"global\":{}}"),
+				std::string("{"), std::string("")}) {
 		FakeStats fake([bad](int) { return bad; });
 		RunResult r = run("--check -s " + fake.path());
 		EXPECT_EQ(r.status, 2) << "input: " << bad << "\n" << r.out;

@@ -14,9 +14,11 @@
 
 using namespace rrtest;
 
-namespace {
+namespace
+{
 
-class DeviceRemoval : public TransportTest {
+class DeviceRemoval : public TransportTest
+{
       protected:
 	std::mt19937 rng{2525};
 
@@ -76,7 +78,7 @@ class DeviceRemoval : public TransportTest {
 		b->disconnect();
 		EXPECT_EQ(stat_when("conns_listed", 0, 5000), 0u) << "connections not freed";
 		EXPECT_EQ(stat_when("fab_mrs_live", 0, 5000), 0u)
-			<< "memory still registered on the removed device";
+		    << "memory still registered on the removed device";
 		auto st = srv.stats();
 		EXPECT_EQ(st["serving"], 0u);
 		EXPECT_EQ(st["device_removals"], 1u);
@@ -94,7 +96,8 @@ class DeviceRemoval : public TransportTest {
 
 		ASSERT_EQ(srv.command("device-restore")["device_restore"], 0u);
 		EXPECT_EQ(stat_when("serving", 1, (RR_RELISTEN_S + 2) * 1000), 1u)
-			<< "not listening again " << RR_RELISTEN_S + 2 << " s after the device came back";
+		    << "not listening again " << RR_RELISTEN_S + 2
+		    << " s after the device came back";
 		Requester *c = connect();
 		ASSERT_NE(c, nullptr);
 		EXPECT_TRUE(ping(c));
@@ -107,7 +110,8 @@ class DeviceRemoval : public TransportTest {
 	}
 };
 
-class DeviceRemovalSrq : public DeviceRemoval {
+class DeviceRemovalSrq : public DeviceRemoval
+{
       protected:
 	DeviceRemovalSrq()
 	{
