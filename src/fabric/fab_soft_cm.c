@@ -792,32 +792,43 @@ int fab_soft_device_remove(struct fab_fabric *fab)
 			continue;
 		soft_event_push(l->ch, &ev);
 	}
+	/*
+	 * First choose every conn the removal takes and stop their
+	 * DISCONNECTED events: a peer on this same fabric hears our DISC
+	 * below, and must report the removal, not a disconnect.
+	 */
 	for (struct soft_conn *c = sf->conns; c; c = c->reg_next) {
 		pthread_mutex_lock(&c->lock);
-		/* As a dying HCA: the QP goes to error, the peer loses the link.
-		 * A request still queued (REQ) is told too: its owner must not
-		 * accept it. disc_event: no DISCONNECTED follows. */
-		if (!c->stop && (c->state == SOFT_S_EST || c->state == SOFT_S_CONNECTING ||
-				 c->state == SOFT_S_REQ)) {
-			bool req = c->state == SOFT_S_REQ;
-
-			c->state = SOFT_S_CLOSED;
-			if (!c->dead && !req)
-				soft_ctl_push_locked(c, SOFT_DISC, 0, 0, NULL);
-			soft_qp_error_locked(c, false);
+		c->dev_removed = !c->stop && (c->state == SOFT_S_EST || c->state == SOFT_S_CONNECTING ||
+					      c->state == SOFT_S_REQ);
+		if (c->dev_removed) {
+			c->dev_removed_req = c->state == SOFT_S_REQ;
 			c->disc_event = true;
-			if (!req) {
-				struct fab_cm_event ev = {.type = FAB_CM_DEVICE_REMOVAL,
-							  .conn = (struct fab_conn *)c,
-							  .listener =
-							      (struct fab_listener *)c->listener,
-							  .status = -ENODEV};
-
-				soft_event_push(c->ch, &ev);
-			} else if (c->fd >= 0) {
-				shutdown(c->fd, SHUT_RDWR);
-			}
 		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	for (struct soft_conn *c = sf->conns; c; c = c->reg_next) {
+		struct fab_cm_event ev = {.type = FAB_CM_DEVICE_REMOVAL,
+					  .conn = (struct fab_conn *)c,
+					  .listener = (struct fab_listener *)c->listener,
+					  .status = -ENODEV};
+		enum soft_state was;
+
+		if (!c->dev_removed)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		/* As a dying HCA: the QP goes to error, the peer loses the link.
+		 * A request still queued (REQ) is refused: its owner must not
+		 * accept it (fab_accept fails). */
+		was = c->state;
+		c->state = SOFT_S_CLOSED;
+		if (!c->dead && (was == SOFT_S_EST || was == SOFT_S_CONNECTING))
+			soft_ctl_push_locked(c, SOFT_DISC, 0, 0, NULL);
+		soft_qp_error_locked(c, false);
+		if (!c->dev_removed_req)
+			soft_event_push(c->ch, &ev);
+		else if (c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR);
 		pthread_mutex_unlock(&c->lock);
 	}
 	pthread_mutex_unlock(&sf->reg_lock);

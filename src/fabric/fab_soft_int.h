@@ -212,6 +212,7 @@ struct soft_conn {
 				 * how long the peer's Sends wait for our receives */
 	pthread_t reader, writer;
 	struct soft_conn *reg_next, **reg_prev; /* sf->conns */
+	bool dev_removed, dev_removed_req;	/* fab_soft_device_remove chose it (reg_lock) */
 };
 
 /* fab_soft_mem.c */

@@ -279,9 +279,15 @@ static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct f
 	}
 }
 
-/* QP fatal and device fatal async events become CM events. */
-static int poll_async(struct vb_fabric *vf, struct fab_cm_event *ev)
+/*
+ * QP fatal and device fatal async events become CM events. A device's async
+ * events are read by whichever channel gets there first: a device fatal one
+ * is kept in vf->dead, so every other channel reports it too (check_devices).
+ */
+static int poll_async(struct vb_channel *ch, struct fab_cm_event *ev)
 {
+	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
+
 	for (int i = 0; vf->list && vf->list[i]; i++) {
 		struct ibv_async_event ae;
 		int out = 0;
@@ -301,7 +307,10 @@ static int poll_async(struct vb_fabric *vf, struct fab_cm_event *ev)
 				/* A device that can disassociate (mlx5) says so
 				 * this way; every object on it is dead. */
 				atomic_store(&vf->stale, true);
-				vf->gone_reported |= 1u << (i & 31);
+				pthread_mutex_lock(&vf->lock);
+				vf->dead |= 1u << (i & 31);
+				ch->gone_reported |= 1u << (i & 31);
+				pthread_mutex_unlock(&vf->lock);
 				ev->type = FAB_CM_DEVICE_REMOVAL;
 				ev->status = -ENODEV;
 				out = 1;
@@ -338,11 +347,13 @@ static int check_devices(struct vb_channel *ch, struct fab_cm_event *ev)
 	for (int i = 0; vf->list && vf->list[i] && i < 32; i++) {
 		struct ibv_device *d = vf->list[i]->device;
 
-		if (vf->gone_reported & (1u << i))
+		if (ch->gone_reported & (1u << i))
 			continue;
-		if (access(d->dev_path, F_OK) == 0 && access(d->ibdev_path, F_OK) == 0)
+		if (!(vf->dead & (1u << i)) && access(d->dev_path, F_OK) == 0 &&
+		    access(d->ibdev_path, F_OK) == 0)
 			continue;
-		vf->gone_reported |= 1u << i;
+		vf->dead |= 1u << i;
+		ch->gone_reported |= 1u << i;
 		atomic_store(&vf->stale, true);
 		memset(ev, 0, sizeof(*ev));
 		ev->type = FAB_CM_DEVICE_REMOVAL;
@@ -358,7 +369,6 @@ static int check_devices(struct vb_channel *ch, struct fab_cm_event *ev)
 static int vb_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev)
 {
 	struct vb_channel *ch = (struct vb_channel *)fch;
-	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
 	struct rdma_cm_event *e;
 
 	while (rdma_get_cm_event(ch->ec, &e) == 0) {
@@ -372,7 +382,7 @@ static int vb_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev
 		if (mine)
 			return 0;
 	}
-	if (poll_async(vf, ev))
+	if (poll_async(ch, ev))
 		return 0;
 	if (check_devices(ch, ev))
 		return 0;
@@ -419,7 +429,9 @@ static int vb_refresh(struct vb_fabric *vf)
 	if (vf->list)
 		rdma_free_devices(vf->list);
 	vf->list = list;
-	vf->gone_reported = 0;
+	vf->dead = 0;
+	for (struct vb_channel *ch = vf->chans; ch; ch = ch->next)
+		ch->gone_reported = 0;
 	for (int i = 0; list && list[i]; i++) {
 		int fl = fcntl(list[i]->async_fd, F_GETFL);
 

@@ -46,7 +46,7 @@ struct vb_fabric {
 	 * everything it had there; that one re-reads the device list.
 	 */
 	_Atomic bool stale;
-	uint32_t gone_reported;	  /* bit i: removal of list[i] already reported */
+	uint32_t dead;		  /* bit i: list[i] is known to be gone (lock) */
 	struct vb_channel *chans; /* their epoll sets get new devices' async fds */
 };
 
@@ -68,6 +68,9 @@ struct vb_channel {
 	int epfd;		 /* CM channel fd + every device's async fd + tfd */
 	int tfd;		 /* timerfd: look for vanished devices (VB_DEV_CHECK_MS) */
 	struct vb_channel *next; /* vf->chans */
+	/* bit i: list[i]'s removal reported on this channel. Each channel
+	 * (each server: IPv4, IPv6) must hear of it, to let go of its part. */
+	uint32_t gone_reported;
 };
 
 /* How often a channel looks whether its devices still exist: a device
