@@ -11,6 +11,12 @@
  * as a table, or raw (--json), or refreshed every N seconds with per-second
  * rates (--watch). The JSON is read with the small parser below: no
  * dependency beyond libc.
+ *
+ * --check is for monitors (Nagios-style exit codes), from the "health"
+ * object: 0 RDMA served on every configured listener; 1 degraded (served,
+ * but a configured listener is down, e.g. the IPv6 one); 2 not served (no
+ * listener up: bad Listen_Addr, port in use, no RDMA device, device
+ * removed) or the socket cannot be read. One line says why.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -327,6 +333,10 @@ static bool jcount(const struct jval *obj, const char *key, unsigned long long *
 
 /* ---- the stats socket ------------------------------------------------- */
 
+/* --check: fetch() keeps its complaint here for the one-line verdict. */
+static bool check_mode;
+static char fetch_err[256];
+
 /* Read the whole answer; returns a malloc'd NUL-terminated buffer or NULL. */
 static char *fetch(const char *path, size_t *len)
 {
@@ -341,7 +351,14 @@ static char *fetch(const char *path, size_t *len)
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	if (check_mode && (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))) {
+		snprintf(fetch_err, sizeof(fetch_err), "cannot connect to %s: %s", path,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (fd < 0 || (!check_mode && connect(fd, (struct sockaddr *)&sa, sizeof(sa)))) {
 		fprintf(
 		    stderr,
 		    "rpcrdma-stat: cannot connect to %s: %s\n"
@@ -579,13 +596,64 @@ static double monotonic(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * --check: one line and the exit status monitors expect (0 OK, 1 WARNING,
+ * 2 CRITICAL). @text is NULL when the socket could not be read.
+ */
+static int check(const char *path, const char *text, size_t len)
+{
+	struct jval *root = text ? jparse(text, len) : NULL;
+	const struct jval *h = jget(root, "health");
+	const struct jval *serving = jget(h, "serving");
+	const struct jval *why = jget(h, "why");
+	unsigned long long want = 1, up = 0;
+	int status;
+
+	if (!text) {
+		printf("RDMA CRITICAL: stats socket unreachable: %s\n", fetch_err);
+		return 2;
+	}
+	if (!serving || serving->type != J_BOOL) {
+		printf("RDMA CRITICAL: %s gave no health (plugin too old, or not its socket)\n",
+		       path);
+		jfree(root);
+		return 2;
+	}
+	jcount(h, "listeners", &want);
+	jcount(h, "listeners_serving", &up);
+	if (!serving->b) {
+		printf("RDMA CRITICAL: not serving: %s\n",
+		       why && why->type == J_STR && why->str[0] ? why->str : "no listener up");
+		status = 2;
+	} else if (up < want) {
+		printf("RDMA WARNING: degraded: %llu of %llu listeners up: %s\n", up, want,
+		       why && why->type == J_STR ? why->str : "");
+		status = 1;
+	} else {
+		const struct jval *conns = jget(root, "connections");
+		unsigned long n = 0;
+
+		for (const struct jval *c = conns ? conns->child : NULL; c; c = c->next)
+			n++;
+		printf("RDMA OK: serving on %llu listener(s), %lu connection(s)\n", up, n);
+		status = 0;
+	}
+	jfree(root);
+	return status;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rpcrdma-stat [-s SOCKET] [--json] [--watch [SECONDS]] [-c COUNT]\n"
+		"usage: rpcrdma-stat [-s SOCKET] [--json | --check] [--watch [SECONDS]] [-c COUNT]\n"
 		"Show the counters of the rpcrdma plugin (NFS over RDMA for nfs-ganesha).\n"
 		"  -s, --socket PATH   stats socket (default " DEFAULT_SOCKET ")\n"
 		"  -j, --json          print the raw JSON\n"
+		"  -k, --check         health for monitors: one line, and exit 0 when RDMA is\n"
+		"                      served on every configured listener; 1 degraded (served,\n"
+		"                      but a configured listener is down, e.g. IPv6); 2 not\n"
+		"                      served (listener down: bad Listen_Addr, port in use, no\n"
+		"                      RDMA device, device removed) or the socket unreachable\n"
 		"  -w, --watch [SECS]  refresh every SECS seconds (default 1), with rates\n"
 		"  -c, --count N       with --watch: stop after N refreshes\n"
 		"Columns: CREDITS current grant; CALLS; INLINE / REPLY_CH / WRITE_CH replies\n"
@@ -600,6 +668,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
 	    {"watch", optional_argument, NULL, 'w'},  {"count", required_argument, NULL, 'c'},
+	    {"check", no_argument, NULL, 'k'},
 	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	const char *path = DEFAULT_SOCKET;
@@ -609,10 +678,13 @@ int main(int argc, char **argv)
 	long count = -1;
 	int opt, status = 0;
 
-	while ((opt = getopt_long(argc, argv, "s:jw::c:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:jkw::c:h", opts, NULL)) != -1) {
 		char *e;
 
 		switch (opt) {
+		case 'k':
+			check_mode = true;
+			break;
 		case 's':
 			path = optarg;
 			break;
@@ -651,6 +723,14 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		usage(stderr);
 		return 2;
+	}
+	if (check_mode) {
+		size_t len = 0;
+		char *text = fetch(path, &len);
+		int st = check(path, text, len);
+
+		free(text);
+		return st;
 	}
 	if (!watch)
 		count = 1;

@@ -6,6 +6,8 @@
 #   3. ganesha + librpcrdma_ganesha.so (LD_PRELOAD) over RDMA, same tests, if the plugin is built
 # VM_ONLY=fabric stops after 1; VM_ONLY=bench skips 1-3 and runs guest-bench.sh instead, with knfsd
 # and ganesha+rpcrdma up side by side (knfsd on 2049/20049, ganesha on 2050/20050).
+#   4. device removal under ganesha + rpcrdma (guest-devrm.sh), unless GANESHA_DEVRM=0;
+#      VM_ONLY=devrm runs only the setup and 4.
 # Every result is a line "RESULT <server> <vers> <test> <pass|fail|na> <seconds> [note]" in
 # /out/results (and on the console); ci/vm/run.sh turns them into the table.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -69,7 +71,7 @@ fi
 # ---------------------------------------------------------------- part 1: fabric conformance
 step fabric
 FAB=$BUILDDIR/tests/fabric/test_fabric_conformance
-if [ "${VM_ONLY:-}" = bench ]; then
+if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ]; then
 	: # the bench measures NFS; the fabric suite is the interop run's job
 elif [ -x "$H$FAB" ]; then
 	t0=$(up)
@@ -122,7 +124,7 @@ knfsd_stop() {
 	killall rpcbind 2>/dev/null; sleep 1
 	umount /export
 }
-if [ "${VM_ONLY:-}" != bench ]; then
+if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != devrm ]; then
 	knfsd_start
 	for V in $VERSIONS; do
 		step "knfsd v$V"
@@ -228,7 +230,7 @@ if [ "${VM_ONLY:-}" = bench ]; then
 	[ -f "$H$PLUGIN" ] && ganesha_stop ganesha
 	knfsd_stop
 fi
-if [ "${VM_ONLY:-}" != bench ] && [ "${GANESHA_CONTROL:-1}" != 0 ]; then
+if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != devrm ] && [ "${GANESHA_CONTROL:-1}" != 0 ]; then
 	# the control runs one version unless asked for all (its job: ganesha + config work here)
 	all=$VERSIONS
 	case " $VERSIONS " in *" 4.1 "*) VERSIONS=4.1 ;; *) VERSIONS=${VERSIONS%% *} ;; esac
@@ -236,7 +238,7 @@ if [ "${VM_ONLY:-}" != bench ] && [ "${GANESHA_CONTROL:-1}" != 0 ]; then
 	run_ganesha ganesha-tcp tcp ""
 	VERSIONS=$all
 fi
-if [ "${VM_ONLY:-}" = bench ]; then
+if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ]; then
 	:
 elif [ -f "$H$PLUGIN" ]; then
 	run_ganesha ganesha rdma "$PLUGIN"
@@ -250,6 +252,16 @@ elif [ -f "$H$PLUGIN" ]; then
 	fi
 else
 	result ganesha - start na 0 "no $PLUGIN"
+fi
+
+# ---------------------------------------------------------------- part 4: device removal
+if [ "${VM_ONLY:-}" != bench ] && { [ "${VM_ONLY:-}" = devrm ] || [ "${GANESHA_DEVRM:-1}" != 0 ]; }; then
+	if [ -f "$H$PLUGIN" ]; then
+		. $HERE/guest-devrm.sh
+		devrm_all
+	else
+		result devrm - start na 0 "no $PLUGIN"
+	fi
 fi
 
 step done

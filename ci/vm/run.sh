@@ -23,6 +23,8 @@
 #                          per fio job (strace -c -f, out/bench/strace-*.txt; strace slows it);
 #                          RPCRDMA_VM_BENCH_PERF=1: diagnosis: the whole guest's CPU per fio job by
 #                          thread, library and function (perf record -a, out/bench/perf-*.txt)
+#      RPCRDMA_VM_ONLY=devrm   run only the rxe setup and part 4 (device removal under ganesha+rpcrdma)
+#      RPCRDMA_VM_DEVRM=0  skip part 4 in a full run
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 #      RPCRDMA_VM_CLOCK=hpet  the guest's clocksource as TCG leaves it (default tsc, see APPEND)
@@ -68,11 +70,12 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	BENCH_STRACE=${RPCRDMA_VM_BENCH_STRACE:-0}
 	BENCH_PERF=${RPCRDMA_VM_BENCH_PERF:-0}
 	GANESHA_CONTROL=${RPCRDMA_VM_GANESHA_TCP:-1}
+	GANESHA_DEVRM=${RPCRDMA_VM_DEVRM:-1}
 	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
 	VM_MTU=${RPCRDMA_VM_MTU:-1500}
-	export VM_VERSIONS GANESHA_CONTROL VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_MTU
+	export VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_MTU
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
@@ -127,7 +130,8 @@ fail) printf '%-28s %s\n' "fabric conformance (verbs)" "FAIL ${secs}s  $fnote"; 
       echo "    failed: $(grep -a '^\[  FAILED  \] [A-Za-z]' "$OUT/fabric.log" | awk '{print $4}' | sort -u | tr '\n' ' ')"
       grep -aE 'Segmentation|Abort|terminate called' "$OUT/fabric.log" | head -3 | sed 's/^/    /'
       echo "    (full log: $OUT/fabric.log)" ;;
-*) printf '%-28s %s\n' "fabric conformance (verbs)" "not available  ${fnote}" ;;
+*) if [ "${RPCRDMA_VM_ONLY:-}" = devrm ]; then printf '%-28s %s\n' "fabric conformance (verbs)" "not run (RPCRDMA_VM_ONLY=devrm)"
+   else printf '%-28s %s\n' "fabric conformance (verbs)" "not available  ${fnote}"; fi ;;
 esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
 
@@ -139,6 +143,21 @@ finish() {
 	echo "INTEROP VM: FAIL"; for w in "${why[@]}"; do echo "  - $w"; done
 	exit 1
 }
+# part 4: device removal (guest-devrm.sh); a failing check fails the run, "na" does not
+devrm_report() {
+	grep -q "^devrm " "$R" || return 0
+	echo
+	echo "-- device removal under ganesha+rpcrdma (ci/vm/guest-devrm.sh)"
+	awk '$1=="devrm" {n=""; for (i = 6; i <= NF; i++) n = n " " $i; printf "  %-28s %-5s %6ss %s\n", $3, $4, $5, n}' "$R"
+	if awk '$1=="devrm" && $4=="fail" {f=1} END{exit !f}' "$R"; then
+		fail=1; why+=("device removal: $(awk '$1=="devrm" && $4=="fail" {printf "%s ", $3}' "$R")failed")
+	fi
+}
+if [ "${RPCRDMA_VM_ONLY:-}" = devrm ]; then
+	devrm_report
+	grep -q "^devrm " "$R" || { fail=1; why+=("no device-removal results (see $OUT/guest.log)"); }
+	finish
+fi
 if [ "${RPCRDMA_VM_ONLY:-}" = bench ]; then
 	printf '%-28s %s\n' "knfsd start" "$(grep -aq 'FAIL \(nfsd\|portlist\|mountd\)' "$OUT/guest.log" && echo FAIL || echo pass)"
 	printf '%-28s %s\n' "ganesha+rpcrdma start" "$(cell ganesha - start)"
@@ -193,6 +212,7 @@ for c in ganesha-tcp ganesha ganesha-srq; do
 	[ -s "$OUT/$c.stats" ] && { echo; echo "-- $c: plugin counters ($OUT/$c.stats)"; cat "$OUT/$c.stats"; }
 	[ -s "$OUT/$c.counters" ] && { echo; echo "-- $c: counter lines from the ganesha log"; cat "$OUT/$c.counters"; }
 done
+devrm_report
 echo
 if [ -s "$OUT/dmesg-errors.txt" ]; then
 	echo "-- dmesg (xprtrdma/svcrdma/rxe lines mentioning errors; all: $OUT/dmesg.txt)"

@@ -196,6 +196,11 @@ int fab_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 	return fab->ops->cq_create(fab, depth, out);
 }
 
+int fab_conn_cq_create(struct fab_conn *c, int depth, struct fab_cq **out)
+{
+	return fab_of(c)->ops->conn_cq_create(c, depth, out);
+}
+
 void fab_cq_destroy(struct fab_cq *cq)
 {
 	if (cq)

@@ -133,6 +133,18 @@ enum fab_cm_event_type {
 	FAB_CM_REJECTED,	/* active: peer rejected (private data attached) */
 	FAB_CM_CONNECT_ERROR,	/* active: unreachable / address or route error */
 	FAB_CM_DISCONNECTED,
+	/*
+	 * The RDMA device under a listener or connection is gone (verbs:
+	 * RDMA_CM_EVENT_DEVICE_REMOVAL, IBV_EVENT_DEVICE_FATAL, or the device
+	 * vanished from the system; soft: fab_soft_device_remove). ev.conn or
+	 * ev.listener names the object concerned, or neither for the device as
+	 * a whole (status -ENODEV). Nothing on the device works any more: QPs
+	 * are in error (posted work flushes), the listener accepts nothing.
+	 * The user destroys every object it made there - conns, CQs, SRQs,
+	 * MRs, the listener - and may then call fab_listen again: it looks for
+	 * devices afresh and fails with -ENODEV until one is back. A
+	 * device's kernel removal (rxe, hot-unplug) waits until that is done.
+	 */
 	FAB_CM_DEVICE_REMOVAL,
 	FAB_CM_QP_ERROR,	/* asynchronous QP fatal event */
 };
@@ -293,6 +305,12 @@ int fab_post_srq_recv(struct fab_srq *srq, struct fab_recv_wr *wr, struct fab_re
 /* --- completion queues -------------------------------------------------- */
 
 int fab_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
+/*
+ * A CQ on @c's own device (passive side, after FAB_CM_CONNECT_REQUEST): on a
+ * host with several RDMA devices a QP's CQs must be on its device, and
+ * fab_cq_create's is on the first one.
+ */
+int fab_conn_cq_create(struct fab_conn *c, int depth, struct fab_cq **out);
 void fab_cq_destroy(struct fab_cq *cq);
 /* Readable when a completion arrived after the last fab_cq_arm. */
 int fab_cq_fd(const struct fab_cq *cq);

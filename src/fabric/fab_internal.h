@@ -45,6 +45,7 @@ struct fab_ops {
 		      struct fab_mr **out);
 	void (*mr_dereg)(struct fab_mr *mr);
 	int (*cq_create)(struct fab_fabric *fab, int depth, struct fab_cq **out);
+	int (*conn_cq_create)(struct fab_conn *c, int depth, struct fab_cq **out);
 	void (*cq_destroy)(struct fab_cq *cq);
 	int (*cq_fd)(const struct fab_cq *cq);
 	int (*cq_get_event)(struct fab_cq *cq);

@@ -35,6 +35,16 @@ int fab_soft_fault_set_fabric(struct fab_fabric *fab, const struct fab_soft_faul
 /* This connection only, effective for work requests transmitted from now on. */
 int fab_soft_fault_set(struct fab_conn *c, const struct fab_soft_fault *f);
 
+/*
+ * Simulated device removal: every listener and connection of @fab gets
+ * FAB_CM_DEVICE_REMOVAL (connections: QP to error, posted work flushes, the
+ * peer sees a disconnect; listeners: connection attempts are refused), and
+ * until fab_soft_device_restore new listeners, connections, PDs, MRs, CQs
+ * and SRQs fail with -ENODEV. -EINVAL if fab is not "soft".
+ */
+int fab_soft_device_remove(struct fab_fabric *fab);
+int fab_soft_device_restore(struct fab_fabric *fab);
+
 #ifdef __cplusplus
 }
 #endif

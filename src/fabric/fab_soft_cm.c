@@ -271,11 +271,23 @@ static struct soft_conn *conn_alloc(struct soft_fabric *sf, struct soft_channel 
 	pthread_mutex_lock(&sf->lock);
 	c->fault = sf->fault;
 	pthread_mutex_unlock(&sf->lock);
+	pthread_mutex_lock(&sf->reg_lock);
+	c->reg_next = sf->conns;
+	if (sf->conns)
+		sf->conns->reg_prev = &c->reg_next;
+	c->reg_prev = &sf->conns;
+	sf->conns = c;
+	pthread_mutex_unlock(&sf->reg_lock);
 	return c;
 }
 
 static void conn_free(struct soft_conn *c)
 {
+	pthread_mutex_lock(&c->sf->reg_lock);
+	*c->reg_prev = c->reg_next;
+	if (c->reg_next)
+		c->reg_next->reg_prev = c->reg_prev;
+	pthread_mutex_unlock(&c->sf->reg_lock);
 	if (c->fd >= 0)
 		close(c->fd);
 	soft_qp_free(c);
@@ -374,7 +386,9 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 
 	if (!fch || !caps || !out)
 		return fab_set_error(-EINVAL, "soft: connect needs a channel, caps and out");
-	rc = parse_addr(addr, &sa, false);
+	rc = soft_present(sf);
+	if (!rc)
+		rc = parse_addr(addr, &sa, false);
 	if (rc)
 		return rc;
 	c = conn_alloc(sf, (struct soft_channel *)fch);
@@ -509,6 +523,11 @@ static void soft_conn_destroy(struct fab_conn *fc)
 	conn_free(c);
 }
 
+static int soft_conn_cq_create(struct fab_conn *fc, int depth, struct fab_cq **out)
+{
+	return soft_cq_create(fc ? soft_conn(fc)->h.fab : NULL, depth, out);
+}
+
 static struct fab_pd *soft_conn_pd(struct fab_conn *fc)
 {
 	return (struct fab_pd *)soft_conn(fc)->sf->pd;
@@ -563,6 +582,10 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	struct soft_hdr h;
 	struct soft_conn *c;
 
+	if (atomic_load(&l->dead)) {
+		close(fd); /* no device: the peer sees its connect fail */
+		return;
+	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (soft_io_full(fd, &h, sizeof(h), true) || h.type != SOFT_CONN_REQ ||
 	    le32toh(h.b) != SOFT_MAGIC || le32toh(h.len) > FAB_PRIVATE_DATA_MAX ||
@@ -624,6 +647,9 @@ static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const cha
 
 	if (!ch || !out)
 		return fab_set_error(-EINVAL, "soft: listen needs a channel");
+	rc = soft_present((struct soft_fabric *)fab);
+	if (rc)
+		return rc;
 	rc = parse_addr(addr, &sa, true);
 	if (rc)
 		return rc;
@@ -657,6 +683,10 @@ static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const cha
 		rc = fab_set_error(-EAGAIN, "soft: cannot start listener thread");
 		goto fail;
 	}
+	pthread_mutex_lock(&((struct soft_fabric *)fab)->reg_lock);
+	l->next = ((struct soft_fabric *)fab)->listeners;
+	((struct soft_fabric *)fab)->listeners = l;
+	pthread_mutex_unlock(&((struct soft_fabric *)fab)->reg_lock);
 	*out = (struct fab_listener *)l;
 	return 0;
 fail:
@@ -673,8 +703,18 @@ fail:
 static void soft_listener_destroy(struct fab_listener *fl)
 {
 	struct soft_listener *l = (struct soft_listener *)fl;
+	struct soft_fabric *sf = (struct soft_fabric *)l->fab;
+	struct soft_listener **pp;
 	uint64_t one = 1;
 
+	pthread_mutex_lock(&sf->reg_lock);
+	for (pp = &sf->listeners; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sf->reg_lock);
 	if (write(l->wake, &one, sizeof(one)) < 0) {
 		/* cannot fail on a fresh eventfd */
 	}
@@ -754,11 +794,80 @@ int fab_soft_fault_set(struct fab_conn *fc, const struct fab_soft_fault *f)
 	return 0;
 }
 
+int fab_soft_device_remove(struct fab_fabric *fab)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
+
+	if (!fab || fab->ops != &fab_soft_ops)
+		return -EINVAL;
+	pthread_mutex_lock(&sf->reg_lock);
+	atomic_store(&sf->removed, true);
+	for (struct soft_listener *l = sf->listeners; l; l = l->next) {
+		struct fab_cm_event ev = {.type = FAB_CM_DEVICE_REMOVAL,
+					  .listener = (struct fab_listener *)l,
+					  .status = -ENODEV};
+
+		if (atomic_exchange(&l->dead, true))
+			continue;
+		soft_event_push(l->ch, &ev);
+	}
+	/*
+	 * First choose every conn the removal takes and stop their
+	 * DISCONNECTED events: a peer on this same fabric hears our DISC
+	 * below, and must report the removal, not a disconnect.
+	 */
+	for (struct soft_conn *c = sf->conns; c; c = c->reg_next) {
+		pthread_mutex_lock(&c->lock);
+		c->dev_removed = !c->stop && (c->state == SOFT_S_EST || c->state == SOFT_S_CONNECTING ||
+					      c->state == SOFT_S_REQ);
+		if (c->dev_removed) {
+			c->dev_removed_req = c->state == SOFT_S_REQ;
+			c->disc_event = true;
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	for (struct soft_conn *c = sf->conns; c; c = c->reg_next) {
+		struct fab_cm_event ev = {.type = FAB_CM_DEVICE_REMOVAL,
+					  .conn = (struct fab_conn *)c,
+					  .listener = (struct fab_listener *)c->listener,
+					  .status = -ENODEV};
+		enum soft_state was;
+
+		if (!c->dev_removed)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		/* As a dying HCA: the QP goes to error, the peer loses the link.
+		 * A request still queued (REQ) is refused: its owner must not
+		 * accept it (fab_accept fails). */
+		was = c->state;
+		c->state = SOFT_S_CLOSED;
+		if (!c->dead && (was == SOFT_S_EST || was == SOFT_S_CONNECTING))
+			soft_ctl_push_locked(c, SOFT_DISC, 0, 0, NULL);
+		soft_qp_error_locked(c, false);
+		if (!c->dev_removed_req)
+			soft_event_push(c->ch, &ev);
+		else if (c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&sf->reg_lock);
+	return 0;
+}
+
+int fab_soft_device_restore(struct fab_fabric *fab)
+{
+	if (!fab || fab->ops != &fab_soft_ops)
+		return -EINVAL;
+	atomic_store(&((struct soft_fabric *)fab)->removed, false);
+	return 0;
+}
+
 static void soft_close(struct fab_fabric *fab)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab;
 
 	pthread_mutex_destroy(&sf->lock);
+	pthread_mutex_destroy(&sf->reg_lock);
 	free(sf->mrs);
 	free(sf->pd);
 	free(sf);
@@ -780,6 +889,7 @@ int fab_soft_open(struct fab_fabric **out)
 	}
 	sf->pd->fab = &sf->base;
 	pthread_mutex_init(&sf->lock, NULL);
+	pthread_mutex_init(&sf->reg_lock, NULL);
 	if (env && *env) {
 		rc = fab_soft_fault_parse(env, &sf->fault);
 		if (rc) {
@@ -808,6 +918,7 @@ const struct fab_ops fab_soft_ops = {
     .disconnect = soft_disconnect,
     .conn_destroy = soft_conn_destroy,
     .conn_pd = soft_conn_pd,
+    .conn_cq_create = soft_conn_cq_create,
     .conn_peer = soft_conn_peer,
     .conn_addrs = soft_conn_addrs,
     .pd_get = soft_pd_get,

@@ -60,7 +60,22 @@ struct soft_fabric {
 	uint32_t gen;
 	struct fab_soft_fault fault;
 	struct soft_pd *pd;
+	/* Simulated device removal (fab_soft_device_remove): the registry
+	 * lets it reach every listener and conn. reg_lock is taken before a
+	 * conn's lock, never after. */
+	pthread_mutex_t reg_lock;
+	struct soft_listener *listeners;
+	struct soft_conn *conns;
+	_Atomic bool removed;
 };
+
+/* -ENODEV while the simulated device is removed. */
+static inline int soft_present(struct soft_fabric *sf)
+{
+	if (!atomic_load(&sf->removed))
+		return 0;
+	return fab_set_error(-ENODEV, "soft: device removed");
+}
 
 struct soft_pd {
 	struct fab_fabric *fab;
@@ -100,6 +115,8 @@ struct soft_listener {
 	int wake;	/* eventfd that stops the accept thread */
 	char path[108]; /* unix socket path to unlink */
 	pthread_t thread;
+	struct soft_listener *next; /* sf->listeners */
+	_Atomic bool dead;	    /* device removed: refuse every connection */
 };
 
 enum soft_state {
@@ -194,6 +211,8 @@ struct soft_conn {
 	uint8_t peer_rnr_retry; /* our own rnr_retry_count: IB CM hands it to the peer, so it is
 				 * how long the peer's Sends wait for our receives */
 	pthread_t reader, writer;
+	struct soft_conn *reg_next, **reg_prev; /* sf->conns */
+	bool dev_removed, dev_removed_req;	/* fab_soft_device_remove chose it (reg_lock) */
 };
 
 /* fab_soft_mem.c */

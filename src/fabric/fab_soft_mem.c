@@ -22,8 +22,11 @@
 
 int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 {
-	struct soft_cq *cq = calloc(1, sizeof(*cq));
+	struct soft_cq *cq;
 
+	if (soft_present((struct soft_fabric *)fab))
+		return -ENODEV;
+	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return fab_set_error(-ENOMEM, "soft: out of memory for CQ");
 	cq->fab = fab;
@@ -141,6 +144,8 @@ void soft_cq_forget(struct soft_cq *cq, struct soft_conn *c)
 
 int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 {
+	if (soft_present((struct soft_fabric *)fab))
+		return -ENODEV;
 	*out = (struct fab_pd *)((struct soft_fabric *)fab)->pd;
 	return 0;
 }
@@ -151,6 +156,8 @@ int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, 
 	struct soft_mr *mr;
 	uint32_t idx;
 
+	if (soft_present(sf))
+		return -ENODEV;
 	if (!addr || !len || (access & ~7u))
 		return fab_set_error(-EINVAL, "soft: bad MR arguments");
 	/* As ibv_reg_mr: remote write needs local write. */

@@ -316,6 +316,8 @@ int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct
 {
 	struct soft_srq *q;
 
+	if (soft_present((struct soft_fabric *)fab_of(pd)))
+		return -ENODEV;
 	if (max_wr > 65536 || max_sge > 32)
 		return fab_set_error(-EINVAL, "soft: SRQ caps too large");
 	q = calloc(1, sizeof(*q));

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "fabric/fab_verbs_int.h"
@@ -98,8 +99,22 @@ static int vb_channel_create(struct fab_fabric *fab, struct fab_channel **out)
 		return fab_set_error(-errno, "verbs: epoll_create1 failed");
 	}
 	epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->ec->fd, &ee);
+	ch->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ch->tfd >= 0) {
+		struct itimerspec its = {
+		    .it_interval = {.tv_sec = VB_DEV_CHECK_MS / 1000,
+				    .tv_nsec = (VB_DEV_CHECK_MS % 1000) * 1000000L}};
+
+		its.it_value = its.it_interval;
+		timerfd_settime(ch->tfd, 0, &its, NULL);
+		epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->tfd, &ee);
+	}
+	pthread_mutex_lock(&vf->lock);
 	for (int i = 0; vf->list && vf->list[i]; i++)
 		epoll_ctl(ch->epfd, EPOLL_CTL_ADD, vf->list[i]->async_fd, &ee);
+	ch->next = vf->chans;
+	vf->chans = ch;
+	pthread_mutex_unlock(&vf->lock);
 	*out = (struct fab_channel *)ch;
 	return 0;
 }
@@ -107,7 +122,18 @@ static int vb_channel_create(struct fab_fabric *fab, struct fab_channel **out)
 static void vb_channel_destroy(struct fab_channel *fch)
 {
 	struct vb_channel *ch = (struct vb_channel *)fch;
+	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
 
+	pthread_mutex_lock(&vf->lock);
+	for (struct vb_channel **pp = &vf->chans; *pp; pp = &(*pp)->next) {
+		if (*pp == ch) {
+			*pp = ch->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vf->lock);
+	if (ch->tfd >= 0)
+		close(ch->tfd);
 	close(ch->epfd);
 	rdma_destroy_event_channel(ch->ec);
 	free(ch);
@@ -233,7 +259,18 @@ static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct f
 		ev->type = FAB_CM_DISCONNECTED;
 		return c != NULL;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* The kernel already destroyed its side of the id; librdmacm
+		 * closes the device once every id, QP, MR and PD on it is gone. */
+		atomic_store(&vf->stale, true);
 		ev->type = FAB_CM_DEVICE_REMOVAL;
+		ev->status = -ENODEV;
+		if (c && c->qp) {
+			struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+			/* Flush what is posted: no DREQ will ever do it. */
+			c->disconnecting = true;
+			ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		}
 		if (!c && ctx)
 			ev->listener = ctx;
 		return 1;
@@ -242,9 +279,15 @@ static int translate_cm(struct vb_channel *ch, struct rdma_cm_event *e, struct f
 	}
 }
 
-/* QP fatal and device fatal async events become CM events. */
-static int poll_async(struct vb_fabric *vf, struct fab_cm_event *ev)
+/*
+ * QP fatal and device fatal async events become CM events. A device's async
+ * events are read by whichever channel gets there first: a device fatal one
+ * is kept in vf->dead, so every other channel reports it too (check_devices).
+ */
+static int poll_async(struct vb_channel *ch, struct fab_cm_event *ev)
 {
+	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
+
 	for (int i = 0; vf->list && vf->list[i]; i++) {
 		struct ibv_async_event ae;
 		int out = 0;
@@ -261,10 +304,20 @@ static int poll_async(struct vb_fabric *vf, struct fab_cm_event *ev)
 				out = 1;
 				break;
 			case IBV_EVENT_DEVICE_FATAL:
+				/* A device that can disassociate (mlx5) says so
+				 * this way; every object on it is dead. */
+				atomic_store(&vf->stale, true);
+				pthread_mutex_lock(&vf->lock);
+				vf->dead |= 1u << (i & 31);
+				ch->gone_reported |= 1u << (i & 31);
+				pthread_mutex_unlock(&vf->lock);
 				ev->type = FAB_CM_DEVICE_REMOVAL;
 				ev->status = -ENODEV;
 				out = 1;
 				break;
+			/* PORT_ERR (link down) is not a removal: connections
+			 * fail by their own retries, and the port may come
+			 * back under the same device. */
 			default:
 				break;
 			}
@@ -276,10 +329,46 @@ static int poll_async(struct vb_fabric *vf, struct fab_cm_event *ev)
 	return 0;
 }
 
+/*
+ * A device whose driver cannot disassociate (rxe, most software devices)
+ * is unregistered only after every process closed it, and until then it
+ * sends neither a CM nor an async event to ids that are not bound to it (a
+ * wildcard listener) - but its uverbs node goes away first. Look for that.
+ */
+static int check_devices(struct vb_channel *ch, struct fab_cm_event *ev)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
+	uint64_t ticks;
+	int out = 0;
+
+	if (ch->tfd < 0 || read(ch->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return 0;
+	pthread_mutex_lock(&vf->lock);
+	for (int i = 0; vf->list && vf->list[i] && i < 32; i++) {
+		struct ibv_device *d = vf->list[i]->device;
+
+		if (ch->gone_reported & (1u << i))
+			continue;
+		if (!(vf->dead & (1u << i)) && access(d->dev_path, F_OK) == 0 &&
+		    access(d->ibdev_path, F_OK) == 0)
+			continue;
+		vf->dead |= 1u << i;
+		ch->gone_reported |= 1u << i;
+		atomic_store(&vf->stale, true);
+		memset(ev, 0, sizeof(*ev));
+		ev->type = FAB_CM_DEVICE_REMOVAL;
+		ev->status = -ENODEV;
+		fab_set_error(-ENODEV, "verbs: device %s was removed", d->name);
+		out = 1;
+		break;
+	}
+	pthread_mutex_unlock(&vf->lock);
+	return out;
+}
+
 static int vb_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev)
 {
 	struct vb_channel *ch = (struct vb_channel *)fch;
-	struct vb_fabric *vf = (struct vb_fabric *)ch->fab;
 	struct rdma_cm_event *e;
 
 	while (rdma_get_cm_event(ch->ec, &e) == 0) {
@@ -293,9 +382,68 @@ static int vb_channel_get_event(struct fab_channel *fch, struct fab_cm_event *ev
 		if (mine)
 			return 0;
 	}
-	if (poll_async(vf, ev))
+	if (poll_async(ch, ev))
+		return 0;
+	if (check_devices(ch, ev))
 		return 0;
 	return -EAGAIN;
+}
+
+/*
+ * After a removal, with nothing of the user's left on the dead device: drop
+ * our PDs there and our hold on the old device list (librdmacm closes a
+ * removed device when its last holder lets go, and only then can the kernel
+ * finish unregistering it), then take the current list.
+ */
+static int vb_refresh(struct vb_fabric *vf)
+{
+	struct epoll_event ee = {.events = EPOLLIN};
+	struct ibv_context **list;
+	int n = 0;
+
+	pthread_mutex_lock(&vf->lock);
+	list = rdma_get_devices(&n);
+	for (int i = 0; i < vf->ndev;) {
+		bool live = false;
+		int ret;
+
+		for (int j = 0; list && list[j]; j++)
+			live |= list[j] == vf->devs[i].ctx;
+		if (live) {
+			i++;
+			continue;
+		}
+		ret = ibv_dealloc_pd(vf->devs[i].pd->pd);
+		if (ret) {
+			pthread_mutex_unlock(&vf->lock);
+			if (list)
+				rdma_free_devices(list);
+			return fab_set_error(-ret,
+					     "verbs: a removed device still holds our memory "
+					     "registrations: %s",
+					     strerror(ret));
+		}
+		free(vf->devs[i].pd);
+		vf->devs[i] = vf->devs[--vf->ndev];
+	}
+	if (vf->list)
+		rdma_free_devices(vf->list);
+	vf->list = list;
+	vf->dead = 0;
+	for (struct vb_channel *ch = vf->chans; ch; ch = ch->next)
+		ch->gone_reported = 0;
+	for (int i = 0; list && list[i]; i++) {
+		int fl = fcntl(list[i]->async_fd, F_GETFL);
+
+		fcntl(list[i]->async_fd, F_SETFL, fl | O_NONBLOCK);
+		for (struct vb_channel *ch = vf->chans; ch; ch = ch->next)
+			epoll_ctl(ch->epfd, EPOLL_CTL_ADD, list[i]->async_fd, &ee);
+	}
+	atomic_store(&vf->stale, !list || n == 0);
+	pthread_mutex_unlock(&vf->lock);
+	if (!list || n == 0)
+		return fab_set_error(-ENODEV, "verbs: no RDMA device");
+	return 0;
 }
 
 /* --- listener / connect ------------------------------------------------------ */
@@ -308,6 +456,11 @@ static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char
 	struct vb_listener *l;
 	int rc;
 
+	if (atomic_load(&((struct vb_fabric *)fab)->stale)) {
+		rc = vb_refresh((struct vb_fabric *)fab);
+		if (rc)
+			return rc;
+	}
 	rc = parse_addr(addr, &ss, true);
 	if (rc)
 		return rc;
@@ -458,8 +611,18 @@ static int vb_disconnect(struct fab_conn *fc)
 	struct vb_conn *c = (struct vb_conn *)fc;
 
 	c->disconnecting = true;
-	if (rdma_disconnect(c->id) && errno != EINVAL)
-		return fab_set_error(-errno, "verbs: rdma_disconnect: %s", strerror(errno));
+	if (rdma_disconnect(c->id)) {
+		int err = errno;
+
+		/* No CM any more (device removal): still flush the QP. */
+		if (c->qp) {
+			struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+			ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		}
+		if (err != EINVAL)
+			return fab_set_error(-err, "verbs: rdma_disconnect: %s", strerror(err));
+	}
 	return 0;
 }
 
@@ -577,6 +740,7 @@ const struct fab_ops fab_verbs_ops = {
     .disconnect = vb_disconnect,
     .conn_destroy = vb_conn_destroy,
     .conn_pd = vb_conn_pd,
+    .conn_cq_create = vb_conn_cq_create,
     .conn_peer = vb_conn_peer,
     .conn_addrs = vb_conn_addrs,
     .pd_get = vb_pd_get,

@@ -58,7 +58,7 @@ int vb_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	struct vb_fabric *vf = (struct vb_fabric *)fab;
 	struct vb_pd *pd;
 
-	if (!vf->list || !vf->list[0])
+	if (!vf->list || !vf->list[0] || atomic_load(&vf->stale))
 		return fab_set_error(-ENODEV, "verbs: no RDMA device");
 	pd = vb_pd_for(vf, vf->list[0]);
 	if (!pd)
@@ -110,26 +110,24 @@ void vb_mr_dereg(struct fab_mr *pub)
 	free(mr);
 }
 
-int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
+static int cq_create_on(struct vb_fabric *vf, struct ibv_context *ctx, int depth,
+			struct fab_cq **out)
 {
-	struct vb_fabric *vf = (struct vb_fabric *)fab;
 	struct vb_cq *cq;
 	int fl;
 
-	if (!vf->list || !vf->list[0])
-		return fab_set_error(-ENODEV, "verbs: no RDMA device");
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return fab_set_error(-ENOMEM, "verbs: out of memory for CQ");
-	cq->fab = fab;
-	cq->cc = ibv_create_comp_channel(vf->list[0]);
+	cq->fab = &vf->base;
+	cq->cc = ibv_create_comp_channel(ctx);
 	if (!cq->cc) {
 		free(cq);
 		return fab_set_error(-ENOMEM, "verbs: ibv_create_comp_channel failed");
 	}
 	fl = fcntl(cq->cc->fd, F_GETFL);
 	fcntl(cq->cc->fd, F_SETFL, fl | O_NONBLOCK);
-	cq->cq = ibv_create_cq(vf->list[0], depth > 0 ? depth : 64, cq, cq->cc, 0);
+	cq->cq = ibv_create_cq(ctx, depth > 0 ? depth : 64, cq, cq->cc, 0);
 	if (!cq->cq) {
 		ibv_destroy_comp_channel(cq->cc);
 		free(cq);
@@ -137,6 +135,25 @@ int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 	}
 	*out = (struct fab_cq *)cq;
 	return 0;
+}
+
+int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)fab;
+
+	/* After a removal, nothing new on the old list until fab_listen re-reads it. */
+	if (!vf->list || !vf->list[0] || atomic_load(&vf->stale))
+		return fab_set_error(-ENODEV, "verbs: no RDMA device");
+	return cq_create_on(vf, vf->list[0], depth, out);
+}
+
+int vb_conn_cq_create(struct fab_conn *fc, int depth, struct fab_cq **out)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (!c->id || !c->id->verbs)
+		return fab_set_error(-ENODEV, "verbs: connection has no device yet");
+	return cq_create_on(c->vf, c->id->verbs, depth, out);
 }
 
 void vb_cq_destroy(struct fab_cq *fcq)

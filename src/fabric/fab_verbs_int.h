@@ -39,6 +39,15 @@ struct vb_fabric {
 	int ndev;
 	struct vb_qpmap *map; /* qp_num -> conn, for fab_wc.conn */
 	uint32_t nmap, capmap;
+	/*
+	 * Device removal: a device of list[] is gone (CM or async event, or
+	 * its uverbs node vanished). list[] and the PDs cached on it stay
+	 * until the next fab_listen, which the user calls once it released
+	 * everything it had there; that one re-reads the device list.
+	 */
+	_Atomic bool stale;
+	uint32_t dead;		  /* bit i: list[i] is known to be gone (lock) */
+	struct vb_channel *chans; /* their epoll sets get new devices' async fds */
 };
 
 struct vb_mr {
@@ -56,8 +65,17 @@ struct vb_cq {
 struct vb_channel {
 	struct fab_fabric *fab;
 	struct rdma_event_channel *ec;
-	int epfd; /* CM channel fd + every device's async fd */
+	int epfd;		 /* CM channel fd + every device's async fd + tfd */
+	int tfd;		 /* timerfd: look for vanished devices (VB_DEV_CHECK_MS) */
+	struct vb_channel *next; /* vf->chans */
+	/* bit i: list[i]'s removal reported on this channel. Each channel
+	 * (each server: IPv4, IPv6) must hear of it, to let go of its part. */
+	uint32_t gone_reported;
 };
+
+/* How often a channel looks whether its devices still exist: a device
+ * whose kernel removal waits for us to close it sends no event at all. */
+#define VB_DEV_CHECK_MS 1000
 
 struct vb_srq {
 	struct fab_fabric *fab;
@@ -101,6 +119,7 @@ int vb_pd_get(struct fab_fabric *fab, struct fab_pd **out);
 int vb_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out);
 void vb_mr_dereg(struct fab_mr *mr);
 int vb_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out);
+int vb_conn_cq_create(struct fab_conn *c, int depth, struct fab_cq **out);
 void vb_cq_destroy(struct fab_cq *cq);
 int vb_cq_fd(const struct fab_cq *cq);
 int vb_cq_get_event(struct fab_cq *cq);

@@ -118,6 +118,9 @@ static int start_server(const char *addr, int slot)
 	if (ret) {
 		rrp_log("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
 			fab_last_error());
+		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
+			 "cannot listen on %.56s: %.48s", addr, fab_last_error());
+		rrp.srv[slot] = NULL;
 		return ret;
 	}
 	if (payload_len) {
@@ -127,8 +130,11 @@ static int start_server(const char *addr, int slot)
 					"(READ data will be copied)", fab_last_error());
 	}
 	ret = rr_server_start(rrp.srv[slot]);
-	if (ret)
+	if (ret) {
+		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
+			 "cannot start the RDMA event thread: %s", strerror(-ret));
 		return ret;
+	}
 	rrp_log("NFS over RDMA listening on %s (fabric %s, credits %u, inline %u, "
 		"memory budget %llu MiB, %u connections, %u per peer)",
 		addr, rrp.cfg.fabric, ec.credits, ec.inline_size,
@@ -158,10 +164,17 @@ void rrp_plugin_start(void)
 		return;
 	}
 	rr_set_log_sink(engine_log);
+	rrp.listeners_wanted = rrp.cfg.listen_addr_v6[0] && strcmp(rrp.cfg.fabric, "soft") ? 2 : 1;
 	ret = fab_open(rrp.cfg.fabric, &rrp.fab);
 	if (ret) {
 		rrp_log("fabric %s unavailable: %s: RDMA not served",
 			rrp.cfg.fabric, fab_last_error());
+		/* The stats socket still tells admins and monitors why. */
+		snprintf(rrp.start_why[0], sizeof(rrp.start_why[0]),
+			 "fabric %.16s unavailable: %.80s", rrp.cfg.fabric, fab_last_error());
+		rrp.listeners_wanted = 1;
+		if (rrp.cfg.stats_socket[0])
+			rrp_stats_start(rrp.cfg.stats_socket);
 		return;
 	}
 
@@ -191,3 +204,37 @@ void rrp_plugin_start(void)
 		rrp_stats_start(rrp.cfg.stats_socket);
 }
 
+/* The why, made safe to print inside a JSON string. */
+static void json_safe(char *s)
+{
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\')
+			*s = '\'';
+		else if ((unsigned char)*s < 0x20)
+			*s = ' ';
+}
+
+void rrp_health(struct rrp_health *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->listeners = rrp.listeners_wanted;
+	for (unsigned int i = 0; i < rrp.listeners_wanted && i < 2; i++) {
+		struct rr_health h;
+		const char *why = rrp.start_why[i];
+
+		if (rrp.srv[i]) {
+			rr_server_health(rrp.srv[i], &h);
+			if (h.serving) {
+				out->listeners_serving++;
+				continue;
+			}
+			why = h.why;
+		} else if (!why[0]) {
+			why = "listener not started";
+		}
+		if (!out->why[0])
+			snprintf(out->why, sizeof(out->why), "%s", why);
+	}
+	out->serving = out->listeners_serving > 0;
+	json_safe(out->why);
+}

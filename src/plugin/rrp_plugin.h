@@ -21,6 +21,9 @@ struct rrp_plugin {
 	struct rrp_config cfg;
 	struct fab_fabric *fab;
 	struct rr_server *srv[2];	/* IPv4 (or soft) and IPv6 listeners */
+	/* Health (rrp_health): listeners configured, and why one did not start. */
+	unsigned int listeners_wanted;
+	char start_why[2][RR_HEALTH_WHY_LEN];
 	SVCXPRT listener;		/* xp_parent of our transports */
 	struct xp_ops listener_ops;
 
@@ -37,6 +40,20 @@ struct rrp_plugin {
 };
 
 extern struct rrp_plugin rrp;
+
+/*
+ * Health for the stats socket: serving while at least one configured
+ * listener is up; @why says what is down (a listener that never started -
+ * fabric missing, address that cannot bind - or one whose device went
+ * away, rr_server_health). JSON-safe: no quote, backslash or control byte.
+ */
+struct rrp_health {
+	bool serving;
+	char why[RR_HEALTH_WHY_LEN];
+	unsigned int listeners; /* configured */
+	unsigned int listeners_serving;
+};
+void rrp_health(struct rrp_health *out);
 
 /* One line to stderr and to syslog (ganesha's unit sends stderr to /dev/null). */
 void rrp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

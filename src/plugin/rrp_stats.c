@@ -2,7 +2,8 @@
 /*
  * rrp_stats.c - counters for admins and tests: a unix socket (root only)
  * that answers every connection with one JSON object and closes:
- *   {"global": {counters...}, "plugin": {...}, "connections": [{"peer":..,...}]}
+ *   {"global": {counters...}, "plugin": {...}, "connections": [{"peer":..,...}],
+ *    "health": {"serving":..,"why":..,"listeners":..,"listeners_serving":..}}
  * rpcrdma-stat reads it; so do the plugin tests.
  *
  * The answer is built in memory from a copy of the connection list (taken
@@ -83,6 +84,7 @@ static int build_json(char **buf, size_t *len)
 	bool first = true;
 	FILE *f = open_memstream(buf, len);
 	int ret = 0;
+	struct rrp_health h;
 
 	if (!f)
 		return -errno;
@@ -124,7 +126,11 @@ static int build_json(char **buf, size_t *len)
 		}
 		free(s);
 	}
-	fprintf(f, "]}");
+	rrp_health(&h);
+	fprintf(f,
+		"],\"health\":{\"serving\":%s,\"why\":\"%s\",\"listeners\":%u,"
+		"\"listeners_serving\":%u}}",
+		h.serving ? "true" : "false", h.why, h.listeners, h.listeners_serving);
 	if (fclose(f) && !ret)
 		ret = -ENOMEM;
 	if (ret) {

@@ -203,9 +203,10 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		}
 	}
 
-	/* With an SRQ a client within its grant still has at most nrecv receives
-	 * completing at once; one that overruns is closed (rr_recv_complete). */
-	ret = fab_cq_create(srv->fab, (int)(nrecv + c->sq_depth), &c->cq);
+	/* On the connection's device (a host may have several). With an SRQ a
+	 * client within its grant still has at most nrecv receives completing
+	 * at once; one that overruns is closed (rr_recv_complete). */
+	ret = fab_conn_cq_create(c->fc, (int)(nrecv + c->sq_depth), &c->cq);
 	if (ret)
 		return ret;
 	caps.max_send_wr = c->sq_depth;

@@ -5,7 +5,8 @@
  * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
  * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
  * rr_srq.c (the shared receive pool), rr_admit.c (per-peer cap, memory
- * budget, timeouts, refusal log).
+ * budget, timeouts, refusal log), rr_listener.c (device removal: the
+ * listener's life cycle after set-up, and health).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
@@ -15,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "fabric/fab.h"
 #include "rpcrdma/rr_cm_private.h"
@@ -453,7 +455,27 @@ struct rr_server {
 	struct rr_refusals refusals;	/* event thread */
 
 	struct rr_counters st;
+
+	/* Listener life cycle and health (rr_listener.c). */
+	char listen_addr[192];		   /* given to fab_listen, again after a removal */
+	void *region_addr[RR_MAX_REGIONS]; /* re-registered on the new device */
+	size_t region_len[RR_MAX_REGIONS];
+	bool dev_lost;			 /* device gone: tearing down or re-listening */
+	bool dev_released;		 /* everything we had on it is given back */
+	struct timespec relisten_at;	 /* next fab_listen try (CLOCK_MONOTONIC) */
+	struct timespec relisten_logged; /* last "still no device" line */
+	/* Under lock: what rr_server_health reports. */
+	bool serving;
+	char why[RR_HEALTH_WHY_LEN];
+	uint64_t device_removals, relisten_tries;
 };
+
+/* Event thread: a device went away (any FAB_CM_DEVICE_REMOVAL). */
+void rr_listener_device_lost(struct rr_server *srv, const struct fab_cm_event *ev);
+/* Event thread, every loop: release, then re-listen every RR_RELISTEN_S. */
+void rr_listener_tick(struct rr_server *srv);
+/* Set-up: the first listen worked on @addr. */
+void rr_listener_init(struct rr_server *srv, const char *addr);
 
 void rr_server_kick(struct rr_server *srv);
 /*

@@ -396,8 +396,11 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 	 * that is where READ data lives. */
 	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
 		const struct fab_mr *mr = c->srv->regions[i];
-		const uint8_t *a = addr, *b = mr->addr;
+		const uint8_t *a = addr, *b;
 
+		if (!mr)
+			continue; /* not registered again after a device removal */
+		b = mr->addr;
 		if (a >= b && a + len <= b + mr->length) {
 			*lkey = mr->lkey;
 			return true;

@@ -234,6 +234,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 		ret = rr_server_epoll_add(srv, srv->timerfd, TAG_TIMER);
 	if (ret)
 		goto err;
+	rr_listener_init(srv, addr);
 	*out = srv;
 	return 0;
 err:
@@ -263,10 +264,16 @@ static void handle_cm(struct rr_server *srv)
 		struct rr_conn *c;
 
 		if (ev.type == FAB_CM_CONNECT_REQUEST) {
-			if (atomic_load(&srv->stopping))
+			/* No listener: a request queued before a device removal. */
+			if (atomic_load(&srv->stopping) || srv->dev_lost)
 				fab_reject(ev.conn, NULL, 0), fab_conn_destroy(ev.conn);
 			else
 				rr_conn_connect_request(srv, &ev);
+			continue;
+		}
+		if (ev.type == FAB_CM_DEVICE_REMOVAL) {
+			/* Closes this connection with all the others (rr_listener.c). */
+			rr_listener_device_lost(srv, &ev);
 			continue;
 		}
 		c = ev.conn ? fab_conn_get_context(ev.conn) : NULL;
@@ -361,6 +368,7 @@ static void *event_thread(void *arg)
 			}
 		}
 		rr_conn_reap(srv);
+		rr_listener_tick(srv);
 
 		if (atomic_load(&srv->stopping)) {
 			struct timespec now;
@@ -399,6 +407,9 @@ int rr_server_add_region(struct rr_server *srv, void *addr, size_t len)
 			 &srv->regions[srv->nregions]);
 	if (ret)
 		return ret;
+	/* Kept to register it again on the next device (rr_listener.c). */
+	srv->region_addr[srv->nregions] = addr;
+	srv->region_len[srv->nregions] = len;
 	srv->nregions++;
 	atomic_fetch_add(&srv->st.registrations, 1);
 	return 0;
@@ -430,10 +441,12 @@ void rr_server_destroy(struct rr_server *srv)
 		close_all(srv);
 	}
 	rr_admit_fini(srv);
-	fab_listener_destroy(srv->listener);
+	if (srv->listener) /* none while a removed device is not back */
+		fab_listener_destroy(srv->listener);
 	rr_srq_destroy(srv);
 	for (unsigned int i = 0; i < srv->nregions; i++)
-		fab_mr_dereg(srv->regions[i]);
+		if (srv->regions[i])
+			fab_mr_dereg(srv->regions[i]);
 	for (unsigned int i = 0; i < srv->nbigpools; i++)
 		rr_big_destroy(srv->bigpools[i]);
 	fab_channel_destroy(srv->ch);

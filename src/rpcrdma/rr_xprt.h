@@ -199,6 +199,24 @@ void *rr_conn_get_upper(const struct rr_conn *conn);
 	X(conns_refused) X(conns_refused_peer) X(conns_refused_mem) X(conns_timed_out)          \
 	X(sink_bytes) X(credit_grant)
 
+/*
+ * Health. On a device removal (FAB_CM_DEVICE_REMOVAL) the engine closes
+ * every connection, destroys the listener, gives back everything it had
+ * registered on the device once the last connection is freed, and then
+ * tries to listen again every RR_RELISTEN_S seconds: a device that comes
+ * back (or another one) restores service with no restart.
+ */
+#define RR_RELISTEN_S 5
+#define RR_HEALTH_WHY_LEN 128
+struct rr_health {
+	bool serving;		     /* the listener is up */
+	char why[RR_HEALTH_WHY_LEN]; /* why not; empty when serving */
+	uint32_t conns;		     /* connections, closing ones included */
+	uint64_t device_removals;    /* removals seen since the start */
+	uint64_t relisten_tries;     /* failed re-listen attempts since the last removal */
+};
+void rr_server_health(struct rr_server *srv, struct rr_health *out);
+
 /* Where the engine's one-line event logs go (default: stderr). */
 void rr_set_log_sink(void (*sink)(const char *line));
 

@@ -383,6 +383,74 @@ TEST_F(FabConf, SendWithInvalidate)
 	expect_wc(s_scq, 3, FAB_WC_REM_ACCESS_ERR);
 }
 
+/*
+ * Device removal (FAB_CM_DEVICE_REMOVAL, fab.h): every conn and the listener
+ * are told, posted work flushes, and nothing new can be made on the fabric
+ * until the device is back; then fab_listen works again. On verbs a real
+ * removal (rdma link delete) is the interop VM's test (ci/vm); here the soft
+ * provider's simulation, which client and server share.
+ */
+TEST_F(FabConf, DeviceRemovalFlushesAndListensAgain)
+{
+	Buf sb, cb;
+	struct fab_cm_event ev;
+	struct fab_mr *mr = nullptr;
+	struct fab_pd *p2 = nullptr;
+	struct fab_cq *cq2 = nullptr;
+	struct fab_listener *l2 = nullptr;
+	std::string a2;
+	bool lis_told = false, sc_told = false;
+
+	if (!soft)
+		GTEST_SKIP() << "needs the soft provider's simulated removal";
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	connect_pair([&] {
+		for (int i = 0; i < 4; i++)
+			ASSERT_EQ(post_one_recv(sc, sb, i * 1024, 1024, 10 + i), 0);
+	});
+	ASSERT_EQ(cb.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(post_one_recv(cc, cb, i * 1024, 1024, 20 + i), 0);
+
+	ASSERT_EQ(fab_soft_device_remove(fab), 0);
+	/* The server's channel: one event for the listener, one for its conn. */
+	for (int i = 0; i < 2 && wait_event_type(sch, FAB_CM_DEVICE_REMOVAL, &ev); i++) {
+		EXPECT_EQ(ev.status, -ENODEV);
+		if (ev.conn == sc)
+			sc_told = true;
+		else if (!ev.conn && ev.listener == lis)
+			lis_told = true;
+	}
+	EXPECT_TRUE(sc_told && lis_told) << "conn told " << sc_told << ", listener " << lis_told;
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_DEVICE_REMOVAL, &ev));
+	EXPECT_EQ(ev.conn, cc);
+	for (int i = 0; i < 4; i++)
+		expect_wc(s_rcq, 10 + i, FAB_WC_WR_FLUSH_ERR);
+	for (int i = 0; i < 2; i++)
+		expect_wc(c_rcq, 20 + i, FAB_WC_WR_FLUSH_ERR);
+	/* No DISCONNECTED follows a removal. */
+	usleep(100000);
+	EXPECT_FALSE(wait_event(sch, &ev, 0)) << "unexpected event " << ev.type;
+
+	/* Gone: nothing new can be made. */
+	EXPECT_EQ(fab_pd_get(fab, &p2), -ENODEV);
+	EXPECT_EQ(fab_mr_reg(pd, sb.p(), 4096, FAB_ACCESS_LOCAL_WRITE, &mr), -ENODEV);
+	EXPECT_EQ(fab_cq_create(fab, 16, &cq2), -ENODEV);
+	EXPECT_EQ(listen_any(fab, sch, false, &a2, &l2), -ENODEV);
+	/* What was made before is the user's to destroy, as on verbs. */
+	fab_conn_destroy(sc);
+	fab_conn_destroy(cc);
+	fab_listener_destroy(lis);
+	sc = cc = nullptr;
+	lis = nullptr;
+
+	ASSERT_EQ(fab_soft_device_restore(fab), 0);
+	connect_pair([&] { ASSERT_EQ(post_one_recv(sc, sb, 0, 1024, 30), 0); });
+	ASSERT_EQ(post_one_send(cc, FAB_WR_SEND, cb, 0, 64, 31), 0);
+	expect_wc(s_rcq, 30, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 31, FAB_WC_SUCCESS);
+}
+
 TEST_F(FabConf, DisconnectFlushesEverything)
 {
 	Buf sb, cb;

@@ -5,6 +5,8 @@
 // logs one version line and leaves ganesha serving TCP as if it were absent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -120,16 +122,17 @@ public:
 		uint16_t mnt = free_port(), nlm = free_port(), rq = free_port();
 		stats = dir + "/stats.sock";
 		std::ofstream(dir + "/ganesha.conf")
-			<< "NFS_CORE_PARAM {\n NFS_Port = " << nfs_port << ";\n MNT_Port = " << mnt
-			<< ";\n NLM_Port = " << nlm << ";\n Rquota_Port = " << rq
-			<< ";\n Protocols = 3, 4;\n Enable_NLM = false;\n Enable_RQUOTA = false;\n}\n"
-			<< "NFSV4 { Graceless = true; Lease_Lifetime = 10; Grace_Period = 10;"
-			<< " RecoveryRoot = " << dir << "; }\n"
-			<< "EXPORT { Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW;"
-			<< " Squash = No_Root_Squash; FSAL { Name = MEM; } }\n"
-			<< "RDMA {\n Enable = true;\n Fabric = soft;\n Soft_Socket = " << dir
-			<< "/rdma.sock;\n Credits = 32;\n Stats_Socket = " << stats << ";\n}\n"
-			<< "LOG { Default_Log_Level = EVENT; }\n";
+		    << "NFS_CORE_PARAM {\n NFS_Port = " << nfs_port << ";\n MNT_Port = " << mnt
+		    << ";\n NLM_Port = " << nlm << ";\n Rquota_Port = " << rq
+		    << ";\n Protocols = 3, 4;\n Enable_NLM = false;\n Enable_RQUOTA = false;\n}\n"
+		    << "NFSV4 { Graceless = true; Lease_Lifetime = 10; Grace_Period = 10;"
+		    << " RecoveryRoot = " << dir << "; }\n"
+		    << "EXPORT { Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW;"
+		    << " Squash = No_Root_Squash; FSAL { Name = MEM; } }\n"
+		    << "RDMA {\n Enable = true;\n Fabric = soft;\n Soft_Socket = "
+		    << (soft_socket.empty() ? dir + "/rdma.sock" : dir + soft_socket)
+		    << ";\n Credits = 32;\n Stats_Socket = " << stats << ";\n}\n"
+		    << "LOG { Default_Log_Level = EVENT; }\n";
 		std::string gan = ganesha_binary(), errf = dir + "/stderr.log";
 		std::string conf = dir + "/ganesha.conf", log = dir + "/ganesha.log",
 			    pidf = dir + "/ganesha.pid";
@@ -183,6 +186,7 @@ public:
 	}
 
 	std::string dir, stats;
+	std::string soft_socket; /* set before start: Soft_Socket, under dir */
 	uint16_t nfs_port = 0;
 	pid_t pid = -1;
 };
@@ -336,3 +340,64 @@ TEST(GaneshaPackaging, RpcrdmaStatShowsAClient)
 	rq->disconnect();
 }
 #endif
+
+// rpcrdma-stat --check against the real plugin: healthy, then a listener that
+// cannot start (Soft_Socket in a directory that does not exist: bind fails,
+// as a bad Listen_Addr or a port in use does on verbs). ganesha and its TCP
+// service are unaffected; the stats socket still says why RDMA is not served.
+TEST(GaneshaPackaging, CheckHealthy)
+{
+	SKIP_WITHOUT_GANESHA();
+	Ganesha g;
+	std::string err;
+	ASSERT_TRUE(g.start(RPCRDMA_PLUGIN_SO, "rpcrdma: NFS over RDMA listening on unix:", &err))
+	    << err;
+	ASSERT_TRUE(Ganesha::wait_for([&] { return unix_connectable(g.stats); }));
+	int st;
+	std::string out = run(std::string(RPCRDMA_STAT_BIN) + " --check -s " + g.stats, &st);
+	EXPECT_EQ(st, 0) << out;
+	EXPECT_EQ(out, "RDMA OK: serving on 1 listener(s), 0 connection(s)\n");
+	out = run(std::string(RPCRDMA_STAT_BIN) + " --json -s " + g.stats, &st);
+	EXPECT_NE(out.find("\"health\":{\"serving\":true,\"why\":\"\",\"listeners\":1,"
+			   "\"listeners_serving\":1}}"),
+		  std::string::npos)
+	    << out;
+}
+
+TEST(GaneshaPackaging, CheckListenerDown)
+{
+	SKIP_WITHOUT_GANESHA();
+	Ganesha g;
+	g.soft_socket = "/no/such/dir/rdma.sock";
+	std::string err;
+	ASSERT_TRUE(g.start(RPCRDMA_PLUGIN_SO, "rpcrdma: cannot listen on unix:", &err)) << err;
+	EXPECT_TRUE(nfs3_null(g.nfs_port)) << "ganesha's TCP service";
+	ASSERT_TRUE(Ganesha::wait_for([&] { return unix_connectable(g.stats); }))
+	    << "no stats socket when the listener failed";
+	int st;
+	std::string out = run(std::string(RPCRDMA_STAT_BIN) + " --check -s " + g.stats, &st);
+	EXPECT_EQ(st, 2) << out;
+	EXPECT_EQ(out.rfind("RDMA CRITICAL: not serving: cannot listen on unix:" + g.dir +
+				"/no/such/dir/rdma.sock: soft: bind",
+			    0),
+		  0u)
+	    << out;
+	EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+	out = run(std::string(RPCRDMA_STAT_BIN) + " --json -s " + g.stats, &st);
+	EXPECT_NE(out.find("\"health\":{\"serving\":false,"), std::string::npos) << out;
+	EXPECT_TRUE(nfs3_null(g.nfs_port)) << "ganesha's TCP service after the check";
+}
+
+TEST(GaneshaPackaging, CheckSocketMissing)
+{
+	SKIP_WITHOUT_GANESHA();
+	Ganesha g;
+	std::string err;
+	ASSERT_TRUE(g.start(RPCRDMA_PLUGIN_SO, "rpcrdma: NFS over RDMA listening on unix:", &err))
+	    << err;
+	int st;
+	std::string out =
+	    run(std::string(RPCRDMA_STAT_BIN) + " --check -s " + g.dir + "/other.sock", &st);
+	EXPECT_EQ(st, 2) << out;
+	EXPECT_NE(out.find("RDMA CRITICAL: stats socket unreachable"), std::string::npos) << out;
+}

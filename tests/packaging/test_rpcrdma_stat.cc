@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -270,4 +271,81 @@ TEST(RpcrdmaStat, Usage)
 	EXPECT_EQ(run("--bogus").status, 2);
 	EXPECT_EQ(run("--watch 0").status, 2);
 	EXPECT_EQ(run("extra-arg").status, 2);
+}
+
+// --check: exit 0 / 1 / 2 and one line, from the "health" object the plugin
+// writes (rrp_stats.c) or from the socket being unreachable.
+namespace
+{
+std::string with_health(const char *serving, const char *why, int listeners, int up)
+{
+	return std::string("{\"fabric\":\"verbs\",\"global\":{\"calls\":0},\"plugin\":{},"
+			   "\"connections\":[{\"peer\":\"192.0.2.7:40001\",\"calls\":1}],"
+			   "\"health\":{\"serving\":") +
+	       serving + ",\"why\":\"" + why + "\",\"listeners\":" + std::to_string(listeners) +
+	       ",\"listeners_serving\":" + std::to_string(up) + "}}";
+}
+int lines(const std::string &s)
+{
+	return (int)std::count(s.begin(), s.end(), '\n');
+}
+} // namespace
+
+TEST(RpcrdmaStatCheck, HealthyExitsZero)
+{
+	FakeStats fake([](int) { return with_health("true", "", 1, 1); });
+	RunResult r = run("--check -s " + fake.path());
+	EXPECT_EQ(r.status, 0) << r.out;
+	EXPECT_EQ(r.out, "RDMA OK: serving on 1 listener(s), 1 connection(s)\n");
+}
+
+TEST(RpcrdmaStatCheck, ListenerDownExitsTwo)
+{
+	FakeStats fake([](int) {
+		return with_health("false", "RDMA device removed (listener 0.0.0.0:20049 closed)",
+				   1, 0);
+	});
+	RunResult r = run("--check -s " + fake.path());
+	EXPECT_EQ(r.status, 2) << r.out;
+	EXPECT_EQ(
+	    r.out,
+	    "RDMA CRITICAL: not serving: RDMA device removed (listener 0.0.0.0:20049 closed)\n");
+}
+
+TEST(RpcrdmaStatCheck, OneOfTwoListenersDownIsDegraded)
+{
+	FakeStats fake(
+	    [](int) { return with_health("true", "cannot listen on [::1]:20049", 2, 1); });
+	RunResult r = run("-k -s " + fake.path());
+	EXPECT_EQ(r.status, 1) << r.out;
+	EXPECT_EQ(lines(r.out), 1) << r.out;
+	EXPECT_NE(r.out.find("RDMA WARNING: degraded: 1 of 2 listeners up: cannot listen on [::1]"),
+		  std::string::npos)
+	    << r.out;
+}
+
+TEST(RpcrdmaStatCheck, SocketMissingExitsTwo)
+{
+	std::string dir = make_tempdir();
+	RunResult r = run("--check -s " + dir + "/none.sock");
+	rmdir(dir.c_str());
+	EXPECT_EQ(r.status, 2) << r.out;
+	EXPECT_EQ(lines(r.out), 1) << r.out;
+	EXPECT_EQ(r.out.rfind("RDMA CRITICAL: stats socket unreachable: cannot connect to " + dir +
+				  "/none.sock",
+			      0),
+		  0u)
+	    << r.out;
+}
+
+TEST(RpcrdmaStatCheck, NoHealthOrBadJsonExitsTwo)
+{
+	for (std::string bad : {std::string("{\"fabric\":\"soft\",\"global\":{}}"),
+				std::string("{"), std::string("")}) {
+		FakeStats fake([bad](int) { return bad; });
+		RunResult r = run("--check -s " + fake.path());
+		EXPECT_EQ(r.status, 2) << "input: " << bad << "\n" << r.out;
+		EXPECT_EQ(lines(r.out), 1) << r.out;
+		EXPECT_NE(r.out.find("gave no health"), std::string::npos) << r.out;
+	}
 }

@@ -131,6 +131,19 @@ class ServerProc {
 		return m;
 	}
 
+	/* Send one command line; returns its one-line answer's fields. */
+	std::map<std::string, uint64_t> command(const std::string &cmd)
+	{
+		std::map<std::string, uint64_t> m;
+		std::string c = cmd + "\n";
+		if (in_ < 0 || write(in_, c.data(), c.size()) != (ssize_t)c.size())
+			return m;
+		std::string l;
+		if (line(&l, 5000))
+			m = parse(l);
+		return m;
+	}
+
 	/* True while the child has not exited. */
 	bool alive()
 	{

@@ -10,7 +10,9 @@
  *
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
- * on stdin: "stats" prints the server's rr_server_stats as one JSON line.
+ * on stdin: "stats" prints the server's rr_server_stats as one JSON line;
+ * "device-remove" / "device-restore" simulate the soft fabric's device going
+ * away and coming back (fab_soft_device_remove / _restore).
  * On stdin EOF or SIGTERM it prints the stats once more, tears everything
  * down and exits 0.
  */
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "fabric/fab.h"
+#include "fabric/fab_soft.h"
 #include "rpcrdma/rr_xprt.h"
 /* Only for the sink hook below: the test reads one engine-internal field. */
 #include "rpcrdma/rr_internal.h"
@@ -661,9 +664,13 @@ static void count_conn(void *arg, struct rr_conn *conn, const struct rr_stats *s
 	(*(unsigned long *)arg)++;
 }
 
+static struct fab_fabric *the_fab;
+
 static void print_stats(struct rr_server *srv)
 {
 	struct rr_stats st;
+	struct rr_health h;
+	struct fab_stats fs;
 	unsigned long listed = 0;
 
 	memset(&st, 0, sizeof(st));
@@ -693,6 +700,13 @@ static void print_stats(struct rr_server *srv)
 #undef F
 	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,", listed,
 	       atomic_load(&log_refused_lines));
+	/* Health, and the memory regions the fabric still has registered. */
+	rr_server_health(srv, &h);
+	fab_get_stats(the_fab, &fs);
+	printf("\"serving\":%d,\"device_removals\":%" PRIu64 ",\"relisten_tries\":%" PRIu64
+	       ",\"fab_mrs_live\":%" PRIu64 ",",
+	       h.serving ? 1 : 0, h.device_removals, h.relisten_tries,
+	       fs.registrations - fs.deregistrations);
 	print_upper();
 	printf("}\n");
 	fflush(stdout);
@@ -788,6 +802,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rr_test_server: fab_open: %s\n", fab_last_error());
 		return 1;
 	}
+	the_fab = fab;
 	rc = rr_server_create(fab, argv[1], &cfg, &ops, NULL, &srv);
 	if (!rc)
 		rc = rr_server_start(srv);
@@ -832,6 +847,12 @@ int main(int argc, char **argv)
 			*nl = 0;
 			if (!strcmp(line, "stats"))
 				print_stats(srv);
+			else if (!strcmp(line, "device-remove"))
+				printf("{\"device_remove\":%d}\n", -fab_soft_device_remove(fab)),
+				    fflush(stdout);
+			else if (!strcmp(line, "device-restore"))
+				printf("{\"device_restore\":%d}\n", -fab_soft_device_restore(fab)),
+				    fflush(stdout);
 			memmove(line, nl + 1, used - (size_t)(nl + 1 - line) + 1);
 			used -= (size_t)(nl + 1 - line);
 		}
