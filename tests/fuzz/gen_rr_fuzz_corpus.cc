@@ -204,6 +204,10 @@ int main(int argc, char **argv)
 		/* the same from a registered region (zero-copy Writes) */
 		reply_seed(reply_dir, "write-1-region", 0x18, message(w, call), 1200, 0x06,
 			   {{0, 100, 1001}});
+		/* a span whose offset + length wraps 64 bits (chunk byte bit 7:
+		 * offset 2^64 - 3): the plan is invalid, ERR_CHUNK */
+		reply_seed(reply_dir, "plan-offset-wraps", 0x18, message(w, call), 1200, 1,
+			   {{0x80, 2, 1001}});
 		/* payload shorter than the chunk of two segments + the Linux pad segment */
 		w.writes = {{seg(0x4000, 600, 0x100000), seg(0x4001, 600, 0x0), seg(0x4002, 4, 0)}};
 		reply_seed(reply_dir, "write-1-segs", 0x18, message(w, call), 1000, 0x0a,

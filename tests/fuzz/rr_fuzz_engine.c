@@ -14,6 +14,7 @@
  *   [knobs:1] [fault:1] CALL: [nmsgs:1]   then per message [len:2] bytes
  *   REPLY only: [reply_len:2] [layout:1] [nspans:1] nspans x ([chunk:1]
  *   [offset:2] [length:2]); the rest is the data pool (Read data, Reply bytes).
+ *   A span's chunk byte with bit 7 set puts its offset at 2^64 - 1 - offset.
  *   knobs: bits 0-2 ord - 1; 3-4 completions per poll (1, 2, 3, all);
  *          5 reply after the poll loop instead of inside the upper call;
  *          6 the client offers Send With Invalidate; 7 client receives 1024
@@ -1347,8 +1348,13 @@ static void build_reply(struct msg *m, struct in *in)
 	m->plan.nspans = (uint16_t)((ns & 0x1f) > RR_PCL_MAX_WRITE_CHUNKS ? RR_PCL_MAX_WRITE_CHUNKS
 									   : (ns & 0x1f));
 	for (unsigned int i = 0; i < m->plan.nspans; i++) {
-		m->plan.spans[i].chunk = (uint16_t)in8(in);
+		unsigned int chunk = in8(in);
+
+		/* bit 7: an offset near 2^64, which offset + length wraps */
+		m->plan.spans[i].chunk = (uint16_t)(chunk & 0x7f);
 		m->plan.spans[i].offset = in16(in);
+		if (chunk & 0x80)
+			m->plan.spans[i].offset = UINT64_MAX - m->plan.spans[i].offset;
 		m->plan.spans[i].length = in16(in);
 	}
 	/* the Reply bytes: in a registered region (zero-copy Writes) or not */
