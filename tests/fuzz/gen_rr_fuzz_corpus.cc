@@ -70,11 +70,13 @@ void write_seed(const std::string &dir, const std::string &name, const std::vect
 	fclose(f);
 }
 
-/* fuzz_rr_call: [knobs][fault][nmsgs-1] then per message [len:2] bytes, then pool */
+/* fuzz_rr_call: [knobs][fault][nmsgs-1] then per message [len:2] bytes, then pool
+ * (fault 0x20: Replies from another thread; 0x40: released without a Reply;
+ * 0x80 | n: work request n fails) */
 void call_seed(const std::string &dir, const std::string &name, uint8_t knobs,
-	       const std::vector<std::vector<uint8_t>> &msgs)
+	       const std::vector<std::vector<uint8_t>> &msgs, uint8_t fault = 0)
 {
-	std::vector<uint8_t> b{knobs, 0, uint8_t(msgs.size() - 1)};
+	std::vector<uint8_t> b{knobs, fault, uint8_t(msgs.size() - 1)};
 
 	for (const auto &m : msgs) {
 		put16(b, m.size());
@@ -94,9 +96,9 @@ struct Span {
  * spans..., then pool */
 void reply_seed(const std::string &dir, const std::string &name, uint8_t knobs,
 		const std::vector<uint8_t> &msg, size_t reply_len, uint8_t layout,
-		const std::vector<Span> &spans, bool undeliverable = false)
+		const std::vector<Span> &spans, bool undeliverable = false, uint8_t fault = 0)
 {
-	std::vector<uint8_t> b{knobs, 0};
+	std::vector<uint8_t> b{knobs, fault};
 
 	put16(b, msg.size());
 	b.insert(b.end(), msg.begin(), msg.end());
@@ -190,6 +192,20 @@ int main(int argc, char **argv)
 		/* one Read in flight at a time (ord 1), Replies after the poll loop */
 		call_seed(call_dir, "three-calls-ord1-later", 0x20,
 			  {message(b, rpc_call(2, 8)), message(c, {}), message(a, rpc_call(1, 8))});
+		/* handed in by worker threads, built and posted as one batch */
+		call_seed(call_dir, "three-calls-offthread", 0x3b,
+			  {message(a, rpc_call(1, 8)), message(b, rpc_call(2, 8)), message(c, {})},
+			  0x20);
+		/* released without a Reply, from another thread */
+		call_seed(call_dir, "three-calls-released", 0x03,
+			  {message(a, rpc_call(1, 8)), message(b, rpc_call(2, 8)), message(c, {})},
+			  0x60);
+		/* the first RDMA Read fails, then the first Reply's Send (ord 1):
+		 * the connection closes and must give everything back */
+		call_seed(call_dir, "read-fails", 0x00,
+			  {message(b, rpc_call(2, 8)), message(c, {})}, 0x80);
+		call_seed(call_dir, "send-fails", 0x00,
+			  {message(b, rpc_call(2, 8)), message(c, {})}, 0x81);
 	}
 
 	/* ---- Replies ---- */
@@ -215,6 +231,11 @@ int main(int argc, char **argv)
 		w.writes = {{seg(0x4000, 512, 0x100000)}, {seg(0x4001, 256, 0), seg(0x4002, 256, 0)}};
 		reply_seed(reply_dir, "write-2", 0x18, message(w, call), 1100, 0x03,
 			   {{0, 40, 500}, {1, 600, 400}});
+		/* from another thread; then with its first RDMA Write failing */
+		reply_seed(reply_dir, "write-2-offthread", 0x18, message(w, call), 1100, 0x03,
+			   {{0, 40, 500}, {1, 600, 400}}, false, 0x20);
+		reply_seed(reply_dir, "write-2-write-fails", 0x18, message(w, call), 1100, 0x03,
+			   {{0, 40, 500}, {1, 600, 400}}, false, 0x80);
 		/* a plan naming a chunk twice: ERR_CHUNK */
 		reply_seed(reply_dir, "write-2-bad-plan", 0x18, message(w, call), 1100, 0,
 			   {{0, 40, 100}, {0, 600, 100}});

@@ -7,8 +7,12 @@
  * (rr_send.c), all on a RECORDING fabric: a fab_ops table whose posts are
  * checked and carried out against a simulated client instead of a network.
  *
- * The server is created once (never started: this thread is its event
- * thread); each input gets a fresh connection, closed and reaped at the end.
+ * The server is created once and its event thread never started: the
+ * fuzzer's thread plays it (and, for a Reply "from another thread", steps
+ * out of the part). A connection is kept while inputs ask for the same
+ * connection parameters and must be as new between inputs; after a fault,
+ * or for other parameters, it is closed and reaped, and must give back
+ * everything it held.
  *
  * Input (all lengths big-endian):
  *   [knobs:1] [fault:1] CALL: [nmsgs:1]   then per message [len:2] bytes
@@ -19,7 +23,9 @@
  *          5 reply after the poll loop instead of inside the upper call;
  *          6 the client offers Send With Invalidate; 7 client receives 1024
  *          bytes (else 4096). fault: bit 7 fails send-queue WR (fault & 63)
- *          with a remote access error; bit 6 (CALL) releases without a Reply.
+ *          with a remote access error; bit 6 (CALL) releases without a Reply;
+ *          bit 5 Replies (and releases) come from "another thread", through
+ *          the hand-off to the event thread.
  *   layout: bits 0-1 iovecs - 1; bit 2 the Reply lies in a registered region;
  *   nspans: bits 0-4 spans (max 16), bit 7 the plan says undeliverable.
  *
@@ -196,7 +202,7 @@ static struct {
 	size_t npool;
 	uint32_t client_recv;	/* the client's receive buffers: our Sends' limit */
 	bool offer_inv;
-	bool reply_later, release_only;
+	bool reply_later, release_only, offthread;
 } F;
 
 static struct rr_server *srv;
@@ -985,20 +991,25 @@ static void expect_reply(struct msg *m, const struct rr_reply_plan *plan, bool g
 
 static void do_reply(struct msg *m)
 {
+	struct rr_server *self = rr_this_event_thread;
+
 	m->replied = true;
-	if (F.mode == RRF_CALL) {
-		if (F.release_only) {
-			m->released = true;
-			rr_call_release(&m->ctx->call);
-			return;
-		}
+	/* a worker thread's Reply: handed to the event thread (rr_reply's
+	 * deferred path, built and posted in one batch at the next wake-up) */
+	if (F.offthread)
+		rr_this_event_thread = NULL;
+	if (F.mode == RRF_CALL && F.release_only) {
+		m->released = true;
+		rr_call_release(&m->ctx->call);
+	} else if (F.mode == RRF_CALL) {
 		expect_reply(m, NULL, false);
 		CHECK(rr_reply(&m->ctx->call, m->iov, m->iovcnt, NULL, on_done, m) == 0 ||
 		      m->ctx->conn->state == RR_CONN_CLOSING);
-		return;
+	} else {
+		expect_reply(m, &m->plan, true);
+		rr_reply(&m->ctx->call, m->iov, m->iovcnt, &m->plan, on_done, m);
 	}
-	expect_reply(m, &m->plan, true);
-	rr_reply(&m->ctx->call, m->iov, m->iovcnt, &m->plan, on_done, m);
+	rr_this_event_thread = self;
 }
 
 static void up_call(void *arg, struct rr_call *call)
@@ -1245,7 +1256,10 @@ static void setup_once(void)
 	region = aligned_alloc(4096, RRF_REGION_LEN);
 	CHECK(region != NULL);
 	CHECK(rr_server_add_region(srv, region, RRF_REGION_LEN) == 0);
-	/* no event thread: a wake-up is never written, the driver does its work */
+	/* No event thread: this one plays it (rr_on_event_thread), a wake-up
+	 * is never written, and the driver does the wake-up's work. */
+	srv->started = true;
+	rr_this_event_thread = srv;
 	atomic_store(&srv->kick_pending, true);
 }
 
@@ -1281,8 +1295,22 @@ static uint32_t big_free(const struct rr_bigpool *bp)
 }
 
 /* The event thread's wake-up work (rr_server.c handle_kick), for one conn. */
+/* The event thread's wake-up work (rr_server.c handle_kick). */
 static void kick_work(struct rr_conn *c)
 {
+	for (struct rr_handoff *h = rr_handoff_take(&srv->ready); h;) {
+		struct rr_conn *q = RR_CONTAINER_OF(h, struct rr_conn, ready_link);
+
+		h = h->next;
+		CHECK(q == c);
+		(void)atomic_exchange(&q->ready_queued, false);
+		rr_send_run_deferred(q);
+		if (q->state != RR_CONN_CLOSING) {
+			rr_recv_refill(q);
+			rr_read_pump(q);
+		}
+		rr_conn_put(q);
+	}
 	rr_send_run_deferred(c);
 	if (c->state != RR_CONN_CLOSING) {
 		rr_recv_refill(c);
@@ -1542,6 +1570,7 @@ void rrf_run(const uint8_t *data, size_t size, enum rrf_mode mode)
 	F.client_recv = knobs & 0x80 ? 1024 : 4096;
 	F.fault_wr = fault & 0x80 ? (fault & 63) + 1 : 0;
 	F.release_only = mode == RRF_CALL && (fault & 0x40);
+	F.offthread = fault & 0x20;
 	F.wr_count = 0;
 	F.nmsgs = nmsgs;
 	for (unsigned int i = 0; i < nmsgs; i++) {
