@@ -46,9 +46,14 @@
  *     with it in the Reply chunk, or ERR_CHUNK, exactly as the inline
  *     threshold, the Reply chunk and the plan say; each payload is in its
  *     Write chunk; Send With Invalidate only when offered, of the call's rkey;
- *   - afterwards the connection is freed (no call, send context or reference
- *     held), every big buffer is free, every MR but the server's deregistered,
- *     and each Reply's done callback ran exactly once.
+ *   - after each input the connection is as new (every receive context free
+ *     or posted with no sink, every send context back, one reference, nothing
+ *     queued, the send queue empty) or, closed and reaped, freed with every
+ *     MR of its own; every big buffer is free; each Reply's done callback ran
+ *     exactly once.
+ *
+ * The big-buffer check (big_free) reads struct rr_bigpool's free chains: it
+ * follows the pool's layout in rr_internal.h.
  */
 #include "rr_fuzz_engine.h"
 
