@@ -574,7 +574,8 @@ static bool single_rkey(const struct rr_pcl *p, uint32_t *rkey)
 }
 
 /* Spans must be in stream order, inside the stream, one per Write chunk,
- * each no larger than its chunk. */
+ * each no larger than its chunk. "Inside" is tested without forming
+ * offset + length, which wraps for an offset near 2^64. */
 static bool plan_valid(const struct rr_pcl *p, const struct rr_reply_plan *plan, uint64_t total)
 {
 	uint64_t end = 0;
@@ -587,7 +588,8 @@ static bool plan_valid(const struct rr_pcl *p, const struct rr_reply_plan *plan,
 		const struct rr_payload_span *sp = &plan->spans[i];
 
 		if (sp->chunk >= p->n_write || (used >> sp->chunk & 1) || sp->offset < end ||
-		    sp->offset + sp->length > total || sp->length > p->write[sp->chunk].length)
+		    sp->offset > total || sp->length > total - sp->offset ||
+		    sp->length > p->write[sp->chunk].length)
 			return false;
 		used |= 1u << sp->chunk;
 		end = sp->offset + sp->length;
