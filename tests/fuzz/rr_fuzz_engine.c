@@ -195,14 +195,19 @@ static unsigned int big_all_free(void)
 
 	for (unsigned int i = 0; i < srv->nbigpools; i++) {
 		const struct rr_bigpool *bp = srv->bigpools[i];
-		uint32_t n = 0;
 
-		for (uint32_t top = bp->free_top; top; top = bp->next[top - 1])
-			CHECK(++n <= bp->n); /* a cycle: a buffer given back twice */
-		for (uint32_t top = atomic_load(&bp->returned); top; top = bp->next[top - 1])
-			CHECK(++n <= bp->n);
-		CHECK(n == bp->n);
-		regs += bp->n; /* one registration per buffer */
+		CHECK(atomic_load(&bp->shared_used) == 0);
+		for (unsigned int c = 0; c < bp->nclass; c++) {
+			const struct rr_sink_class *k = &bp->cls[c];
+			uint32_t n = 0;
+
+			for (uint32_t top = k->free_top; top; top = k->next[top - 1])
+				CHECK(++n <= k->n); /* a cycle: a buffer given back twice */
+			for (uint32_t top = atomic_load(&k->returned); top; top = k->next[top - 1])
+				CHECK(++n <= k->n);
+			CHECK(n == k->n);
+			regs += k->n / k->per_slab; /* one registration per slab */
+		}
 	}
 	return regs;
 }

@@ -208,6 +208,13 @@ static int op_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 	return 0;
 }
 
+/* One device here: a connection's CQ is the fabric's. */
+static int op_conn_cq_create(struct fab_conn *c, int depth, struct fab_cq **out)
+{
+	(void)c;
+	return op_cq_create(&F.fab, depth, out);
+}
+
 static void op_cq_destroy(struct fab_cq *cq)
 {
 	CHECK((struct rrf_obj *)cq == F.cq);
@@ -357,6 +364,7 @@ const struct fab_ops rrf_ops = {
 	.mr_reg = op_mr_reg,
 	.mr_dereg = op_mr_dereg,
 	.cq_create = op_cq_create,
+	.conn_cq_create = op_conn_cq_create,
 	.cq_destroy = op_cq_destroy,
 	.cq_fd = op_cq_fd,
 	.cq_get_event = op_cq_noop,
