@@ -143,10 +143,12 @@ echo "$out" | grep -q "^rpcrdma: fabric soft, 0 connections" || fail "unexpected
 echo "$out" | grep -q "^TOTAL " || fail "no TOTAL row"
 json=$(rpcrdma-stat --json -s "$work/stats.sock") || fail "rpcrdma-stat --json failed"
 case $json in
-'{"fabric":"soft","global":{'*'"connections":[]}') ;;
+'{"fabric":"soft","global":{'*'"connections":[],"health":{"serving":true,'*'}}') ;;
 *) fail "unexpected JSON: $json" ;;
 esac
 echo "   --json: $(printf %s "$json" | cut -c1-100)..."
+check=$(rpcrdma-stat --check -s "$work/stats.sock") || fail "rpcrdma-stat --check: exit $?: $check"
+echo "   --check: $check"
 
 step "stop ganesha, dpkg --purge rpcrdma"
 kill -TERM "$gpid"
