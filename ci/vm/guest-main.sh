@@ -184,9 +184,9 @@ ganesha_stop() { # LABEL: counters, SIGTERM, logs to /out/LABEL.*
 	step "ganesha-stop $label"
 	rdma resource show cm_id 2>/dev/null | grep -i listen
 	# the plugin's counters (one JSON object from its stats socket), before it stops
-	[ -S $H/tmp/rpcrdma-stats.sock ] && timeout 10 chroot $H python3 -c '
+	[ -S $H/run/rpcrdma/stats.sock ] && timeout 10 chroot $H python3 -c '
 import json, socket
-s = socket.socket(socket.AF_UNIX); s.connect("/tmp/rpcrdma-stats.sock"); d = b""
+s = socket.socket(socket.AF_UNIX); s.connect("/run/rpcrdma/stats.sock"); d = b""
 while True:
     b = s.recv(65536)
     if not b: break
