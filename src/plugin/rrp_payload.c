@@ -2,7 +2,7 @@
 /*
  * rrp_payload.c - READ payload buffers from registered memory, so a READ's
  * data goes from the FSAL's buffer to the client's Write chunk with no copy
- * and no registration per I/O (DESIGN.md "Flow control and memory").
+ * and no registration per I/O (docs/memory.md).
  *
  * ganesha 4.3 allocates NFSv4 READ buffers with posix_memalign(4096, n)
  * (gsh_malloc_aligned) and frees them with free() once the reply no longer
