@@ -29,12 +29,11 @@
 #include <rpc/rpc.h>
 #include <rpc/clnt.h>
 
+#include "plugin/rrp_interpose.h"
 #include "plugin/rrp_plugin.h"
 #include "plugin/rrp_xdr.h"
 #include "rpcrdma/rr_proto.h"
 
-#define NTIRPC_TAG "NTIRPC_4.3"
-#define EXPORTED __attribute__((visibility("default")))
 #define BC_EAGAIN_WAIT_MS 2000	/* wait this long for a backchannel credit */
 
 struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt);
@@ -64,13 +63,6 @@ static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rrp_pending *pending;
 static struct rrp_clnt *all_clients;
 static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
-
-static void *real(const char *name)
-{
-	void *p = dlvsym(RTLD_NEXT, name, NTIRPC_TAG);
-
-	return p ? p : dlsym(RTLD_NEXT, name);
-}
 
 /* Our CLIENTs share one ops table: telling them apart costs a compare, not
  * a walk of all clients under the lock on every ntirpc client call. */
@@ -259,18 +251,15 @@ static const struct clnt_ops bc_ops = {
 	.cl_control = bc_control,
 };
 
-/* ---- interposed ntirpc entry points ------------------------------------ */
+/* ---- hooks of the interposed ntirpc entry points (rrp_interpose.h) ------ */
 
-EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
-				     const rpcvers_t vers, const uint32_t flags)
+CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
+				   const rpcvers_t vers, const uint32_t flags)
 {
-	CLIENT *(*next)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t) =
-		(CLIENT * (*)(const SVCXPRT *, rpcprog_t, rpcvers_t, uint32_t))
-			real("clnt_vc_ncreate_svc");
 	struct rrp_clnt *cl;
 
 	if (!rrp_is_our_xprt((SVCXPRT *)xprt))
-		return next ? next(xprt, prog, vers, flags) : NULL;
+		return rrp_real->clnt_vc_ncreate_svc(xprt, prog, vers, flags);
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return NULL;
@@ -298,14 +287,12 @@ EXPORTED CLIENT *clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 	return &cl->clnt;
 }
 
-EXPORTED enum clnt_stat clnt_req_setup(struct clnt_req *cc, struct timespec timeout)
+enum clnt_stat rrp_bc_clnt_req_setup(struct clnt_req *cc, struct timespec timeout)
 {
-	enum clnt_stat (*next)(struct clnt_req *, struct timespec) =
-		(enum clnt_stat(*)(struct clnt_req *, struct timespec))real("clnt_req_setup");
 	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
 
 	if (!is_ours(cc->cc_clnt))
-		return next(cc, timeout);
+		return rrp_real->clnt_req_setup(cc, timeout);
 	cc->cc_error.re_errno = 0;
 	cc->cc_error.re_status = RPC_SUCCESS;
 	cc->cc_flags = CLNT_REQ_FLAG_NONE;
@@ -362,24 +349,19 @@ static enum clnt_stat send_pending(struct clnt_req *cc)
 	return st;
 }
 
-EXPORTED enum clnt_stat clnt_req_callback(struct clnt_req *cc)
+enum clnt_stat rrp_bc_clnt_req_callback(struct clnt_req *cc)
 {
-	enum clnt_stat (*next)(struct clnt_req *) =
-		(enum clnt_stat(*)(struct clnt_req *))real("clnt_req_callback");
-
 	if (!is_ours(cc->cc_clnt))
-		return next(cc);
+		return rrp_real->clnt_req_callback(cc);
 	return send_pending(cc);
 }
 
-EXPORTED enum clnt_stat clnt_req_wait_reply(struct clnt_req *cc)
+enum clnt_stat rrp_bc_clnt_req_wait_reply(struct clnt_req *cc)
 {
-	enum clnt_stat (*next)(struct clnt_req *) =
-		(enum clnt_stat(*)(struct clnt_req *))real("clnt_req_wait_reply");
 	enum clnt_stat st;
 
 	if (!is_ours(cc->cc_clnt))
-		return next(cc);
+		return rrp_real->clnt_req_wait_reply(cc);
 	/* clnt_req_fill left cc_we.mtx locked by this thread. */
 	st = send_pending(cc);
 	if (st != RPC_SUCCESS)
@@ -389,16 +371,14 @@ EXPORTED enum clnt_stat clnt_req_wait_reply(struct clnt_req *cc)
 	return cc->cc_error.re_status;
 }
 
-EXPORTED int clnt_req_release(struct clnt_req *cc)
+int rrp_bc_clnt_req_release(struct clnt_req *cc)
 {
-	int (*next)(struct clnt_req *) = (int (*)(struct clnt_req *))real("clnt_req_release");
-
 	struct rrp_pending *p;
 	CLIENT *clnt = cc->cc_clnt;
 	int refs;
 
 	if (!is_ours(clnt))
-		return next(cc);
+		return rrp_real->clnt_req_release(cc);
 	/* ntirpc's own release would look for its private connection record
 	 * (clnt_req_reset): do the same steps without it. */
 	refs = __atomic_sub_fetch(&cc->cc_refcnt, 1, __ATOMIC_ACQ_REL);
@@ -412,6 +392,15 @@ EXPORTED int clnt_req_release(struct clnt_req *cc)
 	CLNT_RELEASE(clnt, CLNT_RELEASE_FLAG_NONE);
 	cc->cc_free_cb(cc, cc->cc_size);
 	return refs;
+}
+
+/* ganesha 5.9 and later ask which transport a session's back channel uses
+ * (ntirpc's answer reads its own private record, which ours has not). */
+SVCXPRT *rrp_bc_clnt_vc_get_client_xprt(const CLIENT *clnt)
+{
+	if (!is_ours((CLIENT *)clnt))
+		return rrp_real->clnt_vc_get_client_xprt(clnt);
+	return ((const struct rrp_clnt *)clnt)->xprt;
 }
 
 /* ---- answers from the engine ------------------------------------------- */

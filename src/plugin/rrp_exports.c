@@ -15,14 +15,15 @@
  *    RDMA at all (ganesha's NFS dispatcher answers PROG_UNAVAIL), so an
  *    RDMA client mounts over TCP and is refused at its first NFS call.
  *    RPCSEC_GSS Calls, whose arguments may be wrapped, are left to ganesha's
- *    own lookup of that export, get_gsh_export() (interposed below): it finds
+ *    own lookup of that export, get_gsh_export() (hooked below): it finds
  *    no export for them, and ganesha answers NFS3ERR_STALE.
  *  - NFSv4: every way into an export - PUTFH, PUTROOTFH, a LOOKUP or LOOKUPP
  *    across a junction, READDIR's junction entries, SECINFO - goes through
  *    nfs4_export_check_access(), which libganesha_nfsd exports for its FSALs
- *    and calls through its PLT, so the definition below receives those
- *    calls. It runs ganesha's check, then answers NFS4ERR_ACCESS for an
- *    excluded export when the request came over RDMA; ganesha turns that into
+ *    and calls through its PLT, so the preloaded definition receives those
+ *    calls (rrp_preload.c) and hands them to the hook below. It runs
+ *    ganesha's check, then answers NFS4ERR_ACCESS for an excluded export
+ *    when the request came over RDMA; ganesha turns that into
  *    NFS4ERR_NOENT on LOOKUP and leaves the entry out of READDIR, as for an
  *    export a client may not see.
  */
@@ -32,18 +33,16 @@
 
 #include "plugin/rrp_exports.h"
 #include "plugin/rrp_host.h"
+#include "plugin/rrp_interpose.h"
 #include "plugin/rrp_plugin.h"
 #include "ulb/ulb_nfs.h"
 
 /* nfsstat4 (RFC 8881 section 15.1) */
 #define RRP_NFS4ERR_ACCESS 13
-#define RRP_NFS4ERR_SERVERFAULT 10006
 
 /* The last procedure of each program ganesha reads a handle from (RFC 1813). */
 #define RRP_NFS3_PROC_LAST 21	/* COMMIT */
 #define RRP_NFSACL3_PROC_LAST 2 /* SETACL */
-
-typedef void *(*get_export_fn)(uint16_t id);
 
 /* A Call ganesha's dispatcher takes a file handle's export for. */
 static bool names_export(const struct rpc_msg *msg)
@@ -92,23 +91,15 @@ void rrp_exports_dispatch_end(void)
 }
 
 /*
- * Interposes libganesha_nfsd's struct gsh_export *get_gsh_export(uint16_t),
- * which it calls through its PLT. The NFSv3 dispatcher's lookup of the
- * Call's export is the first call during an armed dispatch; later ones
- * (and every other thread's) pass through.
+ * Hook of libganesha_nfsd's struct gsh_export *get_gsh_export(uint16_t),
+ * which it calls through its PLT (interposed by rrp_preload.c). The NFSv3
+ * dispatcher's lookup of the Call's export is the first call during an
+ * armed dispatch; later ones (and every other thread's) pass through.
  */
-__attribute__((visibility("default"))) void *get_gsh_export(uint16_t id)
+void *rrp_exports_get_gsh_export(uint16_t id)
 {
-	static _Atomic(get_export_fn) real;
-	get_export_fn fn = atomic_load_explicit(&real, memory_order_acquire);
 	SVCXPRT *xprt = v3_dispatch;
 
-	if (!fn) {
-		fn = (get_export_fn)dlsym(RTLD_NEXT, "get_gsh_export");
-		if (!fn)
-			return NULL;
-		atomic_store_explicit(&real, fn, memory_order_release);
-	}
 	if (xprt) {
 		v3_dispatch = NULL;
 		if (rrp_config_export_excluded(&rrp.cfg, id)) {
@@ -116,13 +107,10 @@ __attribute__((visibility("default"))) void *get_gsh_export(uint16_t id)
 			return NULL;
 		}
 	}
-	return fn(id);
+	return rrp_real->get_gsh_export(id);
 }
 
 /* ---- NFSv4: ganesha's export check, interposed ------------------------ */
-
-typedef int (*check_fn)(struct svc_req *req);
-typedef void (*put_export_fn)(void *exp, bool config, char *file, int line, char *function);
 
 /* This thread's ganesha op_ctx (a TLS pointer of libganesha_nfsd). */
 static void *op_ctx_now(void)
@@ -143,16 +131,14 @@ enum layout { LAYOUT_UNKNOWN, LAYOUT_OK, LAYOUT_BAD };
  */
 static enum layout layout_check(void *exp, uint16_t id)
 {
-	get_export_fn get = (get_export_fn)dlsym(RTLD_NEXT, "get_gsh_export");
-	put_export_fn put = (put_export_fn)dlsym(RTLD_NEXT, "_put_gsh_export");
 	void *found;
 
-	if (!get || !put)
+	if (!rrp_real->get_gsh_export || !rrp_real->put_gsh_export)
 		return LAYOUT_BAD;
-	found = get(id);
+	found = rrp_real->get_gsh_export(id);
 	if (!found)
 		return LAYOUT_UNKNOWN;
-	put(found, false, (char *)__FILE__, __LINE__, (char *)__func__);
+	rrp_real->put_gsh_export(found, false, (char *)__FILE__, __LINE__, (char *)__func__);
 	return found == exp ? LAYOUT_OK : LAYOUT_BAD;
 }
 
@@ -172,10 +158,10 @@ static bool v4_export_allowed(SVCXPRT *xprt)
 
 	if (!ctx)
 		return false;
-	memcpy(&exp, ctx + RRP_GSH_OP_CTX_EXPORT, sizeof(exp));
+	memcpy(&exp, ctx + RRP_HOST_OP_CTX_EXPORT, sizeof(exp));
 	if (!exp)
 		return false;
-	memcpy(&id, exp + RRP_GSH_EXPORT_ID, sizeof(id));
+	memcpy(&id, exp + RRP_HOST_EXPORT_ID, sizeof(id));
 	l = atomic_load_explicit(&layout, memory_order_relaxed);
 	if (l == LAYOUT_UNKNOWN) {
 		l = layout_check(exp, id);
@@ -184,8 +170,9 @@ static bool v4_export_allowed(SVCXPRT *xprt)
 	}
 	if (l == LAYOUT_BAD) {
 		if (!atomic_flag_test_and_set(&bad_logged))
-			rrp_log("ganesha's export structures are not those of 4.3: with "
-				"Exclude_Exports set, NFSv4 over RDMA is refused every export");
+			rrp_log("ganesha's export structures are not those of %s: with "
+				"Exclude_Exports set, NFSv4 over RDMA is refused every export",
+				RRP_HOST_NAME);
 		return false;
 	}
 	if (l == LAYOUT_UNKNOWN)
@@ -197,23 +184,13 @@ static bool v4_export_allowed(SVCXPRT *xprt)
 	return true;
 }
 
-/* Interposes libganesha_nfsd's nfsstat4 nfs4_export_check_access(struct svc_req *). */
-__attribute__((visibility("default"))) int nfs4_export_check_access(struct svc_req *req)
+/* Hook of libganesha_nfsd's nfsstat4 nfs4_export_check_access(struct
+ * svc_req *), interposed by rrp_preload.c. */
+int rrp_exports_check_access(struct svc_req *req)
 {
-	static _Atomic(check_fn) real;
-	check_fn fn = atomic_load_explicit(&real, memory_order_acquire);
-	int st;
-
-	if (!fn) {
-		fn = (check_fn)dlsym(RTLD_NEXT, "nfs4_export_check_access");
-		if (!fn) {
-			rrp_log("nfs4_export_check_access not found in ganesha: refusing");
-			return RRP_NFS4ERR_SERVERFAULT;
-		}
-		atomic_store_explicit(&real, fn, memory_order_release);
-	}
 	/* ganesha's check first: it sets op_ctx's permissions and credentials. */
-	st = fn(req);
+	int st = rrp_real->nfs4_export_check_access(req);
+
 	if (!rrp.cfg.n_exclude_exports || !req || !rrp_is_our_xprt(req->rq_xprt))
 		return st;
 	return v4_export_allowed(req->rq_xprt) ? st : RRP_NFS4ERR_ACCESS;

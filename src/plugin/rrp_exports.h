@@ -27,6 +27,11 @@ bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, 
 void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg);
 void rrp_exports_dispatch_end(void);
 
+/* Hooks of ganesha's get_gsh_export() and nfs4_export_check_access()
+ * (rrp_interpose.h). */
+void *rrp_exports_get_gsh_export(uint16_t id);
+int rrp_exports_check_access(struct svc_req *req);
+
 /* rrp_xprt.c: one log line per connection for its first refusal. */
 void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what);
 

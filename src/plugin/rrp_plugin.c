@@ -18,7 +18,6 @@
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
-#include "plugin/rrp_version.h"
 
 struct rrp_plugin rrp;
 
@@ -136,10 +135,10 @@ static int start_server(const char *addr, int slot)
 		return ret;
 	}
 	rrp_log("NFS over RDMA listening on %s (fabric %s, credits %u, inline %u, "
-		"memory budget %llu MiB, %u connections, %u per peer)",
+		"memory budget %llu MiB, %u connections, %u per peer; built for %s)",
 		addr, rrp.cfg.fabric, ec.credits, ec.inline_size,
 		(unsigned long long)(ec.recv_mem_budget >> 20), ec.max_conns,
-		ec.max_conns_per_peer);
+		ec.max_conns_per_peer, RRP_HOST_NAME);
 	return 0;
 }
 
@@ -148,8 +147,6 @@ void rrp_plugin_start(void)
 	char addr[192];
 	int ret;
 
-	if (!rrp_version_ok())
-		return;
 	ret = load_config();
 
 	if (ret == -ENOENT || (!ret && !rrp.cfg.enable)) {

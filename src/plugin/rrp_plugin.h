@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include <rpc/svc.h>
+#include <rpc/clnt.h>
 
 #include "plugin/rrp_config.h"
 #include "plugin/rrp_workq.h"
@@ -68,6 +69,14 @@ extern const struct rr_upper_ops rrp_upper_ops;
 /* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
 struct rrp_xprt;
 bool rrp_is_our_xprt(SVCXPRT *xprt);
+/* Hooks of the interposed ntirpc client calls (rrp_interpose.h). */
+CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
+				   const rpcvers_t vers, const uint32_t flags);
+SVCXPRT *rrp_bc_clnt_vc_get_client_xprt(const CLIENT *clnt);
+enum clnt_stat rrp_bc_clnt_req_setup(struct clnt_req *cc, struct timespec timeout);
+enum clnt_stat rrp_bc_clnt_req_callback(struct clnt_req *cc);
+enum clnt_stat rrp_bc_clnt_req_wait_reply(struct clnt_req *cc);
+int rrp_bc_clnt_req_release(struct clnt_req *cc);
 /* Engine upcalls for reverse-direction answers, and connection loss. */
 void rrp_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len, uint32_t credits);
 void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err);

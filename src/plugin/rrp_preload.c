@@ -1,70 +1,121 @@
 // SPDX-License-Identifier: MIT
 /*
- * rrp_preload.c - the host interface by interposition (LD_PRELOAD).
+ * rrp_preload.c - librpcrdma_ganesha.so, the library ganesha preloads.
  *
- * ganesha.nfsd links libntirpc dynamically, so a preloaded definition of an
- * ntirpc function receives ganesha's calls; the real one is found with
- * dlvsym(RTLD_NEXT, name, "NTIRPC_4.3"). Two calls carry what we need:
- *   svc_init(params)              - alloc_cb / free_cb for requests;
- *   svc_rqst_evchan_reg(..., xprt) - the NFS TCP listener, whose
- *                                   rendezvous_cb gives a new transport
- *                                   ganesha's NFS dispatcher.
+ * It needs nothing but libc, so it can never keep ganesha from starting:
+ * not on another release, not after a forced install, not with rdma-core or
+ * the core library removed. It holds what must be in the preloaded object:
+ *  - the interposed ntirpc and ganesha entry points (rrp_interpose.h), each
+ *    forwarding to the core's hook or to the real function;
+ *  - the allocator calls of the READ payload arena (rrp_payload.c);
+ *  - the version guard (rrp_version.c).
+ * The first interposed call (svc_init, early in ganesha's start) checks the
+ * versions, then dlopen()s librpcrdma_core.so from this library's own folder
+ * and attaches it. Whatever fails is one log line, and every call then goes
+ * straight to ganesha's and ntirpc's own functions.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <syslog.h>
 
-#include "plugin/rrp_host.h"
+#include "plugin/rrp_interpose.h"
+#include "plugin/rrp_payload.h"
 #include "plugin/rrp_version.h"
 
-#define NTIRPC_VERSION_TAG "NTIRPC_4.3"
+#define EXPORTED __attribute__((visibility("default")))
 
-struct rrp_host rrp_host;
+static struct rrp_calls real_calls;
+static struct rrp_calls hooks;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static void *real_sym(const char *name)
+static void shim_log(const char *fmt, const char *a, const char *b)
 {
-	void *p = dlvsym(RTLD_NEXT, name, NTIRPC_VERSION_TAG);
+	char line[768];
 
-	if (!p)
-		p = dlsym(RTLD_NEXT, name);
-	if (!p)
-		fprintf(stderr, "rpcrdma: %s not found in libntirpc (%s): plugin inactive\n", name,
-			NTIRPC_VERSION_TAG);
-	return p;
+	snprintf(line, sizeof(line), fmt, a, b);
+	fprintf(stderr, "rpcrdma: %s\n", line);
+	syslog(LOG_DAEMON | LOG_WARNING, "rpcrdma: %s", line);
 }
 
-__attribute__((visibility("default"))) bool svc_init(struct svc_init_params *params)
+static void *next_sym(const char *name)
 {
-	bool (*real)(struct svc_init_params *) = (bool (*)(struct svc_init_params *))real_sym("svc_init");
+	void *p = dlvsym(RTLD_NEXT, name, rrp_version_ntirpc_tag());
 
-	if (!real)
-		return false;
-	if (rrp_version_ok()) {
-		rrp_host.alloc_cb = params->alloc_cb;
-		rrp_host.free_cb = params->free_cb;
-	}
-	return real(params);
+	return p ? p : dlsym(RTLD_NEXT, name);
 }
 
-__attribute__((visibility("default"))) int svc_rqst_evchan_reg(uint32_t chan_id, SVCXPRT *xprt,
-							 uint32_t flags)
+static void resolve_real(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	int (*real)(uint32_t, SVCXPRT *, uint32_t) =
-		(int (*)(uint32_t, SVCXPRT *, uint32_t))real_sym("svc_rqst_evchan_reg");
-	int ret;
+#define RRP_RESOLVE(ret, name, params, args) real_calls.name = (ret(*) params)next_sym(#name);
+	RRP_INTERPOSED(RRP_RESOLVE)
+#undef RRP_RESOLVE
+	real_calls.put_gsh_export =
+		(void (*)(void *, bool, char *, int, char *))dlsym(RTLD_NEXT, "_put_gsh_export");
+}
 
-	if (!real)
+/* librpcrdma_core.so beside this library. */
+static int core_path(char *out, size_t len)
+{
+	Dl_info self;
+	const char *slash;
+
+	if (!dladdr((void *)core_path, &self) || !self.dli_fname)
 		return -1;
-	if (rrp_version_ok() && xprt && xprt->xp_type == XPRT_TCP_RENDEZVOUS &&
-	    !rrp_host.nfs_rendezvous &&
-	    __rpc_address_port(&xprt->xp_local) == rrp_plugin_nfs_port()) {
-		rrp_host.nfs_rendezvous = xprt->xp_dispatch.rendezvous_cb;
-		/* ganesha sets it with SVCSET_XP_FREE_USER_DATA just before. */
-		rrp_host.free_user_data = xprt->xp_ops->xp_free_user_data;
-	}
-	ret = real(chan_id, xprt, flags);
-	if (rrp_host.alloc_cb && rrp_host.nfs_rendezvous)
-		pthread_once(&once, rrp_plugin_start);
-	return ret;
+	slash = strrchr(self.dli_fname, '/');
+	if (!slash)
+		return snprintf(out, len, "%s", RRP_CORE_SONAME) >= (int)len ? -1 : 0;
+	return snprintf(out, len, "%.*s/%s", (int)(slash - self.dli_fname), self.dli_fname,
+			RRP_CORE_SONAME) >= (int)len
+		       ? -1
+		       : 0;
 }
+
+static const struct rrp_shim shim = {
+	.real = &real_calls,
+	.payload_init = rrp_payload_init,
+	.payload_expect = rrp_payload_expect,
+	.payload_lend = rrp_payload_lend,
+};
+
+static void load(void)
+{
+	struct rrp_calls core_hooks = {0};
+	char path[PATH_MAX];
+	rrp_core_attach_fn attach;
+	void *h;
+
+	resolve_real();
+	if (!rrp_version_ok())
+		return; /* logged there, naming both versions */
+	if (core_path(path, sizeof(path))) {
+		shim_log("cannot locate %s%s: RDMA not served, ganesha runs without it",
+			 RRP_CORE_SONAME, "");
+		return;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		shim_log("cannot load the core library: %s%s: RDMA not served, ganesha runs "
+			 "without it",
+			 dlerror(), "");
+		return;
+	}
+	attach = (rrp_core_attach_fn)dlsym(h, RRP_CORE_ENTRY);
+	if (!attach || attach(&shim, &core_hooks)) {
+		shim_log("%s refused to attach%s: RDMA not served, ganesha runs without it", path,
+			 attach ? "" : " (no entry point)");
+		return;
+	}
+	hooks = core_hooks;
+}
+
+#define RRP_FORWARD(ret, name, params, args)                                                  \
+	EXPORTED ret name params                                                              \
+	{                                                                                     \
+		pthread_once(&load_once, load);                                               \
+		return (hooks.name ? hooks.name : real_calls.name) args;                      \
+	}
+RRP_INTERPOSED(RRP_FORWARD)
+#undef RRP_FORWARD

@@ -20,10 +20,12 @@
 
 #include <ntirpc/version.h>
 
+#include "plugin/rrp_host.h"
 #include "plugin/rrp_version.h"
 
+/* The host adapter's; a test builds the guard for another ganesha. */
 #ifndef RRP_GANESHA_SONAME
-#define RRP_GANESHA_SONAME "libganesha_nfsd.so.4.3"
+#define RRP_GANESHA_SONAME RRP_HOST_GANESHA_SONAME
 #endif
 
 #define RRP_NTIRPC_TAG "NTIRPC_" NTIRPC_VERSION
@@ -154,4 +156,9 @@ bool rrp_version_ok(void)
 
 	pthread_once(&once, check_once);
 	return version_ok;
+}
+
+const char *rrp_version_ntirpc_tag(void)
+{
+	return RRP_NTIRPC_TAG;
 }

@@ -28,6 +28,9 @@ int rrp_version_check(const struct rrp_version_expect *e, char *why, size_t len)
  * mismatch it logs one line and returns false from then on. */
 bool rrp_version_ok(void);
 
+/* The symbol version node of the ntirpc built against, "NTIRPC_6.3". */
+const char *rrp_version_ntirpc_tag(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/rrp_host.h"
 #include "plugin/rrp_xdr.h"
 
 /* The current buffer, as ntirpc's inline paths see it: x_v, which x_base
@@ -185,6 +186,92 @@ static bool no_newbuf(XDR *x)
 	return false;
 }
 
+/*
+ * Data by position (ganesha 6's xdr_io_data decodes WRITE data so): the
+ * Call's data is in the stream where the client put it - a Read chunk's
+ * sink is one of our iovecs at the chunk's position - so it starts and ends
+ * where the stream says, and its buffers are our iovecs from there on.
+ */
+u_int rrp_xdr_dec_startdatapos(XDR *x, u_int start, u_int len)
+{
+	(void)x;
+	(void)len;
+	return start;
+}
+
+u_int rrp_xdr_dec_enddatapos(XDR *x, u_int start, u_int len)
+{
+	(void)x;
+	return start + len;
+}
+
+/* The iovec holding stream offset @pos (a later one at a boundary), or -1. */
+static int dec_iov_at(const struct rrp_xdr_dec *d, u_int pos)
+{
+	for (int i = 0; i < d->iovcnt; i++)
+		if (pos >= d->start[i] && pos - d->start[i] < d->iov[i].iov_len)
+			return i;
+	return -1;
+}
+
+/*
+ * How many buffers hold @len bytes from @start (ntirpc: x_iovcount). 0 when
+ * the stream holds fewer: ntirpc answers -1, which ganesha takes as a count
+ * over IOV_MAX and answers with a buffer of the client's data length; 0
+ * makes the FILLBUFS below fail instead, and the Call is GARBAGE_ARGS.
+ */
+static int dec_iovcount(XDR *x, u_int start, u_int len)
+{
+	struct rrp_xdr_dec *d = DEC(x);
+	int i = dec_iov_at(d, start), n = 0;
+	u_int off;
+
+	if (i < 0)
+		return 0;
+	for (off = start - d->start[i]; len && i < d->iovcnt; i++, off = 0) {
+		size_t here = d->iov[i].iov_len - off;
+
+		if (!here)
+			continue;
+		n++;
+		len -= here < len ? (u_int)here : len;
+	}
+	return len ? 0 : n;
+}
+
+/* Those buffers, in place (ntirpc: x_fillbufs): @vio has room for what
+ * x_iovcount said; nothing is written unless all @len bytes are there. */
+static bool dec_fillbufs(XDR *x, u_int start, xdr_vio *vio, u_int len)
+{
+	struct rrp_xdr_dec *d = DEC(x);
+	int i = dec_iov_at(d, start);
+	u_int off;
+
+	if (len == 0)
+		return true;
+	if (i < 0 || dec_iovcount(x, start, len) == 0)
+		return false;
+	for (off = start - d->start[i]; len && i < d->iovcnt; i++, off = 0) {
+		uint8_t *b = (uint8_t *)d->iov[i].iov_base + off;
+		size_t here = d->iov[i].iov_len - off;
+
+		if (!here)
+			continue;
+		if (here > len)
+			here = len;
+		vio->vio_base = b;
+		vio->vio_head = b;
+		vio->vio_tail = b + here;
+		vio->vio_wrap = b + here;
+		vio->vio_length = (uint32_t)here;
+		vio->vio_type = VIO_DATA;
+		vio++;
+		d->in_place += here;
+		len -= (u_int)here;
+	}
+	return true;
+}
+
 static int no_iovcount(XDR *x, u_int a, u_int b)
 {
 	(void)x;
@@ -223,9 +310,10 @@ static const struct xdr_ops dec_ops = {
 	.x_getbufs = no_bufs,
 	.x_putbufs = no_bufs,
 	.x_newbuf = no_newbuf,
-	.x_iovcount = no_iovcount,
-	.x_fillbufs = no_fillbufs,
+	.x_iovcount = dec_iovcount,
+	.x_fillbufs = dec_fillbufs,
 	.x_allochdrs = no_allochdrs,
+	RRP_HOST_XDR_DEC_EXTRA_OPS
 };
 
 bool rrp_xdr_dec_at(void *dec, const void *addr)

@@ -32,6 +32,7 @@ struct rrp_xprt {
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
 	struct rr_conn *conn;
 	atomic_flag refusal_logged;	/* an excluded export was refused (rrp_exports.c) */
+	bool host_refused;		/* ganesha refused the client at admission */
 	char peer[64];			/* for that log line: conn is gone at conn_down */
 };
 
@@ -336,7 +337,7 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 		XP(xprt)->ops.xp_free_user_data = *(svc_xprt_fun_t *)in;
 		return true;
 	default:
-		return false;
+		return rrp_host_xp_control(&XP(xprt)->ops, rq, in);
 	}
 }
 
@@ -395,6 +396,13 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 
 	/* ganesha's NFS rendezvous sets process_cb (nfs_rpc_valid_NFS). */
 	rrp_host.nfs_rendezvous(&x->xprt);
+	if (!rrp_host_xprt_admitted(&x->xprt)) {
+		/* its Calls are dropped; the client's retransmission timer and
+		 * the engine's idle bound end the connection */
+		x->host_refused = true;
+		rrp_log("%s: ganesha refused this client (its connection manager): "
+			"its calls are dropped", x->peer);
+	}
 	rr_conn_set_upper(conn, x);
 	return x;
 }
@@ -421,7 +429,7 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 static void up_call(void *ctx, struct rr_call *call)
 {
 	struct rrp_xprt *x = conn_xprt(call->conn);
-	struct rrp_req *rq = x && rrp_host.alloc_cb ? req_get() : NULL;
+	struct rrp_req *rq = x && !x->host_refused && rrp_host.alloc_cb ? req_get() : NULL;
 
 	(void)ctx;
 	if (!rq) {
@@ -545,16 +553,20 @@ static bool needs_scan(const struct rr_call *call)
 }
 
 /*
- * The size of the buffer nfs3_read is about to malloc for this Call's data
- * (RNDUP(count), or less if the export caps it), when that data will go to
- * a Write chunk; 0 otherwise. See rrp_payload.c.
+ * The size of the READ buffer ganesha is about to malloc for this Call's
+ * data (RNDUP(count), or less if the export caps it), when that data will go
+ * to a Write chunk; 0 otherwise. NFSv3 READ mallocs it on every release;
+ * NFSv4 READ too where the host adapter says so (ganesha 6's fsal_read2),
+ * else it is told apart by its alignment. See rrp_payload.c.
  */
-static size_t nfs3_read_buffer(const struct rrp_req *rq)
+static size_t read_buffer_expected(const struct rrp_req *rq)
 {
 	const struct ulb_call *u = &rq->ulb;
+	bool v3 = u->vers == 3 && u->proc == ULB_NFS3_READ;
+	bool v4 = RRP_HOST_V4_READ_BY_MALLOC && u->vers == 4;
 
-	if (!rq->scanned || !rq->call->pcl->n_write || u->prog != ULB_PROG_NFS || u->vers != 3 ||
-	    u->proc != ULB_NFS3_READ || u->n_read_ops != 1)
+	if (!rq->scanned || !rq->call->pcl->n_write || u->prog != ULB_PROG_NFS ||
+	    u->n_read_ops != 1 || !(v3 || v4))
 		return 0;
 	return ((size_t)u->read_ops[0].count + 3) & ~(size_t)3;
 }
@@ -589,8 +601,8 @@ static void rrp_process(void *arg)
 	}
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
-	/* nfs3_read allocates its data buffer on this thread, inside SVC_DECODE */
-	rrp_payload_expect(nfs3_read_buffer(rq));
+	/* READ allocates its data buffer on this thread, inside SVC_DECODE */
+	rrp_payload_expect(read_buffer_expected(rq));
 	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
 	if (call->nchunk_data)
 		rrp_payload_lend(call->chunk_data, call->nchunk_data, rrp_xdr_dec_at, &rq->dec);

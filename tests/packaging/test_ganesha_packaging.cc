@@ -277,8 +277,8 @@ TEST(GaneshaPackaging, WrongGaneshaVersionLeavesGaneshaAlone)
 		n++;
 	EXPECT_EQ(n, 1u) << s;
 	EXPECT_NE(s.find("rpcrdma: version mismatch: built for ganesha libganesha_nfsd.so.9.9, found "
-			 "libganesha_nfsd.so.4.3: plugin inactive, RDMA not served, ganesha runs "
-			 "without it\n"),
+			 "libganesha_nfsd.so." RPCRDMA_GANESHA_VERSION ": plugin inactive, RDMA not "
+			 "served, ganesha runs without it\n"),
 		  std::string::npos)
 		<< s;
 	// No RDMA listener, no stats socket; ganesha's TCP service is up.
@@ -287,6 +287,37 @@ TEST(GaneshaPackaging, WrongGaneshaVersionLeavesGaneshaAlone)
 	EXPECT_FALSE(unix_connectable(g.stats));
 	EXPECT_TRUE(tcp_connectable(g.nfs_port));
 	EXPECT_TRUE(nfs3_null(g.nfs_port));
+}
+
+// The preloaded library alone, its core library gone (a removed package, a
+// partial copy; a missing dependency of the core fails the same dlopen):
+// ganesha starts and serves TCP, and one line says why RDMA is off.
+TEST(GaneshaPackaging, MissingCoreLibraryLeavesGaneshaAlone)
+{
+	SKIP_WITHOUT_GANESHA();
+	char tmpl[] = "/tmp/rpcrdma-nocore.XXXXXX";
+	ASSERT_NE(mkdtemp(tmpl), nullptr);
+	std::string dir = tmpl, so = dir + "/librpcrdma_ganesha.so";
+	int st = 0;
+	run("cp " RPCRDMA_PLUGIN_SO " " + so, &st);
+	ASSERT_EQ(st, 0);
+	Ganesha g;
+	std::string err;
+	ASSERT_TRUE(g.start(so.c_str(), "rpcrdma: cannot load the core library", &err)) << err;
+	std::string s = g.stderr_text();
+	size_t n = 0;
+	for (size_t at = s.find("rpcrdma:"); at != std::string::npos; at = s.find("rpcrdma:", at + 1))
+		n++;
+	EXPECT_EQ(n, 1u) << s;
+	EXPECT_NE(s.find("librpcrdma_core.so: cannot open shared object file"), std::string::npos)
+		<< s;
+	EXPECT_NE(s.find("RDMA not served, ganesha runs without it\n"), std::string::npos) << s;
+	std::this_thread::sleep_for(std::chrono::milliseconds(500));
+	EXPECT_FALSE(unix_connectable(g.dir + "/rdma.sock"));
+	EXPECT_TRUE(tcp_connectable(g.nfs_port));
+	EXPECT_TRUE(nfs3_null(g.nfs_port));
+	g.stop();
+	run("rm -rf " + dir, &st);
 }
 
 #ifdef RPCRDMA_HAVE_REQUESTER

@@ -70,11 +70,6 @@ static std::string slurp(const std::string &path)
 	return ss.str();
 }
 
-bool GaneshaServer::plugin_has_stats()
-{
-	return slurp(plugin_path()).find("Stats_Socket") != std::string::npos;
-}
-
 static bool unix_connectable(const char *path)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -219,7 +214,7 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	uint16_t rdma_port = o.soft_tcp ? free_port(nfs_port, mnt_port, nlm) : 0;
 	rdma_addr = o.soft_tcp ? "tcp:127.0.0.1:" + std::to_string(rdma_port)
 			       : "unix:" + dir + "/rdma.sock";
-	stats_path = o.stats && plugin_has_stats() ? dir + "/stats.sock" : "";
+	stats_path = o.stats ? dir + "/stats.sock" : "";
 
 	std::ostringstream c;
 	c << "NFS_CORE_PARAM {\n"

@@ -48,8 +48,6 @@ class GaneshaServer
 	static std::string ganesha_path();
 	/* false (with @why) when the binary or the plugin is missing */
 	static bool available(std::string *why);
-	/* true when the plugin library knows the Stats_Socket key */
-	static bool plugin_has_stats();
 
 	GaneshaServer() = default;
 	~GaneshaServer();

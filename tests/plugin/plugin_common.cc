@@ -85,7 +85,7 @@ nfsc::Fh PluginTest::mount3()
 bool PluginTest::stats(nfsc::Json *j, std::string *why)
 {
 	if (srv->stats_path.empty()) {
-		*why = "this plugin build has no Stats_Socket";
+		*why = "ganesha was started without a Stats_Socket";
 		return false;
 	}
 	std::string raw;
