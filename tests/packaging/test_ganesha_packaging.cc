@@ -124,7 +124,10 @@ public:
 		std::ofstream(dir + "/ganesha.conf")
 		    << "NFS_CORE_PARAM {\n NFS_Port = " << nfs_port << ";\n MNT_Port = " << mnt
 		    << ";\n NLM_Port = " << nlm << ";\n Rquota_Port = " << rq
-		    << ";\n Protocols = 3, 4;\n Enable_NLM = false;\n Enable_RQUOTA = false;\n}\n"
+		    << ";\n Protocols = 3, 4;\n Enable_NLM = false;\n Enable_RQUOTA = false;\n"
+		    // ganesha 6 stops without CAP_SYS_RESOURCE otherwise; 4.3 and 5.9
+		    // warn that they do not know the key
+		    << " allow_set_io_flusher_fail = true;\n}\n"
 		    << "NFSV4 { Graceless = true; Lease_Lifetime = 10; Grace_Period = 10;"
 		    << " RecoveryRoot = " << dir << "; }\n"
 		    << "EXPORT { Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW;"

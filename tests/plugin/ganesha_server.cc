@@ -221,7 +221,10 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 	  << "\tNFS_Port = " << nfs_port << ";\n\tMNT_Port = " << mnt_port << ";\n"
 	  << "\tNLM_Port = " << nlm << ";\n\tRquota_Port = " << rq << ";\n"
 	  << "\tProtocols = 3, 4;\n\tEnable_NLM = false;\n\tEnable_RQUOTA = false;\n"
-	  << "\tMaxRPCSendBufferSize = 4194304;\n\tMaxRPCRecvBufferSize = 4194304;\n}\n"
+	  << "\tMaxRPCSendBufferSize = 4194304;\n\tMaxRPCRecvBufferSize = 4194304;\n"
+	  /* ganesha 6 stops without CAP_SYS_RESOURCE otherwise; 4.3 and 5.9 warn
+	   * that they do not know the key */
+	  << "\tallow_set_io_flusher_fail = true;\n}\n"
 	  << "NFSV4 {\n\tGraceless = true;\n\tLease_Lifetime = 10;\n\tGrace_Period = 10;\n"
 	  << "\tRecoveryRoot = " << dir << "/recov;\n"
 	  << o.extra_nfsv4 << "}\n"
