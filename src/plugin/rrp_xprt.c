@@ -334,7 +334,8 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 		*(svc_xprt_fun_t *)in = xprt->xp_ops->xp_free_user_data;
 		return true;
 	case SVCSET_XP_FREE_USER_DATA:
-		XP(xprt)->ops.xp_free_user_data = *(svc_xprt_fun_t *)in;
+		/* the function itself is passed, as ntirpc's own xprts take it */
+		XP(xprt)->ops.xp_free_user_data = (svc_xprt_fun_t)in;
 		return true;
 	default:
 		return rrp_host_xp_control(&XP(xprt)->ops, rq, in);

@@ -38,7 +38,8 @@ static inline bool rrp_host_xp_control(struct xp_ops *ops, u_int rq, void *in)
 		*(svc_xprt_void_fun_t *)in = ops->xp_unref_user_data;
 		return true;
 	case SVCSET_XP_UNREF_USER_DATA:
-		ops->xp_unref_user_data = *(svc_xprt_void_fun_t *)in;
+		/* the function itself is passed (as for SVCSET_XP_FREE_USER_DATA) */
+		ops->xp_unref_user_data = (svc_xprt_void_fun_t)in;
 		return true;
 	default:
 		return false;
