@@ -471,7 +471,7 @@ def client_col(c):
 if rows:
     p("`bench_engine` (soft fabric, engine defaults: 64 credits, 4 KiB inline; it posts "
       "2 x credits + 2 backchannel + 8 batch = 138 receives of 4 KiB per connection, "
-      "`rr_conn.c: grant_credits`, and keeps 150 send buffers of 4 KiB, `rr_conn_nsends`) "
+      "`rr_accept.c: grant_credits`, and keeps 150 send buffers of 4 KiB, `rr_conn_nsends`) "
       "with N idle client connections held by `nfsbench --idle N` (each made one NULL "
       "call). Snapshot before (0) and with N connected; per-connection = difference / "
       "connections the server counts. Registered = `pinned_bytes`, what Receive_Memory_Budget "
@@ -500,7 +500,7 @@ if rows:
     p("")
     p("The budget is first come, first served: connections get the full grant while the "
       "budget lasts, the one at the edge gets a smaller grant (never 0), later ones are "
-      "refused (`rr_conn.c: grant_credits`). It bounds the total; it does not spread the "
+      "refused (`rr_accept.c: grant_credits`). It bounds the total; it does not spread the "
       "memory over many connections with smaller grants.")
     p("")
     srq = [(n, b) for budget, n, a, b, c in rows if budget == "srq" and b.get("conns_active")]
