@@ -78,7 +78,6 @@ void rr_pool_fini(struct rr_pool *p);
 #define RR_PAGE_SIZE 4096u
 size_t rr_pool_bytes(size_t buf_size, uint32_t count);
 void *rr_pool_get(struct rr_pool *p);
-void rr_pool_put(struct rr_pool *p, void *buf);
 bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
 
 /*
