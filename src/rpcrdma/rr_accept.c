@@ -201,7 +201,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	rr_cm_negotiate(srv->cfg.inline_size, srv->cfg.inline_size, &peer, &c->inl);
 	c->send_w_inv = c->inl.send_w_inv && (fab_caps(srv->fab) & FAB_CAP_SEND_WITH_INV);
 
-	/* svcrdma: our RDMA Read depth is what the client will serve, capped. */
+	/* Our RDMA Read depth is what the client will serve, capped
+	 * (docs/linux-client-wire.md). */
 	c->ord = ev->initiator_depth < srv->cfg.max_ord ? ev->initiator_depth : srv->cfg.max_ord;
 	if (c->ord == 0) {
 		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER,
@@ -239,7 +240,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	}
 
 	/* We expose no memory, so there is nothing for the client to invalidate
-	 * toward us: flags 0, as svcrdma. Our sizes are our inline buffers. */
+	 * toward us: flags 0, as the Linux server (docs/linux-client-wire.md).
+	 * Our sizes are our inline buffers. */
 	rr_cm_private_encode(pdata, false, srv->cfg.inline_size, srv->cfg.inline_size);
 	memset(&param, 0, sizeof(param));
 	param.private_data = pdata;

@@ -34,11 +34,12 @@ void rr_log(const char *fmt, ...)
 void rr_config_default(struct rr_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->credits = 64;	/* svcrdma's RPCRDMA_MAX_REQUESTS in 5.x/6.x */
-	cfg->bc_credits = 2;	/* RPCRDMA_MAX_BC_REQUESTS */
+	/* The Linux server's values: docs/linux-client-wire.md */
+	cfg->credits = 64;
+	cfg->bc_credits = 2;
 	cfg->recv_batch = 8;
-	cfg->inline_size = 4096; /* RPCRDMA_DEF_INLINE_THRESH */
-	cfg->max_ord = 16;	/* svcrdma_ord */
+	cfg->inline_size = 4096;
+	cfg->max_ord = 16;
 	cfg->max_conns = 1024;
 	/* The Linux client opens one connection per server and mount options,
 	 * nconnect up to 16 of them: 64 leaves room for several such clients

@@ -3,9 +3,10 @@
  * rr_hdr_decode.c - decode and validate a received RPC-over-RDMA v1 header
  * into a parsed chunk list (RFC 8166 sections 3.4 and 4.2).
  *
- * Validation is stricter than svcrdma: Read segments that overlap in the
- * requester's memory and Read chunks whose XDR positions overlap are refused
- * here, so that the receive path can pull and splice chunks blindly.
+ * Validation is stricter than the Linux server's (docs/linux-client-wire.md):
+ * Read segments that overlap in the requester's memory and Read chunks whose
+ * XDR positions overlap are refused here, so that the receive path can pull
+ * and splice chunks blindly.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,8 +14,8 @@
 #include "rpcrdma/rr_hdr.h"
 #include "rpcrdma/rr_xdr.h"
 
-/* 1 MiB of NFS payload plus two pages of RPC header room (as svcrdma sizes
- * its Reply and Position-Zero chunks). */
+/* 1 MiB of NFS payload plus two pages of RPC header room (as the Linux
+ * server sizes its Reply and Position-Zero chunks: docs/linux-client-wire.md). */
 #define RR_DEFAULT_MAX_CHUNK_BYTES ((1u << 20) + 8192u)
 
 void rr_hdr_limits_default(struct rr_hdr_limits *lim)
@@ -66,7 +67,8 @@ enum rr_hdr_action rr_hdr_answer(enum rr_hdr_result r, size_t received_len)
 		return RR_ACT_ERR_VERS;
 	case RR_HDR_PROC_DONE:
 	case RR_HDR_PROC_ERROR:
-		/* A responder never answers these (svcrdma drops them too). */
+		/* A responder never answers these (the Linux server drops them
+		 * too: docs/linux-client-wire.md). */
 		return RR_ACT_DROP;
 	case RR_HDR_SHORT:
 		/* An error reply needs at least the xid to be matched. */

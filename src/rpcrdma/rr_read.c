@@ -204,7 +204,8 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 	ctx->reads_done++;
 	if (wc->status != FAB_WC_SUCCESS) {
 		ctx->read_failed = true;
-		/* svcrdma: the RPC is lost; tell the client by closing. */
+		/* The RPC is lost; tell the client by closing, as the Linux
+		 * server does (docs/linux-client-wire.md). */
 		rr_conn_close(c, wc->status == FAB_WC_WR_FLUSH_ERR ? "RDMA Read flushed (QP in error)"
 								    : "RDMA Read failed");
 	}
