@@ -55,87 +55,89 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *
 	return credits;
 }
 
-static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+/* Receive buffers and call contexts of its own, unless the connection uses
+ * the shared receive pool (then counted against the budget here). */
+static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 {
 	const struct rr_config *cfg = &srv->cfg;
-	struct fab_qp_caps caps = {0};
-	uint32_t i;
+	uint64_t bytes;
 	int ret;
 
-	c->nrecv = nrecv;
-	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
-	c->nsends = rr_conn_nsends(cfg, nrecv);
-	/* Reads are bounded by ord; replies queue when the SQ is short. */
-	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
-	c->sq_avail = c->sq_depth;
-
-	c->pd = fab_conn_pd(c->fc);
-	c->big = rr_server_bigpool(srv, c->pd);
-	if (!c->pd || !c->big)
-		return -ENOMEM;
 	if (cfg->use_srq) {
 		c->srq = rr_srq_for(srv, c->pd);
-		if (!c->srq)
-			rr_log("%s: no shared receive queue here, receives of its own", c->peer);
+		if (c->srq)
+			return 0;
+		rr_log("%s: no shared receive queue here, receives of its own", c->peer);
 	}
-	/* A client within its grant holds no more than the per-connection mode posts. */
-	c->srq_held_max = nrecv;
-	if (!c->srq) {
-		ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv,
-				   FAB_ACCESS_LOCAL_WRITE);
-		if (ret)
-			return ret;
-		RR_STAT_ADD(c, registrations, 1);
-		c->calls = calloc(nrecv, sizeof(*c->calls));
-		if (!c->calls)
-			return -ENOMEM;
-		if (cfg->use_srq) {
-			/* Counted here, not at the grant: only now is it known. */
-			uint64_t bytes = rr_pool_bytes(cfg->inline_size, nrecv);
-
-			c->recv_mem = bytes;
-			c->pinned += bytes;
-			pthread_mutex_lock(&srv->lock);
-			srv->recv_mem_used += bytes;
-			pthread_mutex_unlock(&srv->lock);
-			RR_STAT_ADD(c, recv_mem_bytes, bytes);
-			RR_STAT_ADD(c, pinned_bytes, bytes);
-		}
-	}
-	ret = rr_pool_init(&c->send_pool, c->pd, cfg->inline_size, c->nsends,
-			   FAB_ACCESS_LOCAL_WRITE);
+	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
 	RR_STAT_ADD(c, registrations, 1);
-
-	c->sends = calloc(c->nsends, sizeof(*c->sends));
-	if (!c->sends)
+	c->calls = calloc(nrecv, sizeof(*c->calls));
+	if (!c->calls)
 		return -ENOMEM;
-	for (i = 0; c->calls && i < nrecv; i++) {
+	for (uint32_t i = 0; i < nrecv; i++) {
 		c->calls[i].conn = c;
 		c->calls[i].buf = rr_pool_get(&c->recv_pool);
 		c->calls[i].state = RR_CALL_FREE;
 		c->calls[i].next = c->free_calls;
 		c->free_calls = &c->calls[i];
 	}
-	for (i = 0; i < c->nsends; i++) {
-		rr_rw_init(&c->sends[i].rw, c->sends[i].wr_small, RR_SEND_SMALL_WR,
-			   c->sends[i].sge_small, RR_SEND_SMALL_SGE);
-		c->sends[i].conn = c;
-		c->sends[i].hdr = rr_pool_get(&c->send_pool);
-		c->sends[i].bc = i >= nrecv + RR_QUIET_SENDS;
-		if (c->sends[i].bc) {
-			c->sends[i].next_free = c->free_bc_sends;
-			c->free_bc_sends = &c->sends[i];
+	if (!cfg->use_srq)
+		return 0;
+	/* Counted here, not at the grant: only now is it known. */
+	bytes = rr_pool_bytes(cfg->inline_size, nrecv);
+	c->recv_mem = bytes;
+	c->pinned += bytes;
+	pthread_mutex_lock(&srv->lock);
+	srv->recv_mem_used += bytes;
+	pthread_mutex_unlock(&srv->lock);
+	RR_STAT_ADD(c, recv_mem_bytes, bytes);
+	RR_STAT_ADD(c, pinned_bytes, bytes);
+	return 0;
+}
+
+/* Send buffers and contexts: one per receive and RR_QUIET_SENDS more for
+ * replies, the rest the reverse direction's reserve. */
+static int conn_send_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	int ret;
+
+	ret = rr_pool_init(&c->send_pool, c->pd, srv->cfg.inline_size, c->nsends,
+			   FAB_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	RR_STAT_ADD(c, registrations, 1);
+	c->sends = calloc(c->nsends, sizeof(*c->sends));
+	if (!c->sends)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nsends; i++) {
+		struct rr_send_ctx *s = &c->sends[i];
+
+		rr_rw_init(&s->rw, s->wr_small, RR_SEND_SMALL_WR, s->sge_small, RR_SEND_SMALL_SGE);
+		s->conn = c;
+		s->hdr = rr_pool_get(&c->send_pool);
+		s->bc = i >= nrecv + RR_QUIET_SENDS;
+		if (s->bc) {
+			s->next_free = c->free_bc_sends;
+			c->free_bc_sends = s;
 		} else {
-			c->sends[i].next_free = c->free_sends;
-			c->free_sends = &c->sends[i];
+			s->next_free = c->free_sends;
+			c->free_sends = s;
 		}
 	}
+	return 0;
+}
 
-	/* On the connection's device (a host may have several). With an SRQ a
-	 * client within its grant still has at most nrecv receives completing
-	 * at once; one that overruns is closed (rr_recv_complete). */
+/* The CQ and QP on the connection's device (a host may have several), the
+ * CQ watched by the event thread. With an SRQ a client within its grant
+ * still has at most nrecv receives completing at once; one that overruns
+ * is closed (rr_recv_complete). */
+static int conn_queues(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	struct fab_qp_caps caps = {0};
+	int ret;
+
 	ret = fab_conn_cq_create(c->fc, (int)(nrecv + c->sq_depth), &c->cq);
 	if (ret)
 		return ret;
@@ -152,20 +154,98 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		return ret;
 	c->in_epoll = true;
 	fab_cq_arm(c->cq);
+	return 0;
+}
 
+static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	int ret;
+
+	c->nrecv = nrecv;
+	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
+	c->nsends = rr_conn_nsends(cfg, nrecv);
+	/* Reads are bounded by ord; replies queue when the SQ is short. */
+	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
+	c->sq_avail = c->sq_depth;
+	/* A client within its grant holds no more than the per-connection mode posts. */
+	c->srq_held_max = nrecv;
+
+	c->pd = fab_conn_pd(c->fc);
+	c->big = rr_server_bigpool(srv, c->pd);
+	if (!c->pd || !c->big)
+		return -ENOMEM;
+	ret = conn_recv_buffers(srv, c, nrecv);
+	if (!ret)
+		ret = conn_send_buffers(srv, c, nrecv);
+	if (!ret)
+		ret = conn_queues(srv, c, nrecv);
+	if (ret)
+		return ret;
 	/* Receives go up before the accept: the client may send at once. */
 	rr_recv_refill(c);
 	return c->srq || c->posted == c->post_target ? 0 : -EIO;
+}
+
+/* Credits and the memory they pin, counted against the budget; false
+ * when the budget has no room for even one credit. */
+static bool conn_grant(struct rr_server *srv, struct rr_conn *c, uint32_t *nrecv)
+{
+	uint64_t pinned = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	c->credits = grant_credits(srv, nrecv, &pinned);
+	/* Until the client's first reverse-direction Reply states its grant,
+	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
+	c->bc_grant = 1;
+	if (c->credits) {
+		c->pinned = pinned;
+		srv->recv_mem_used += pinned;
+		/* With the shared pool a connection has no receive buffers of its own. */
+		if (!srv->cfg.use_srq)
+			c->recv_mem = rr_pool_bytes(srv->cfg.inline_size, *nrecv);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (!c->credits)
+		return false;
+	RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
+	RR_STAT_ADD(c, pinned_bytes, c->pinned);
+	atomic_store(&c->st.credit_grant, c->credits);
+	atomic_store(&srv->st.credit_grant, c->credits);
+	return true;
+}
+
+/* Accept with our RFC 8797 private data and RDMA Read depth. */
+static int conn_accept(struct rr_server *srv, struct rr_conn *c)
+{
+	struct fab_conn_param param;
+	uint8_t pdata[RR_CM_PRIV_LEN];
+
+	/* We expose no memory, so there is nothing for the client to invalidate
+	 * toward us: flags 0, as the Linux server (docs/linux-client-wire.md).
+	 * Our sizes are our inline buffers. */
+	rr_cm_private_encode(pdata, false, srv->cfg.inline_size, srv->cfg.inline_size);
+	memset(&param, 0, sizeof(param));
+	param.private_data = pdata;
+	param.private_data_len = sizeof(pdata);
+	param.initiator_depth = (uint8_t)c->ord;
+	param.responder_resources = 0;
+	/* Per-connection receives: an overrun is an RNR and a disconnect, as the
+	 * Linux client expects. A shared pool may be empty for a moment even
+	 * for a client within its grant: its Sends retry until a buffer is back. */
+	param.rnr_retry_count = c->srq ? 7 : 0;
+	param.retry_count = 7;
+	/* ... and soon: the IB CM's default RNR timer is 655 ms per retry. */
+	param.rnr_timer_us = c->srq ? RR_SRQ_RNR_TIMER_US : 0;
+	return fab_accept(c->fc, &param);
 }
 
 void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev)
 {
 	struct rr_conn *c;
 	struct rr_cm_private peer;
-	struct fab_conn_param param;
-	uint8_t pdata[RR_CM_PRIV_LEN], ip[16];
+	uint8_t ip[16];
 	uint32_t nrecv = 0;
-	uint64_t pinned = 0;
 	bool ip_known;
 	char why[64];
 	int ret;
@@ -210,27 +290,10 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		goto free_reject;
 	}
 
-	pthread_mutex_lock(&srv->lock);
-	c->credits = grant_credits(srv, &nrecv, &pinned);
-	/* Until the client's first reverse-direction Reply states its grant,
-	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
-	c->bc_grant = 1;
-	if (c->credits) {
-		c->pinned = pinned;
-		srv->recv_mem_used += pinned;
-		/* With the shared pool a connection has no receive buffers of its own. */
-		if (!srv->cfg.use_srq)
-			c->recv_mem = rr_pool_bytes(srv->cfg.inline_size, nrecv);
-	}
-	pthread_mutex_unlock(&srv->lock);
-	if (!c->credits) {
+	if (!conn_grant(srv, c, &nrecv)) {
 		rr_admit_refuse(srv, c->peer, RR_REFUSE_MEM, "receive memory budget exhausted");
 		goto free_reject;
 	}
-	RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
-	RR_STAT_ADD(c, pinned_bytes, c->pinned);
-	atomic_store(&c->st.credit_grant, c->credits);
-	atomic_store(&srv->st.credit_grant, c->credits);
 
 	fab_conn_set_context(c->fc, c);
 	ret = conn_setup(srv, c, nrecv);
@@ -239,23 +302,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		goto undo_budget;
 	}
 
-	/* We expose no memory, so there is nothing for the client to invalidate
-	 * toward us: flags 0, as the Linux server (docs/linux-client-wire.md).
-	 * Our sizes are our inline buffers. */
-	rr_cm_private_encode(pdata, false, srv->cfg.inline_size, srv->cfg.inline_size);
-	memset(&param, 0, sizeof(param));
-	param.private_data = pdata;
-	param.private_data_len = sizeof(pdata);
-	param.initiator_depth = (uint8_t)c->ord;
-	param.responder_resources = 0;
-	/* Per-connection receives: an overrun is an RNR and a disconnect, as the
-	 * Linux client expects. A shared pool may be empty for a moment even
-	 * for a client within its grant: its Sends retry until a buffer is back. */
-	param.rnr_retry_count = c->srq ? 7 : 0;
-	param.retry_count = 7;
-	/* ... and soon: the IB CM's default RNR timer is 655 ms per retry. */
-	param.rnr_timer_us = c->srq ? RR_SRQ_RNR_TIMER_US : 0;
-	ret = fab_accept(c->fc, &param);
+	ret = conn_accept(srv, c);
 	if (ret) {
 		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
 		goto undo_budget;
