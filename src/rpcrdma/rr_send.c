@@ -85,7 +85,7 @@ static void quiet_end(struct rr_conn *c, struct rr_send_ctx *s)
 }
 
 /* Give a send context back: bounce buffers, the caller's memory, the call.
- * Event thread, except a reverse-direction call's (see send_ctx_get). */
+ * Event thread, except a reverse-direction call's (see rr_send_ctx_get). */
 void rr_send_ctx_release(struct rr_send_ctx *s)
 {
 	struct rr_conn *c = s->conn;
