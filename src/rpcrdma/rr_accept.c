@@ -31,8 +31,8 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *
 
 	if (cfg->recv_mem_budget) {
 		uint64_t left = cfg->recv_mem_budget > srv->recv_mem_used
-					? cfg->recv_mem_budget - srv->recv_mem_used
-					: 0;
+				    ? cfg->recv_mem_budget - srv->recv_mem_used
+				    : 0;
 
 		if (rr_conn_pinned(cfg, 1, own_recv) > left)
 			return 0;
@@ -336,4 +336,3 @@ reject:
 	fab_reject(ev->conn, NULL, 0);
 	fab_conn_destroy(ev->conn);
 }
-

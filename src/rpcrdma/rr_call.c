@@ -84,4 +84,3 @@ void rr_call_dispatch(struct rr_call_ctx *ctx)
 	atomic_store(&ctx->holds, 1); /* the upper layer's, consumed by rr_reply */
 	c->srv->ops.call(c->srv->ctx, &ctx->call);
 }
-

@@ -72,4 +72,3 @@ int rr_config_check(const struct rr_config *c)
 		return -EINVAL;
 	return 0;
 }
-

@@ -32,7 +32,7 @@ struct reply_args {
 	const struct iovec *iov;
 	int iovcnt;
 	const struct rr_reply_plan *plan;
-	uint64_t total;			/* bytes in the stream */
+	uint64_t total; /* bytes in the stream */
 };
 
 static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
@@ -117,8 +117,8 @@ static bool plan_valid(const struct rr_pcl *p, const struct rr_reply_plan *plan,
 	return true;
 }
 
-static int inline_ranges(const struct rr_reply_plan *plan, uint64_t total,
-			 struct inline_range *r, uint64_t *inline_len)
+static int inline_ranges(const struct rr_reply_plan *plan, uint64_t total, struct inline_range *r,
+			 uint64_t *inline_len)
 {
 	uint64_t cur = 0, sum = 0;
 	int n = 0;
@@ -219,7 +219,8 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 		if (!rr_rw_pieces(c, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
 			if (!bounce_alloc(s, sp->length, &pc[0]))
 				return false;
-			rr_rw_copy(a->iov, a->iovcnt, sp->offset, sp->length, (uint8_t *)pc[0].addr);
+			rr_rw_copy(a->iov, a->iovcnt, sp->offset, sp->length,
+				   (uint8_t *)pc[0].addr);
 			npc = 1;
 			RR_STAT_ADD(c, payload_copies, sp->length);
 		}

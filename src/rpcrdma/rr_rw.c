@@ -69,8 +69,8 @@ static struct fab_send_wr *rw_seg_wr(struct rr_rw_ctx *rw, enum fab_wr_opcode op
 	return wr;
 }
 
-static bool rw_add_sge(struct rr_rw_ctx *rw, struct fab_send_wr *wr, const void *addr,
-		       uint32_t len, uint32_t lkey)
+static bool rw_add_sge(struct rr_rw_ctx *rw, struct fab_send_wr *wr, const void *addr, uint32_t len,
+		       uint32_t lkey)
 {
 	if (rw->nsge >= rw->max_sge)
 		return false;
@@ -79,8 +79,8 @@ static bool rw_add_sge(struct rr_rw_ctx *rw, struct fab_send_wr *wr, const void 
 	return true;
 }
 
-bool rr_rw_read_seg(struct rr_rw_ctx *rw, const struct rr_pcl *p, uint32_t k,
-		    void *const *sink, const uint32_t *sink_lkey, uint64_t wr_id)
+bool rr_rw_read_seg(struct rr_rw_ctx *rw, const struct rr_pcl *p, uint32_t k, void *const *sink,
+		    const uint32_t *sink_lkey, uint64_t wr_id)
 {
 	const struct rr_segment *seg;
 	struct fab_send_wr *wr;
