@@ -174,7 +174,7 @@ if "idle" in split and "idle" in runs:
           "and the source; figures are this run's, NULL unless named). The plugin is built "
           "with link-time optimisation, so a function here includes what the compiler "
           "inlined into it: `rr_conn_poll_cq` holds the receive path (completion, header "
-          "decode, Read list, dispatch, Read completion), `reply_now` the header encode; code "
+          "decode, Read list, dispatch, Read completion), `reply_build` the header encode; code "
           "inlined from another of our layers is charged to that layer, by source line, and "
           "listed as \"(inlined code)\".")
         p("")
@@ -199,9 +199,10 @@ if "idle" in split and "idle" in runs:
           "Read list and the Read's completion); the Reply hop costs an eventfd write on the "
           f"worker (`rr_server_kick` {f('null', 'rr_server_kick')}, inside `rr_reply` "
           f"{f('null', 'rr_reply')}) and a read on the event thread (workers make no fabric "
-          f"calls); building the Send (`reply_now` {f('null', 'reply_now')}, "
-          f"{f('read4k', 'reply_now')} at READ 4 KiB with its Write chunk, plus `emit_writes` "
-          f"{f('read4k', 'emit_writes')} and the header with the echoed Write list "
+          f"calls); building the Send (`reply_build` {f('null', 'reply_build')}, "
+          f"{f('read4k', 'reply_build')} at READ 4 KiB with its Write chunk, plus "
+          f"`rr_rw_write_chunk` {f('read4k', 'rr_rw_write_chunk')} and the header with the "
+          "echoed Write list "
           f"`rr_hdr_encode_reply` {f('read4k', 'rr_hdr_encode_reply')}). "
           "Not done: unsignalled Sends with Writes ahead of them (the READ payload would stay "
           "pinned until a later completion) and the Reply hop itself: workers cannot post "
@@ -252,7 +253,7 @@ if "idle" in split and "idle" in runs:
           f"{f('write4k', 'lent_forget')}, `dec_getbytes` {f('write4k', 'dec_getbytes')}).")
         p(f"- Payload copies: READ data goes by reference - the plugin's registered payload "
           "pool is where nfs3_read's buffer comes from, so the RDMA Write takes it in place "
-          f"(`stream_copy`, {f('read1m', 'stream_copy')}/op at 1 MiB, copies only the inline "
+          f"(`rr_rw_copy`, {f('read1m', 'rr_rw_copy')}/op at 1 MiB, copies only the inline "
           "part of the Reply); WRITE data is decoded where the RDMA Read put it: ganesha 4.3 "
           "decodes WRITE3args/WRITE4args data with `xdr_bytes` (ntirpc's `mem_alloc`, then "
           "`XDR_GETBYTES`), and the plugin lends that `mem_alloc` the Read chunk's own buffer, "
@@ -471,7 +472,7 @@ def client_col(c):
 if rows:
     p("`bench_engine` (soft fabric, engine defaults: 64 credits, 4 KiB inline; it posts "
       "2 x credits + 2 backchannel + 8 batch = 138 receives of 4 KiB per connection, "
-      "`rr_conn.c: grant_credits`, and keeps 150 send buffers of 4 KiB, `rr_conn_nsends`) "
+      "`rr_accept.c: grant_credits`, and keeps 150 send buffers of 4 KiB, `rr_conn_nsends`) "
       "with N idle client connections held by `nfsbench --idle N` (each made one NULL "
       "call). Snapshot before (0) and with N connected; per-connection = difference / "
       "connections the server counts. Registered = `pinned_bytes`, what Receive_Memory_Budget "
@@ -500,7 +501,7 @@ if rows:
     p("")
     p("The budget is first come, first served: connections get the full grant while the "
       "budget lasts, the one at the edge gets a smaller grant (never 0), later ones are "
-      "refused (`rr_conn.c: grant_credits`). It bounds the total; it does not spread the "
+      "refused (`rr_accept.c: grant_credits`). It bounds the total; it does not spread the "
       "memory over many connections with smaller grants.")
     p("")
     srq = [(n, b) for budget, n, a, b, c in rows if budget == "srq" and b.get("conns_active")]

@@ -90,7 +90,8 @@ enum rr_hdr_result {
 	RR_HDR_RESULT_COUNT
 };
 
-/* What the responder does about a result (RFC 8166 section 5, svcrdma practice). */
+/* What the responder does about a result (RFC 8166 section 5; the Linux
+ * server's practice: docs/linux-client-wire.md). */
 enum rr_hdr_action {
 	RR_ACT_PROCESS,		/* a Call to process */
 	RR_ACT_ERR_VERS,	/* reply RDMA_ERROR / ERR_VERS 1..1 */

@@ -3,9 +3,10 @@
  * rr_hdr_decode.c - decode and validate a received RPC-over-RDMA v1 header
  * into a parsed chunk list (RFC 8166 sections 3.4 and 4.2).
  *
- * Validation is stricter than svcrdma: Read segments that overlap in the
- * requester's memory and Read chunks whose XDR positions overlap are refused
- * here, so that the receive path can pull and splice chunks blindly.
+ * Validation is stricter than the Linux server's (docs/linux-client-wire.md):
+ * Read segments that overlap in the requester's memory and Read chunks whose
+ * XDR positions overlap are refused here, so that the receive path can pull
+ * and splice chunks blindly.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,8 +14,8 @@
 #include "rpcrdma/rr_hdr.h"
 #include "rpcrdma/rr_xdr.h"
 
-/* 1 MiB of NFS payload plus two pages of RPC header room (as svcrdma sizes
- * its Reply and Position-Zero chunks). */
+/* 1 MiB of NFS payload plus two pages of RPC header room (as the Linux
+ * server sizes its Reply and Position-Zero chunks: docs/linux-client-wire.md). */
 #define RR_DEFAULT_MAX_CHUNK_BYTES ((1u << 20) + 8192u)
 
 void rr_hdr_limits_default(struct rr_hdr_limits *lim)
@@ -66,7 +67,8 @@ enum rr_hdr_action rr_hdr_answer(enum rr_hdr_result r, size_t received_len)
 		return RR_ACT_ERR_VERS;
 	case RR_HDR_PROC_DONE:
 	case RR_HDR_PROC_ERROR:
-		/* A responder never answers these (svcrdma drops them too). */
+		/* A responder never answers these (the Linux server drops them
+		 * too: docs/linux-client-wire.md). */
 		return RR_ACT_DROP;
 	case RR_HDR_SHORT:
 		/* An error reply needs at least the xid to be matched. */
@@ -97,22 +99,18 @@ static bool segs_overlap(const struct rr_segment *a, const struct rr_segment *b)
 	       b->offset < a->offset + a->length;
 }
 
-/*
- * Read list: entries of (position, segment), in any order on the wire. Segments
- * sharing a position form one chunk; chunks are sorted by position and a
- * chunk's segments keep their list order (RFC 8166 section 3.4.5).
- */
-static enum rr_hdr_result decode_read_list(struct rr_xdr *x, const struct rr_hdr_limits *lim,
-					   struct rr_pcl *pcl)
-{
+/* The Read list's raw entries, in wire order: @n of them. */
+struct read_entries {
 	uint32_t pos[RR_PCL_MAX_SEGS];
-	struct rr_segment raw[RR_PCL_MAX_SEGS];
-	uint16_t order[RR_PCL_MAX_SEGS];
-	unsigned int n = 0, i, j;
+	struct rr_segment seg[RR_PCL_MAX_SEGS];
+	uint16_t order[RR_PCL_MAX_SEGS];	/* indexes, sorted by position */
+	unsigned int n;
+};
+
+static enum rr_hdr_result read_entries_decode(struct rr_xdr *x, const struct rr_hdr_limits *lim,
+					      struct read_entries *e)
+{
 	uint32_t max_segs = lim->max_segs < RR_PCL_MAX_SEGS ? lim->max_segs : RR_PCL_MAX_SEGS;
-	uint32_t max_chunks = lim->max_read_chunks < RR_PCL_MAX_READ_CHUNKS
-				      ? lim->max_read_chunks
-				      : RR_PCL_MAX_READ_CHUNKS;
 
 	for (;;) {
 		uint32_t discrim, position;
@@ -121,45 +119,58 @@ static enum rr_hdr_result decode_read_list(struct rr_xdr *x, const struct rr_hdr
 		if (!rr_xdr_get32(x, &discrim))
 			return RR_HDR_OVERRUN;
 		if (discrim == 0)
-			break;
+			return RR_HDR_OK;
 		if (discrim != 1)
 			return RR_HDR_BAD_DISCRIM;
-		if (n >= max_segs)
+		if (e->n >= max_segs)
 			return RR_HDR_TOO_MANY_SEGS;
 		if (!rr_xdr_get32(x, &position) || rr_xdr_left(x) < RR_SEGMENT_LEN)
 			return RR_HDR_OVERRUN;
-		r = decode_segment(x, &raw[n]);
+		r = decode_segment(x, &e->seg[e->n]);
 		if (r != RR_HDR_OK)
 			return r;
 		if (position & 3)
 			return RR_HDR_UNALIGNED_POSITION;
-		pos[n] = position;
-		n++;
+		e->pos[e->n] = position;
+		e->n++;
 	}
+}
 
-	/* Stable insertion sort of segment indexes by position. */
-	for (i = 0; i < n; i++) {
-		order[i] = (uint16_t)i;
-		for (j = i; j > 0 && pos[order[j - 1]] > pos[order[j]]; j--) {
-			uint16_t t = order[j];
+/* Stable insertion sort of the entries' indexes by position. */
+static void read_entries_sort(struct read_entries *e)
+{
+	for (unsigned int i = 0; i < e->n; i++) {
+		e->order[i] = (uint16_t)i;
+		for (unsigned int j = i; j > 0 && e->pos[e->order[j - 1]] > e->pos[e->order[j]]; j--) {
+			uint16_t t = e->order[j];
 
-			order[j] = order[j - 1];
-			order[j - 1] = t;
+			e->order[j] = e->order[j - 1];
+			e->order[j - 1] = t;
 		}
 	}
+}
 
-	for (i = 0; i < n; i++) {
-		const struct rr_segment *s = &raw[order[i]];
+/* Sorted entries into chunks: segments sharing a position form one. */
+static enum rr_hdr_result read_entries_group(const struct read_entries *e,
+					     const struct rr_hdr_limits *lim, struct rr_pcl *pcl)
+{
+	uint32_t max_chunks = lim->max_read_chunks < RR_PCL_MAX_READ_CHUNKS
+				      ? lim->max_read_chunks
+				      : RR_PCL_MAX_READ_CHUNKS;
+
+	for (unsigned int i = 0; i < e->n; i++) {
+		const struct rr_segment *s = &e->seg[e->order[i]];
+		uint32_t pos = e->pos[e->order[i]];
 		struct rr_chunk *ch;
 
-		for (j = 0; j < i; j++)
-			if (segs_overlap(s, &raw[order[j]]))
+		for (unsigned int j = 0; j < i; j++)
+			if (segs_overlap(s, &e->seg[e->order[j]]))
 				return RR_HDR_READ_SEG_OVERLAP;
-		if (i == 0 || pos[order[i]] != pos[order[i - 1]]) {
+		if (i == 0 || pos != e->pos[e->order[i - 1]]) {
 			if (pcl->n_read >= max_chunks)
 				return RR_HDR_TOO_MANY_CHUNKS;
 			ch = &pcl->read[pcl->n_read++];
-			ch->position = pos[order[i]];
+			ch->position = pos;
 			ch->first = pcl->nsegs;
 			ch->nsegs = 0;
 			ch->length = 0;
@@ -174,14 +185,35 @@ static enum rr_hdr_result decode_read_list(struct rr_xdr *x, const struct rr_hdr
 		if (ch->length > lim->max_chunk_bytes)
 			return RR_HDR_CHUNK_TOO_BIG;
 	}
+	return RR_HDR_OK;
+}
 
+/*
+ * Read list: entries of (position, segment), in any order on the wire. Segments
+ * sharing a position form one chunk; chunks are sorted by position and a
+ * chunk's segments keep their list order (RFC 8166 section 3.4.5).
+ */
+static enum rr_hdr_result decode_read_list(struct rr_xdr *x, const struct rr_hdr_limits *lim,
+					   struct rr_pcl *pcl)
+{
+	struct read_entries e;
+	enum rr_hdr_result r;
+
+	e.n = 0;
+	r = read_entries_decode(x, lim, &e);
+	if (r != RR_HDR_OK)
+		return r;
+	read_entries_sort(&e);
+	r = read_entries_group(&e, lim, pcl);
+	if (r != RR_HDR_OK)
+		return r;
 	/*
 	 * A chunk at position P stands for the bytes [P, P + roundup(len)) of the
 	 * Call's XDR stream; the next chunk must start at or after that. A
 	 * Position-Zero chunk is the stream other chunks index into, so it is
 	 * not compared.
 	 */
-	for (i = 1; i < pcl->n_read; i++) {
+	for (unsigned int i = 1; i < pcl->n_read; i++) {
 		const struct rr_chunk *prev = &pcl->read[i - 1];
 
 		if (prev->position == 0)

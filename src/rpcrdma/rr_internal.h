@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rr_internal.h - private structures of the transport engine, shared by its
- * stage files: rr_server.c (threads, listener), rr_conn.c (accept, credits,
- * teardown), rr_recv.c (receive path), rr_read.c (pulling Read chunks),
- * rr_send.c (reply path and error replies), rr_pool.c (registered buffers),
- * rr_srq.c (the shared receive pool), rr_admit.c (per-peer cap, memory
- * budget, timeouts, refusal log), rr_listener.c (device removal: the
- * listener's life cycle after set-up, and health).
+ * stage files (README.md lists them in data-path order; docs/architecture.md
+ * walks the data path).
  */
 #ifndef RPCRDMA_RR_INTERNAL_H
 #define RPCRDMA_RR_INTERNAL_H
@@ -82,7 +78,6 @@ void rr_pool_fini(struct rr_pool *p);
 #define RR_PAGE_SIZE 4096u
 size_t rr_pool_bytes(size_t buf_size, uint32_t count);
 void *rr_pool_get(struct rr_pool *p);
-void rr_pool_put(struct rr_pool *p, void *buf);
 bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
 
 /*
@@ -219,7 +214,80 @@ struct rr_call_ctx {
 	struct rr_call_ctx *next;	/* conn->read_head or conn->free_calls */
 };
 
-/* ---- sends (rr_send.c) ---- */
+/* ---- RDMA Read and Write work requests (rr_rw.c) ---- */
+
+/*
+ * A chain of work requests being built, over arrays its owner provides: the
+ * RDMA Reads of Read chunks (rr_read.c, on the stack, one post per batch) or
+ * the RDMA Writes ahead of a Reply's Send (rr_reply.c, inside the send
+ * context). rr_rw_reserve may swap in larger arrays from the heap; the
+ * context keeps them, and rr_rw_fini frees them.
+ */
+struct rr_rw_ctx {
+	struct fab_send_wr *wr;
+	struct fab_sge *sge;
+	uint32_t nwr, max_wr;		/* built, room */
+	uint32_t nsge, max_sge;
+	bool wr_heap, sge_heap;		/* grown: freed by rr_rw_fini */
+};
+
+/* A run of registered bytes to write from. */
+struct rr_rw_piece {
+	const uint8_t *addr;
+	uint32_t len;
+	uint32_t lkey;
+};
+
+#define RR_RW_MAX_PIECES 64	/* pieces of one payload span */
+#define RR_RW_SGE_PER_WR 16	/* SGEs a work request gathers: what common HCAs and rxe accept */
+
+static inline void rr_rw_init(struct rr_rw_ctx *rw, struct fab_send_wr *wr, uint32_t max_wr,
+			      struct fab_sge *sge, uint32_t max_sge)
+{
+	*rw = (struct rr_rw_ctx){.wr = wr, .sge = sge, .max_wr = max_wr, .max_sge = max_sge};
+}
+
+/* The next work request, zeroed and chained after the last; NULL when full. */
+static inline struct fab_send_wr *rr_rw_next_wr(struct rr_rw_ctx *rw)
+{
+	struct fab_send_wr *wr;
+
+	if (rw->nwr >= rw->max_wr)
+		return NULL;
+	wr = &rw->wr[rw->nwr];
+	*wr = (struct fab_send_wr){0};
+	if (rw->nwr)
+		rw->wr[rw->nwr - 1].next = wr;
+	rw->nwr++;
+	return wr;
+}
+
+struct rr_conn;
+/* Room for @nwr work requests and @nsge SGEs, growing the arrays (never in
+ * the middle of a chain: growing moves them). */
+bool rr_rw_reserve(struct rr_rw_ctx *rw, uint32_t nwr, uint32_t nsge);
+void rr_rw_fini(struct rr_rw_ctx *rw);
+/* The RDMA Read of the @k-th segment (in chunk order) of @pcl's Read list
+ * into the sinks, one per chunk, tagged @wr_id; false when @rw is full. */
+bool rr_rw_read_seg(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, uint32_t k,
+		    void *const *sink, const uint32_t *sink_lkey, uint64_t wr_id);
+/* RDMA Writes placing @pc into the segments of @ch in order; false when the
+ * chunk is too small or @rw runs out of room. */
+bool rr_rw_write_chunk(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, const struct rr_chunk *ch,
+		       const struct rr_rw_piece *pc, int npc);
+/* Bytes [@off, @off + @len) of a stream of iovecs as registered pieces;
+ * false when some lie outside memory the engine knows (or too many pieces). */
+bool rr_rw_pieces(struct rr_conn *c, const struct iovec *iov, int iovcnt, uint64_t off,
+		  uint64_t len, struct rr_rw_piece *pc, int *npc);
+/* Copy bytes [@off, @off + @len) of a stream of iovecs to @dst. */
+void rr_rw_copy(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len, uint8_t *dst);
+/* Event thread: post the chain at @first, one doorbell. On failure the
+ * connection closes (@what says what failed) and *bad is the first work
+ * request the provider did not take (NULL: none was taken). */
+int rr_rw_post(struct rr_conn *c, struct fab_send_wr *first, struct fab_send_wr **bad,
+	       const char *what);
+
+/* ---- sends (rr_send.c: queue and completions; rr_reply.c builds) ---- */
 
 /* Work requests of one reply: small replies use the arrays inside the
  * context; a reply naming many segments grows them once, and the context
@@ -238,16 +306,15 @@ struct rr_send_ctx {
 	struct rr_call_ctx *call;	/* released on completion; NULL for errors */
 	rr_reply_done_fn done;
 	void *done_arg;
-	uint32_t nwr;			/* send-queue slots this post holds */
 	struct rr_send_ctx *next_pending;	/* conn->pend_head: waits for SQ room */
 	struct rr_send_ctx *next_quiet;	/* conn->quiet_head */
 	uint32_t seq;			/* post order on the send queue */
 	bool bc;			/* from the reverse-direction reserve */
 	bool quiet;			/* an unsignalled Send: no completion of its own */
 	struct rr_handoff handoff;	/* conn->offthread_sends */
-	struct fab_send_wr *wr;		/* wr_small or a grown array */
-	struct fab_sge *sge;
-	uint32_t max_wr, max_sge;
+	/* The Writes and the Send; rw.nwr is the send-queue slots it holds,
+	 * and sge[0] is the Send's. */
+	struct rr_rw_ctx rw;
 	struct fab_send_wr wr_small[RR_SEND_SMALL_WR];
 	struct fab_sge sge_small[RR_SEND_SMALL_SGE];
 	struct rr_send_ctx *next_free;
@@ -523,6 +590,8 @@ void rr_server_epoll_del(struct rr_server *srv, int fd);
 void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev);
 void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev);
 void rr_conn_close(struct rr_conn *c, const char *why);
+/* Everything a connection holds, and the connection (rr_conn.c). */
+void rr_conn_free(struct rr_conn *c);
 void rr_conn_get(struct rr_conn *c);
 void rr_conn_put(struct rr_conn *c);
 /* Reap connections whose references are gone (event thread). */
@@ -542,11 +611,37 @@ void rr_read_start(struct rr_call_ctx *ctx);
 void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_read_pump(struct rr_conn *c);
 
-/* send stages */
+/* reply build (rr_reply.c) */
 void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act);
+
+/* send queue (rr_send.c) */
+/* A send context of @c's, reset, with a connection reference; NULL when none
+ * is free. Event thread, except a reverse-direction call's (@bc). */
+struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc);
+/* Give a send context back with what it holds (bounce buffers, the caller's
+ * memory, the call, its connection reference). */
+void rr_send_ctx_release(struct rr_send_ctx *s);
+/* The Send that ends the chain in @s: sge[0], @len bytes of s->hdr,
+ * unsignalled until the caller says; NULL when @s is full. */
+struct fab_send_wr *rr_send_wr(struct rr_send_ctx *s, uint32_t len);
+/* A built chain: posted now, queued until the send queue has room, or (off
+ * the event thread) handed over to it. */
+void rr_send_post(struct rr_conn *c, struct rr_send_ctx *s);
+/* Event thread: the chains built while c->batching, as one post. */
+void rr_send_post_batch(struct rr_conn *c);
+/* Event thread: the chains other threads handed over go now (or are given
+ * back if the connection is closing). */
+void rr_send_post_offthread(struct rr_conn *c);
 void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc);
 /* Closing: give back replies that never got send-queue room. */
 void rr_send_drop_pending(struct rr_conn *c);
+
+/* backchannel (rr_backchannel.c) */
+/* One reverse-direction call answered; false if none was outstanding. */
+bool rr_bc_answered(struct rr_conn *c);
+/* A reverse-direction Reply arrived in @ctx: up to the upper layer, then
+ * @ctx is freed. */
+void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx);
 
 /*
  * An inline Reply's Send carries copies only, so it needs no completion to
@@ -566,5 +661,7 @@ void rr_send_drop_pending(struct rr_conn *c);
 #define RR_WRID_MASK 0x7u
 
 void rr_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 0, or -EINVAL for a configuration out of its documented ranges (rr_config.c). */
+int rr_config_check(const struct rr_config *c);
 
 #endif

@@ -113,7 +113,7 @@ static void reregister_regions(struct rr_server *srv)
 			ret = fab_mr_reg(srv->region_pd, srv->region_addr[i], srv->region_len[i],
 					 FAB_ACCESS_LOCAL_WRITE, &srv->regions[i]);
 		if (ret) {
-			/* Replies from it are copied instead (rr_send.c finds no region). */
+			/* Replies from it are copied instead (rr_rw.c finds no region). */
 			srv->regions[i] = NULL;
 			rr_log("%s: payload region %u not registered again: %s (%s)",
 			       srv->listen_addr, i, strerror(-ret), fab_last_error());

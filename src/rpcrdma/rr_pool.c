@@ -86,15 +86,6 @@ void *rr_pool_get(struct rr_pool *p)
 	return buf;
 }
 
-void rr_pool_put(struct rr_pool *p, void *buf)
-{
-	size_t idx = (size_t)((uint8_t *)buf - p->mem) / p->buf_size;
-
-	pthread_mutex_lock(&p->lock);
-	p->free_idx[p->nfree++] = (uint32_t)idx;
-	pthread_mutex_unlock(&p->lock);
-}
-
 bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
 {
 	const uint8_t *a = addr;

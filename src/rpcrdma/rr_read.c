@@ -4,6 +4,7 @@
  * pulled by RDMA Read into one registered sink buffer sized to it (from the
  * sink pool, within the connection's share: rr_internal.h); at most `ord` Reads
  * are in flight per connection (the depth the client granted at connect).
+ * The work requests are built and posted by rr_rw.c, shared with the Writes.
  * The Call is dispatched only when every Read has completed, and it is
  * presented as iovecs over the receive buffer and the sinks: no copy beyond
  * the RDMA Read itself.
@@ -59,37 +60,28 @@ void rr_read_start(struct rr_call_ctx *ctx)
 	rr_read_pump(c);
 }
 
-/* The Read for the k-th segment (in chunk order) of a call, into @wr. */
-static void build_read(struct rr_call_ctx *ctx, uint32_t k, struct fab_send_wr *wr,
-		       struct fab_sge *sge)
-{
-	const struct rr_pcl *p = &ctx->pcl;
-	unsigned int ci = 0;
-	uint64_t off = 0;
-	const struct rr_segment *seg;
-
-	while (k >= p->read[ci].nsegs) {
-		k -= p->read[ci].nsegs;
-		ci++;
-	}
-	for (uint32_t j = 0; j < k; j++)
-		off += p->segs[p->read[ci].first + j].length;
-	seg = &p->segs[p->read[ci].first + k];
-
-	sge->addr = (uint8_t *)ctx->sink[ci] + off;
-	sge->length = seg->length;
-	sge->lkey = ctx->sink_lkey[ci];
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = (uintptr_t)ctx | RR_WRID_READ;
-	wr->opcode = FAB_WR_RDMA_READ;
-	wr->sg_list = sge;
-	wr->num_sge = 1;
-	wr->signaled = true;
-	wr->remote_addr = seg->offset;
-	wr->rkey = seg->handle;
-}
-
 static void pump_queued(struct rr_conn *c);
+
+/* The first @posted Reads of @wr went out: count them, and take each call
+ * whose Reads are all posted off the queue. */
+static void read_posted(struct rr_conn *c, const struct fab_send_wr *wr, unsigned int posted)
+{
+	for (unsigned int i = 0; i < posted; i++) {
+		struct rr_call_ctx *q =
+		    (struct rr_call_ctx *)(uintptr_t)(wr[i].wr_id & ~(uint64_t)RR_WRID_MASK);
+
+		RR_STAT_ADD(c, rdma_read_bytes, wr[i].sg_list[0].length);
+		q->reads_posted++;
+		c->reads_in_flight++;
+		if (q->reads_posted == q->reads_total) {
+			c->read_head = q->next; /* q is the head: Reads go in queue order */
+			if (!c->read_head)
+				c->read_tail = NULL;
+			q->next = NULL;
+			q->queued = false;
+		}
+	}
+}
 
 /* Event thread: start as many queued Reads as the window allows, in order.
  * Called at every wake-up, where usually no Read waits: that test alone.
@@ -115,52 +107,37 @@ static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 	bool starved = false;
 
 	while (c->read_head && c->state != RR_CONN_CLOSING) {
-		struct fab_send_wr wr[RR_READ_BATCH], *bad = NULL;
+		struct fab_send_wr wr[RR_READ_BATCH], *bad;
 		struct fab_sge sge[RR_READ_BATCH];
 		struct rr_call_ctx *ctx = c->read_head;
 		uint32_t room = c->ord - c->reads_in_flight, k = ctx->reads_posted;
-		unsigned int n = 0, posted;
+		struct rr_rw_ctx rw;
+		unsigned int posted;
 		int ret;
 
-		while (ctx && n < RR_READ_BATCH && n < room) {
+		rr_rw_init(&rw, wr, RR_READ_BATCH, sge, RR_READ_BATCH);
+		while (ctx && rw.nwr < RR_READ_BATCH && rw.nwr < room) {
 			if (k == ctx->reads_posted && !alloc_sinks(ctx)) {
 				starved = true;
 				break;
 			}
-			build_read(ctx, k, &wr[n], &sge[n]);
-			if (n)
-				wr[n - 1].next = &wr[n];
-			n++;
+			if (!rr_rw_read_seg(&rw, &ctx->pcl, k, ctx->sink, ctx->sink_lkey,
+					    (uintptr_t)ctx | RR_WRID_READ))
+				break; /* cannot happen: one SGE per Read, within the batch */
 			if (++k == ctx->reads_total) {
 				ctx = ctx->next;
 				k = ctx ? ctx->reads_posted : 0;
 			}
 		}
-		if (n == 0)
+		if (rw.nwr == 0)
 			break; /* the window is full, or the head waits for buffers */
-		ret = fab_post_send(c->fc, &wr[0], &bad);
-		posted = !ret ? n : bad ? (unsigned int)(bad - wr) : 0;
+		ret = rr_rw_post(c, &wr[0], &bad, "posting an RDMA Read failed");
+		posted = !ret ? rw.nwr : bad ? (unsigned int)(bad - wr) : 0;
 		RR_STAT_ADD(c, read_posts, 1);
-		for (unsigned int i = 0; i < posted; i++) {
-			struct rr_call_ctx *q =
-			    (struct rr_call_ctx *)(uintptr_t)(wr[i].wr_id & ~(uint64_t)RR_WRID_MASK);
-
-			RR_STAT_ADD(c, rdma_read_bytes, sge[i].length);
-			q->reads_posted++;
-			c->reads_in_flight++;
-			if (q->reads_posted == q->reads_total) {
-				c->read_head = q->next; /* q is the head: Reads go in queue order */
-				if (!c->read_head)
-					c->read_tail = NULL;
-				q->next = NULL;
-				q->queued = false;
-			}
-		}
-		if (ret) {
-			rr_conn_close(c, "posting an RDMA Read failed");
+		read_posted(c, wr, posted);
+		if (ret)
 			return;
-		}
-		if (starved || n < RR_READ_BATCH)
+		if (starved || rw.nwr < RR_READ_BATCH)
 			break; /* out of buffers, the window full, or the queue empty */
 	}
 	if (starved)
@@ -227,7 +204,8 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 	ctx->reads_done++;
 	if (wc->status != FAB_WC_SUCCESS) {
 		ctx->read_failed = true;
-		/* svcrdma: the RPC is lost; tell the client by closing. */
+		/* The RPC is lost; tell the client by closing, as the Linux
+		 * server does (docs/linux-client-wire.md). */
 		rr_conn_close(c, wc->status == FAB_WC_WR_FLUSH_ERR ? "RDMA Read flushed (QP in error)"
 								    : "RDMA Read failed");
 	}

@@ -94,84 +94,6 @@ void rr_recv_refill(struct rr_conn *c)
 		post_receives(c);
 }
 
-/* Return a call context (and its Read sinks) to the connection. Any thread:
- * off the event thread it goes on a lock-free stack the refill takes over. */
-void rr_call_free(struct rr_call_ctx *ctx)
-{
-	struct rr_conn *c = ctx->conn;
-	struct rr_server *srv = c->srv; /* after a hand-off, c may be freed any time */
-	bool had_ref = ctx->has_ref;
-
-	for (unsigned int i = 0; i < ctx->nsinks; i++) {
-		if (ctx->sink[i]) {
-			rr_big_put(c->big, c, ctx->sink_ref[i]);
-			ctx->sink[i] = NULL;
-			rr_big_returned(srv);
-		}
-	}
-	ctx->nsinks = 0;
-	ctx->has_ref = false;
-	ctx->queued = false;
-	if (ctx->srq) {
-		/* srq_held counts across threads: the one lock left on this path,
-		 * and only in the shared-pool mode. */
-		pthread_mutex_lock(&c->lock);
-		c->srq_held--;
-		pthread_mutex_unlock(&c->lock);
-		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
-		if (rr_on_event_thread(srv))
-			rr_recv_refill(c);
-		else
-			rr_server_kick(srv);
-	} else if (rr_on_event_thread(srv)) {
-		ctx->state = RR_CALL_FREE;
-		ctx->next = c->free_calls;
-		c->free_calls = ctx;
-		rr_recv_refill(c);
-	} else {
-		ctx->state = RR_CALL_FREE;
-		rr_conn_get(c);
-		rr_handoff_push(&c->returned_calls, &ctx->free_link);
-		rr_conn_kick(c); /* the event thread reposts */
-	}
-	/* Last: a held reference keeps the connection through the push. */
-	if (had_ref)
-		rr_conn_put(c);
-}
-
-void rr_call_put(struct rr_call_ctx *ctx)
-{
-	if (atomic_fetch_sub(&ctx->holds, 1) == 1)
-		rr_call_free(ctx);
-}
-
-void rr_call_release(struct rr_call *call)
-{
-	rr_call_put((struct rr_call_ctx *)call);
-}
-
-void rr_call_hold(struct rr_call *call)
-{
-	atomic_fetch_add(&((struct rr_call_ctx *)call)->holds, 1);
-}
-
-void rr_call_dispatch(struct rr_call_ctx *ctx)
-{
-	struct rr_conn *c = ctx->conn;
-	size_t len = 0;
-
-	for (int i = 0; i < ctx->call.iovcnt; i++)
-		len += ctx->call.iov[i].iov_len;
-	ctx->call.conn = c;
-	ctx->call.xid = ctx->pcl.xid;
-	ctx->call.pcl = &ctx->pcl;
-	ctx->call.len = len;
-	ctx->call.upper_priv = NULL;
-	ctx->state = RR_CALL_UPPER;
-	atomic_store(&ctx->holds, 1); /* the upper layer's, consumed by rr_reply */
-	c->srv->ops.call(c->srv->ctx, &ctx->call);
-}
-
 /* RFC 8167 section 4.2: a reverse-direction Reply is an RDMA_MSG with no
  * chunks whose RPC msg_type is REPLY; XIDs are not compared. */
 static bool is_bc_reply(const struct rr_call_ctx *ctx)
@@ -183,35 +105,13 @@ static bool is_bc_reply(const struct rr_call_ctx *ctx)
 	       be32_at(ctx->buf + p->hdr_len + 4) != RPC_MSG_TYPE_CALL;
 }
 
-/* One reverse-direction call answered; false if none was outstanding. */
-static bool rr_bc_answered(struct rr_conn *c)
+/*
+ * A receive completed: count it against the shared pool or the connection's
+ * own receives. False when it brings nothing to decode: an error, a client
+ * past its grant, or a closing connection (the context is freed then).
+ */
+static bool recv_taken(struct rr_conn *c, struct rr_call_ctx *ctx, const struct fab_wc *wc)
 {
-	bool had;
-
-	pthread_mutex_lock(&c->lock);
-	had = c->bc_outstanding > 0;
-	if (had)
-		c->bc_outstanding--;
-	pthread_mutex_unlock(&c->lock);
-	return had;
-}
-
-/* A reverse-direction Reply carries the client's backchannel grant: 0 is
- * taken as 1 (never deadlock), and we never use more than we provision. */
-static void rr_bc_grant(struct rr_conn *c, uint32_t credits)
-{
-	uint32_t max = c->srv->cfg.bc_credits ? c->srv->cfg.bc_credits : 1;
-
-	pthread_mutex_lock(&c->lock);
-	c->bc_grant = credits == 0 ? 1 : credits > max ? max : credits;
-	pthread_mutex_unlock(&c->lock);
-}
-
-void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
-{
-	struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
-	enum rr_hdr_result r;
-	enum rr_hdr_action act;
 	bool overrun = false;
 
 	if (ctx->srq) {
@@ -231,31 +131,34 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 		 * RNR. Closing it returns what it holds to the others. */
 		RR_STAT_ADD(c, rnr_disconnects, 1);
 		rr_conn_close(c, "client overran its credits (shared receive queue)");
-		rr_call_free(ctx);
-		return;
+		goto free;
 	}
-
 	if (wc->status != FAB_WC_SUCCESS) {
 		/* Close first: a QP in error flushes every receive we would
 		 * post in its place, and reposting would spin. */
 		rr_conn_close(c, wc->status == FAB_WC_LOC_LEN_ERR ? "message larger than the receive buffer"
 				 : wc->status == FAB_WC_WR_FLUSH_ERR ? "receive flushed (QP in error)"
 								      : "receive failed");
-		rr_call_free(ctx);
-		return;
+		goto free;
 	}
-	if (c->state == RR_CONN_CLOSING) {
-		rr_call_free(ctx);
-		return;
-	}
-	ctx->recv_len = wc->byte_len;
-	rr_recv_refill(c);
+	if (c->state == RR_CONN_CLOSING)
+		goto free;
+	return true;
+free:
+	rr_call_free(ctx);
+	return false;
+}
 
-	r = rr_hdr_decode_call(ctx->buf, ctx->recv_len, &c->srv->cfg.limits, &ctx->pcl);
-	act = rr_hdr_answer(r, ctx->recv_len);
+/* The header was not one to process: an RDMA_ERROR the client sent about
+ * one of our callbacks, a message to drop, or one to answer with an error. */
+static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hdr_result r,
+			  enum rr_hdr_action act)
+{
+	uint32_t xid = ctx->pcl.xid;
+
 	if (r == RR_HDR_PROC_ERROR && c->srv->ops.bc_error && rr_bc_answered(c)) {
 		/* The client refused one of our callbacks (RFC 8167 section 4). */
-		uint32_t xid = ctx->pcl.xid, err = 0;
+		uint32_t err = 0;
 
 		if (ctx->recv_len >= RR_HDR_ERR_CHUNK_LEN)
 			err = be32_at(ctx->buf + RR_HDR_FIXED_LEN);
@@ -264,28 +167,32 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 		c->srv->ops.bc_error(c->srv->ctx, c, xid, err);
 		return;
 	}
-	if (act != RR_ACT_PROCESS) {
-		uint32_t xid = ctx->pcl.xid;
+	rr_call_free(ctx);
+	if (act == RR_ACT_DROP)
+		RR_STAT_ADD(c, dropped, 1);
+	else
+		rr_send_error(c, xid, act);
+}
 
-		rr_call_free(ctx);
-		if (act == RR_ACT_DROP)
-			RR_STAT_ADD(c, dropped, 1);
-		else
-			rr_send_error(c, xid, act);
+void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
+{
+	struct rr_call_ctx *ctx = (struct rr_call_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)RR_WRID_MASK);
+	enum rr_hdr_result r;
+	enum rr_hdr_action act;
+
+	if (!recv_taken(c, ctx, wc))
+		return;
+	ctx->recv_len = wc->byte_len;
+	rr_recv_refill(c);
+
+	r = rr_hdr_decode_call(ctx->buf, ctx->recv_len, &c->srv->cfg.limits, &ctx->pcl);
+	act = rr_hdr_answer(r, ctx->recv_len);
+	if (act != RR_ACT_PROCESS) {
+		recv_not_call(c, ctx, r, act);
 		return;
 	}
-
 	if (is_bc_reply(ctx)) {
-		rr_bc_answered(c);
-		rr_bc_grant(c, ctx->pcl.credits);
-		if (c->srv->ops.bc_reply) {
-			RR_STAT_ADD(c, bc_replies, 1);
-			c->srv->ops.bc_reply(c->srv->ctx, c, ctx->buf + ctx->pcl.hdr_len,
-					     ctx->recv_len - ctx->pcl.hdr_len, ctx->pcl.credits);
-		} else {
-			RR_STAT_ADD(c, dropped, 1);
-		}
-		rr_call_free(ctx);
+		rr_bc_reply_received(c, ctx);
 		return;
 	}
 

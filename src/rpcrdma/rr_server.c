@@ -3,10 +3,9 @@
  * rr_server.c - the listener and the event thread: connection management
  * events, completion queues and wake-ups are all handled on one thread, so
  * the receive path needs no locks of its own. Upper layers answer calls from
- * their own threads through rr_reply() (rr_send.c).
+ * their own threads through rr_reply() (rr_reply.c).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,68 +22,6 @@
 #define TAG_CM ((void *)1)
 #define TAG_KICK ((void *)2)
 #define TAG_TIMER ((void *)3)
-
-static void (*log_sink)(const char *line);
-
-void rr_set_log_sink(void (*sink)(const char *line))
-{
-	log_sink = sink;
-}
-
-void rr_log(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (log_sink)
-		log_sink(line);
-	else
-		fprintf(stderr, "rpcrdma: %s\n", line);
-}
-
-void rr_config_default(struct rr_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->credits = 64;	/* svcrdma's RPCRDMA_MAX_REQUESTS in 5.x/6.x */
-	cfg->bc_credits = 2;	/* RPCRDMA_MAX_BC_REQUESTS */
-	cfg->recv_batch = 8;
-	cfg->inline_size = 4096; /* RPCRDMA_DEF_INLINE_THRESH */
-	cfg->max_ord = 16;	/* svcrdma_ord */
-	cfg->max_conns = 1024;
-	/* The Linux client opens one connection per server and mount options,
-	 * nconnect up to 16 of them: 64 leaves room for several such clients
-	 * behind one address (NAT, containers). */
-	cfg->max_conns_per_peer = 64;
-	/* The Linux client sends its first Call as soon as it is connected. */
-	cfg->handshake_timeout = 30;
-	/* None: the Linux client keeps an idle mount's connection open, and
-	 * closing it costs a reconnect at the next I/O. */
-	cfg->idle_timeout = 0;
-	cfg->recv_mem_budget = rr_mem_budget_default();
-	rr_hdr_limits_default(&cfg->limits);
-}
-
-static int check_config(const struct rr_config *c)
-{
-	if (c->credits < 1 || c->credits > 16384)
-		return -EINVAL;
-	if (c->inline_size < 1024 || c->inline_size > 65536)
-		return -EINVAL;
-	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
-		return -EINVAL;
-	if (c->srq_depth && (c->srq_depth < RR_SRQ_MIN_DEPTH || c->srq_depth > RR_SRQ_MAX_DEPTH))
-		return -EINVAL;
-	if (c->handshake_timeout > RR_MAX_TIMEOUT || c->idle_timeout > RR_MAX_TIMEOUT)
-		return -EINVAL;
-	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
-	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||
-	    c->limits.max_segs > RR_PCL_MAX_SEGS)
-		return -EINVAL;
-	return 0;
-}
 
 _Thread_local struct rr_server *rr_this_event_thread;
 
@@ -186,7 +123,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 	struct rr_server *srv;
 	int ret;
 
-	ret = check_config(cfg);
+	ret = rr_config_check(cfg);
 	if (ret)
 		return ret;
 	if (!ops || !ops->call)

@@ -71,15 +71,6 @@ static inline bool rr_xdr_get32(struct rr_xdr *x, uint32_t *v)
 	return true;
 }
 
-static inline bool rr_xdr_get64(struct rr_xdr *x, uint64_t *v)
-{
-	if (rr_xdr_left(x) < 8)
-		return false;
-	*v = rr_xdr_load64(x->p);
-	x->p += 8;
-	return true;
-}
-
 static inline uint64_t rr_xdr_roundup(uint64_t n)
 {
 	return (n + 3) & ~(uint64_t)3;

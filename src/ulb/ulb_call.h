@@ -108,7 +108,6 @@ enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const s
  */
 int ulb_cb_scan_sequence(const struct iovec *iov, int iovcnt, struct ulb_sequence *seq);
 
-const char *ulb_scan_result_name(enum ulb_scan_result r);
 
 #ifdef __cplusplus
 }

@@ -441,17 +441,3 @@ int ulb_cb_scan_sequence(const struct iovec *iov, int iovcnt, struct ulb_sequenc
 	return 0;
 }
 
-const char *ulb_scan_result_name(enum ulb_scan_result r)
-{
-	switch (r) {
-	case ULB_SCAN_OK:
-		return "ok";
-	case ULB_SCAN_GARBAGE:
-		return "garbage";
-	case ULB_SCAN_NOT_CALL:
-		return "not-call";
-	case ULB_SCAN_OPAQUE:
-		return "opaque";
-	}
-	return "?";
-}

@@ -28,7 +28,8 @@ struct ulb_reply_limits {
 
 enum ulb_reply_result {
 	ULB_REPLY_OK = 0,
-	ULB_REPLY_INLINE_TOO_BIG,	 /* over the inline threshold and no Reply chunk */
+	ULB_REPLY_INLINE_TOO_BIG,	 /* over the inline threshold and no Reply chunk (or
+					  * the transport header alone is over it) */
 	ULB_REPLY_WRITE_CHUNK_TOO_SMALL, /* payload longer than its Write chunk */
 	ULB_REPLY_REPLY_CHUNK_TOO_SMALL, /* non-payload bytes longer than the Reply chunk */
 	ULB_REPLY_READ_PLUS_TOO_MANY,	 /* more than ULB_READ_PLUS_MAX_CONTENTS contents */
@@ -75,36 +76,14 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 					    const struct ulb_reply_limits *lim, uint64_t read_data,
 					    struct rr_reply_plan *plan, struct ulb_reply_info *info);
 
-/*
- * For encoders, before the Reply exists: the Write chunk that the @k-th NFS
- * Read operation of @call (counting from 0 in COMPOUND order; 0 for v2/v3)
- * will use, or -1 when its result goes inline (no chunk, or an empty one).
- * *room gets the chunk's length, so an encoder can keep the payload by
- * reference and within the chunk (compare svcrdma's svc_rdma_result_payload).
- */
-int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
-		      uint64_t *room);
-
 /* RPC-over-RDMA header bytes of a reply echoing @pcl's Write and Reply chunks. */
 uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl);
 
-const char *ulb_reply_result_name(enum ulb_reply_result r);
-
 /*
  * READ_PLUS on RPC-over-RDMA (RFC 8267 section 4.1.1): at most two elements
- * in rpr_contents. An encoder plans its contents, then trims them here: the
- * first two are kept, and when any were dropped (bytes remain unread)
- * rpr_eof is cleared so the client asks again.
+ * in rpr_contents; a Reply with more is ULB_REPLY_READ_PLUS_TOO_MANY.
  */
 #define ULB_READ_PLUS_MAX_CONTENTS 2u
-
-struct ulb_rp_content {
-	uint32_t type; /* ULB_NFS4_CONTENT_DATA or ULB_NFS4_CONTENT_HOLE */
-	uint64_t offset;
-	uint64_t length;
-};
-
-unsigned int ulb_read_plus_trim(struct ulb_rp_content *contents, unsigned int n, bool *eof);
 
 #ifdef __cplusplus
 }

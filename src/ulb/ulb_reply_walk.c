@@ -251,8 +251,8 @@ static bool ulb_walk_rpc(struct ulb_walk *w, const struct ulb_call *call)
 #define ULB_READ_LAST_OPS 3u
 
 /*
- * The encoder's word on where the READ data went (as svcrdma takes its NFS
- * server's, svc_rdma_result_payload), for the Linux client's READ: the
+ * The encoder's word on where the READ data went (as the Linux server's
+ * transport takes its NFS server's: docs/linux-client-wire.md), for the Linux client's READ: the
  * COMPOUND SEQUENCE, PUTFH, READ, which, answered in full, has the READ's
  * data at the very end of the Reply.
  */
@@ -319,20 +319,6 @@ static bool ulb_read_last_in_place(struct ulb_walk *w, const struct iovec *iov, 
 	return ulb_walk_data(w, 0, len, data);
 }
 
-int ulb_read_op_chunk(const struct ulb_call *call, const struct rr_pcl *pcl, unsigned int k,
-		      uint64_t *room)
-{
-	const struct rr_chunk *ch;
-
-	if (!pcl || k >= call->n_read_ops || k >= pcl->n_write || k >= RR_PCL_MAX_WRITE_CHUNKS)
-		return -1;
-	ch = &pcl->write[k];
-	if (!ulb_chunk_nonempty(ch))
-		return -1;
-	if (room)
-		*room = ch->length;
-	return (int)k;
-}
 
 uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl)
 {
@@ -348,6 +334,25 @@ uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl)
 	if (pcl->has_reply)
 		len += RR_XDR_UNIT + pcl->reply.nsegs * RR_SEGMENT_LEN;
 	return len;
+}
+
+/* The transport's shape for what stays inline, as this layer's result. */
+static void ulb_reply_shape(const struct rr_pcl *pcl, uint32_t limit, struct ulb_reply_info *info)
+{
+	switch (rr_reply_shape(pcl, info->hdr_len, info->inline_len, limit)) {
+	case RR_SHAPE_INLINE:
+		break;
+	case RR_SHAPE_REPLY_CHUNK:
+		info->use_reply_chunk = true;
+		break;
+	case RR_SHAPE_REPLY_CHUNK_SHORT:
+		info->result = ULB_REPLY_REPLY_CHUNK_TOO_SMALL;
+		break;
+	case RR_SHAPE_NO_REPLY_CHUNK:
+	case RR_SHAPE_HDR_TOO_BIG:
+		info->result = ULB_REPLY_INLINE_TOO_BIG;
+		break;
+	}
 }
 
 enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct iovec *iov,
@@ -400,50 +405,15 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 		w.removed = 0;
 	}
 
-	/* Size checks on what stays inline */
+	/* What stays inline, and the shape the transport will give it: the
+	 * transport decides (rr_reply_shape); the walk only sizes it. */
 	info->inline_len = info->reply_len >= w.removed ? info->reply_len - w.removed : 0;
 	info->hdr_len = ulb_reply_hdr_len(pcl);
 	limit = lim && lim->inline_send ? lim->inline_send : RR_INLINE_DEFAULT;
-	if (info->result == ULB_REPLY_OK && info->hdr_len + info->inline_len > limit) {
-		if (!pcl || !pcl->has_reply)
-			info->result = ULB_REPLY_INLINE_TOO_BIG;
-		else if (info->inline_len > pcl->reply.length)
-			info->result = ULB_REPLY_REPLY_CHUNK_TOO_SMALL;
-		else
-			info->use_reply_chunk = true;
-	}
+	if (info->result == ULB_REPLY_OK)
+		ulb_reply_shape(pcl, limit, info);
 	plan->deliverable = info->result == ULB_REPLY_OK;
 	if (!plan->deliverable)
 		plan->nspans = 0;
 	return info->result;
-}
-
-const char *ulb_reply_result_name(enum ulb_reply_result r)
-{
-	switch (r) {
-	case ULB_REPLY_OK:
-		return "ok";
-	case ULB_REPLY_INLINE_TOO_BIG:
-		return "inline-too-big";
-	case ULB_REPLY_WRITE_CHUNK_TOO_SMALL:
-		return "write-chunk-too-small";
-	case ULB_REPLY_REPLY_CHUNK_TOO_SMALL:
-		return "reply-chunk-too-small";
-	case ULB_REPLY_READ_PLUS_TOO_MANY:
-		return "read-plus-too-many-contents";
-	case ULB_REPLY_GARBAGE:
-		return "garbage";
-	}
-	return "?";
-}
-
-unsigned int ulb_read_plus_trim(struct ulb_rp_content *contents, unsigned int n, bool *eof)
-{
-	(void)contents;
-	if (n <= ULB_READ_PLUS_MAX_CONTENTS)
-		return n;
-	/* bytes of the requested range remain unreturned */
-	if (eof)
-		*eof = false;
-	return ULB_READ_PLUS_MAX_CONTENTS;
 }

@@ -181,17 +181,6 @@ static inline bool ulb_xdr_bytes(struct ulb_xdr *x, void *dst, size_t n)
 	return !x->err;
 }
 
-static inline bool ulb_xdr_u64(struct ulb_xdr *x, uint64_t *v)
-{
-	uint32_t hi, lo;
-
-	if (!ulb_xdr_u32(x, &hi) || !ulb_xdr_u32(x, &lo))
-		return false;
-	if (v)
-		*v = (uint64_t)hi << 32 | lo;
-	return true;
-}
-
 /* A bool must be 0 or 1 (RFC 4506 section 4.4). */
 ULB_XDR_INLINE bool ulb_xdr_bool(struct ulb_xdr *x, bool *v)
 {

@@ -120,7 +120,7 @@ TEST_F(Backchannel, ForeChannelErrChunkRetryGetsRetryUncachedRep)
 			    << (round % 2 == 0 ? " (cachethis)" : "")
 			    << " got ERR_CHUNK again: ganesha replayed the cached reply, "
 			       "so the plugin had not yet marked the slot uncached when the "
-			       "retry arrived (not_delivered() in rr_send.c must call "
+			       "retry arrived (not_delivered() in rr_reply.c must call "
 			       "reply_not_delivered() before it sends ERR_CHUNK)";
 			/* by now the slot is marked: the same retry again recovers */
 			ASSERT_TRUE(t->requester().connected());

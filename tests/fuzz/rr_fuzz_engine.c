@@ -4,7 +4,7 @@
  * fuzzer: received messages go through the production receive path
  * (rr_recv_complete decodes them with rr_hdr_decode_call), Read chunks are
  * pulled (rr_read.c) and the Call assembled, Replies are planned and emitted
- * (rr_send.c), all on a RECORDING fabric: a fab_ops table whose posts are
+ * (rr_reply.c, rr_rw.c, rr_send.c), all on a RECORDING fabric: a fab_ops table whose posts are
  * checked and carried out against a simulated client instead of a network.
  * The fabric is rr_fuzz_fabric.c, the client and the RFC 8166 model
  * rr_fuzz_client.c; this file is the upper layer and the driver.

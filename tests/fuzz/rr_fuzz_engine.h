@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rr_fuzz_engine.h - drives the transport engine's chunk-list consumers
- * (rr_recv.c, rr_read.c, rr_send.c) on a recording fabric for the libFuzzer
+ * (rr_recv.c, rr_read.c, rr_reply.c, rr_rw.c) on a recording fabric for the libFuzzer
  * targets fuzz_rr_call and fuzz_rr_reply. See rr_fuzz_engine.c for the input
  * layout and the invariants checked; any violation aborts.
  */

@@ -255,14 +255,6 @@ TEST(UlbReplyWalk, ReadPlusAtMostTwoContents)
 	EXPECT_EQ(p.r, ULB_REPLY_READ_PLUS_TOO_MANY);
 	EXPECT_FALSE(p.plan.deliverable);
 
-	/* what the encoder uses to stay within the rule */
-	ulb_rp_content cs[3] = {{0, 0, 10}, {1, 10, 100}, {0, 110, 10}};
-	bool eof = true;
-	EXPECT_EQ(ulb_read_plus_trim(cs, 3, &eof), 2u);
-	EXPECT_FALSE(eof);
-	eof = true;
-	EXPECT_EQ(ulb_read_plus_trim(cs, 2, &eof), 2u);
-	EXPECT_TRUE(eof);
 	EXPECT_EQ(ULB_READ_PLUS_MAX_CONTENTS, 2u);
 }
 
@@ -620,24 +612,6 @@ TEST(UlbReplyWalk, ZeroCopyPayloadBySeparateBuffer)
 	Planned q = plan_of(c, iov, nullptr, 4096);
 	EXPECT_EQ(q.r, ULB_REPLY_INLINE_TOO_BIG);
 	EXPECT_FALSE(q.plan.deliverable);
-}
-
-TEST(UlbReplyWalk, ReadOpChunkForEncoders)
-{
-	Compound cp = rfc8267_call();
-	ulb_call c = call_of(cp.x.buf);
-	rr_pcl pcl;
-	uint64_t room = 0;
-
-	pcl_init(&pcl);
-	pcl_add_write(&pcl, 8192);
-	pcl_add_write(&pcl, 0);
-	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 0, &room), 0);
-	EXPECT_EQ(room, 8192u);
-	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 1, &room), -1); /* empty: inline */
-	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 2, &room), -1); /* beyond the list */
-	EXPECT_EQ(ulb_read_op_chunk(&c, &pcl, 3, &room), -1); /* no such op */
-	EXPECT_EQ(ulb_read_op_chunk(&c, nullptr, 0, &room), -1);
 }
 
 TEST(UlbReplyWalk, GssIntegrityAndPrivacy)

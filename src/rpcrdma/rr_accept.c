@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_accept.c - accepting a connection: the caps of rr_admit.c, RFC 8797
+ * private data, the RDMA Read depth, credits within the memory budget, the
+ * connection's buffers, queues and contexts, receives posted before the
+ * accept. rr_conn.c takes the connection from there.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpcrdma/rr_internal.h"
+
+/*
+ * Credits: the configured grant, shrunk (never below 1) when the buffers it
+ * needs would exceed what is left of the memory budget. Each connection
+ * keeps credits + bc_credits + recv_batch receives posted and as many again
+ * for calls in progress, so a requester within its grant never meets an
+ * empty receive queue, and a send buffer for each of them and a few more
+ * (rr_conn_nsends). The budget counts both: both are registered.
+ */
+static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *pinned)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	uint32_t fixed = cfg->bc_credits + cfg->recv_batch;
+	uint32_t credits = cfg->credits;
+	/* With the shared pool a connection has no receive buffers of its own:
+	 * the pool is counted as it grows (rr_srq.c). */
+	bool own_recv = !cfg->use_srq;
+
+	if (cfg->recv_mem_budget) {
+		uint64_t left = cfg->recv_mem_budget > srv->recv_mem_used
+				    ? cfg->recv_mem_budget - srv->recv_mem_used
+				    : 0;
+
+		if (rr_conn_pinned(cfg, 1, own_recv) > left)
+			return 0;
+		if (rr_conn_pinned(cfg, credits, own_recv) > left) {
+			uint32_t lo = 1, hi = credits; /* fits at lo, not at hi */
+
+			while (hi - lo > 1) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (rr_conn_pinned(cfg, mid, own_recv) <= left)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			credits = lo;
+		}
+	}
+	*nrecv = 2 * credits + fixed;
+	*pinned = rr_conn_pinned(cfg, credits, own_recv);
+	return credits;
+}
+
+/* Receive buffers and call contexts of its own, unless the connection uses
+ * the shared receive pool (then counted against the budget here). */
+static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	uint64_t bytes;
+	int ret;
+
+	if (cfg->use_srq) {
+		c->srq = rr_srq_for(srv, c->pd);
+		if (c->srq)
+			return 0;
+		rr_log("%s: no shared receive queue here, receives of its own", c->peer);
+	}
+	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	RR_STAT_ADD(c, registrations, 1);
+	c->calls = calloc(nrecv, sizeof(*c->calls));
+	if (!c->calls)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nrecv; i++) {
+		c->calls[i].conn = c;
+		c->calls[i].buf = rr_pool_get(&c->recv_pool);
+		c->calls[i].state = RR_CALL_FREE;
+		c->calls[i].next = c->free_calls;
+		c->free_calls = &c->calls[i];
+	}
+	if (!cfg->use_srq)
+		return 0;
+	/* Counted here, not at the grant: only now is it known. */
+	bytes = rr_pool_bytes(cfg->inline_size, nrecv);
+	c->recv_mem = bytes;
+	c->pinned += bytes;
+	pthread_mutex_lock(&srv->lock);
+	srv->recv_mem_used += bytes;
+	pthread_mutex_unlock(&srv->lock);
+	RR_STAT_ADD(c, recv_mem_bytes, bytes);
+	RR_STAT_ADD(c, pinned_bytes, bytes);
+	return 0;
+}
+
+/* Send buffers and contexts: one per receive and RR_QUIET_SENDS more for
+ * replies, the rest the reverse direction's reserve. */
+static int conn_send_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	int ret;
+
+	ret = rr_pool_init(&c->send_pool, c->pd, srv->cfg.inline_size, c->nsends,
+			   FAB_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	RR_STAT_ADD(c, registrations, 1);
+	c->sends = calloc(c->nsends, sizeof(*c->sends));
+	if (!c->sends)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nsends; i++) {
+		struct rr_send_ctx *s = &c->sends[i];
+
+		rr_rw_init(&s->rw, s->wr_small, RR_SEND_SMALL_WR, s->sge_small, RR_SEND_SMALL_SGE);
+		s->conn = c;
+		s->hdr = rr_pool_get(&c->send_pool);
+		s->bc = i >= nrecv + RR_QUIET_SENDS;
+		if (s->bc) {
+			s->next_free = c->free_bc_sends;
+			c->free_bc_sends = s;
+		} else {
+			s->next_free = c->free_sends;
+			c->free_sends = s;
+		}
+	}
+	return 0;
+}
+
+/* The CQ and QP on the connection's device (a host may have several), the
+ * CQ watched by the event thread. With an SRQ a client within its grant
+ * still has at most nrecv receives completing at once; one that overruns
+ * is closed (rr_recv_complete). */
+static int conn_queues(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	struct fab_qp_caps caps = {0};
+	int ret;
+
+	ret = fab_conn_cq_create(c->fc, (int)(nrecv + c->sq_depth), &c->cq);
+	if (ret)
+		return ret;
+	caps.max_send_wr = c->sq_depth;
+	caps.max_recv_wr = c->srq ? 0 : nrecv;
+	caps.max_send_sge = RR_RW_SGE_PER_WR;
+	caps.max_recv_sge = 1;
+	caps.srq = c->srq ? c->srq->fsrq : NULL;
+	ret = fab_conn_create_qp(c->fc, c->cq, c->cq, &caps);
+	if (ret)
+		return ret;
+	ret = rr_server_epoll_add(srv, fab_cq_fd(c->cq), c);
+	if (ret)
+		return ret;
+	c->in_epoll = true;
+	fab_cq_arm(c->cq);
+	return 0;
+}
+
+static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	int ret;
+
+	c->nrecv = nrecv;
+	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
+	c->nsends = rr_conn_nsends(cfg, nrecv);
+	/* Reads are bounded by ord; replies queue when the SQ is short. */
+	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
+	c->sq_avail = c->sq_depth;
+	/* A client within its grant holds no more than the per-connection mode posts. */
+	c->srq_held_max = nrecv;
+
+	c->pd = fab_conn_pd(c->fc);
+	c->big = rr_server_bigpool(srv, c->pd);
+	if (!c->pd || !c->big)
+		return -ENOMEM;
+	ret = conn_recv_buffers(srv, c, nrecv);
+	if (!ret)
+		ret = conn_send_buffers(srv, c, nrecv);
+	if (!ret)
+		ret = conn_queues(srv, c, nrecv);
+	if (ret)
+		return ret;
+	/* Receives go up before the accept: the client may send at once. */
+	rr_recv_refill(c);
+	return c->srq || c->posted == c->post_target ? 0 : -EIO;
+}
+
+/* Credits and the memory they pin, counted against the budget; false
+ * when the budget has no room for even one credit. */
+static bool conn_grant(struct rr_server *srv, struct rr_conn *c, uint32_t *nrecv)
+{
+	uint64_t pinned = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	c->credits = grant_credits(srv, nrecv, &pinned);
+	/* Until the client's first reverse-direction Reply states its grant,
+	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
+	c->bc_grant = 1;
+	if (c->credits) {
+		c->pinned = pinned;
+		srv->recv_mem_used += pinned;
+		/* With the shared pool a connection has no receive buffers of its own. */
+		if (!srv->cfg.use_srq)
+			c->recv_mem = rr_pool_bytes(srv->cfg.inline_size, *nrecv);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (!c->credits)
+		return false;
+	RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
+	RR_STAT_ADD(c, pinned_bytes, c->pinned);
+	atomic_store(&c->st.credit_grant, c->credits);
+	atomic_store(&srv->st.credit_grant, c->credits);
+	return true;
+}
+
+/* Accept with our RFC 8797 private data and RDMA Read depth. */
+static int conn_accept(struct rr_server *srv, struct rr_conn *c)
+{
+	struct fab_conn_param param;
+	uint8_t pdata[RR_CM_PRIV_LEN];
+
+	/* We expose no memory, so there is nothing for the client to invalidate
+	 * toward us: flags 0, as the Linux server (docs/linux-client-wire.md).
+	 * Our sizes are our inline buffers. */
+	rr_cm_private_encode(pdata, false, srv->cfg.inline_size, srv->cfg.inline_size);
+	memset(&param, 0, sizeof(param));
+	param.private_data = pdata;
+	param.private_data_len = sizeof(pdata);
+	param.initiator_depth = (uint8_t)c->ord;
+	param.responder_resources = 0;
+	/* Per-connection receives: an overrun is an RNR and a disconnect, as the
+	 * Linux client expects. A shared pool may be empty for a moment even
+	 * for a client within its grant: its Sends retry until a buffer is back. */
+	param.rnr_retry_count = c->srq ? 7 : 0;
+	param.retry_count = 7;
+	/* ... and soon: the IB CM's default RNR timer is 655 ms per retry. */
+	param.rnr_timer_us = c->srq ? RR_SRQ_RNR_TIMER_US : 0;
+	return fab_accept(c->fc, &param);
+}
+
+void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev)
+{
+	struct rr_conn *c;
+	struct rr_cm_private peer;
+	uint8_t ip[16];
+	uint32_t nrecv = 0;
+	bool ip_known;
+	char why[64];
+	int ret;
+
+	/* Refused before anything is allocated for the request. */
+	if (srv->nconns >= srv->cfg.max_conns) {
+		snprintf(why, sizeof(why), "%u connections already", srv->nconns);
+		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_MAX_CONNS, why);
+		goto reject;
+	}
+	ip_known = rr_admit_peer_ip(ev->conn, ip);
+	if (ip_known && !rr_admit_peer(srv, ip)) {
+		snprintf(why, sizeof(why), "%u connections from this address already",
+			 srv->cfg.max_conns_per_peer);
+		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_PEER, why);
+		goto reject;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_OTHER, "out of memory");
+		goto reject;
+	}
+	c->srv = srv;
+	c->peer_known = ip_known;
+	memcpy(c->peer_ip, ip, sizeof(ip));
+	c->fc = ev->conn;
+	snprintf(c->peer, sizeof(c->peer), "%s", fab_conn_peer(ev->conn));
+	pthread_mutex_init(&c->lock, NULL);
+	atomic_store(&c->refs, 1);
+	c->state = RR_CONN_ACCEPTING;
+
+	rr_cm_private_decode(ev->private_data, ev->private_data_len, &peer);
+	rr_cm_negotiate(srv->cfg.inline_size, srv->cfg.inline_size, &peer, &c->inl);
+	c->send_w_inv = c->inl.send_w_inv && (fab_caps(srv->fab) & FAB_CAP_SEND_WITH_INV);
+
+	/* Our RDMA Read depth is what the client will serve, capped
+	 * (docs/linux-client-wire.md). */
+	c->ord = ev->initiator_depth < srv->cfg.max_ord ? ev->initiator_depth : srv->cfg.max_ord;
+	if (c->ord == 0) {
+		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER,
+				"peer serves no RDMA Reads (responder_resources 0)");
+		goto free_reject;
+	}
+
+	if (!conn_grant(srv, c, &nrecv)) {
+		rr_admit_refuse(srv, c->peer, RR_REFUSE_MEM, "receive memory budget exhausted");
+		goto free_reject;
+	}
+
+	fab_conn_set_context(c->fc, c);
+	ret = conn_setup(srv, c, nrecv);
+	if (ret) {
+		rr_log("%s: setup failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
+		goto undo_budget;
+	}
+
+	ret = conn_accept(srv, c);
+	if (ret) {
+		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
+		goto undo_budget;
+	}
+	/* The list is walked by the event thread; srv->lock guards it against
+	 * readers elsewhere (rr_server_foreach_conn). */
+	c->accepted_at = c->quiet_since = rr_now_s(); /* the handshake timeout runs */
+	pthread_mutex_lock(&srv->lock);
+	c->next = srv->conns;
+	srv->conns = c;
+	srv->nconns++;
+	pthread_mutex_unlock(&srv->lock);
+	return;
+
+undo_budget:
+	if (c->state == RR_CONN_CLOSING) /* a failed receive post closed it: never listed */
+		atomic_fetch_sub(&srv->nclosing, 1);
+	pthread_mutex_lock(&srv->lock);
+	srv->recv_mem_used -= c->pinned;
+	pthread_mutex_unlock(&srv->lock);
+	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
+	RR_STAT_SUB(c, pinned_bytes, c->pinned);
+	fab_reject(c->fc, NULL, 0);
+	rr_conn_free(c);
+	return;
+free_reject:
+	fab_reject(c->fc, NULL, 0);
+	rr_conn_free(c);
+	return;
+reject:
+	fab_reject(ev->conn, NULL, 0);
+	fab_conn_destroy(ev->conn);
+}

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rr_reply.c - building a Reply (RFC 8166 sections 3.5.4-3.5.6). A Reply is
+ * the upper layer's encoded RPC Reply plus its payload plan:
+ *   - each payload span goes by RDMA Write into its Write chunk (exact bytes,
+ *     never the XDR pad; the echoed segment lengths say what was written);
+ *   - the rest goes inline or into the Reply chunk, or the Reply becomes
+ *     ERR_CHUNK: rr_reply_shape (rr_reply.h) decides, and the upper layer is
+ *     told when it cannot be delivered (RFC 8267 section 4.5: it retires the
+ *     session slot).
+ * The Writes (rr_rw.c) are chained ahead of one Send on the same QP, so the
+ * client sees the data before the Send (RC ordering); rr_send.c posts the
+ * chain. A Reply that is the Send alone goes unsignalled when it may
+ * (RR_QUIET_SENDS). Send With Invalidate is used when the client allows it
+ * and exactly one rkey appears in the call. Error replies are built here too.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rpcrdma/rr_internal.h"
+#include "rpcrdma/rr_xdr.h"
+
+/* Bytes of the stream that stay out of the Write chunks: payload plus its
+ * XDR pad (clipped to the stream) are skipped. */
+struct inline_range {
+	uint64_t off, len;
+};
+
+/* What one Reply is built from, gathered once. */
+struct reply_args {
+	struct rr_call_ctx *ctx;
+	const struct iovec *iov;
+	int iovcnt;
+	const struct rr_reply_plan *plan;
+	uint64_t total; /* bytes in the stream */
+};
+
+static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
+
+void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act)
+{
+	struct rr_send_ctx *s = rr_send_ctx_get(c, false);
+	struct fab_send_wr *wr;
+	ssize_t len;
+
+	if (!s) {
+		RR_STAT_ADD(c, dropped, 1);
+		return;
+	}
+	if (act == RR_ACT_ERR_VERS) {
+		len = rr_hdr_encode_err_vers(s->hdr, c->srv->cfg.inline_size, xid, c->credits);
+		RR_STAT_ADD(c, err_vers_sent, 1);
+	} else {
+		len = rr_hdr_encode_err_chunk(s->hdr, c->srv->cfg.inline_size, xid, c->credits);
+		RR_STAT_ADD(c, err_chunk_sent, 1);
+	}
+	wr = rr_send_wr(s, (uint32_t)len); /* error replies are never invalidating */
+	wr->signaled = true;
+	rr_send_post(c, s);
+}
+
+/* A registered bounce buffer of ours, as one piece of @len bytes. */
+static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece *pc)
+{
+	struct rr_conn *c = s->conn;
+	uint32_t lkey, ref;
+	void *buf;
+
+	if (len > c->big->buf_size || s->nbounce >= RR_PCL_MAX_WRITE_CHUNKS + 1)
+		return false;
+	/* Sized to @len and charged to this connection: its reserve covers a
+	 * full Long Reply whatever other connections hold (rr_internal.h). */
+	buf = rr_big_get(c->big, c, len, &lkey, &ref);
+	if (!buf)
+		return false;
+	s->bounce_ref[s->nbounce] = ref;
+	s->bounce[s->nbounce++] = buf;
+	pc->addr = buf;
+	pc->len = (uint32_t)len;
+	pc->lkey = lkey;
+	return true;
+}
+
+/* The one rkey of the call, if exactly one distinct rkey appears in it. */
+static bool single_rkey(const struct rr_pcl *p, uint32_t *rkey)
+{
+	if (p->nsegs == 0)
+		return false;
+	for (unsigned int i = 1; i < p->nsegs; i++)
+		if (p->segs[i].handle != p->segs[0].handle)
+			return false;
+	*rkey = p->segs[0].handle;
+	return true;
+}
+
+/* Spans must be in stream order, inside the stream, one per Write chunk,
+ * each no larger than its chunk. "Inside" is tested without forming
+ * offset + length, which wraps for an offset near 2^64. */
+static bool plan_valid(const struct rr_pcl *p, const struct rr_reply_plan *plan, uint64_t total)
+{
+	uint64_t end = 0;
+	uint32_t used = 0; /* bit per Write chunk */
+
+	_Static_assert(RR_PCL_MAX_WRITE_CHUNKS <= 32, "one bit per Write chunk");
+	if (plan->nspans > RR_PCL_MAX_WRITE_CHUNKS)
+		return false;
+	for (unsigned int i = 0; i < plan->nspans; i++) {
+		const struct rr_payload_span *sp = &plan->spans[i];
+
+		if (sp->chunk >= p->n_write || (used >> sp->chunk & 1) || sp->offset < end ||
+		    sp->offset > total || sp->length > total - sp->offset ||
+		    sp->length > p->write[sp->chunk].length)
+			return false;
+		used |= 1u << sp->chunk;
+		end = sp->offset + sp->length;
+	}
+	return true;
+}
+
+static int inline_ranges(const struct rr_reply_plan *plan, uint64_t total, struct inline_range *r,
+			 uint64_t *inline_len)
+{
+	uint64_t cur = 0, sum = 0;
+	int n = 0;
+
+	for (unsigned int i = 0; i < plan->nspans; i++) {
+		const struct rr_payload_span *sp = &plan->spans[i];
+		uint64_t skip_end = sp->offset + rr_xdr_roundup(sp->length);
+
+		if (skip_end > total)
+			skip_end = total;
+		if (sp->offset > cur) {
+			r[n].off = cur;
+			r[n].len = sp->offset - cur;
+			sum += r[n].len;
+			n++;
+		}
+		if (skip_end > cur)
+			cur = skip_end;
+	}
+	if (total > cur) {
+		r[n].off = cur;
+		r[n].len = total - cur;
+		sum += r[n].len;
+		n++;
+	}
+	*inline_len = sum;
+	return n;
+}
+
+/* The inline ranges of the stream, one after another, to @dst. */
+static void copy_ranges(const struct reply_args *a, const struct inline_range *r, int n,
+			uint8_t *dst)
+{
+	for (int i = 0; i < n; i++) {
+		rr_rw_copy(a->iov, a->iovcnt, r[i].off, r[i].len, dst);
+		dst += r[i].len;
+	}
+}
+
+/* The caller's memory and the call go back: no Reply will use them. */
+static void reply_drop(struct rr_call_ctx *ctx, rr_reply_done_fn done, void *done_arg)
+{
+	if (done)
+		done(done_arg);
+	rr_call_put(ctx);
+}
+
+static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_done_fn done,
+			  void *done_arg)
+{
+	uint32_t xid = ctx->pcl.xid;
+
+	RR_STAT_ADD(c, not_delivered, 1);
+	/*
+	 * Tell the upper layer first: the client may retry the moment it sees
+	 * ERR_CHUNK, and that retry must find the NFSv4.1 slot already marked
+	 * uncached (RFC 8267 section 4.5), or ganesha replays the reply that
+	 * could not be delivered and the retry fails with ERR_CHUNK again.
+	 */
+	if (c->srv->ops.reply_not_delivered)
+		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid, done_arg);
+	rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
+	reply_drop(ctx, done, done_arg);
+}
+
+/* Worst case: every segment used gets its own Write, and a span's pieces
+ * (at most RR_RW_MAX_PIECES) split a few more. */
+static bool reply_reserve(struct rr_send_ctx *s, const struct reply_args *a)
+{
+	const struct rr_pcl *p = &a->ctx->pcl;
+	const struct rr_reply_plan *plan = a->plan;
+	uint32_t segs;
+
+	if (!plan->nspans && !p->has_reply)
+		return true;
+	segs = p->has_reply ? p->reply.nsegs : 0;
+	for (unsigned int i = 0; i < plan->nspans; i++)
+		segs += p->write[plan->spans[i].chunk].nsegs;
+	return rr_rw_reserve(&s->rw, segs + 8 * plan->nspans + 4,
+			     segs + RR_RW_MAX_PIECES * plan->nspans + 8);
+}
+
+/* The payload spans by RDMA Write into their Write chunks, zero-copy when
+ * registered; bytes written per chunk into @written, in all @write_bytes. */
+static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, uint64_t *written,
+			   uint64_t *write_bytes)
+{
+	const struct rr_pcl *p = &a->ctx->pcl;
+	struct rr_conn *c = s->conn;
+
+	for (unsigned int i = 0; i < a->plan->nspans; i++) {
+		const struct rr_payload_span *sp = &a->plan->spans[i];
+		struct rr_rw_piece pc[RR_RW_MAX_PIECES];
+		int npc = 0;
+
+		if (sp->length == 0)
+			continue;
+		if (!rr_rw_pieces(c, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
+			if (!bounce_alloc(s, sp->length, &pc[0]))
+				return false;
+			rr_rw_copy(a->iov, a->iovcnt, sp->offset, sp->length,
+				   (uint8_t *)pc[0].addr);
+			npc = 1;
+			RR_STAT_ADD(c, payload_copies, sp->length);
+		}
+		if (!rr_rw_write_chunk(&s->rw, p, &p->write[sp->chunk], pc, npc))
+			return false;
+		written[sp->chunk] = sp->length;
+		*write_bytes += sp->length;
+	}
+	return true;
+}
+
+/* Long Reply: everything but the payloads by RDMA Write into the Reply
+ * chunk, then the RDMA_NOMSG header alone in s->hdr; its length, or < 0. */
+static ssize_t reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
+			   const struct inline_range *r, int nr, uint64_t inline_len,
+			   const uint64_t *written)
+{
+	struct rr_conn *c = s->conn;
+	const struct rr_pcl *p = &a->ctx->pcl;
+	struct rr_rw_piece pc;
+
+	if (!bounce_alloc(s, inline_len, &pc))
+		return -ENOMEM;
+	copy_ranges(a, r, nr, (uint8_t *)pc.addr);
+	if (inline_len && !rr_rw_write_chunk(&s->rw, p, &p->reply, &pc, 1))
+		return -EMSGSIZE;
+	return rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits, RR_PROC_NOMSG,
+				   written, inline_len);
+}
+
+/* The Send of a built Reply: signalled unless it is the Send alone (it then
+ * carries copies only, see RR_QUIET_SENDS), invalidating when it may. */
+static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t len)
+{
+	struct rr_conn *c = s->conn;
+	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS;
+	struct fab_send_wr *send = rr_send_wr(s, len);
+	uint32_t rkey;
+
+	if (!send)
+		return false;
+	send->signaled = !quiet;
+	s->quiet = quiet;
+	if (c->send_w_inv && single_rkey(p, &rkey)) {
+		send->opcode = FAB_WR_SEND_WITH_INV;
+		send->invalidate_rkey = rkey;
+		RR_STAT_ADD(c, send_w_inv, 1);
+	}
+	return true;
+}
+
+/*
+ * The chain of one Reply in @s: Writes of the payloads, the rest inline or
+ * in the Reply chunk as rr_reply_shape says, then the Send. False when it
+ * cannot be delivered; nothing was posted.
+ */
+static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
+{
+	struct rr_conn *c = s->conn;
+	const struct rr_pcl *p = &a->ctx->pcl;
+	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
+	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS]; /* bytes per Write chunk, [0, n_write) */
+	uint64_t inline_len, write_bytes = 0;
+	enum rr_reply_shape shape;
+	ssize_t hdr_len;
+	int nranges;
+
+	for (unsigned int i = 0; i < p->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
+		written[i] = 0;
+	if (!reply_reserve(s, a))
+		return false;
+	if (a->plan->nspans && !write_payloads(s, a, written, &write_bytes))
+		return false;
+	nranges = inline_ranges(a->plan, a->total, ranges, &inline_len);
+	hdr_len = rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits, RR_PROC_MSG,
+				      written, 0);
+	if (hdr_len < 0)
+		return false;
+	shape = rr_reply_shape(p, (uint64_t)hdr_len, inline_len, rr_conn_max_inline_send(c));
+	if (shape == RR_SHAPE_INLINE) {
+		copy_ranges(a, ranges, nranges, s->hdr + hdr_len);
+		hdr_len += (ssize_t)inline_len;
+	} else if (shape == RR_SHAPE_REPLY_CHUNK) {
+		hdr_len = reply_chunk(s, a, ranges, nranges, inline_len, written);
+		if (hdr_len < 0)
+			return false;
+		write_bytes += inline_len;
+	} else {
+		return false;
+	}
+	if (!reply_send(s, p, (uint32_t)hdr_len))
+		return false;
+	if (shape == RR_SHAPE_INLINE)
+		RR_STAT_ADD(c, replies_inline, 1);
+	else
+		RR_STAT_ADD(c, replies_reply_chunk, 1);
+	if (a->plan->nspans)
+		RR_STAT_ADD(c, replies_write_chunk, 1);
+	RR_STAT_ADD(c, rdma_write_bytes, write_bytes);
+	return true;
+}
+
+static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
+		     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+{
+	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
+	struct rr_conn *c = ctx->conn;
+	struct reply_args a = {.ctx = ctx, .iov = iov, .iovcnt = iovcnt, .plan = plan};
+	struct rr_send_ctx *s;
+
+	if (!plan)
+		a.plan = &no_spans;
+	for (int i = 0; i < iovcnt; i++)
+		a.total += iov[i].iov_len;
+	if (c->state == RR_CONN_CLOSING) {
+		reply_drop(ctx, done, done_arg);
+		return -ENOTCONN;
+	}
+	if (!a.plan->deliverable || !plan_valid(&ctx->pcl, a.plan, a.total))
+		goto undeliverable;
+	s = rr_send_ctx_get(c, false);
+	if (!s) {
+		reply_drop(ctx, done, done_arg);
+		rr_conn_close(c, "no send context");
+		return -ENOMEM;
+	}
+	if (!reply_build(s, &a)) {
+		/* Nothing was posted: drop the chain, answer ERR_CHUNK instead. */
+		s->quiet = false;
+		s->rw.nwr = 0;
+		rr_send_ctx_release(s);
+		goto undeliverable;
+	}
+	ctx->state = RR_CALL_REPLYING;
+	if (s->quiet) {
+		/* Everything the Send needs is in s->hdr: the call's receive
+		 * buffer and the caller's memory are free before it goes. */
+		c->quiet_out++;
+		RR_STAT_ADD(c, sends_unsignalled, 1);
+		reply_drop(ctx, done, done_arg);
+	} else {
+		s->call = ctx;
+		s->done = done;
+		s->done_arg = done_arg;
+	}
+	rr_send_post(c, s);
+	return 0;
+
+undeliverable:
+	not_delivered(c, ctx, done, done_arg);
+	return 0;
+}
+
+int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
+	     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+{
+	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
+	struct rr_conn *c = ctx->conn;
+
+	if (rr_on_event_thread(c->srv))
+		return reply_now(call, iov, iovcnt, plan, done, done_arg);
+	/*
+	 * Another thread: keep the description (not the bytes, which stay
+	 * the caller's until done) and let the event thread build and post
+	 * it - no other thread may post (rr_on_event_thread says why).
+	 */
+	if (!plan)
+		plan = &no_spans;
+	if (iovcnt < 0 || iovcnt > RR_REPLY_MAX_IOV || plan->nspans > RR_PCL_MAX_WRITE_CHUNKS) {
+		ctx->rep_iovcnt = 0;
+		ctx->rep_plan.nspans = 0;
+		ctx->rep_plan.deliverable = false;
+	} else {
+		/* A few entries each: element copies, not memcpy calls. */
+		for (int i = 0; i < iovcnt; i++)
+			ctx->rep_iov[i] = iov[i];
+		ctx->rep_iovcnt = iovcnt;
+		/* the spans in use only: a plan has room for every Write chunk */
+		ctx->rep_plan.nspans = plan->nspans;
+		ctx->rep_plan.deliverable = plan->deliverable;
+		for (unsigned int i = 0; i < plan->nspans; i++)
+			ctx->rep_plan.spans[i] = plan->spans[i];
+	}
+	ctx->rep_done = done;
+	ctx->rep_arg = done_arg;
+	/* Once pushed, the event thread may send it and release the call's
+	 * reference: the kick's own keeps the connection until it is queued. */
+	rr_conn_get(c);
+	rr_handoff_push(&c->rep_stack, &ctx->rep_link);
+	rr_conn_kick(c);
+	return 0;
+}
+
+void rr_send_run_deferred(struct rr_conn *c)
+{
+	struct rr_handoff *h = rr_handoff_take(&c->rep_stack);
+
+	/* oldest first: Replies go in the order they were handed in, in one
+	 * post (rr_send_post_batch) */
+	if (h) {
+		c->batching = true;
+		while (h) {
+			struct rr_call_ctx *q = RR_CONTAINER_OF(h, struct rr_call_ctx, rep_link);
+
+			h = h->next;
+			reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
+				  q->rep_arg);
+		}
+		c->batching = false;
+		rr_send_post_batch(c);
+	}
+	/* Chains other threads built (reverse-direction calls) go now, or
+	 * are given back if the connection is closing; the event thread's own
+	 * queued chains go as Sends complete. */
+	rr_send_post_offthread(c);
+}
