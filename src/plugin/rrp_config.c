@@ -203,7 +203,8 @@ static int set_stats_mode(struct rrp_config *c, const char *key, const char *v, 
 
 	errno = 0;
 	m = strtoul(v, &end, 8);
-	if (errno || end == v || *end || *v == '-' || (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
+	if (errno || end == v || *end || *v == '-' ||
+	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
 	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
 		fprintf(stderr,
 			"rpcrdma: RDMA: %s: \"%s\" is not a socket mode: octal, %04o plus any "
@@ -242,8 +243,8 @@ static int set_stats_group(struct rrp_config *c, const char *key, const char *v,
 	}
 	err = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
 	if (err || !res) {
-		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key,
-			v, err ? strerror(err) : "no such group", line);
+		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key, v,
+			err ? strerror(err) : "no such group", line);
 		c->stats_socket_group[0] = 0;
 		return -EINVAL;
 	}
