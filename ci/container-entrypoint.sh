@@ -1,5 +1,6 @@
 #!/bin/sh
-# Container entrypoint: rpcbind, then ganesha.nfsd in the foreground with the
+# Container entrypoint, run by tini (PID 1, which reaps rpcbind's daemon and
+# forwards signals): rpcbind, then ganesha.nfsd in the foreground with the
 # rpcrdma plugin, in the environment the nfs-ganesha unit gets from the
 # package's systemd drop-in (LD_PRELOAD, LimitMEMLOCK=infinity).
 #   GANESHA_CONF      configuration to mount (default /etc/ganesha/ganesha.conf)
@@ -8,7 +9,9 @@
 # Extra arguments go to ganesha.nfsd.
 set -eu
 conf=${GANESHA_CONF:-/etc/ganesha/ganesha.conf}
-dropin=/etc/systemd/system/nfs-ganesha.service.d/rpcrdma.conf
+# The package's drop-in, beside nfs-ganesha.service.
+dropin=$(dpkg-query -L rpcrdma | grep '/nfs-ganesha.service.d/rpcrdma.conf$' | head -1)
+[ -f "$dropin" ] || { echo "rpcrdma-entrypoint: the rpcrdma package's drop-in is missing" >&2; exit 2; }
 
 if [ ! -f "$conf" ]; then
 	echo "rpcrdma-entrypoint: no $conf: mount one, e.g." \

@@ -11,6 +11,7 @@ SUDO=""
 # qemu-system-x86 .. xz-utils, nfs-common, rdmacm-utils, ibverbs-utils: the interop VM (ci/vm/), which
 # also apt-get downloads (never installs) linux-image-amd64 and nfs-kernel-server. fio: the VM bench
 # (RPCRDMA_VM_ONLY=bench) runs the host's fio in the guest through its chroot of the host root.
+# lintian: ci/package-test.sh fails the package on any lintian error or warning.
 PKGS="
  build-essential cmake pkg-config git
  clang libclang-rt-14-dev llvm
@@ -23,6 +24,7 @@ PKGS="
  rpcbind nfs-common iproute2 procps psmisc python3
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils fio
+ lintian
 "
 $SUDO apt-get update -q
 # shellcheck disable=SC2086

@@ -1,9 +1,16 @@
 #!/bin/sh
-# Install the rpcrdma .deb on this machine, start ganesha the way the
-# nfs-ganesha unit would with the package's drop-in (its Environment= and
-# LimitMEMLOCK), on the soft fabric, check the plugin's "listening" line and
-# rpcrdma-stat, stop ganesha, purge the package. Root only; it changes the
-# machine (dpkg), so it runs only when asked:
+# The rpcrdma .deb on this machine, as an admin lives with it:
+#   1. upgrade from 0.1.0-1's layout (its drop-in a conffile in /etc): the
+#      old drop-in is gone after the upgrade;
+#   2. ganesha started the way nfs-ganesha.service would be (every drop-in's
+#      Environment=, LimitMEMLOCK, bash -c as the unit's ExecStart), on the
+#      soft fabric: the plugin's "listening" line, rpcrdma-stat, --check;
+#   3. dpkg --remove (apt remove), ganesha started again the same way: no
+#      ld.so preload error in its output or log, TCP served;
+#   4. dpkg --purge: nothing dpkg -L listed is left (but directories other
+#      packages own), no drop-in anywhere;
+#   5. lintian: no errors, no warnings.
+# Root only; it changes the machine (dpkg), so it runs only when asked:
 #   RPCRDMA_PACKAGE_TEST=1 ci/package-test.sh [DEB | BUILD_DIR]
 # Without RPCRDMA_PACKAGE_TEST=1 it exits 77 (ctest: skipped). With a build
 # directory (default build-pkg) it builds the package there (ci/package.sh).
@@ -14,6 +21,8 @@ if [ "${RPCRDMA_PACKAGE_TEST:-0}" != 1 ]; then
 	exit 77
 fi
 [ "$(id -u)" -eq 0 ] || { echo "package-test: needs root" >&2; exit 1; }
+command -v lintian >/dev/null ||
+	{ echo "package-test: lintian is missing (ci/install-deps.sh installs it)" >&2; exit 1; }
 
 arg=${1:-build-pkg}
 case $arg in
@@ -29,13 +38,18 @@ fi
 
 work=$(mktemp -d /tmp/rpcrdma-package-test.XXXXXX)
 gpid=
-cleanup() {
-	rc=$?
+stop_ganesha() {
 	if [ -n "$gpid" ] && kill -0 "$gpid" 2>/dev/null; then
 		kill -TERM "$gpid" 2>/dev/null || true
 		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$gpid" 2>/dev/null || break; sleep 0.5; done
 		kill -KILL "$gpid" 2>/dev/null || true
 	fi
+	[ -z "$gpid" ] || wait "$gpid" 2>/dev/null || true
+	gpid=
+}
+cleanup() {
+	rc=$?
+	stop_ganesha
 	dpkg --purge rpcrdma >/dev/null 2>&1 || true
 	if [ $rc -ne 0 ]; then
 		echo "--- ganesha stderr ---"; cat "$work/stderr.log" 2>/dev/null || true
@@ -50,39 +64,119 @@ trap cleanup EXIT INT TERM
 step() { echo "== $*"; }
 fail() { echo "package-test: $*" >&2; exit 1; }
 
-step "dpkg -i $(basename "$deb")"
+old_dropin=/etc/systemd/system/nfs-ganesha.service.d/rpcrdma.conf
+[ ! -e "$old_dropin" ] || fail "$old_dropin exists before the test: not ours, not touching it"
+
+# What systemd gives nfs-ganesha.service's ExecStart from its drop-ins: the
+# Environment= lines of every nfs-ganesha.service.d/*.conf in systemd's unit
+# search path, a name in an earlier directory hiding the same name in a
+# later one (a /dev/null symlink masks it). Printed one per line.
+unit_env() {
+	seen=" "
+	for d in /etc/systemd/system /run/systemd/system /usr/local/lib/systemd/system \
+		 /lib/systemd/system /usr/lib/systemd/system; do
+		for f in "$d"/nfs-ganesha.service.d/*.conf; do
+			[ -e "$f" ] || [ -L "$f" ] || continue
+			n=$(basename "$f")
+			case $seen in *" $n "*) continue ;; esac
+			seen="$seen$n "
+			if [ -f "$f" ]; then sed -n 's/^Environment=//p' "$f"; fi
+		done
+	done
+}
+
+# ganesha.nfsd as the unit starts it - through bash -c, which the preload
+# reaches first - with the environment unit_env gives now; $1 names the run.
+start_ganesha() {
+	env_lines=$(unit_env)
+	echo "$env_lines" | sed '/^$/d; s/^/   Environment=/'
+	: >"$work/stderr.log"
+	rm -f "$work/ganesha.log"
+	(
+		# LimitMEMLOCK=infinity; a container without CAP_SYS_RESOURCE
+		# keeps its hard limit (the soft fabric needs no pinned memory).
+		ulimit -l unlimited 2>/dev/null || ulimit -l "$(ulimit -Hl)"
+		set -a
+		eval "$env_lines"
+		set +a
+		exec /bin/bash -c "exec $ganesha -F -f $work/ganesha.conf -L $work/ganesha.log -p $work/ganesha.pid"
+	) >"$work/stderr.log" 2>&1 &
+	gpid=$!
+}
+
+# Until ganesha's banner, or fail after 20 s.
+wait_initialized() {
+	i=0
+	until grep -q "NFS SERVER INITIALIZED" "$work/ganesha.log" 2>/dev/null; do
+		kill -0 "$gpid" 2>/dev/null || fail "ganesha exited ($1)"
+		i=$((i + 1)); [ $i -lt 200 ] || fail "ganesha not initialized in 20 s ($1)"
+		sleep 0.1
+	done
+}
+
+# ld.so's line for a preload it cannot load, e.g.
+# "ERROR: ld.so: object '/usr/lib/.../librpcrdma_ganesha.so' from LD_PRELOAD
+# cannot be preloaded (cannot open shared object file): ignored."
+preload_error_re="ld\.so: object .* from LD_PRELOAD cannot be preloaded"
+# The pattern must match what this ld.so prints, or its absence proves nothing.
+LD_PRELOAD=$work/missing-library.so /bin/true 2>"$work/ldso.txt" || true
+grep -Eq "$preload_error_re" "$work/ldso.txt" ||
+	fail "this ld.so prints something else for a missing preload: $(cat "$work/ldso.txt")"
+
+step "upgrade from 0.1.0-1's layout (drop-in a conffile in $old_dropin)"
+# 0.1.0-1 as it was: this package's files with the drop-in as a conffile
+# in /etc and no maintainer scripts of its own (daemon-reload only).
+dpkg-deb -R "$deb" "$work/old"
+new_dropin=$(cd "$work/old" && find . -path '*/nfs-ganesha.service.d/rpcrdma.conf' | sed 's/^\.//')
+[ -n "$new_dropin" ] || fail "the package has no nfs-ganesha.service.d/rpcrdma.conf"
+case $new_dropin in /etc/*) fail "the drop-in $new_dropin is in /etc (a conffile)" ;; esac
+mkdir -p "$work/old$(dirname "$old_dropin")"
+mv "$work/old$new_dropin" "$work/old$old_dropin"
+echo "$old_dropin" >"$work/old/DEBIAN/conffiles"
+rm -f "$work/old/DEBIAN/preinst" "$work/old/DEBIAN/postinst" "$work/old/DEBIAN/postrm"
+sed -i 's/^Version: .*/Version: 0.1.0-1/' "$work/old/DEBIAN/control"
+dpkg-deb -b "$work/old" "$work/rpcrdma_0.1.0-1.deb" >/dev/null
+dpkg -i "$work/rpcrdma_0.1.0-1.deb" >"$work/dpkg.log" 2>&1 ||
+	{ cat "$work/dpkg.log"; fail "dpkg -i of the 0.1.0-1 layout failed"; }
+[ -f "$old_dropin" ] || fail "0.1.0-1 layout: $old_dropin not installed"
+echo "   0.1.0-1: $old_dropin installed"
+
+step "dpkg -i $(basename "$deb") (upgrade)"
 dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i failed"; }
-dropin=/etc/systemd/system/nfs-ganesha.service.d/rpcrdma.conf
+[ ! -e "$old_dropin" ] || fail "$old_dropin survived the upgrade"
+left=$(ls "$(dirname "$old_dropin")" 2>/dev/null | grep '^rpcrdma\.conf' || true)
+[ -z "$left" ] || fail "left in $(dirname "$old_dropin") after the upgrade: $left"
+echo "   $old_dropin removed; version $(dpkg-query -W -f '${Version}' rpcrdma)"
 for f in /usr/lib/x86_64-linux-gnu/rpcrdma/librpcrdma_ganesha.so /usr/bin/rpcrdma-stat \
-	 /usr/share/doc/rpcrdma/examples/ganesha-rdma.conf "$dropin"; do
+	 /usr/share/doc/rpcrdma/examples/ganesha-rdma.conf /usr/share/man/man5/rpcrdma.conf.5.gz \
+	 "$new_dropin"; do
 	[ -e "$f" ] || fail "$f not installed"
 done
-dpkg -L rpcrdma | while read -r f; do [ -d "$f" ] || echo "   $f"; done
+conffiles=$(dpkg-query -W -f '${Conffiles}' rpcrdma)
+[ -z "$conffiles" ] || fail "the package has conffiles: $conffiles"
+dpkg -L rpcrdma | sort >"$work/listed"
+while read -r f; do [ -d "$f" ] || echo "   $f"; done <"$work/listed"
 
-step "environment from $dropin"
-# What systemd gives ExecStart: Environment= lines, LimitMEMLOCK.
-env_lines=$(sed -n 's/^Environment=//p' "$dropin")
-[ -n "$env_lines" ] || fail "no Environment= in $dropin"
-echo "$env_lines" | sed 's/^/   /'
-memlock=$(sed -n 's/^LimitMEMLOCK=//p' "$dropin")
+step "drop-in $new_dropin"
+grep -q "^Environment=LD_PRELOAD=" "$new_dropin" || fail "no LD_PRELOAD in $new_dropin"
+memlock=$(sed -n 's/^LimitMEMLOCK=//p' "$new_dropin")
 [ "$memlock" = infinity ] || fail "LimitMEMLOCK is '$memlock', not infinity"
-
-unit=/lib/systemd/system/nfs-ganesha.service
+unit=$(dirname "$(dirname "$new_dropin")")/nfs-ganesha.service
+[ -f "$unit" ] || unit=/lib/systemd/system/nfs-ganesha.service
 if command -v systemd-analyze >/dev/null && [ -f "$unit" ]; then
-	step "systemd-analyze verify nfs-ganesha.service + the drop-in"
 	mkdir -p "$work/units/nfs-ganesha.service.d"
 	cp "$unit" "$work/units/"
-	cp "$dropin" "$work/units/nfs-ganesha.service.d/"
+	cp "$new_dropin" "$work/units/nfs-ganesha.service.d/"
 	SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify \
 		"$work/units/nfs-ganesha.service" >"$work/verify.log" 2>&1 || true
 	if grep -q "rpcrdma.conf" "$work/verify.log"; then
 		cat "$work/verify.log"
 		fail "systemd does not accept the drop-in"
 	fi
-	echo "   ok"
+	echo "   systemd-analyze verify: ok"
 fi
 
-step "ganesha.nfsd with the drop-in's environment, RDMA block on the soft fabric"
+step "ganesha as nfs-ganesha.service starts it, RDMA block on the soft fabric"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
 nfs=$(port); mnt=$(port); nlm=$(port); rq=$(port)
 cat >"$work/ganesha.conf" <<CONF
@@ -112,19 +206,10 @@ if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
 	sleep 1
 fi
 ganesha=$(command -v ganesha.nfsd || echo /usr/bin/ganesha.nfsd)
-# LimitMEMLOCK=infinity; a container without CAP_SYS_RESOURCE keeps its hard
-# limit (the soft fabric needs no pinned memory).
 if ! (ulimit -l unlimited) 2>/dev/null; then
 	echo "   (cannot raise RLIMIT_MEMLOCK here: running with $(ulimit -Hl))"
 fi
-(
-	ulimit -l unlimited 2>/dev/null || ulimit -l "$(ulimit -Hl)"
-	set -a
-	eval "$env_lines"
-	set +a
-	exec "$ganesha" -F -f "$work/ganesha.conf" -L "$work/ganesha.log" -p "$work/ganesha.pid"
-) >"$work/stderr.log" 2>&1 &
-gpid=$!
+start_ganesha installed
 i=0
 until grep -q "rpcrdma: NFS over RDMA listening on" "$work/stderr.log"; do
 	kill -0 "$gpid" 2>/dev/null || fail "ganesha exited"
@@ -152,13 +237,49 @@ esac
 echo "   --json: $(printf %s "$json" | cut -c1-100)..."
 check=$(rpcrdma-stat --check -s "$work/stats.sock") || fail "rpcrdma-stat --check: exit $?: $check"
 echo "   --check: $check"
+stop_ganesha
 
-step "stop ganesha, dpkg --purge rpcrdma"
-kill -TERM "$gpid"
-wait "$gpid" 2>/dev/null || true
-gpid=
-dpkg --purge rpcrdma >/dev/null
-for f in /usr/lib/x86_64-linux-gnu/rpcrdma /usr/bin/rpcrdma-stat "$dropin"; do
+step "dpkg --remove rpcrdma (apt remove), then ganesha as the unit starts it"
+dpkg --remove rpcrdma >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg --remove failed"; }
+[ ! -e "$new_dropin" ] || fail "$new_dropin survived dpkg --remove"
+[ ! -e "$old_dropin" ] || fail "$old_dropin exists after dpkg --remove"
+unit_env | grep -q "rpcrdma" && fail "a drop-in still names rpcrdma: $(unit_env)"
+start_ganesha removed
+wait_initialized "after remove"
+if grep -Eq "$preload_error_re" "$work/stderr.log" "$work/ganesha.log"; then
+	grep -E "$preload_error_re" "$work/stderr.log" "$work/ganesha.log"
+	fail "ld.so preload error after dpkg --remove"
+fi
+grep -q "rpcrdma:" "$work/stderr.log" && fail "the plugin still ran after dpkg --remove"
+python3 -c "import socket; socket.create_connection(('127.0.0.1', $nfs), 5)" ||
+	fail "ganesha does not serve NFS over TCP after dpkg --remove"
+echo "   no preload error; NFS over TCP on port $nfs; no rpcrdma line"
+stop_ganesha
+
+step "dpkg --purge rpcrdma: nothing of dpkg -L left"
+dpkg --purge rpcrdma >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg --purge failed"; }
+n=0
+while read -r f; do
+	[ -e "$f" ] || [ -L "$f" ] || continue
+	# a directory another package also ships (/usr/bin, /lib/systemd/system),
+	# or the merged-/usr symlink (/lib -> usr/lib) where the package has a
+	# directory: dpkg never made either for us
+	if [ -d "$f" ] && { [ -L "$f" ] || dpkg-query -S "$f" >/dev/null 2>&1; }; then
+		continue
+	fi
+	echo "   left: $f"
+	n=$((n + 1))
+done <"$work/listed"
+[ $n -eq 0 ] || fail "$n paths left after purge"
+for f in "$old_dropin" "$new_dropin"; do
 	[ ! -e "$f" ] || fail "$f left after purge"
 done
+echo "   $(wc -l <"$work/listed") paths listed before, none left"
+
+step "lintian $(basename "$deb")"
+lintian --display-info --fail-on error,warning "$deb" >"$work/lintian.log" 2>&1 && lrc=0 || lrc=$?
+grep -v "running with root privileges" "$work/lintian.log" | sed 's/^/   /'
+[ $lrc -eq 0 ] || fail "lintian: errors or warnings (exit $lrc)"
+grep -q "^[EW]: " "$work/lintian.log" && fail "lintian: errors or warnings"
+echo "   no errors, no warnings"
 echo "== package-test: PASSED"

@@ -1,11 +1,17 @@
 #!/bin/sh
 # Where no container engine runs: build the ci/Containerfile image's root
 # filesystem with debootstrap, applying the Containerfile's own RUN and COPY
-# steps in a chroot, then smoke-test it like `podman run`: the entrypoint in
-# its own network namespace (rpcbind + ganesha + the plugin on the soft
-# fabric, default Stats_Socket), rpcrdma-stat against it, then stop.
+# steps in a chroot, then run it like `podman run`: the Containerfile's
+# ENTRYPOINT (tini as PID 1, then the entrypoint: rpcbind + ganesha + the
+# plugin on the soft fabric, default Stats_Socket) in its own PID, mount and
+# network namespaces, and check
+#   - HEALTHCHECK's command turns healthy (exit 0) within its start period;
+#   - rpcrdma-stat answers;
+#   - PID 1 reaps: rpcbind (daemonized, so PID 1's child) killed leaves no
+#     zombie;
+#   - a stop (SIGTERM to PID 1) reaches ganesha, which exits cleanly.
 #   ci/rootfs-smoke.sh [ROOTFS_DIR]     default build-rootfs/bookworm (ignored by git)
-# Needs root, debootstrap, unshare; ci/package.sh's .deb in build-pkg/packages/.
+# Needs root, debootstrap, unshare, nsenter; ci/package.sh's .deb in build-pkg/packages/.
 set -eu
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -37,6 +43,7 @@ cleanup() {
 	[ -z "$gpid" ] || wait "$gpid" 2>/dev/null || true
 	for m in $mounted; do umount -l "$root$m" 2>/dev/null || true; done
 	[ -z "${export_dir:-}" ] || rmdir "$export_dir" 2>/dev/null || true
+	[ -z "${volume_dir:-}" ] || rm -rf "$volume_dir"
 	exit $rc
 }
 trap cleanup EXIT INT TERM
@@ -56,9 +63,12 @@ if chroot "$root" dpkg -s rpcrdma >/dev/null 2>&1; then
 	chroot "$root" dpkg --purge rpcrdma >/dev/null
 fi
 echo "== Containerfile steps in the chroot"
-# Join continuation lines, drop comments; FROM/ARG/EXPOSE/ENTRYPOINT need no step.
-awk '/^[ \t]*#/ {next} /\\$/ {sub(/\\$/, ""); buf = buf $0 " "; next}
-     {print buf $0; buf = ""}' ci/Containerfile |
+# Join continuation lines, drop comments: one instruction per line.
+instructions() {
+	awk '/^[ \t]*#/ {next} /\\$/ {sub(/\\$/, ""); buf = buf $0 " "; next}
+	     {print buf $0; buf = ""}' ci/Containerfile
+}
+instructions |
 while read -r instr args; do
 	case $instr in
 	RUN)
@@ -84,8 +94,18 @@ while read -r instr args; do
 done
 chroot "$root" dpkg -s rpcrdma | sed -n 's/^\(Package\|Version\|Status\):/   \1:/p'
 
-echo "== entrypoint in its own network namespace (soft fabric, default Stats_Socket)"
-mkdir -p "$root/etc/ganesha" "$root/srv/nfs"
+# ENTRYPOINT ["a", "b"] and HEALTHCHECK [OPTIONS] CMD command (shell form).
+entrypoint=$(instructions | sed -n 's/^ENTRYPOINT *\[\(.*\)\] *$/\1/p' | tr -d '",')
+healthcheck=$(instructions | sed -n 's/^HEALTHCHECK .*CMD \(.*\)$/\1/p')
+start_period=$(instructions | sed -n 's/^HEALTHCHECK .*--start-period=\([0-9]*\)s.*/\1/p')
+[ -n "$entrypoint" ] || { echo "rootfs-smoke: no ENTRYPOINT in ci/Containerfile"; exit 1; }
+[ -n "$healthcheck" ] || { echo "rootfs-smoke: no HEALTHCHECK in ci/Containerfile"; exit 1; }
+start_period=${start_period:-30}
+
+echo "== ENTRYPOINT $entrypoint, in its own PID, mount and network namespaces"
+echo "   (soft fabric, default Stats_Socket)"
+# the VOLUME's mount point, as an engine makes it
+mkdir -p "$root/etc/ganesha" "$root/srv/nfs" "$root/var/lib/nfs/ganesha"
 cat >"$root/etc/ganesha/ganesha.conf" <<'CONF'
 NFS_CORE_PARAM { Protocols = 3, 4; NFS_Port = 2049; Enable_NLM = false; Enable_RQUOTA = false; }
 NFSV4 { Graceless = true; }
@@ -96,15 +116,31 @@ EXPORT {
 RDMA { Enable = true; Fabric = soft; Listen_Addr = 127.0.0.1; Port = 20049; }
 CONF
 out=$root.run.log
-# Like an engine: own mount and network namespaces, the root file system and
-# the export (-v DIR:/srv/nfs) as mounts, so ganesha's VFS FSAL finds them.
+# Like an engine: own PID, mount and network namespaces (a /proc of that PID
+# namespace), the root file system, the export (-v DIR:/srv/nfs) and the
+# VOLUME for recovery state as mounts, so ganesha's VFS FSAL finds them.
 export_dir=$(mktemp -d /tmp/rpcrdma-rootfs-export.XXXXXX)
-unshare -m -n /bin/sh -c "set -e; mount --make-rprivate /
+volume_dir=$(mktemp -d /tmp/rpcrdma-rootfs-volume.XXXXXX)
+# shellcheck disable=SC2086
+unshare -p -f -m -n /bin/sh -c "set -e; mount --make-rprivate /
 	mount --rbind '$root' '$root'
+	mount -t proc proc '$root/proc'
 	mount --bind '$export_dir' '$root/srv/nfs'
+	mount --bind '$volume_dir' '$root/var/lib/nfs/ganesha'
 	ip link set lo up
-	exec chroot '$root' /usr/local/sbin/rpcrdma-entrypoint" >"$out" 2>&1 &
+	exec chroot '$root' $entrypoint" >"$out" 2>&1 &
 gpid=$!
+# PID 1 of the container, as this machine numbers it: unshare's child.
+pid1=
+i=0
+while [ -z "$pid1" ]; do
+	pid1=$(cat "/proc/$gpid/task/$gpid/children" 2>/dev/null | awk '{print $1}')
+	i=$((i + 1))
+	[ $i -lt 50 ] || { cat "$out"; echo "rootfs-smoke: no PID 1"; exit 1; }
+	[ -n "$pid1" ] || sleep 0.1
+done
+# A command inside the container (like podman exec): its namespaces and root.
+in_container() { nsenter -t "$pid1" -p -m -n -r -w /bin/sh -c "$1"; }
 i=0
 until grep -q "rpcrdma: NFS over RDMA listening on" "$out"; do
 	kill -0 "$gpid" 2>/dev/null || { cat "$out"; echo "rootfs-smoke: ganesha exited"; exit 1; }
@@ -118,14 +154,60 @@ if grep -q "No export entries" "$out"; then
 	echo "rootfs-smoke: the VFS export failed"
 	exit 1
 fi
+grep -q "Configuration file successfully parsed" "$out" || { echo "rootfs-smoke: config"; exit 1; }
+comm1=$(cat "/proc/$pid1/comm")
+echo "   PID 1: $comm1 ($(tr '\0' ' ' <"/proc/$pid1/cmdline"))"
+[ "$comm1" = tini ] || { echo "rootfs-smoke: PID 1 is $comm1, not tini"; exit 1; }
+
+echo "== HEALTHCHECK CMD $healthcheck"
+t0=$(date +%s)
+until hc=$(in_container "$healthcheck" 2>&1); do
+	[ $(($(date +%s) - t0)) -lt "$start_period" ] ||
+		{ echo "   $hc"; echo "rootfs-smoke: not healthy within ${start_period} s"; exit 1; }
+	sleep 1
+done
+echo "   healthy after $(($(date +%s) - t0)) s: $hc"
+
+echo "== rpcrdma-stat (podman exec)"
+in_container rpcrdma-stat | sed 's/^/   /'
+in_container rpcrdma-stat | grep -q "^rpcrdma: fabric soft" || exit 1
+
+echo "== PID 1 reaps: rpcbind killed"
+# rpcbind -w daemonizes: its daemon's parent is PID 1, which must wait for it.
+rpcb=
+for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] || continue
+	[ "$(cat "$p/comm" 2>/dev/null)" = rpcbind ] && rpcb=${p#/proc/}
+done
+[ -n "$rpcb" ] || { echo "rootfs-smoke: no rpcbind in the container"; exit 1; }
+ppid=$(awk '{print $4}' "/proc/$rpcb/stat")
+echo "   rpcbind $rpcb, parent $ppid (PID 1: $pid1)"
+[ "$ppid" = "$pid1" ] || { echo "rootfs-smoke: rpcbind's parent is not PID 1"; exit 1; }
+kill -KILL "$rpcb"
 i=0
-until [ -S "$root/run/rpcrdma/stats.sock" ]; do
+while [ -e "/proc/$rpcb" ]; do
 	i=$((i + 1))
-	[ $i -lt 50 ] || { echo "rootfs-smoke: no stats socket"; exit 1; }
+	if [ $i -ge 50 ]; then
+		echo "   $(cat "/proc/$rpcb/stat" 2>/dev/null)"
+		echo "rootfs-smoke: rpcbind was not reaped (state" \
+		     "$(awk '{print $3}' "/proc/$rpcb/stat" 2>/dev/null)) in 5 s"
+		exit 1
+	fi
 	sleep 0.1
 done
-grep -q "Configuration file successfully parsed" "$out" || { echo "rootfs-smoke: config"; exit 1; }
-echo "== chroot rpcrdma-stat"
-chroot "$root" rpcrdma-stat | sed 's/^/   /'
-chroot "$root" rpcrdma-stat | grep -q "^rpcrdma: fabric soft" || exit 1
+echo "   reaped after $((i * 100)) ms"
+kill -0 "$pid1" || { echo "rootfs-smoke: the container stopped"; exit 1; }
+
+echo "== stop: SIGTERM to PID 1 reaches ganesha"
+kill -TERM "$pid1"
+i=0
+while kill -0 "$gpid" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 200 ] || { echo "rootfs-smoke: still running 20 s after SIGTERM"; exit 1; }
+	sleep 0.1
+done
+wait "$gpid" && rc=0 || rc=$?
+gpid=
+grep -q "NFS EXIT: regular exit" "$out" || { tail -5 "$out"; echo "rootfs-smoke: ganesha did not stop cleanly (exit $rc)"; exit 1; }
+echo "   ganesha: regular exit; container exit status $rc"
 echo "== rootfs-smoke: PASSED"

@@ -10,6 +10,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ void rrp_config_default(struct rrp_config *c)
 	c->payload_pool_mb = 80;
 	c->nfs_port = 2049;
 	snprintf(c->stats_socket, sizeof(c->stats_socket), "/run/rpcrdma/stats.sock");
+	c->stats_socket_mode = RRP_STATS_MODE_DEFAULT;
 }
 
 struct lexer {
@@ -193,6 +195,63 @@ static int export_list_token(struct rrp_config *c, const char *key, const char *
 	return ret;
 }
 
+/* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it. */
+static int set_stats_mode(struct rrp_config *c, const char *key, const char *v, int line)
+{
+	unsigned long m;
+	char *end;
+
+	errno = 0;
+	m = strtoul(v, &end, 8);
+	if (errno || end == v || *end || *v == '-' ||
+	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
+	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
+		fprintf(stderr,
+			"rpcrdma: RDMA: %s: \"%s\" is not a socket mode: octal, %04o plus any "
+			"of %04o (line %d)\n",
+			key, v, RRP_STATS_MODE_REQUIRED,
+			RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED, line);
+		return -EINVAL;
+	}
+	c->stats_socket_mode = (uint32_t)m;
+	return 0;
+}
+
+/*
+ * Stats_Socket_Group = name or number; resolved here so a typo is reported
+ * with its line at start-up, not when the socket is made.
+ */
+static int set_stats_group(struct rrp_config *c, const char *key, const char *v, int line)
+{
+	struct group gr, *res = NULL;
+	char buf[4096];
+	unsigned long gid;
+	char *end;
+	int err;
+
+	if (!v[0]) {
+		c->stats_socket_group[0] = 0;
+		return 0;
+	}
+	if (set_string(key, v, c->stats_socket_group, sizeof(c->stats_socket_group), line))
+		return -EINVAL;
+	errno = 0;
+	gid = strtoul(v, &end, 10);
+	if (!errno && !*end && *v != '-' && gid < (gid_t)-1) {
+		c->stats_socket_gid = (uint32_t)gid;
+		return 0;
+	}
+	err = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
+	if (err || !res) {
+		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key, v,
+			err ? strerror(err) : "no such group", line);
+		c->stats_socket_group[0] = 0;
+		return -EINVAL;
+	}
+	c->stats_socket_gid = (uint32_t)res->gr_gid;
+	return 0;
+}
+
 static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)
 {
 	uint64_t n = 0;
@@ -225,6 +284,10 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 		return set_string(key, v, c->listen_addr_v6, sizeof(c->listen_addr_v6), line);
 	if (!strcasecmp(key, "Stats_Socket"))
 		return set_string(key, v, c->stats_socket, sizeof(c->stats_socket), line);
+	if (!strcasecmp(key, "Stats_Socket_Mode"))
+		return set_stats_mode(c, key, v, line);
+	if (!strcasecmp(key, "Stats_Socket_Group"))
+		return set_stats_group(c, key, v, line);
 	if (!strcasecmp(key, "Soft_Socket"))
 		return set_string(key, v, c->soft_socket, sizeof(c->soft_socket), line);
 	if (!strcasecmp(key, "Fabric")) {

@@ -34,6 +34,10 @@ struct rrp_config {
 	uint32_t workers;		/* Worker_Threads */
 	uint32_t payload_pool_mb;	/* Payload_Pool_MB: registered READ buffers */
 	char stats_socket[108];		/* Stats_Socket: "" = none */
+	uint32_t stats_socket_mode;	/* Stats_Socket_Mode: 0600 + any of 0066 */
+	/* Stats_Socket_Group as given ("" = the process's group) and its gid */
+	char stats_socket_group[64];
+	uint32_t stats_socket_gid;
 	uint16_t nfs_port;		/* NFS_CORE_PARAM.NFS_Port, to find ganesha's listener */
 	/* Exclude_Exports: one bit per Export_Id kept off RDMA (rrp_exports.c) */
 	uint64_t exclude_exports[RRP_EXPORT_ID_COUNT / 64];
@@ -47,6 +51,15 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 }
 
 #define RRP_MEM_BUDGET_AUTO UINT64_MAX
+
+/*
+ * Stats_Socket_Mode: read and write bits only (connect(2) needs write; x and
+ * the setuid/sticky bits mean nothing on a socket), and always the owner's,
+ * so that root's monitors keep working whatever is added for a group.
+ */
+#define RRP_STATS_MODE_DEFAULT 0600u
+#define RRP_STATS_MODE_REQUIRED 0600u
+#define RRP_STATS_MODE_ALLOWED 0666u
 
 void rrp_config_default(struct rrp_config *cfg);
 /*

@@ -219,6 +219,14 @@ static int socket_live(const char *path)
 	return ret;
 }
 
+/* Does a directory of @dir_mode keep out the group or others the socket admits? */
+static bool dir_mode_lacks_search(mode_t dir_mode)
+{
+	mode_t m = rrp.cfg.stats_socket_mode;
+
+	return ((m & 060) && !(dir_mode & 011)) || ((m & 006) && !(dir_mode & 001));
+}
+
 static void stats_remove(void)
 {
 	struct stat st;
@@ -227,6 +235,67 @@ static void stats_remove(void)
 	if (sock_path[0] && !lstat(sock_path, &st) && S_ISSOCK(st.st_mode) &&
 	    st.st_dev == sock_dev && st.st_ino == sock_ino)
 		unlink(sock_path);
+}
+
+/*
+ * The socket's last directory when it is missing (/run/rpcrdma): 0700, plus
+ * search (never read or write) for the group or others Stats_Socket_Mode lets
+ * in, and then the socket's group, so those it names can reach the socket.
+ * An existing directory is the admin's: never changed (stats_open warns).
+ */
+static void stats_mkdir(const char *dir)
+{
+	mode_t m = 0700;
+	int dfd;
+
+	if (rrp.cfg.stats_socket_mode & 060)
+		m |= 010;
+	if (rrp.cfg.stats_socket_mode & 006)
+		m |= 001;
+	if (mkdir(dir, 0700))
+		return;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	/* on failure it stays root's: stats_open's warning then says so */
+	if (rrp.cfg.stats_socket_group[0] && (m & 010) &&
+	    fchown(dfd, (uid_t)-1, (gid_t)rrp.cfg.stats_socket_gid))
+		m &= ~(mode_t)010;
+	if (fchmod(dfd, m)) {
+		/* it stays 0700: stats_open's warning says so */
+	}
+	close(dfd);
+}
+
+/*
+ * Stats_Socket_Group and Stats_Socket_Mode on the socket just bound (0600,
+ * ours): group first, then mode, so it is never open to the wrong group.
+ * The directory only root (or we) can change (stats_open checked it), so
+ * @name is still our socket. 0 or -errno with @why.
+ */
+static int stats_set_access(int dfd, const char *name, char *why, size_t whylen)
+{
+	const struct rrp_config *c = &rrp.cfg;
+	struct stat st;
+
+	if (c->stats_socket_group[0] &&
+	    fchownat(dfd, name, (uid_t)-1, (gid_t)c->stats_socket_gid, AT_SYMLINK_NOFOLLOW)) {
+		snprintf(why, whylen, "Stats_Socket_Group %s (gid %u): %s", c->stats_socket_group,
+			 c->stats_socket_gid, strerror(errno));
+		return -errno;
+	}
+	if (c->stats_socket_mode != 0600 && fchmodat(dfd, name, c->stats_socket_mode, 0)) {
+		snprintf(why, whylen, "Stats_Socket_Mode %04o: %s", c->stats_socket_mode,
+			 strerror(errno));
+		return -errno;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode) ||
+	    (st.st_mode & 07777) != c->stats_socket_mode) {
+		snprintf(why, whylen, "the bound socket's mode is %04o, not Stats_Socket_Mode %04o",
+			 (unsigned int)(st.st_mode & 07777), c->stats_socket_mode);
+		return -EPERM;
+	}
+	return 0;
 }
 
 /*
@@ -243,7 +312,7 @@ static int stats_open(const char *path, char *why, size_t whylen)
 	char *slash;
 	struct stat st;
 	int dfd, fd = -1, ret;
-	mode_t old;
+	mode_t old, dir_mode = 0;
 
 	if (!path[0] || strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(why, whylen, "empty or longer than %zu bytes", sizeof(sa.sun_path) - 1);
@@ -259,7 +328,7 @@ static int stats_open(const char *path, char *why, size_t whylen)
 			slash[1] = 0; /* "/" itself */
 		else
 			*slash = 0;
-		mkdir(dir, 0700); /* /run/rpcrdma: root only */
+		stats_mkdir(dir);
 	}
 	if (!name[0]) {
 		snprintf(why, whylen, "names a directory");
@@ -287,6 +356,7 @@ static int stats_open(const char *path, char *why, size_t whylen)
 			 dir, (unsigned int)(st.st_mode & 07777));
 		goto out;
 	}
+	dir_mode = st.st_mode & 07777;
 	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		int live;
 
@@ -352,6 +422,15 @@ static int stats_open(const char *path, char *why, size_t whylen)
 		unlinkat(dfd, name, 0);
 		goto out;
 	}
+	ret = stats_set_access(dfd, name, why, whylen);
+	if (ret) {
+		unlinkat(dfd, name, 0);
+		goto out;
+	}
+	if (dir_mode_lacks_search(dir_mode))
+		rrp_log("stats socket %s: Stats_Socket_Mode %04o, but its directory %s (mode "
+			"%04o) lets only its owner through",
+			path, rrp.cfg.stats_socket_mode, dir, (unsigned int)dir_mode);
 	if (listen(fd, 8)) {
 		ret = -errno;
 		snprintf(why, whylen, "listen: %s", strerror(errno));

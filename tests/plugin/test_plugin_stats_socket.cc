@@ -9,12 +9,17 @@
  *     regular file, a live instance's socket) is left alone and refused with
  *     a log line, and RDMA is served without stats;
  *   - a directory that others can write is refused;
- *   - the socket is 0600 from the start and gone after a clean stop.
+ *   - the socket is 0600 from the start and gone after a clean stop;
+ *   - Stats_Socket_Mode and Stats_Socket_Group are applied (a process of
+ *     that group, not root, can read the socket; one of another cannot),
+ *     and a bad value of either is reported with its line, RDMA not served.
  */
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -435,6 +440,146 @@ TEST_F(StatsSocket, RemovedAfterCleanStop)
 	ASSERT_TRUE(g.stop()) << "ganesha ignored SIGTERM";
 	struct stat st;
 	EXPECT_NE(lstat(path.c_str(), &st), 0) << "the socket outlived a clean stop";
+}
+
+/*
+ * Does a process with only @uid / @gid (no root, no supplementary groups)
+ * get an answer from the socket at @path? 1 yes, 0 refused (EACCES), -1 on
+ * any other outcome. Forked, so the test's own credentials stay root's.
+ */
+static int connect_as(const std::string &path, uid_t uid, gid_t gid)
+{
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		if (setgroups(0, nullptr) || setgid(gid) || setuid(uid))
+			_exit(3);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sockaddr_un sun = {};
+		sun.sun_family = AF_UNIX;
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path.c_str());
+		if (connect(fd, reinterpret_cast<sockaddr *>(&sun), sizeof(sun)))
+			_exit(errno == EACCES ? 1 : 4);
+		char c;
+		/* the answer is one JSON object */
+		_exit(read(fd, &c, 1) == 1 && c == '{' ? 0 : 5);
+	}
+	int st = 0;
+	if (waitpid(p, &st, 0) != p || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st) == 0 ? 1 : WEXITSTATUS(st) == 1 ? 0 : -1;
+}
+
+/* A group of this machine other than root's, for the socket's group. */
+static bool other_group(gid_t *gid, std::string *name)
+{
+	for (const char *n : {"daemon", "nogroup", "users", "adm"}) {
+		struct group *g = getgrnam(n);
+		if (g && g->gr_gid != 0) {
+			*gid = g->gr_gid;
+			*name = n;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Stats_Socket_Mode = 0660 without a group: the mode as asked, root's group. */
+TEST_F(StatsSocket, ModeApplied)
+{
+	OwnDir d;
+	ASSERT_FALSE(d.path.empty());
+	std::string path = d.path + "/stats.sock";
+	GaneshaServer g;
+	std::string err;
+	ASSERT_TRUE(start_at(g, path, &err, "\tStats_Socket_Mode = 0660;\n")) << err;
+	struct stat st;
+	ASSERT_EQ(lstat(path.c_str(), &st), 0) << g.logs();
+	EXPECT_TRUE(S_ISSOCK(st.st_mode));
+	EXPECT_EQ(st.st_mode & 07777, 0660u) << "mode " << std::oct << (st.st_mode & 07777);
+	EXPECT_EQ(st.st_uid, geteuid());
+	EXPECT_EQ(st.st_gid, getegid());
+	Json j;
+	std::string raw;
+	EXPECT_TRUE(nfsc::read_stats(path, &j, &raw, &err)) << err;
+}
+
+/*
+ * Stats_Socket_Group = <a group> with Stats_Socket_Mode = 0660: the socket
+ * is that group's, a process of that group (uid nobody) reads the answer,
+ * and one of another group is refused. With the default mode (0600) the
+ * same group member is refused: root only by default.
+ */
+TEST_F(StatsSocket, GroupApplied)
+{
+	gid_t gid;
+	std::string gname;
+	if (geteuid() != 0)
+		GTEST_SKIP() << "checking access as another user needs root";
+	if (!other_group(&gid, &gname))
+		GTEST_SKIP() << "no group other than root's on this machine";
+	const uid_t nobody = 65534;
+	OwnDir d;
+	ASSERT_FALSE(d.path.empty());
+	/* the test's directory: others may pass through to the socket */
+	ASSERT_EQ(chmod(d.path.c_str(), 0711), 0);
+	std::string path = d.path + "/stats.sock";
+	{
+		GaneshaServer g;
+		std::string err;
+		ASSERT_TRUE(start_at(g, path, &err,
+				     "\tStats_Socket_Mode = 0660;\n\tStats_Socket_Group = " + gname +
+					 ";\n"))
+		    << err;
+		struct stat st;
+		ASSERT_EQ(lstat(path.c_str(), &st), 0) << g.logs();
+		EXPECT_EQ(st.st_gid, gid) << "group " << st.st_gid << ", not " << gname;
+		EXPECT_EQ(st.st_mode & 07777, 0660u) << "mode " << std::oct << (st.st_mode & 07777);
+		EXPECT_EQ(connect_as(path, nobody, gid), 1) << "a member of " << gname << " refused";
+		EXPECT_EQ(connect_as(path, nobody, gid + 1), 0) << "a non-member got in";
+		EXPECT_TRUE(g.stop());
+	}
+	{
+		GaneshaServer g;
+		std::string err;
+		ASSERT_TRUE(start_at(g, path, &err)) << err;
+		struct stat st;
+		ASSERT_EQ(lstat(path.c_str(), &st), 0) << g.logs();
+		EXPECT_EQ(st.st_mode & 07777, 0600u);
+		EXPECT_EQ(connect_as(path, nobody, gid), 0) << "the default lets a non-root user in";
+	}
+}
+
+/*
+ * A mode that is not read/write bits with the owner's, and a group that
+ * does not exist, are each named with their line; the RDMA block is then
+ * not served (like every bad value) and nothing is made at the path.
+ */
+TEST_F(StatsSocket, BadModeOrGroupReported)
+{
+	OwnDir d;
+	ASSERT_FALSE(d.path.empty());
+	std::string path = d.path + "/stats.sock";
+	const struct {
+		const char *line, *needle;
+	} bad[] = {
+	    {"Stats_Socket_Mode = 0777;", "Stats_Socket_Mode: \"0777\" is not a socket mode"},
+	    {"Stats_Socket_Mode = 0066;", "Stats_Socket_Mode: \"0066\" is not a socket mode"},
+	    {"Stats_Socket_Mode = 0x1b0;", "Stats_Socket_Mode: \"0x1b0\" is not a socket mode"},
+	    {"Stats_Socket_Group = rpcrdma-no-such-group;",
+	     "Stats_Socket_Group: \"rpcrdma-no-such-group\" is not a group"},
+	};
+	for (const auto &b : bad) {
+		GaneshaServer g;
+		std::string err;
+		EXPECT_FALSE(start_at(g, path, &err, std::string("\t") + b.line + "\n")) << b.line;
+		EXPECT_NE(err.find(b.needle), std::string::npos) << b.line << ":\n" << err;
+		EXPECT_NE(err.find("(line "), std::string::npos) << err;
+		EXPECT_NE(err.find("RDMA not served"), std::string::npos) << err;
+		struct stat st;
+		EXPECT_NE(lstat(path.c_str(), &st), 0) << b.line << ": a socket was made";
+	}
 }
 
 } // namespace

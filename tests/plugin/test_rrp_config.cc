@@ -61,6 +61,8 @@ TEST(RrpConfig, DefaultsMatchTheSample)
 	EXPECT_EQ(c.workers, 8u);
 	EXPECT_EQ(c.payload_pool_mb, 80u);
 	EXPECT_STREQ(c.stats_socket, "/run/rpcrdma/stats.sock");
+	EXPECT_EQ(c.stats_socket_mode, 0600u); /* root only */
+	EXPECT_STREQ(c.stats_socket_group, "");
 	EXPECT_EQ(c.nfs_port, 2049);
 }
 
