@@ -111,17 +111,14 @@ int rrp_version_check(const struct rrp_version_expect *e, char *why, size_t len)
 	soname_stem(e->ganesha_soname, stem, sizeof(stem));
 	loaded(stem, ganesha, sizeof(ganesha));
 
-	if (!dlvsym(RTLD_DEFAULT, "svc_init", e->ntirpc_tag) || strcmp(ntirpc, e->ntirpc_soname)) {
-		snprintf(why, len, "built for ntirpc %s (%s), found %s", e->ntirpc_tag,
-			 e->ntirpc_soname, ntirpc[0] ? ntirpc : "no libntirpc");
-		return -1;
-	}
-	if (strcmp(ganesha, e->ganesha_soname)) {
-		snprintf(why, len, "built for ganesha %s, found %s", e->ganesha_soname,
-			 ganesha[0] ? ganesha : "no libganesha_nfsd");
-		return -1;
-	}
-	return 0;
+	if (dlvsym(RTLD_DEFAULT, "svc_init", e->ntirpc_tag) && !strcmp(ntirpc, e->ntirpc_soname) &&
+	    !strcmp(ganesha, e->ganesha_soname))
+		return 0;
+	/* Both sides in full, whichever differs: what an admin compares. */
+	snprintf(why, len, "built for %s with %s (%s), found %s with %s", e->ganesha_soname,
+		 e->ntirpc_soname, e->ntirpc_tag, ganesha[0] ? ganesha : "no libganesha_nfsd",
+		 ntirpc[0] ? ntirpc : "no libntirpc");
+	return -1;
 }
 
 static bool version_ok;

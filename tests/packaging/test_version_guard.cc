@@ -26,7 +26,7 @@ TEST(VersionGuard, OtherNtirpcSymbolVersionRefused)
 	struct rrp_version_expect e = {"NTIRPC_0.1", SO, SO};
 	char why[256] = "";
 	EXPECT_EQ(rrp_version_check(&e, why, sizeof(why)), -1);
-	EXPECT_EQ(std::string(why), "built for ntirpc NTIRPC_0.1 (" SO "), found " SO);
+	EXPECT_EQ(std::string(why), "built for " SO " with " SO " (NTIRPC_0.1), found " SO " with " SO);
 }
 
 TEST(VersionGuard, OtherNtirpcSonameRefused)
@@ -42,11 +42,11 @@ TEST(VersionGuard, OtherOrMissingGaneshaRefused)
 	struct rrp_version_expect e = {TAG, SO, "libntirpc.so.9.9"};
 	char why[256] = "";
 	EXPECT_EQ(rrp_version_check(&e, why, sizeof(why)), -1);
-	EXPECT_EQ(std::string(why), "built for ganesha libntirpc.so.9.9, found " SO);
+	EXPECT_EQ(std::string(why), "built for libntirpc.so.9.9 with " SO " (" TAG "), found " SO " with " SO);
 
 	struct rrp_version_expect g = {TAG, SO, "libganesha_nfsd.so.4.3"};
 	EXPECT_EQ(rrp_version_check(&g, why, sizeof(why)), -1);
-	EXPECT_EQ(std::string(why), "built for ganesha libganesha_nfsd.so.4.3, found no libganesha_nfsd");
+	EXPECT_EQ(std::string(why), "built for libganesha_nfsd.so.4.3 with " SO " (" TAG "), found no libganesha_nfsd with " SO);
 }
 
 TEST(VersionGuard, BuiltInExpectationNeedsGanesha)
@@ -56,7 +56,7 @@ TEST(VersionGuard, BuiltInExpectationNeedsGanesha)
 	EXPECT_FALSE(rrp_version_ok());
 	EXPECT_FALSE(rrp_version_ok());
 	std::string err = testing::internal::GetCapturedStderr();
-	EXPECT_EQ(err, "rpcrdma: version mismatch: built for ganesha libganesha_nfsd.so." RPCRDMA_GANESHA_VERSION
-		       ", found no libganesha_nfsd: plugin inactive, RDMA not served, ganesha runs "
-		       "without it\n");
+	EXPECT_EQ(err, "rpcrdma: version mismatch: built for libganesha_nfsd.so." RPCRDMA_GANESHA_VERSION
+		       " with " SO " (" TAG "), found no libganesha_nfsd with " SO ": plugin inactive, "
+		       "RDMA not served, ganesha runs without it\n");
 }
