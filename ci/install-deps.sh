@@ -1,6 +1,9 @@
 #!/bin/sh
-# Install every build and test dependency of rpcrdma on a fresh Debian 12.
-# Idempotent; run as root (CI) or through sudo.
+# Install every build and test dependency of rpcrdma on a fresh Debian 12 (ganesha 4.3), Debian 12
+# with bookworm-backports in apt's sources (ganesha 5.9 and ntirpc 5.8 from backports) or Debian 13
+# (ganesha 6.5, ntirpc 6.3). Idempotent; run as root (CI, ci/release-root.sh) or through sudo.
+# This is the one list of packages: ci/release-root.sh builds its roots by running this script inside
+# them, and rebuilds a root when this file changes.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -12,20 +15,51 @@ SUDO=""
 # also apt-get downloads (never installs) linux-image-amd64 and nfs-kernel-server. fio: the VM bench
 # (RPCRDMA_VM_ONLY=bench) runs the host's fio in the guest through its chroot of the host root.
 # lintian: ci/package-test.sh fails the package on any lintian error or warning.
+# The clang runtime (sanitizers) and the ganesha/ntirpc packages are added below: their names or
+# their suite depend on the release.
 PKGS="
  build-essential cmake pkg-config git
- clang libclang-rt-14-dev llvm
+ clang llvm
  libgtest-dev
  rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
  liburcu-dev
- libntirpc-dev libntirpc4.3
- nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs
- nfs-ganesha-gluster glusterfs-server
+ glusterfs-server
  rpcbind nfs-common iproute2 procps psmisc python3
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils fio
  lintian
 "
+# The ganesha host: libntirpc-dev pulls the matching runtime (libntirpc4.3, 5.8 or 6.3).
+GANESHA_PKGS="libntirpc-dev nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs nfs-ganesha-gluster"
+
 $SUDO apt-get update -q
+
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+
+# Candidate version of a package as apt would install it ("" when none).
+candidate() {
+	apt-cache policy "$1" | sed -n 's/^ *Candidate: *//p' | sed 's/^(none)$//'
+}
+
+# clang's runtime library package carries clang's major version (libclang-rt-14-dev on Debian 12,
+# libclang-rt-19-dev on Debian 13): take it from the clang that apt will install.
+clang_major=$(candidate clang | sed 's/^[0-9]*://; s/[^0-9].*//')
+[ -n "$clang_major" ] || { echo "install-deps: apt has no clang candidate" >&2; exit 1; }
+PKGS="$PKGS libclang-rt-$clang_major-dev"
+
+# Debian 12 with bookworm-backports in apt's sources: ganesha 5.9 and ntirpc 5.8 from backports, for
+# exactly these packages (pkg/suite; apt then takes their new dependencies, libntirpc5.8, from the
+# same suite). Everything else stays on bookworm. Without backports: 4.3, as before.
+suite=""
+if [ "$codename" = bookworm ] &&
+   apt-cache policy nfs-ganesha | grep -q ' bookworm-backports/'; then
+	suite=/bookworm-backports
+fi
+for p in $GANESHA_PKGS; do
+	PKGS="$PKGS $p$suite"
+done
+
+from=${suite#/}
+echo "install-deps: Debian ${codename:-unknown}, clang $clang_major, ganesha from ${from:-$codename}" >&2
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $PKGS
