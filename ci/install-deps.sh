@@ -15,6 +15,7 @@ SUDO=""
 # also apt-get downloads (never installs) linux-image-amd64 and nfs-kernel-server. fio: the VM bench
 # (RPCRDMA_VM_ONLY=bench) runs the host's fio in the guest through its chroot of the host root.
 # lintian: ci/package-test.sh fails the package on any lintian error or warning.
+# debootstrap: the release roots of other ganesha releases (ci/release-root.sh).
 # The clang runtime (sanitizers) and the ganesha/ntirpc packages are added below: their names or
 # their suite depend on the release.
 PKGS="
@@ -28,6 +29,7 @@ PKGS="
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils fio
  lintian
+ debootstrap
 "
 # The ganesha host: libntirpc-dev pulls the matching runtime (libntirpc4.3, 5.8 or 6.3).
 GANESHA_PKGS="libntirpc-dev nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs nfs-ganesha-gluster"

@@ -4,8 +4,11 @@
 #      build/bench-quick.md, no thresholds);
 #   2. clang build with ASan+UBSan(+LSan) and the libFuzzer targets, every suite
 #      again plus the fuzzers for a bounded time (RPCRDMA_FUZZ_SECONDS each);
-#   3. the interop VM suite (ci/vm/run.sh), when present.
-# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_VM=1 to skip step 3.
+#   3. ganesha 6.5 in its Debian 13 release root (ci/release-root.sh):
+#      the plugin, backchannel and packaging areas and the demo;
+#   4. the interop VM suite (ci/vm/run.sh), when present.
+# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_RELEASES=1 step 3,
+# RPCRDMA_SKIP_VM=1 step 4.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -44,6 +47,27 @@ for log in build-asan/tests/*/*.corpus.log; do
 	runs=$(grep -o 'Done [0-9]* runs' "$log" | tail -1)
 	echo "$(basename "$log" .corpus.log): ${runs:-no summary}, 0 crashes (a crash fails ctest above)"
 done
+
+if [ "${RPCRDMA_SKIP_RELEASES:-0}" != 1 ]; then
+	# ganesha 6.5 (Debian 13) in its release root (debootstrap, cached in
+	# /var/cache/rpcrdma-roots): the plugin built against it, the areas that
+	# run real ganesha, the demo; and the 4.3 plugin of stage 1 preloaded into
+	# ganesha 6.5 (a forced install of the wrong package) must leave it alone.
+	echo "== ganesha 6.5 release root (trixie): build, ctest plugin/backchannel/packaging, demo"
+	ci/release-root.sh trixie -- sh -c "
+		set -e
+		cmake -S . -B build-trixie -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRPCRDMA_LTO=OFF >/dev/null
+		cmake --build build-trixie -j$jobs >/dev/null
+		RR_BC_REQUIRE_DELEG=1 RPCRDMA_OTHER_RELEASE_SO=$PWD/build/src/plugin/librpcrdma_ganesha.so \
+			RPCRDMA_OTHER_RELEASE_GANESHA=4.3 \
+			ctest --test-dir build-trixie --output-on-failure -j$jobs --timeout 300 \
+			-L 'plugin|backchannel|packaging' -E '^package_test\$'
+		BUILD=build-trixie RPCRDMA_SKIP_DEPS=1 ci/demo.sh"
+	echo "== the 6.5 plugin preloaded into ganesha 4.3 (host)"
+	RPCRDMA_OTHER_RELEASE_SO=$PWD/build-trixie/src/plugin/librpcrdma_ganesha.so \
+		RPCRDMA_OTHER_RELEASE_GANESHA=6.5 \
+		ctest --test-dir build --output-on-failure -R OtherReleasesPlugin
+fi
 
 if [ "${RPCRDMA_SKIP_VM:-0}" != 1 ]; then
 	echo "== interop VM suite (ctest -L interop: ci/vm/run.sh)"
