@@ -39,6 +39,9 @@ struct fab_srq;		/* shared receive queue, on one protection domain */
 /* Provider capabilities (fab_caps). */
 enum fab_cap {
 	FAB_CAP_SEND_WITH_INV = 1u << 0,	/* remote invalidate supported */
+	/* an IPv6 listener may share the port of an IPv4 one (rdma_cm binds
+	 * them apart); without it one listener serves what its address says */
+	FAB_CAP_V6_LISTENER = 1u << 1,
 };
 
 enum fab_access {

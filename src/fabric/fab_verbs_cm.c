@@ -725,7 +725,7 @@ int fab_verbs_open(struct fab_fabric **out)
 
 const struct fab_ops fab_verbs_ops = {
     .name = "verbs",
-    .caps = FAB_CAP_SEND_WITH_INV,
+    .caps = FAB_CAP_SEND_WITH_INV | FAB_CAP_V6_LISTENER,
     .close = vb_close,
     .channel_create = vb_channel_create,
     .channel_destroy = vb_channel_destroy,

@@ -161,7 +161,7 @@ void rrp_plugin_start(void)
 		return;
 	}
 	rr_set_log_sink(engine_log);
-	rrp.listeners_wanted = rrp.cfg.listen_addr_v6[0] && strcmp(rrp.cfg.fabric, "soft") ? 2 : 1;
+	rrp.listeners_wanted = 1;
 	ret = fab_open(rrp.cfg.fabric, &rrp.fab);
 	if (ret) {
 		rrp_log("fabric %s unavailable: %s: RDMA not served",
@@ -169,7 +169,6 @@ void rrp_plugin_start(void)
 		/* The stats socket still tells admins and monitors why. */
 		snprintf(rrp.start_why[0], sizeof(rrp.start_why[0]),
 			 "fabric %.16s unavailable: %.80s", rrp.cfg.fabric, fab_last_error());
-		rrp.listeners_wanted = 1;
 		if (rrp.cfg.stats_socket[0])
 			rrp_stats_start(rrp.cfg.stats_socket);
 		return;
@@ -186,14 +185,15 @@ void rrp_plugin_start(void)
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)
 		pthread_create(&rrp.workers[i], NULL, rrp_worker_main, NULL);
 
-	if (!strcmp(rrp.cfg.fabric, "soft") && rrp.cfg.soft_socket[0])
+	/* Soft_Socket: the soft fabric on a unix socket (tests, the demo) */
+	if (rrp.cfg.soft_socket[0])
 		snprintf(addr, sizeof(addr), "unix:%s", rrp.cfg.soft_socket);
-	else if (!strcmp(rrp.cfg.fabric, "soft"))
-		snprintf(addr, sizeof(addr), "tcp:%s:%u", rrp.cfg.listen_addr, rrp.cfg.port);
 	else
 		snprintf(addr, sizeof(addr), "%s:%u", rrp.cfg.listen_addr, rrp.cfg.port);
+	if (rrp.cfg.listen_addr_v6[0] && (fab_caps(rrp.fab) & FAB_CAP_V6_LISTENER))
+		rrp.listeners_wanted = 2;
 	start_server(addr, 0);
-	if (rrp.cfg.listen_addr_v6[0] && strcmp(rrp.cfg.fabric, "soft")) {
+	if (rrp.listeners_wanted == 2) {
 		snprintf(addr, sizeof(addr), "[%s]:%u", rrp.cfg.listen_addr_v6, rrp.cfg.port);
 		start_server(addr, 1);
 	}
