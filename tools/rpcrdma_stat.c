@@ -698,17 +698,23 @@ static void print_server(const struct jval *root)
 	const struct jval *h = jget(root, "health");
 	const struct jval *serving = jget(h, "serving");
 	const struct jval *why = jget(h, "why");
-	unsigned long long v;
+	unsigned long long v, v2;
 	struct words w;
 	char b[32];
 
 	words_start(&w, "rpcrdma:");
-	if (serving && serving->type == J_BOOL)
-		words_add(&w, "%s", serving->b ? "serving" : "NOT SERVING");
-	if (listen && listen->type == J_ARR)
-		for (const struct jval *l = listen->child; l; l = l->next)
-			if (l->type == J_STR)
-				words_add(&w, "on %s", l->str);
+	if (serving && serving->type == J_BOOL) {
+		char on[256] = "";
+		size_t n = 0;
+
+		/* "serving on A and B" */
+		if (listen && listen->type == J_ARR)
+			for (const struct jval *l = listen->child; l && n < sizeof(on); l = l->next)
+				if (l->type == J_STR)
+					n += (size_t)snprintf(on + n, sizeof(on) - n, "%s%s",
+							      n ? " and " : " on ", l->str);
+		words_add(&w, "%s%s", serving->b ? "serving" : "NOT SERVING", on);
+	}
 	words_add(&w, "fabric %s", fabric && fabric->type == J_STR ? fabric->str : "?");
 	if (jcount(srv, "uptime_s", &v)) {
 		fmt_uptime(b, sizeof(b), v);
@@ -733,14 +739,12 @@ static void print_server(const struct jval *root)
 			fmt_bytes(b, sizeof(b), v);
 			words_add(&w, "budget %s", v ? b : "none");
 		}
-		if (jcount(set, "max_connections", &v))
-			words_add(&w, "max %llu conns", v);
-		if (jcount(set, "max_connections_per_peer", &v))
-			words_add(&w, "%llu per peer", v);
+		/* caps: connections in all (per peer address; 0: no cap) */
+		if (jcount(set, "max_connections", &v) &&
+		    jcount(set, "max_connections_per_peer", &v2))
+			words_add(&w, "conns %llu (%llu/peer)", v, v2);
 		if (jcount(set, "max_rdma_read_depth", &v))
 			words_add(&w, "read depth %llu", v);
-		if (jcount(set, "workers", &v))
-			words_add(&w, "%llu workers", v);
 		words_end(&w);
 	}
 }
@@ -776,14 +780,14 @@ static void print_table(const struct jval *root, struct history *hist, double no
 		v2 = 0;
 		jcount(global, "conns_refused_peer", &v2);
 		jcount(global, "conns_refused_mem", &mem);
-		words_add(&w, "%llu refused (%llu at the per-peer cap, %llu budget)", v, v2, mem);
+		words_add(&w, "%llu refused (peer cap %llu, budget %llu)", v, v2, mem);
 	}
 	if (jcount(global, "conns_failed", &v))
 		words_add(&w, "%llu failed", v);
 	if (jcount(global, "conns_timed_out", &v))
 		words_add(&w, "%llu timed out", v);
 	if (jcount(global, "disconnects", &v))
-		words_add(&w, "%llu disconnects", v);
+		words_add(&w, "%llu closed", v);
 	words_end(&w);
 	if (plugin && plugin->type == J_OBJ) {
 		/* Whatever counters the plugin reports, in its order. */
@@ -791,7 +795,10 @@ static void print_table(const struct jval *root, struct history *hist, double no
 		for (const struct jval *m = plugin->child; m; m = m->next)
 			if (m->type == J_NUM && m->is_uint) {
 				/* one item per counter, no comma: "requests 100 dropped 0" */
-				if (w.col + 2 + (int)strlen(m->key) + 20 > TABLE_WIDTH) {
+				char num[24];
+				int len = snprintf(num, sizeof(num), "%llu", m->u);
+
+				if (w.col + 2 + (int)strlen(m->key) + len > TABLE_WIDTH) {
 					printf("\n ");
 					w.col = 1;
 				}

@@ -75,6 +75,7 @@ int rrp_stats_start(const char *path);
  */
 #define RRP_NFS_VERS(major, minor) ((major) << 8 | (minor))
 struct rrp_client {
+	uintptr_t conn_id;		/* rr_conn_id: joins rr_conn_snap */
 	char peer[RR_CONN_PEER_MAX];
 	_Atomic uint32_t nfs;		/* RRP_NFS_VERS + 1 of the last NFS Call; 0: none yet */
 	_Atomic uint64_t clientid;	/* NFSv4.1+: from SEQUENCE's sessionid; 0: unknown */
@@ -89,6 +90,7 @@ void rrp_client_unlist(struct rrp_client *cl);
 /* A copy of every listed client (peer and values), freed by the caller;
  * returns how many, or -ENOMEM. */
 struct rrp_client_snap {
+	uintptr_t conn_id;
 	char peer[RR_CONN_PEER_MAX];
 	uint32_t nfs;
 	uint64_t clientid;

@@ -46,7 +46,8 @@ static ino_t sock_ino;
 static struct timespec started;
 
 /* Per-client records (rrp_client), listed by the event threads at
- * conn_up/conn_down and copied by the stats thread. */
+ * conn_up/conn_down and copied by the stats thread; joined to the engine's
+ * connections by rr_conn_id (a peer string need not be unique). */
 static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rrp_client *clients;
 static uint32_t nclients;
@@ -83,6 +84,7 @@ long rrp_clients_snapshot(struct rrp_client_snap **out)
 	pthread_mutex_lock(&clients_lock);
 	s = calloc(nclients + 1, sizeof(*s));
 	for (struct rrp_client *c = clients; s && c; c = c->next, n++) {
+		s[n].conn_id = c->conn_id;
 		snprintf(s[n].peer, sizeof(s[n].peer), "%s", c->peer);
 		s[n].nfs = atomic_load_explicit(&c->nfs, memory_order_relaxed);
 		s[n].clientid = atomic_load_explicit(&c->clientid, memory_order_relaxed);
@@ -99,10 +101,10 @@ long rrp_clients_snapshot(struct rrp_client_snap **out)
 }
 
 static const struct rrp_client_snap *client_find(const struct rrp_client_snap *c, long n,
-						 const char *peer)
+						 uintptr_t id)
 {
 	for (long i = 0; i < n; i++)
-		if (!strcmp(c[i].peer, peer))
+		if (c[i].conn_id == id)
 			return &c[i];
 	return NULL;
 }
@@ -244,7 +246,7 @@ static int build_json(char **buf, size_t *len)
 		}
 		for (long k = 0; k < n; k++) {
 			fprintf(f, "%s{\"peer\":\"%s\",", first ? "" : ",", s[k].peer);
-			put_client(f, client_find(cl, ncl, s[k].peer));
+			put_client(f, client_find(cl, ncl, s[k].id));
 			put_stats(f, &s[k].st);
 			fputc('}', f);
 			first = false;

@@ -400,6 +400,7 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	/* ganesha's NFS rendezvous sets process_cb (nfs_rpc_valid_NFS). */
 	rrp_host.nfs_rendezvous(&x->xprt);
 	rr_conn_set_upper(conn, x);
+	x->client.conn_id = rr_conn_id(conn);
 	snprintf(x->client.peer, sizeof(x->client.peer), "%s", x->peer);
 	rrp_client_list(&x->client);
 	return x;

@@ -183,6 +183,11 @@ int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov,
 /* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
 uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
 const char *rr_conn_peer(const struct rr_conn *conn);
+/* The key rr_conn_snap.id carries for @conn. */
+static inline uintptr_t rr_conn_id(const struct rr_conn *conn)
+{
+	return (uintptr_t)conn;
+}
 struct sockaddr_storage;
 int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
 		  struct sockaddr_storage *remote);
@@ -234,6 +239,9 @@ void rr_server_foreach_conn(struct rr_server *srv,
  */
 #define RR_CONN_PEER_MAX 80
 struct rr_conn_snap {
+	/* The connection as a key that matches rr_conn_id(): peers need not be
+	 * unique (the soft fabric's unix socket); never to be dereferenced. */
+	uintptr_t id;
 	char peer[RR_CONN_PEER_MAX];
 	struct rr_stats st;
 };

@@ -190,7 +190,7 @@ TEST(RpcrdmaStat, TableFromFakeServer)
 	RunResult r = run("--wide -s " + fake.path());
 	ASSERT_EQ(r.status, 0) << r.out;
 	EXPECT_TRUE(has_line(r.out, {"fabric soft"})) << r.out;
-	EXPECT_TRUE(has_line(unwrap(r.out), {"2 open", "3 accepted", "1 disconnects"})) << r.out;
+	EXPECT_TRUE(has_line(unwrap(r.out), {"2 open", "3 accepted", "1 closed"})) << r.out;
 	EXPECT_TRUE(has_line(unwrap(r.out),
 			     {"requests 100", "dropped 0", "replies_failed 0", "workers 8"}))
 		<< r.out;
@@ -426,16 +426,16 @@ TEST(RpcrdmaStat, DefaultTableShowsServerAndClients)
 	FakeStats fake([](int) { return with_clients(); });
 	RunResult r = run("-s " + fake.path());
 	ASSERT_EQ(r.status, 0) << r.out;
-	EXPECT_TRUE(has_line(r.out, {"rpcrdma:", "serving", "on tcp:127.0.0.1:20049", "fabric soft",
+	EXPECT_TRUE(has_line(r.out, {"rpcrdma:", "serving on tcp:127.0.0.1:20049", "fabric soft",
 				     "up 1h01m01s"}))
 		<< r.out;
 	EXPECT_TRUE(has_line(unwrap(r.out), {"settings:", "credits 64", "inline 4096",
-				     "SRQ on (depth 1024)", "budget 2.0G", "max 1024 conns",
-				     "64 per peer", "read depth 16", "8 workers"}))
+				     "SRQ on (depth 1024)", "budget 2.0G",
+				     "conns 1024 (64/peer)", "read depth 16"}))
 		<< r.out;
 	EXPECT_TRUE(has_line(unwrap(r.out), {"connections:", "2 open", "9 accepted",
-				     "4 refused (1 at the per-peer cap, 2 budget)", "1 failed",
-				     "0 timed out", "7 disconnects"}))
+				     "4 refused (peer cap 1, budget 2)", "1 failed",
+				     "0 timed out", "7 closed"}))
 		<< r.out;
 	EXPECT_TRUE(has_line(r.out, {"PEER", "NFS", "CLIENTID", "CRED", "CALLS", "BYTES_IN",
 				     "BYTES_OUT", "RDMA_RD", "RDMA_WR", "ERRS"}))
