@@ -227,11 +227,12 @@ done
 step "rpcrdma-stat -s $work/stats.sock"
 out=$(rpcrdma-stat -s "$work/stats.sock") || fail "rpcrdma-stat failed"
 echo "$out" | sed 's/^/   /'
-echo "$out" | grep -q "^rpcrdma: fabric soft, 0 connections" || fail "unexpected table"
+echo "$out" | grep -q "^rpcrdma: serving on .*, fabric soft" || fail "unexpected table"
+echo "$out" | grep -q "^connections: 0 open" || fail "unexpected connection count"
 echo "$out" | grep -q "^TOTAL " || fail "no TOTAL row"
 json=$(rpcrdma-stat --json -s "$work/stats.sock") || fail "rpcrdma-stat --json failed"
 case $json in
-'{"fabric":"soft","global":{'*'"connections":[],"health":{"serving":true,'*'}}') ;;
+'{"fabric":"soft","server":{'*'"global":{'*'"connections":[],"health":{"serving":true,'*'}}') ;;
 *) fail "unexpected JSON: $json" ;;
 esac
 echo "   --json: $(printf %s "$json" | cut -c1-100)..."

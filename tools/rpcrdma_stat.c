@@ -4,13 +4,16 @@
  *
  * The plugin's stats socket (RDMA { Stats_Socket }, default
  * /run/rpcrdma/stats.sock, root only) answers every connection with one JSON
- * object and closes it:
- *   {"fabric":"..","global":{counters},"plugin":{requests,dropped,
- *    replies_failed,workers},"connections":[{"peer":"..",counters..},..]}
- * (counters: RR_STATS_FIELDS in src/rpcrdma/rr_xprt.h). This tool prints it
- * as a table, or raw (--json), or refreshed every N seconds with per-second
- * rates (--watch). The JSON is read with the small parser below: no
- * dependency beyond libc.
+ * object and closes it (rrp_stats.c):
+ *   {"fabric":"..","server":{"listen":[..],"uptime_s":..,"settings":{..}},
+ *    "global":{counters},"plugin":{counters,"workers":..},
+ *    "connections":[{"peer":"..","nfs":"4.1","clientid":"..",counters..},..],
+ *    "health":{..}}
+ * (counters: src/rpcrdma/rr_counters.def, compiled in for --counters). This
+ * tool prints it as a table of clients that fits 100 columns, or the
+ * engine's counters (--wide), or raw (--json), or refreshed every N seconds
+ * with per-second rates (--watch). The JSON is read with the small parser
+ * below: no dependency beyond libc.
  *
  * --check is for monitors (Nagios-style exit codes), from the "health"
  * object: 0 RDMA served on every configured listener; 1 degraded (served,
@@ -20,6 +23,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +33,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "rpcrdma/rr_counters.def"
 
 #define DEFAULT_SOCKET "/run/rpcrdma/stats.sock"
 /* Bounds on what we accept from the socket. */
@@ -407,32 +413,65 @@ static char *fetch(const char *path, size_t *len)
 
 /* ---- the table -------------------------------------------------------- */
 
-enum col_kind { C_COUNT, C_BYTES };
+/* The default view must fit this many columns (issue: an 80-100 column
+ * terminal); --wide shows more counters and may not. */
+#define TABLE_WIDTH 100
+
+enum col_kind {
+	C_COUNT,	/* a counter */
+	C_BYTES,	/* a byte counter, shown with K/M/G */
+	C_STR,		/* a string member ("nfs", "clientid") */
+	C_SUM,		/* the sum of the counters named in field, '+' between */
+};
 
 struct column {
 	const char *head;
 	const char *field;
 	enum col_kind kind;
+	int width;
 	bool rate; /* shown per second under --watch */
 };
 
-/* One row per connection and a total row from "global". */
-static const struct column columns[] = {
-    {"CREDITS", "credit_grant", C_COUNT, false},
-    {"CALLS", "calls", C_COUNT, true},
-    {"INLINE", "replies_inline", C_COUNT, false},
-    {"REPLY_CH", "replies_reply_chunk", C_COUNT, false},
-    {"WRITE_CH", "replies_write_chunk", C_COUNT, false},
-    {"RDMA_RD", "rdma_read_bytes", C_BYTES, true},
-    {"RDMA_WR", "rdma_write_bytes", C_BYTES, true},
-    {"ERR_CHUNK", "err_chunk_sent", C_COUNT, false},
-    {"ERR_VERS", "err_vers_sent", C_COUNT, false},
-    {"REGS", "registrations", C_COUNT, false},
-    {"RECV_MEM", "recv_mem_bytes", C_BYTES, false},
-    {"BC_CALLS", "bc_calls", C_COUNT, false},
+/*
+ * The default view: one row per client. ERRS sums what went wrong for it:
+ * ERR_CHUNK and ERR_VERS answers and messages dropped without an answer.
+ */
+static const struct column client_columns[] = {
+    {"NFS", "nfs", C_STR, 3, false},
+    {"CLIENTID", "clientid", C_STR, 16, false},
+    {"CRED", "credit_grant", C_COUNT, 4, false},
+    {"CALLS", "calls", C_COUNT, 7, true},
+    {"BYTES_IN", "call_bytes", C_BYTES, 8, true},
+    {"BYTES_OUT", "reply_bytes", C_BYTES, 9, true},
+    {"RDMA_RD", "rdma_read_bytes", C_BYTES, 8, false},
+    {"RDMA_WR", "rdma_write_bytes", C_BYTES, 8, false},
+    {"ERRS", "err_chunk_sent+err_vers_sent+dropped", C_SUM, 6, false},
 };
-#define NCOLS (sizeof(columns) / sizeof(columns[0]))
-#define PEER_WIDTH 24
+
+/* --wide: the engine's counters by Reply shape, as before. */
+static const struct column wide_columns[] = {
+    {"CREDITS", "credit_grant", C_COUNT, 9, false},
+    {"CALLS", "calls", C_COUNT, 9, true},
+    {"INLINE", "replies_inline", C_COUNT, 9, false},
+    {"REPLY_CH", "replies_reply_chunk", C_COUNT, 9, false},
+    {"WRITE_CH", "replies_write_chunk", C_COUNT, 9, false},
+    {"RDMA_RD", "rdma_read_bytes", C_BYTES, 9, true},
+    {"RDMA_WR", "rdma_write_bytes", C_BYTES, 9, true},
+    {"ERR_CHUNK", "err_chunk_sent", C_COUNT, 9, false},
+    {"ERR_VERS", "err_vers_sent", C_COUNT, 9, false},
+    {"REGS", "registrations", C_COUNT, 9, false},
+    {"RECV_MEM", "recv_mem_bytes", C_BYTES, 9, false},
+    {"BC_CALLS", "bc_calls", C_COUNT, 9, false},
+};
+#define MAX_COLS 16
+#define PEER_WIDTH 21
+#define WIDE_PEER_WIDTH 24
+
+struct view {
+	const struct column *cols;
+	size_t ncols;
+	int peer_width;
+};
 
 static void fmt_bytes(char *out, size_t size, unsigned long long v)
 {
@@ -451,23 +490,70 @@ static void fmt_bytes(char *out, size_t size, unsigned long long v)
 	snprintf(out, size, d < 10 ? "%.1f%c" : "%.0f%c", d, units[u]);
 }
 
+/* @v in @width characters: whole when it fits, else in thousands (k M G T P E). */
+static void fmt_count(char *out, size_t size, unsigned long long v, int width)
+{
+	static const char units[] = "kMGTPE";
+	double d = (double)v;
+	int u = -1;
+
+	if (snprintf(out, size, "%llu", v) <= width)
+		return;
+	while (d >= 1000 && u < 5) {
+		d /= 1000;
+		u++;
+	}
+	snprintf(out, size, d < 10 ? "%.1f%c" : "%.0f%c", d, units[u]);
+}
+
+/* A column's counter value; false when the answer lacks it (or part of a sum). */
+static bool col_value(const struct column *c, const struct jval *obj, unsigned long long *out)
+{
+	char name[64];
+	const char *f = c->field;
+
+	if (c->kind == C_STR)
+		return false;
+	if (c->kind != C_SUM)
+		return jcount(obj, f, out);
+	*out = 0;
+	while (*f) {
+		size_t n = strcspn(f, "+");
+		unsigned long long v;
+
+		snprintf(name, sizeof(name), "%.*s", (int)n, f);
+		if (!jcount(obj, name, &v))
+			return false;
+		*out += v;
+		f += n + (f[n] == '+');
+	}
+	return true;
+}
+
 static void fmt_cell(char *out, size_t size, const struct column *c, const struct jval *obj)
 {
 	unsigned long long v;
 
-	if (!jcount(obj, c->field, &v))
+	if (c->kind == C_STR) {
+		const struct jval *s = jget(obj, c->field);
+
+		/* cut to the column: the default view must stay within TABLE_WIDTH */
+		snprintf(out, size, "%.*s", c->width,
+			 s && s->type == J_STR && s->str[0] ? s->str : "-");
+	} else if (!col_value(c, obj, &v)) {
 		snprintf(out, size, "-");
-	else if (c->kind == C_BYTES)
+	} else if (c->kind == C_BYTES) {
 		fmt_bytes(out, size, v);
-	else
-		snprintf(out, size, "%llu", v);
+	} else {
+		fmt_count(out, size, v, c->width);
+	}
 }
 
 /* Counters of the previous sample, for --watch rates. */
 struct sample {
 	char *peer; /* NULL for the global row */
-	unsigned long long v[NCOLS];
-	bool have[NCOLS];
+	unsigned long long v[MAX_COLS];
+	bool have[MAX_COLS];
 };
 
 struct history {
@@ -494,33 +580,45 @@ static void hist_free(struct history *h)
 	h->n = 0;
 }
 
-static void print_head(bool rates)
+static void print_head(const struct view *vw, bool rates)
 {
-	printf("%-*s", PEER_WIDTH, "PEER");
-	for (size_t i = 0; i < NCOLS; i++) {
-		printf(" %9s", columns[i].head);
-		if (rates && columns[i].rate) {
+	printf("%-*s", vw->peer_width, "PEER");
+	for (size_t i = 0; i < vw->ncols; i++) {
+		const struct column *c = &vw->cols[i];
+
+		if (c->kind == C_STR)
+			printf(" %-*s", c->width, c->head);
+		else
+			printf(" %*s", c->width, c->head);
+		if (rates && c->rate) {
 			char h[32];
 
-			snprintf(h, sizeof(h), "%s/s", columns[i].head);
-			printf(" %9s", h);
+			snprintf(h, sizeof(h), "%s/s", c->head);
+			printf(" %*s", c->width, h);
 		}
 	}
 	printf("\n");
 }
 
 /* @rates: --watch columns; @dt: seconds since @prev (0: first sample). */
-static void print_row(const char *label, const struct jval *obj, bool rates,
-		      const struct sample *prev, double dt, struct sample *now)
+static void print_row(const struct view *vw, const char *label, const struct jval *obj,
+		      bool rates, const struct sample *prev, double dt, struct sample *now)
 {
-	printf("%-*s", PEER_WIDTH, label);
-	for (size_t i = 0; i < NCOLS; i++) {
-		const struct column *c = &columns[i];
-		char cell[32];
+	/* A peer wider than its column gets a line of its own (IPv6). */
+	if ((int)strlen(label) > vw->peer_width)
+		printf("%s\n%-*s", label, vw->peer_width, "");
+	else
+		printf("%-*s", vw->peer_width, label);
+	for (size_t i = 0; i < vw->ncols; i++) {
+		const struct column *c = &vw->cols[i];
+		char cell[64];
 
 		fmt_cell(cell, sizeof(cell), c, obj);
-		printf(" %9s", cell);
-		now->have[i] = jcount(obj, c->field, &now->v[i]);
+		if (c->kind == C_STR)
+			printf(" %-*s", c->width, cell);
+		else
+			printf(" %*s", c->width, cell);
+		now->have[i] = col_value(c, obj, &now->v[i]);
 		if (!rates || !c->rate)
 			continue;
 		if (dt > 0 && prev && prev->have[i] && now->have[i] && now->v[i] >= prev->v[i]) {
@@ -533,42 +631,183 @@ static void print_row(const char *label, const struct jval *obj, bool rates,
 		} else {
 			snprintf(cell, sizeof(cell), "-");
 		}
-		printf(" %9s", cell);
+		printf(" %*s", c->width, cell);
 	}
 	printf("\n");
 }
 
-static void print_table(const struct jval *root, struct history *hist, double now, bool watch)
+/* Header lines: items joined by ", ", wrapped before TABLE_WIDTH. */
+struct words {
+	int col;
+	bool first;
+};
+
+static void words_start(struct words *w, const char *label)
+{
+	w->col = printf("%s", label);
+	w->first = true;
+}
+
+static void words_add(struct words *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void words_add(struct words *w, const char *fmt, ...)
+{
+	char item[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(item, sizeof(item), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (!w->first && w->col + 2 + n > TABLE_WIDTH) {
+		printf(",\n ");
+		w->col = 1;
+	} else if (!w->first) {
+		w->col += printf(",");
+	}
+	w->col += printf(" %s", item);
+	w->first = false;
+}
+
+static void words_end(struct words *w)
+{
+	(void)w;
+	printf("\n");
+}
+
+static void fmt_uptime(char *out, size_t size, unsigned long long s)
+{
+	if (s >= 86400)
+		snprintf(out, size, "%llud%02lluh%02llum", s / 86400, s / 3600 % 24, s / 60 % 60);
+	else if (s >= 3600)
+		snprintf(out, size, "%lluh%02llum%02llus", s / 3600, s / 60 % 60, s % 60);
+	else if (s >= 60)
+		snprintf(out, size, "%llum%02llus", s / 60, s % 60);
+	else
+		snprintf(out, size, "%llus", s);
+}
+
+/* What is served, and with what settings (the "server" object). */
+static void print_server(const struct jval *root)
 {
 	const struct jval *fabric = jget(root, "fabric");
+	const struct jval *srv = jget(root, "server");
+	const struct jval *listen = jget(srv, "listen");
+	const struct jval *set = jget(srv, "settings");
+	const struct jval *h = jget(root, "health");
+	const struct jval *serving = jget(h, "serving");
+	const struct jval *why = jget(h, "why");
+	unsigned long long v, v2;
+	struct words w;
+	char b[32];
+
+	words_start(&w, "rpcrdma:");
+	if (serving && serving->type == J_BOOL) {
+		char on[256] = "";
+		size_t n = 0;
+
+		/* "serving on A and B" */
+		if (listen && listen->type == J_ARR)
+			for (const struct jval *l = listen->child; l && n < sizeof(on); l = l->next)
+				if (l->type == J_STR)
+					n += (size_t)snprintf(on + n, sizeof(on) - n, "%s%s",
+							      n ? " and " : " on ", l->str);
+		words_add(&w, "%s%s", serving->b ? "serving" : "NOT SERVING", on);
+	}
+	words_add(&w, "fabric %s", fabric && fabric->type == J_STR ? fabric->str : "?");
+	if (jcount(srv, "uptime_s", &v)) {
+		fmt_uptime(b, sizeof(b), v);
+		words_add(&w, "up %s", b);
+	}
+	words_end(&w);
+	if (serving && serving->type == J_BOOL && why && why->type == J_STR && why->str[0])
+		printf("down: %s\n", why->str);
+	if (set && set->type == J_OBJ) {
+		const struct jval *srq = jget(set, "use_srq");
+
+		words_start(&w, "settings:");
+		if (jcount(set, "credits", &v))
+			words_add(&w, "credits %llu", v);
+		if (jcount(set, "inline_size", &v))
+			words_add(&w, "inline %llu", v);
+		if (srq && srq->type == J_BOOL && srq->b && jcount(set, "srq_depth", &v))
+			words_add(&w, "SRQ on (depth %llu)", v);
+		else if (srq && srq->type == J_BOOL)
+			words_add(&w, "SRQ off");
+		if (jcount(set, "recv_mem_budget", &v)) {
+			fmt_bytes(b, sizeof(b), v);
+			words_add(&w, "budget %s", v ? b : "none");
+		}
+		/* caps: connections in all (per peer address; 0: no cap) */
+		if (jcount(set, "max_connections", &v) &&
+		    jcount(set, "max_connections_per_peer", &v2))
+			words_add(&w, "conns %llu (%llu/peer)", v, v2);
+		if (jcount(set, "max_rdma_read_depth", &v))
+			words_add(&w, "read depth %llu", v);
+		words_end(&w);
+	}
+}
+
+static void print_table(const struct jval *root, struct history *hist, double now, bool watch,
+			bool wide)
+{
+	static const struct view views[] = {
+	    {client_columns, sizeof(client_columns) / sizeof(client_columns[0]), PEER_WIDTH},
+	    {wide_columns, sizeof(wide_columns) / sizeof(wide_columns[0]), WIDE_PEER_WIDTH},
+	};
+	const struct view *vw = &views[wide];
 	const struct jval *global = jget(root, "global");
 	const struct jval *plugin = jget(root, "plugin");
 	const struct jval *conns = jget(root, "connections");
 	double dt = watch && hist->s ? now - hist->when : 0;
 	struct history next = {0};
-	unsigned long long v;
+	unsigned long long v, v2;
 	size_t nconn = 0;
+	struct words w;
 
 	if (conns && conns->type == J_ARR)
 		for (const struct jval *c = conns->child; c; c = c->next)
 			nconn++;
-	printf("rpcrdma: fabric %s, %zu connection%s",
-	       fabric && fabric->type == J_STR ? fabric->str : "?", nconn, nconn == 1 ? "" : "s");
+	print_server(root);
+	words_start(&w, "connections:");
+	words_add(&w, "%zu open", nconn);
 	if (jcount(global, "conns_accepted", &v))
-		printf(", %llu accepted", v);
+		words_add(&w, "%llu accepted", v);
+	if (jcount(global, "conns_refused", &v)) {
+		unsigned long long mem = 0;
+
+		v2 = 0;
+		jcount(global, "conns_refused_peer", &v2);
+		jcount(global, "conns_refused_mem", &mem);
+		words_add(&w, "%llu refused (peer cap %llu, budget %llu)", v, v2, mem);
+	}
+	if (jcount(global, "conns_failed", &v))
+		words_add(&w, "%llu failed", v);
+	if (jcount(global, "conns_timed_out", &v))
+		words_add(&w, "%llu timed out", v);
 	if (jcount(global, "disconnects", &v))
-		printf(", %llu disconnects", v);
-	printf("\n");
+		words_add(&w, "%llu closed", v);
+	words_end(&w);
 	if (plugin && plugin->type == J_OBJ) {
 		/* Whatever counters the plugin reports, in its order. */
-		printf("plugin:");
+		words_start(&w, "plugin:");
 		for (const struct jval *m = plugin->child; m; m = m->next)
-			if (m->type == J_NUM && m->is_uint)
-				printf(" %s %llu", m->key, m->u);
-		printf("\n");
+			if (m->type == J_NUM && m->is_uint) {
+				/* one item per counter, no comma: "requests 100 dropped 0" */
+				char num[24];
+				int len = snprintf(num, sizeof(num), "%llu", m->u);
+
+				if (w.col + 2 + (int)strlen(m->key) + len > TABLE_WIDTH) {
+					printf("\n ");
+					w.col = 1;
+				}
+				w.col += printf(" %s %llu", m->key, m->u);
+			}
+		words_end(&w);
 	}
 	printf("\n");
-	print_head(watch);
+	print_head(vw, watch);
 
 	next.s = calloc(nconn + 1, sizeof(*next.s));
 	if (conns && conns->type == J_ARR && next.s) {
@@ -578,14 +817,55 @@ static void print_table(const struct jval *root, struct history *hist, double no
 			struct sample *s = &next.s[next.n++];
 
 			s->peer = strdup(name);
-			print_row(name, c, watch, hist_find(hist, name), dt, s);
+			print_row(vw, name, c, watch, hist_find(hist, name), dt, s);
 		}
 	}
 	if (next.s)
-		print_row("TOTAL", global, watch, hist_find(hist, NULL), dt, &next.s[next.n++]);
+		print_row(vw, "TOTAL", global, watch, hist_find(hist, NULL), dt,
+			  &next.s[next.n++]);
 	hist_free(hist);
 	*hist = next;
 	hist->when = now;
+}
+
+/* ---- the counter list (rr_counters.def) --------------------------------- */
+
+struct counter_doc {
+	const char *name, *type, *scope, *kind, *meaning;
+};
+
+#define DOC_(a, name, type, scope, kind, meaning) {#name, #type, #scope, #kind, meaning},
+static const struct counter_doc engine_doc[] = {RR_COUNTERS(DOC_, ~)};
+static const struct counter_doc plugin_doc[] = {RRP_COUNTERS(DOC_, ~)};
+static const struct counter_doc client_doc[] = {RRP_CONN_COUNTERS(DOC_, ~)};
+#undef DOC_
+
+static void print_doc(const char *title, const char *where, const struct counter_doc *d,
+		      size_t n, bool md)
+{
+	if (md)
+		printf("\n### %s\n\n%s\n\n| counter | scope | kind | meaning |\n|---|---|---|---|\n",
+		       title, where);
+	else
+		printf("%s (%s):\n", title, where);
+	for (size_t i = 0; i < n; i++)
+		if (md)
+			printf("| `%s` | %s | %s | %s |\n", d[i].name, d[i].scope, d[i].kind,
+			       d[i].meaning);
+		else
+			printf("  %-24s %-7s %-10s %s\n", d[i].name, d[i].scope, d[i].kind,
+			       d[i].meaning);
+}
+
+/* --counters: every counter with its meaning; --counters-md for docs/counters.md. */
+static void print_counters(bool md)
+{
+#define N_(x) (sizeof(x) / sizeof(x[0]))
+	print_doc("Engine", "JSON \"global\" and each of \"connections\"", engine_doc,
+		  N_(engine_doc), md);
+	print_doc("Plugin", "JSON \"plugin\"", plugin_doc, N_(plugin_doc), md);
+	print_doc("Per client", "JSON \"connections\" only", client_doc, N_(client_doc), md);
+#undef N_
 }
 
 static double monotonic(void)
@@ -645,10 +925,13 @@ static int check(const char *path, const char *text, size_t len)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rpcrdma-stat [-s SOCKET] [--json | --check] [--watch [SECONDS]] [-c COUNT]\n"
-		"Show the counters of the rpcrdma plugin (NFS over RDMA for nfs-ganesha).\n"
+		"usage: rpcrdma-stat [-s SOCKET] [--json | --check | --wide] [--watch [SECONDS]]\n"
+		"                    [-c COUNT] | --counters | --counters-md\n"
+		"Show the rpcrdma plugin (NFS over RDMA for nfs-ganesha): what it serves, with\n"
+		"which settings, since when, and one row per connected client.\n"
 		"  -s, --socket PATH   stats socket (default " DEFAULT_SOCKET ")\n"
-		"  -j, --json          print the raw JSON\n"
+		"  -j, --json          print the raw JSON (for machines)\n"
+		"  -l, --wide          the engine's counters by Reply shape (wider than 100)\n"
 		"  -k, --check         health for monitors: one line, and exit 0 when RDMA is\n"
 		"                      served on every configured listener; 1 degraded (served,\n"
 		"                      but a configured listener is down, e.g. IPv6); 2 not\n"
@@ -656,11 +939,17 @@ static void usage(FILE *f)
 		"                      RDMA device, device removed) or the socket unreachable\n"
 		"  -w, --watch [SECS]  refresh every SECS seconds (default 1), with rates\n"
 		"  -c, --count N       with --watch: stop after N refreshes\n"
-		"Columns: CREDITS current grant; CALLS; INLINE / REPLY_CH / WRITE_CH replies\n"
-		"sent inline, through a Reply chunk, with Write-chunk payload; RDMA_RD / RDMA_WR\n"
-		"bytes moved by RDMA Read / Write; ERR_CHUNK / ERR_VERS errors sent; REGS memory\n"
-		"registrations; RECV_MEM registered receive memory; BC_CALLS backchannel\n"
-		"(callback) calls sent. TOTAL is the server-wide row.\n");
+		"      --counters      list every counter with its meaning (--counters-md: as\n"
+		"                      the Markdown of docs/counters.md)\n"
+		"Client columns: NFS version (3, 4.0, 4.1, 4.2) of its last Call; CLIENTID\n"
+		"(NFSv4.1+: ganesha's clientid, hex, from the session its SEQUENCE names);\n"
+		"CRED credits granted; CALLS; BYTES_IN / BYTES_OUT bytes of Calls and Replies;\n"
+		"RDMA_RD / RDMA_WR bytes moved by RDMA Read / Write; ERRS RDMA_ERROR answers\n"
+		"sent and messages dropped. TOTAL is the server-wide row.\n"
+		"--wide columns: CREDITS; CALLS; INLINE / REPLY_CH / WRITE_CH replies sent\n"
+		"inline, through a Reply chunk, with Write-chunk payload; RDMA_RD / RDMA_WR;\n"
+		"ERR_CHUNK / ERR_VERS errors sent; REGS memory registrations; RECV_MEM\n"
+		"registered receive memory; BC_CALLS backchannel (callback) calls sent.\n");
 }
 
 int main(int argc, char **argv)
@@ -668,23 +957,31 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
 	    {"watch", optional_argument, NULL, 'w'},  {"count", required_argument, NULL, 'c'},
-	    {"check", no_argument, NULL, 'k'},
+	    {"check", no_argument, NULL, 'k'},	      {"wide", no_argument, NULL, 'l'},
+	    {"counters", no_argument, NULL, 'C'},     {"counters-md", no_argument, NULL, 'M'},
 	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	const char *path = DEFAULT_SOCKET;
 	struct history hist = {0};
-	bool json = false, watch = false;
+	bool json = false, watch = false, wide = false;
 	double interval = 1;
 	long count = -1;
 	int opt, status = 0;
 
-	while ((opt = getopt_long(argc, argv, "s:jkw::c:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:jklw::c:h", opts, NULL)) != -1) {
 		char *e;
 
 		switch (opt) {
 		case 'k':
 			check_mode = true;
 			break;
+		case 'l':
+			wide = true;
+			break;
+		case 'C':
+		case 'M':
+			print_counters(opt == 'M');
+			return 0;
 		case 's':
 			path = optarg;
 			break;
@@ -761,7 +1058,7 @@ int main(int argc, char **argv)
 			if (len == 0 || text[len - 1] != '\n')
 				putchar('\n');
 		} else {
-			print_table(root, &hist, monotonic(), watch);
+			print_table(root, &hist, monotonic(), watch, wide);
 		}
 		if (watch && !json && count != 1)
 			printf("\n");

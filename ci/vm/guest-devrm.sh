@@ -38,7 +38,7 @@ dr_mount() { # DIR rdma|tcp
 }
 dr_conns() { # ganesha's RDMA connections, from the stats JSON
 	timeout -s KILL 20 chroot $H $BUILDDIR/tools/rpcrdma-stat -s $DR_SOCK 2>/dev/null |
-		sed -n 's/.* \([0-9]*\) connections*.*/\1/p' | head -1
+		sed -n 's/^connections: \([0-9]*\) open.*/\1/p' | head -1
 }
 dr_dev_fds() { # fds of ganesha's on RDMA devices: uverbs nodes, and event/completion channels
 	echo "$(ls -l /proc/$1/fd 2>/dev/null | grep -c uverbs) on /dev/infiniband/uverbs*," \

@@ -128,6 +128,8 @@ static int start_server(const char *addr, int slot)
 			rrp_log("cannot register the payload pool: %s "
 					"(READ data will be copied)", fab_last_error());
 	}
+	snprintf(rrp.listen[slot], sizeof(rrp.listen[slot]), "%s", addr);
+	rrp.eff[slot] = ec; /* shown by the stats socket */
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret) {
 		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),

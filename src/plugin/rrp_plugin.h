@@ -31,13 +31,19 @@ struct rrp_plugin {
 	pthread_t *workers;
 	unsigned int nworkers;
 
-	_Atomic uint64_t requests, dropped, replies_failed;
-	/* Call bytes ganesha's XDR decoder copied out of our buffers
-	 * (XDR_GETBYTES: names, handles - ganesha 4.3 decodes every opaque<>
-	 * with xdr_bytes into memory of its own - and WRITE payloads that could
-	 * not be lent, rrp_payload.c). */
-	_Atomic uint64_t decode_copy_bytes;
-	_Atomic uint64_t decode_in_place_bytes;	/* WRITE data decoded in place (lent) */
+	/* The plugin's counters (rr_counters.def, RRP_COUNTERS). Among them
+	 * decode_copy_bytes: Call bytes ganesha's XDR decoder copied out of
+	 * our buffers (XDR_GETBYTES: names, handles - ganesha 4.3 decodes
+	 * every opaque<> with xdr_bytes into memory of its own - and WRITE
+	 * payloads that could not be lent, rrp_payload.c). */
+#define RRP_COUNTER_MEMBER_(a, name, type, scope, kind, meaning) _Atomic type name;
+	RRP_COUNTERS(RRP_COUNTER_MEMBER_, ~)
+#undef RRP_COUNTER_MEMBER_
+
+	/* What the stats socket shows as served: each listener's address and
+	 * the engine settings it was started with (start_server). */
+	char listen[2][192];
+	struct rr_config eff[2];
 };
 
 extern struct rrp_plugin rrp;
@@ -61,6 +67,39 @@ void rrp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The stats socket (rrp_stats.c). */
 int rrp_stats_start(const char *path);
+
+/*
+ * What the plugin learns per connection from the Calls it passes to
+ * ganesha, for rpcrdma-stat's per-client view (rrp_xprt.c records it,
+ * rrp_stats.c reads it by peer). Written by workers, read by the stats
+ * thread: relaxed atomics, each value on its own.
+ */
+#define RRP_NFS_VERS(major, minor) ((major) << 8 | (minor))
+struct rrp_client {
+	uintptr_t conn_id;		/* rr_conn_id: joins rr_conn_snap */
+	char peer[RR_CONN_PEER_MAX];
+	_Atomic uint32_t nfs;		/* RRP_NFS_VERS + 1 of the last NFS Call; 0: none yet */
+	_Atomic uint64_t clientid;	/* NFSv4.1+: from SEQUENCE's sessionid; 0: unknown */
+#define RRP_CLIENT_MEMBER_(a, name, type, scope, kind, meaning) _Atomic type name;
+	RRP_CONN_COUNTERS(RRP_CLIENT_MEMBER_, ~)
+#undef RRP_CLIENT_MEMBER_
+	struct rrp_client *next;	/* the list rrp_clients_snapshot walks */
+};
+/* Listed while the connection is up (conn_up .. conn_down). */
+void rrp_client_list(struct rrp_client *cl);
+void rrp_client_unlist(struct rrp_client *cl);
+/* A copy of every listed client (peer and values), freed by the caller;
+ * returns how many, or -ENOMEM. */
+struct rrp_client_snap {
+	uintptr_t conn_id;
+	char peer[RR_CONN_PEER_MAX];
+	uint32_t nfs;
+	uint64_t clientid;
+#define RRP_CLIENT_SNAP_MEMBER_(a, name, type, scope, kind, meaning) type name;
+	RRP_CONN_COUNTERS(RRP_CLIENT_SNAP_MEMBER_, ~)
+#undef RRP_CLIENT_SNAP_MEMBER_
+};
+long rrp_clients_snapshot(struct rrp_client_snap **out);
 
 /* Upper-layer callbacks given to the engine (rrp_xprt.c). */
 extern const struct rr_upper_ops rrp_upper_ops;

@@ -2,8 +2,11 @@
 /*
  * rrp_stats.c - counters for admins and tests: a unix socket (root only)
  * that answers every connection with one JSON object and closes:
- *   {"global": {counters...}, "plugin": {...}, "connections": [{"peer":..,...}],
- *    "health": {"serving":..,"why":..,"listeners":..,"listeners_serving":..}}
+ *   {"fabric":..,"server":{"listen":[..],"uptime_s":..,"settings":{..}},
+ *    "global":{counters..},"plugin":{counters..,"workers":..},
+ *    "connections":[{"peer":..,"nfs":..,"clientid":..,counters..},..],
+ *    "health":{"serving":..,"why":..,"listeners":..,"listeners_serving":..}}
+ * Counter names and order come from rr_counters.def (docs/counters.md).
  * rpcrdma-stat reads it; so do the plugin tests.
  *
  * The answer is built in memory from a copy of the connection list (taken
@@ -39,6 +42,124 @@ static int listen_fd = -1;
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static dev_t sock_dev;
 static ino_t sock_ino;
+/* When the plugin started serving (rrp_stats_start), for uptime_s. */
+static struct timespec started;
+
+/* Per-client records (rrp_client), listed by the event threads at
+ * conn_up/conn_down and copied by the stats thread; joined to the engine's
+ * connections by rr_conn_id (a peer string need not be unique). */
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rrp_client *clients;
+static uint32_t nclients;
+
+void rrp_client_list(struct rrp_client *cl)
+{
+	pthread_mutex_lock(&clients_lock);
+	cl->next = clients;
+	clients = cl;
+	nclients++;
+	pthread_mutex_unlock(&clients_lock);
+}
+
+void rrp_client_unlist(struct rrp_client *cl)
+{
+	pthread_mutex_lock(&clients_lock);
+	for (struct rrp_client **pp = &clients; *pp; pp = &(*pp)->next) {
+		if (*pp == cl) {
+			*pp = cl->next;
+			nclients--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+long rrp_clients_snapshot(struct rrp_client_snap **out)
+{
+	struct rrp_client_snap *s;
+	uint32_t n = 0;
+
+	/* Allocated under the lock: the count cannot change in between, and
+	 * the list is at most Max_Connections long per listener. */
+	pthread_mutex_lock(&clients_lock);
+	s = calloc(nclients + 1, sizeof(*s));
+	for (struct rrp_client *c = clients; s && c; c = c->next, n++) {
+		s[n].conn_id = c->conn_id;
+		snprintf(s[n].peer, sizeof(s[n].peer), "%s", c->peer);
+		s[n].nfs = atomic_load_explicit(&c->nfs, memory_order_relaxed);
+		s[n].clientid = atomic_load_explicit(&c->clientid, memory_order_relaxed);
+#define CP(a, name, type, scope, kind, meaning)                                                   \
+	s[n].name = atomic_load_explicit(&c->name, memory_order_relaxed);
+		RRP_CONN_COUNTERS(CP, ~)
+#undef CP
+	}
+	pthread_mutex_unlock(&clients_lock);
+	if (!s)
+		return -ENOMEM;
+	*out = s;
+	return n;
+}
+
+static const struct rrp_client_snap *client_find(const struct rrp_client_snap *c, long n,
+						 uintptr_t id)
+{
+	for (long i = 0; i < n; i++)
+		if (c[i].conn_id == id)
+			return &c[i];
+	return NULL;
+}
+
+/* A connection's plugin-side fields: NFS version, clientid, byte counts. */
+static void put_client(FILE *f, const struct rrp_client_snap *c)
+{
+	if (c && c->nfs) {
+		uint32_t v = c->nfs - 1;
+
+		if (v >> 8 == 4)
+			fprintf(f, "\"nfs\":\"4.%u\",", v & 0xff);
+		else
+			fprintf(f, "\"nfs\":\"%u\",", v >> 8);
+	}
+	if (c && c->clientid)
+		fprintf(f, "\"clientid\":\"%016llx\",", (unsigned long long)c->clientid);
+#define PUTC(a, name, type, scope, kind, meaning)                                                 \
+	fprintf(f, "\"" #name "\":%llu,", c ? (unsigned long long)c->name : 0ull);
+	RRP_CONN_COUNTERS(PUTC, ~)
+#undef PUTC
+}
+
+/* What is served: listeners, uptime and the engine settings in effect. */
+static void put_server(FILE *f)
+{
+	const struct rr_config *e = NULL;
+	struct timespec now;
+	const char *sep = "";
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fprintf(f, "\"server\":{\"listen\":[");
+	for (int i = 0; i < 2; i++) {
+		if (!rrp.listen[i][0])
+			continue;
+		fprintf(f, "%s\"%s\"", sep, rrp.listen[i]);
+		sep = ",";
+		if (!e)
+			e = &rrp.eff[i];
+	}
+	fprintf(f, "],\"uptime_s\":%lld,\"settings\":", (long long)(now.tv_sec - started.tv_sec));
+	if (!e) {
+		fprintf(f, "null},");
+		return;
+	}
+	fprintf(f,
+		"{\"credits\":%u,\"inline_size\":%u,\"use_srq\":%s,\"srq_depth\":%u,"
+		"\"recv_mem_budget\":%llu,\"max_connections\":%u,"
+		"\"max_connections_per_peer\":%u,\"max_rdma_read_depth\":%u,"
+		"\"handshake_timeout\":%u,\"idle_timeout\":%u,\"workers\":%u}},",
+		e->credits, e->inline_size, e->use_srq ? "true" : "false",
+		e->use_srq ? (e->srq_depth ? e->srq_depth : RR_SRQ_DEFAULT_DEPTH) : 0,
+		(unsigned long long)e->recv_mem_budget, e->max_conns, e->max_conns_per_peer,
+		e->max_ord, e->handshake_timeout, e->idle_timeout, rrp.nworkers);
+}
 
 static void put_stats(FILE *f, const struct rr_stats *st)
 {
@@ -85,6 +206,8 @@ static int build_json(char **buf, size_t *len)
 	FILE *f = open_memstream(buf, len);
 	int ret = 0;
 	struct rrp_health h;
+	struct rrp_client_snap *cl = NULL;
+	long ncl;
 
 	if (!f)
 		return -errno;
@@ -97,16 +220,19 @@ static int build_json(char **buf, size_t *len)
 		RR_STATS_FIELDS(ADD)
 #undef ADD
 	}
-	fprintf(f, "{\"fabric\":\"%s\",\"global\":{", rrp.cfg.fabric);
+	fprintf(f, "{\"fabric\":\"%s\",", rrp.cfg.fabric);
+	put_server(f);
+	fprintf(f, "\"global\":{");
 	put_stats(f, &total);
-	fprintf(f, "},\"plugin\":{\"requests\":%llu,\"dropped\":%llu,\"replies_failed\":%llu,"
-		   "\"workers\":%u,\"decode_copy_bytes\":%llu,\"decode_in_place_bytes\":%llu},"
-		   "\"connections\":[",
-		(unsigned long long)atomic_load(&rrp.requests),
-		(unsigned long long)atomic_load(&rrp.dropped),
-		(unsigned long long)atomic_load(&rrp.replies_failed), rrp.nworkers,
-		(unsigned long long)atomic_load(&rrp.decode_copy_bytes),
-		(unsigned long long)atomic_load(&rrp.decode_in_place_bytes));
+	fprintf(f, "},\"plugin\":{");
+#define PUTP(a, name, type, scope, kind, meaning)                                                 \
+	fprintf(f, "\"" #name "\":%llu,", (unsigned long long)atomic_load(&rrp.name));
+	RRP_COUNTERS(PUTP, ~)
+#undef PUTP
+	fprintf(f, "\"workers\":%u},\"connections\":[", rrp.nworkers);
+	ncl = rrp_clients_snapshot(&cl);
+	if (ncl < 0)
+		ncl = 0;
 	for (int i = 0; i < 2 && !ret; i++) {
 		struct rr_conn_snap *s = NULL;
 		long n;
@@ -120,12 +246,14 @@ static int build_json(char **buf, size_t *len)
 		}
 		for (long k = 0; k < n; k++) {
 			fprintf(f, "%s{\"peer\":\"%s\",", first ? "" : ",", s[k].peer);
+			put_client(f, client_find(cl, ncl, s[k].id));
 			put_stats(f, &s[k].st);
 			fputc('}', f);
 			first = false;
 		}
 		free(s);
 	}
+	free(cl);
 	rrp_health(&h);
 	fprintf(f,
 		"],\"health\":{\"serving\":%s,\"why\":\"%s\",\"listeners\":%u,"
@@ -455,6 +583,7 @@ int rrp_stats_start(const char *path)
 	pthread_t t;
 	int ret;
 
+	clock_gettime(CLOCK_MONOTONIC, &started);
 	ret = stats_open(path, why, sizeof(why));
 	if (ret < 0) {
 		rrp_log("stats socket %s refused: %s; RDMA served without stats", path, why);

@@ -34,6 +34,7 @@ struct rrp_xprt {
 	atomic_flag refusal_logged;	/* an excluded export was refused (rrp_exports.c) */
 	bool host_refused;		/* ganesha refused the client at admission */
 	char peer[64];			/* for that log line: conn is gone at conn_down */
+	struct rrp_client client;	/* for the stats socket (rrp_stats.c) */
 };
 
 /*
@@ -256,6 +257,9 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	if (enc->failed)
 		goto fail;
 	n = rrp_xdr_enc_iov(enc, iov);
+	for (int i = 0; i < n; i++)
+		atomic_fetch_add_explicit(&rq->x->client.reply_bytes, iov[i].iov_len,
+					  memory_order_relaxed);
 	plan_reply(rq, iov, n, &plan);
 	count_decode_copies(&rq->dec);
 	rq->replied = true;
@@ -405,6 +409,9 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 			"its calls are dropped", x->peer);
 	}
 	rr_conn_set_upper(conn, x);
+	x->client.conn_id = rr_conn_id(conn);
+	snprintf(x->client.peer, sizeof(x->client.peer), "%s", x->peer);
+	rrp_client_list(&x->client);
 	return x;
 }
 
@@ -423,6 +430,7 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 		return;
 	rr_conn_set_upper(conn, NULL);
 	rrp_bc_conn_down(conn);
+	rrp_client_unlist(&x->client);
 	x->conn = NULL;
 	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
 }
@@ -572,6 +580,42 @@ static size_t read_buffer_expected(const struct rrp_req *rq)
 	return ((size_t)u->read_ops[0].count + 3) & ~(size_t)3;
 }
 
+/*
+ * What the stats socket shows per client: the NFS version of the Call
+ * (from its RPC header, so v3 too, unscanned), and for NFSv4.1+ the
+ * clientid ganesha put in the first 8 bytes of the sessionid SEQUENCE
+ * carries (ganesha copies its clientid there in host byte order).
+ */
+static void note_client(struct rrp_xprt *x, const struct rrp_req *rq)
+{
+	const struct rr_call *call = rq->call;
+	const uint8_t *p = call->iov[0].iov_base;
+	uint32_t prog, vers, minor = 0;
+
+	atomic_fetch_add_explicit(&x->client.call_bytes, call->len, memory_order_relaxed);
+	if (call->iovcnt < 1 || call->iov[0].iov_len < 20)
+		return;
+	prog = (uint32_t)p[12] << 24 | (uint32_t)p[13] << 16 | (uint32_t)p[14] << 8 | p[15];
+	vers = (uint32_t)p[16] << 24 | (uint32_t)p[17] << 16 | (uint32_t)p[18] << 8 | p[19];
+	if (prog != ULB_PROG_NFS || vers < 2 || vers > 4)
+		return;
+	if (vers == 4) {
+		if (!rq->scanned)
+			return; /* minor version unknown: keep what we had */
+		minor = rq->ulb.minorversion;
+		if (minor > 2)
+			return;
+	}
+	atomic_store_explicit(&x->client.nfs, RRP_NFS_VERS(vers, minor) + 1,
+			      memory_order_relaxed);
+	if (rq->scanned && rq->ulb.has_sequence) {
+		uint64_t id;
+
+		memcpy(&id, rq->ulb.seq.sessionid, sizeof(id));
+		atomic_store_explicit(&x->client.clientid, id, memory_order_relaxed);
+	}
+}
+
 /* Run one Call through ganesha (a worker: ganesha may block in the FSAL). */
 static void rrp_process(void *arg)
 {
@@ -591,6 +635,7 @@ static void rrp_process(void *arg)
 	if (needs_scan(call))
 		rq->scanned =
 			ulb_call_scan(call->iov, call->iovcnt, NULL, &rq->ulb) == ULB_SCAN_OK;
+	note_client(x, rq);
 	if (rq->scanned && rrp_slots_check(&rq->ulb) == RRP_SLOT_RETRY_UNCACHED) {
 		answer_uncached(rq);
 		SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);

@@ -318,6 +318,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	return;
 
 undo_budget:
+	RR_SRV_STAT_ADD(srv, conns_failed, 1);
 	if (c->state == RR_CONN_CLOSING) /* a failed receive post closed it: never listed */
 		atomic_fetch_sub(&srv->nclosing, 1);
 	pthread_mutex_lock(&srv->lock);

@@ -133,11 +133,11 @@ void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why
 	struct rr_refusals *r = &srv->refusals;
 	uint64_t now = rr_now_s();
 
-	atomic_fetch_add_explicit(&srv->st.conns_refused, 1, memory_order_relaxed);
+	RR_SRV_STAT_ADD(srv, conns_refused, 1);
 	if (why == RR_REFUSE_PEER)
-		atomic_fetch_add_explicit(&srv->st.conns_refused_peer, 1, memory_order_relaxed);
+		RR_SRV_STAT_ADD(srv, conns_refused_peer, 1);
 	else if (why == RR_REFUSE_MEM)
-		atomic_fetch_add_explicit(&srv->st.conns_refused_mem, 1, memory_order_relaxed);
+		RR_SRV_STAT_ADD(srv, conns_refused_mem, 1);
 	if (now >= r->quiet_until && !r->held) {
 		rr_log("%s: refused: %s", peer, detail);
 		r->quiet_until = now + RR_REFUSE_LOG_S;

@@ -149,19 +149,17 @@ bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *
 
 /* ---- counters ---- */
 
+/* Atomic twins of struct rr_stats: sink_bytes of a connection is its
+ * charge (rr_big_get). */
+#define RR_COUNTERS_MEMBER_(a, name, type, scope, kind, meaning) _Atomic type name;
 struct rr_counters {
-	_Atomic uint64_t conns_accepted, conns_active, calls, calls_with_read_chunks, long_calls;
-	_Atomic uint64_t replies_inline, replies_reply_chunk, replies_write_chunk;
-	_Atomic uint64_t rdma_read_bytes, rdma_write_bytes, err_chunk_sent, err_vers_sent;
-	_Atomic uint64_t dropped, not_delivered, rnr_disconnects, disconnects, send_w_inv;
-	_Atomic uint64_t sends_unsignalled, send_posts, read_posts;
-	_Atomic uint64_t registrations, payload_copies, recv_mem_bytes, bc_calls, bc_replies, bc_errors;
-	_Atomic uint64_t pinned_bytes, conns_refused, conns_refused_peer, conns_refused_mem;
-	_Atomic uint64_t conns_timed_out;
-	_Atomic uint64_t sink_bytes;	/* sinks held; a connection's is its charge (rr_big_get) */
-	_Atomic uint32_t credit_grant;
+	RR_COUNTERS(RR_COUNTERS_MEMBER_, ~)
 };
 
+/* A scope-server counter (rr_counters.def): the server's row only. */
+#define RR_SRV_STAT_ADD(srv, field, n)                                                             \
+	atomic_fetch_add_explicit(&(srv)->st.field, (n), memory_order_relaxed)
+#define RR_SRV_STAT_SUB(srv, field, n) RR_SRV_STAT_ADD(srv, field, -(uint64_t)(n))
 #define RR_STAT_SUB(conn, field, n) RR_STAT_ADD(conn, field, -(uint64_t)(n))
 #define RR_STAT_ADD(conn, field, n)                                                                \
 	do {                                                                                       \

@@ -437,6 +437,7 @@ uint32_t rr_server_snapshot_conns(struct rr_server *srv, struct rr_conn_snap *ou
 	for (struct rr_conn *c = srv->conns; c; c = c->next, n++) {
 		if (n >= max)
 			continue; /* keep counting: the caller retries with room for all */
+		out[n].id = rr_conn_id(c);
 		snprintf(out[n].peer, sizeof(out[n].peer), "%s", c->peer);
 		rr_counters_read(&c->st, &out[n].st);
 	}

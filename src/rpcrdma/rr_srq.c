@@ -22,6 +22,18 @@
 
 #define RR_SRQ_POST_BATCH 16
 
+/*
+ * The pool's counters, all here: @bufs receives and @bytes of registered
+ * memory came (positive) or went (negative). Server-wide only: the pool is
+ * no connection's (rr_counters.def), so a connection's rows show 0.
+ */
+static void srq_count(struct rr_server *srv, int64_t bufs, int64_t bytes)
+{
+	RR_SRV_STAT_ADD(srv, srq_bufs, (uint64_t)bufs);
+	RR_SRV_STAT_ADD(srv, recv_mem_bytes, (uint64_t)bytes);
+	RR_SRV_STAT_ADD(srv, pinned_bytes, (uint64_t)bytes);
+}
+
 /* The pool's bound: SRQ_Depth or the default, never above the budget (which
  * is always set unless the admin says 0, so it no longer picks the depth). */
 static uint32_t srq_bound(const struct rr_config *cfg)
@@ -73,12 +85,11 @@ static int srq_add(struct rr_srq *q, uint32_t want)
 		ch->calls = NULL;
 		return ret;
 	}
-	atomic_fetch_add(&srv->st.registrations, 1);
+	RR_SRV_STAT_ADD(srv, registrations, 1);
 	pthread_mutex_lock(&srv->lock);
 	srv->recv_mem_used += bytes;
 	pthread_mutex_unlock(&srv->lock);
-	atomic_fetch_add(&srv->st.recv_mem_bytes, bytes);
-	atomic_fetch_add(&srv->st.pinned_bytes, bytes);
+	srq_count(srv, (int64_t)n, (int64_t)bytes);
 	q->bytes += bytes;
 	pthread_mutex_lock(&q->lock);
 	for (uint32_t i = 0; i < n; i++) {
@@ -294,8 +305,7 @@ void rr_srq_destroy(struct rr_server *srv)
 		rr_pool_fini(&q->chunks[i].pool);
 		free(q->chunks[i].calls);
 	}
-	atomic_fetch_sub(&srv->st.recv_mem_bytes, bytes);
-	atomic_fetch_sub(&srv->st.pinned_bytes, bytes);
+	srq_count(srv, -(int64_t)q->nbufs, -(int64_t)bytes);
 	srv->recv_mem_used -= bytes;
 	pthread_mutex_destroy(&q->lock);
 	free(q->chunks);

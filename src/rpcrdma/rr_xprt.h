@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "rpcrdma/rr_counters.def"
 #include "rpcrdma/rr_hdr.h"
 #include "rpcrdma/rr_reply.h"
 
@@ -182,22 +183,21 @@ int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov,
 /* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
 uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
 const char *rr_conn_peer(const struct rr_conn *conn);
+/* The key rr_conn_snap.id carries for @conn. */
+static inline uintptr_t rr_conn_id(const struct rr_conn *conn)
+{
+	return (uintptr_t)conn;
+}
 struct sockaddr_storage;
 int rr_conn_addrs(const struct rr_conn *conn, struct sockaddr_storage *local,
 		  struct sockaddr_storage *remote);
 void rr_conn_set_upper(struct rr_conn *conn, void *priv);
 void *rr_conn_get_upper(const struct rr_conn *conn);
 
-/* Every counter of struct rr_stats, for code that walks them (JSON, tables). */
-#define RR_STATS_FIELDS(X)                                                                         \
-	X(conns_accepted) X(conns_active) X(calls) X(calls_with_read_chunks) X(long_calls)         \
-	X(replies_inline) X(replies_reply_chunk) X(replies_write_chunk) X(rdma_read_bytes)       \
-	X(rdma_write_bytes) X(err_chunk_sent) X(err_vers_sent) X(dropped) X(not_delivered)       \
-	X(rnr_disconnects) X(disconnects) X(send_w_inv) X(sends_unsignalled) X(send_posts)       \
-	X(read_posts) X(registrations) X(payload_copies)                                           \
-	X(recv_mem_bytes) X(bc_calls) X(bc_replies) X(bc_errors) X(pinned_bytes)                 \
-	X(conns_refused) X(conns_refused_peer) X(conns_refused_mem) X(conns_timed_out)          \
-	X(sink_bytes) X(credit_grant)
+/* Every counter of struct rr_stats, for code that walks them (JSON, tables):
+ * X(name) per counter, from the one table (rr_counters.def). */
+#define RR_STATS_NAME_(X, name, type, scope, kind, meaning) X(name)
+#define RR_STATS_FIELDS(X) RR_COUNTERS(RR_STATS_NAME_, X)
 
 /*
  * Health. On a device removal (FAB_CM_DEVICE_REMOVAL) the engine closes
@@ -220,42 +220,10 @@ void rr_server_health(struct rr_server *srv, struct rr_health *out);
 /* Where the engine's one-line event logs go (default: stderr). */
 void rr_set_log_sink(void (*sink)(const char *line));
 
+/* The counters, as rr_counters.def lists them (meanings there). */
+#define RR_STATS_MEMBER_(a, name, type, scope, kind, meaning) type name;
 struct rr_stats {
-	uint64_t conns_accepted;
-	uint64_t conns_active;
-	uint64_t calls;
-	uint64_t calls_with_read_chunks;
-	uint64_t long_calls;
-	uint64_t replies_inline;
-	uint64_t replies_reply_chunk;
-	uint64_t replies_write_chunk;	/* replies with at least one payload span */
-	uint64_t rdma_read_bytes;
-	uint64_t rdma_write_bytes;
-	uint64_t err_chunk_sent;
-	uint64_t err_vers_sent;
-	uint64_t dropped;		/* messages dropped without an answer */
-	uint64_t not_delivered;		/* replies replaced by ERR_CHUNK */
-	uint64_t rnr_disconnects;
-	uint64_t disconnects;
-	uint64_t send_w_inv;
-	uint64_t sends_unsignalled;	/* inline Replies sent without a completion */
-	uint64_t send_posts;		/* posts of Send chains: Replies handed over together share one */
-	uint64_t read_posts;		/* posts of RDMA Reads: those of one CQ poll share one */
-	uint64_t registrations;
-	uint64_t payload_copies;	/* reply bytes copied into registered memory */
-	uint64_t recv_mem_bytes;	/* current registered receive-buffer memory */
-	uint64_t bc_calls;		/* reverse-direction calls sent */
-	uint64_t bc_replies;
-	uint64_t bc_errors;		/* RDMA_ERROR answers to them */
-	/* Registered memory counted against Receive_Memory_Budget: receive
-	 * buffers (own or the shared pool) and send buffers. */
-	uint64_t pinned_bytes;
-	uint64_t conns_refused;		/* connection requests refused, any reason */
-	uint64_t conns_refused_peer;	/* ... at Max_Connections_Per_Peer */
-	uint64_t conns_refused_mem;	/* ... with the memory budget spent */
-	uint64_t conns_timed_out;	/* closed by the handshake or idle timeout */
-	uint64_t sink_bytes;		/* current Read sinks and reply bounce buffers held */
-	uint32_t credit_grant;		/* per connection: current grant; global: last grant */
+	RR_COUNTERS(RR_STATS_MEMBER_, ~)
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
 void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
@@ -271,6 +239,9 @@ void rr_server_foreach_conn(struct rr_server *srv,
  */
 #define RR_CONN_PEER_MAX 80
 struct rr_conn_snap {
+	/* The connection as a key that matches rr_conn_id(): peers need not be
+	 * unique (the soft fabric's unix socket); never to be dereferenced. */
+	uintptr_t id;
 	char peer[RR_CONN_PEER_MAX];
 	struct rr_stats st;
 };

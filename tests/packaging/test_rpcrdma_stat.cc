@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <thread>
@@ -160,16 +161,38 @@ bool has_line(const std::string &out, const std::vector<std::string> &words)
 	return false;
 }
 
+// The header lines wrap before 100 columns: a line that starts with a space
+// continues the one above. Joined again, for has_line.
+std::string unwrap(const std::string &out)
+{
+	std::string r;
+	size_t start = 0;
+	while (start < out.size()) {
+		size_t end = out.find('\n', start);
+		if (end == std::string::npos)
+			end = out.size();
+		std::string line = out.substr(start, end - start);
+		if (!r.empty() && !line.empty() && line[0] == ' ' && r.back() == '\n')
+			r.pop_back();
+		r += line + "\n";
+		start = end + 1;
+	}
+	return r;
+}
+
 } // namespace
 
 TEST(RpcrdmaStat, TableFromFakeServer)
 {
+	// The engine's counters by Reply shape: --wide (the default view is
+	// per client, DefaultTableShowsServerAndClients).
 	FakeStats fake([](int) { return canned(); });
-	RunResult r = run("-s " + fake.path());
+	RunResult r = run("--wide -s " + fake.path());
 	ASSERT_EQ(r.status, 0) << r.out;
-	EXPECT_TRUE(has_line(r.out, {"fabric soft", "2 connections", "3 accepted", "1 disconnects"}))
-		<< r.out;
-	EXPECT_TRUE(has_line(r.out, {"requests 100", "dropped 0", "replies_failed 0", "workers 8"}))
+	EXPECT_TRUE(has_line(r.out, {"fabric soft"})) << r.out;
+	EXPECT_TRUE(has_line(unwrap(r.out), {"2 open", "3 accepted", "1 closed"})) << r.out;
+	EXPECT_TRUE(has_line(unwrap(r.out),
+			     {"requests 100", "dropped 0", "replies_failed 0", "workers 8"}))
 		<< r.out;
 	EXPECT_TRUE(has_line(r.out, {"PEER", "CREDITS", "CALLS", "INLINE", "REPLY_CH", "WRITE_CH",
 				     "RDMA_RD", "RDMA_WR", "ERR_CHUNK", "ERR_VERS", "REGS",
@@ -198,7 +221,7 @@ TEST(RpcrdmaStat, WatchShowsRates)
 {
 	// Each answer adds 50 calls and 1 MiB written.
 	FakeStats fake([](int n) { return canned(100 + 50ull * n, (2ull + n) << 20); });
-	RunResult r = run("--watch 0.5 -c 3 -s " + fake.path());
+	RunResult r = run("--wide --watch 0.5 -c 3 -s " + fake.path());
 	ASSERT_EQ(r.status, 0) << r.out;
 	EXPECT_EQ(fake.served(), 3);
 	EXPECT_TRUE(has_line(r.out, {"PEER", "CALLS", "CALLS/s", "RDMA_RD/s", "RDMA_WR/s"}))
@@ -261,7 +284,8 @@ TEST(RpcrdmaStat, ParsesEscapesAndSpacing)
 	});
 	RunResult r = run("-s " + fake.path());
 	ASSERT_EQ(r.status, 0) << r.out;
-	EXPECT_TRUE(has_line(r.out, {"fabric verbs", "1 connection"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"fabric verbs"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"1 open"})) << r.out;
 	EXPECT_TRUE(has_line(r.out, {"a\"b", " - ", " 7 "})) << r.out;
 }
 
@@ -348,4 +372,135 @@ TEST(RpcrdmaStatCheck, NoHealthOrBadJsonExitsTwo)
 		EXPECT_EQ(lines(r.out), 1) << r.out;
 		EXPECT_NE(r.out.find("gave no health"), std::string::npos) << r.out;
 	}
+}
+
+// ---- the default view: what is served, and one row per client ----------
+
+namespace
+{
+// The shape rrp_stats.c writes now: "server", per-client "nfs"/"clientid"
+// and byte counts; @peer2 is the second client's address.
+std::string with_clients(const std::string &peer2 = "[2001:db8::1]:811",
+			 const std::string &big = "5368709120")
+{
+	return "{\"fabric\":\"soft\",\"server\":{\"listen\":[\"tcp:127.0.0.1:20049\"],"
+	       "\"uptime_s\":3661,\"settings\":{\"credits\":64,\"inline_size\":4096,"
+	       "\"use_srq\":true,\"srq_depth\":1024,\"recv_mem_budget\":2147483648,"
+	       "\"max_connections\":1024,\"max_connections_per_peer\":64,"
+	       "\"max_rdma_read_depth\":16,\"handshake_timeout\":30,\"idle_timeout\":0,"
+	       "\"workers\":8}},"
+	       "\"global\":{\"conns_accepted\":9,\"calls\":130,\"credit_grant\":64,"
+	       "\"rdma_read_bytes\":0,\"rdma_write_bytes\":" + big + ",\"err_chunk_sent\":2,"
+	       "\"err_vers_sent\":1,\"dropped\":0,\"conns_refused\":4,\"conns_refused_peer\":1,"
+	       "\"conns_refused_mem\":2,\"conns_failed\":1,\"conns_timed_out\":0,"
+	       "\"disconnects\":7},"
+	       "\"plugin\":{\"requests\":130,\"dropped\":0,\"replies_failed\":0,"
+	       "\"decode_copy_bytes\":1000,\"decode_in_place_bytes\":0,\"workers\":8},"
+	       "\"connections\":[{\"peer\":\"192.0.2.7:40001\",\"nfs\":\"4.1\","
+	       "\"clientid\":\"6560a1b200000003\",\"call_bytes\":30720,\"reply_bytes\":" + big +
+	       ",\"calls\":100,\"credit_grant\":64,\"rdma_read_bytes\":0,\"rdma_write_bytes\":" +
+	       big + ",\"err_chunk_sent\":2,\"err_vers_sent\":1,\"dropped\":0},"
+	       "{\"peer\":\"" + peer2 + "\",\"nfs\":\"3\",\"call_bytes\":2048,"
+	       "\"reply_bytes\":4096,\"calls\":30,\"credit_grant\":32,\"rdma_read_bytes\":0,"
+	       "\"rdma_write_bytes\":0,\"err_chunk_sent\":0,\"err_vers_sent\":0,\"dropped\":0}],"
+	       "\"health\":{\"serving\":true,\"why\":\"\",\"listeners\":1,"
+	       "\"listeners_serving\":1}}";
+}
+
+// Every line of @out within @width columns (bytes: the output is ASCII).
+void expect_width(const std::string &out, size_t width)
+{
+	size_t start = 0;
+	while (start < out.size()) {
+		size_t end = out.find('\n', start);
+		if (end == std::string::npos)
+			end = out.size();
+		EXPECT_LE(end - start, width) << "line: " << out.substr(start, end - start);
+		start = end + 1;
+	}
+}
+} // namespace
+
+TEST(RpcrdmaStat, DefaultTableShowsServerAndClients)
+{
+	FakeStats fake([](int) { return with_clients(); });
+	RunResult r = run("-s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"rpcrdma:", "serving on tcp:127.0.0.1:20049", "fabric soft",
+				     "up 1h01m01s"}))
+		<< r.out;
+	EXPECT_TRUE(has_line(unwrap(r.out), {"settings:", "credits 64", "inline 4096",
+				     "SRQ on (depth 1024)", "budget 2.0G",
+				     "conns 1024 (64/peer)", "read depth 16"}))
+		<< r.out;
+	EXPECT_TRUE(has_line(unwrap(r.out), {"connections:", "2 open", "9 accepted",
+				     "4 refused (peer cap 1, budget 2)", "1 failed",
+				     "0 timed out", "7 closed"}))
+		<< r.out;
+	EXPECT_TRUE(has_line(r.out, {"PEER", "NFS", "CLIENTID", "CRED", "CALLS", "BYTES_IN",
+				     "BYTES_OUT", "RDMA_RD", "RDMA_WR", "ERRS"}))
+		<< r.out;
+	// v4.1 client: clientid, 64 credits, 100 calls, 30K in, 5.0G out and
+	// written, errors 2 ERR_CHUNK + 1 ERR_VERS + 0 dropped.
+	EXPECT_TRUE(has_line(r.out, {"192.0.2.7:40001", " 4.1 ", "6560a1b200000003 ", " 64 ",
+				     " 100 ", " 30K ", " 5.0G ", " 0 ", " 5.0G ", " 3"}))
+		<< r.out;
+	// v3 client: no clientid.
+	EXPECT_TRUE(has_line(r.out, {"[2001:db8::1]:811", " 3 ", " - ", " 32 ", " 30 ", " 2.0K ",
+				     " 4.0K ", " 0 "}))
+		<< r.out;
+	EXPECT_TRUE(has_line(r.out, {"TOTAL", " 64 ", " 130 "})) << r.out;
+	expect_width(r.out, 100);
+}
+
+TEST(RpcrdmaStat, DefaultFitsHundredColumns)
+{
+	// The widest a row can get: a full IPv6 peer with scope, 20-digit
+	// counters, a listener on a long unix path.
+	std::string peer = "[fe80:1234:5678:9abc:def0:1234:5678:9abc%enp129s0f1np1]:65535";
+	FakeStats fake([peer](int) {
+		std::string j = with_clients(peer, "18446744073709551615");
+		size_t at = j.find("\"calls\":30,");
+		j.replace(at, 11, "\"calls\":18446744073709551615,");
+		return j;
+	});
+	RunResult r = run("-s " + fake.path());
+	ASSERT_EQ(r.status, 0) << r.out;
+	expect_width(r.out, 100);
+	// The long peer is shown whole, on a line of its own.
+	EXPECT_TRUE(has_line(r.out, {peer})) << r.out;
+	// 20 digits do not fit CALLS: thousands with a suffix (1.8e19 = 18E).
+	EXPECT_TRUE(has_line(r.out, {" 3 ", " - ", " 32 ", " 18E "})) << r.out;
+}
+
+TEST(RpcrdmaStat, CountersListEveryCounter)
+{
+	RunResult r = run("--counters");
+	ASSERT_EQ(r.status, 0) << r.out;
+	// One from each list of rr_counters.def, with scope and meaning.
+	EXPECT_TRUE(has_line(r.out, {"calls", "conn", "count", "RPC Calls received"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"conns_failed", "server", "count"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"srq_bufs", "server", "gauge"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"requests", "plugin"})) << r.out;
+	EXPECT_TRUE(has_line(r.out, {"call_bytes", "client", "bytes"})) << r.out;
+}
+
+// docs/counters.md carries the table rpcrdma-stat --counters-md prints from
+// rr_counters.def, between its BEGIN and END markers: the docs cannot drift
+// from the code (tools/update-counters-doc.sh rewrites that part).
+TEST(CountersDoc, MatchesTable)
+{
+	std::ifstream f(std::string(RPCRDMA_SOURCE_DIR) + "/docs/counters.md");
+	ASSERT_TRUE(f.good()) << "docs/counters.md missing";
+	std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+	const std::string begin = "<!-- BEGIN rpcrdma-stat --counters-md -->\n";
+	const std::string end = "<!-- END rpcrdma-stat --counters-md -->";
+	size_t a = doc.find(begin), b = doc.find(end);
+	ASSERT_NE(a, std::string::npos);
+	ASSERT_NE(b, std::string::npos);
+	a += begin.size();
+	RunResult r = run("--counters-md");
+	ASSERT_EQ(r.status, 0);
+	EXPECT_EQ(doc.substr(a, b - a), r.out)
+		<< "docs/counters.md is stale: run tools/update-counters-doc.sh";
 }
