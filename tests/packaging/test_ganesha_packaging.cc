@@ -26,10 +26,8 @@
 #include <string>
 #include <thread>
 
-#ifdef RPCRDMA_HAVE_REQUESTER
 #include "support/rr_onc.h"
 #include "support/rr_requester.h"
-#endif
 
 namespace {
 
@@ -289,7 +287,6 @@ TEST(GaneshaPackaging, WrongGaneshaVersionLeavesGaneshaAlone)
 	EXPECT_TRUE(nfs3_null(g.nfs_port));
 }
 
-#ifdef RPCRDMA_HAVE_REQUESTER
 // A client on the soft fabric (the independent test requester): NFSv3 NULL
 // calls and one message with rdma_vers 2; rpcrdma-stat shows its row.
 TEST(GaneshaPackaging, RpcrdmaStatShowsAClient)
@@ -339,7 +336,6 @@ TEST(GaneshaPackaging, RpcrdmaStatShowsAClient)
 		<< out;
 	rq->disconnect();
 }
-#endif
 
 // rpcrdma-stat --check against the real plugin: healthy, then a listener that
 // cannot start (Soft_Socket in a directory that does not exist: bind fails,
