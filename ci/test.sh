@@ -4,8 +4,11 @@
 #      build/bench-quick.md, no thresholds);
 #   2. clang build with ASan+UBSan(+LSan) and the libFuzzer targets, every suite
 #      again plus the fuzzers for a bounded time (RPCRDMA_FUZZ_SECONDS each);
-#   3. the interop VM suite (ci/vm/run.sh), when present.
-# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_VM=1 to skip step 3.
+#   3. clang build with ThreadSanitizer: the transport, fabric and soak
+#      suites and the plugin's unit tests that run without ganesha (the
+#      preload library itself is never instrumented); any report fails it;
+#   4. the interop VM suite (ci/vm/run.sh), when present.
+# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_VM=1 to skip step 4.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -44,6 +47,9 @@ for log in build-asan/tests/*/*.corpus.log; do
 	runs=$(grep -o 'Done [0-9]* runs' "$log" | tail -1)
 	echo "$(basename "$log" .corpus.log): ${runs:-no summary}, 0 crashes (a crash fails ctest above)"
 done
+
+echo "== clang ThreadSanitizer build + ctest (transport, fabric, soak, plugin units)"
+./ci/tsan.sh
 
 if [ "${RPCRDMA_SKIP_VM:-0}" != 1 ]; then
 	echo "== interop VM suite (ctest -L interop: ci/vm/run.sh)"
