@@ -16,7 +16,6 @@ PKGS="
  clang libclang-rt-14-dev llvm
  libgtest-dev
  rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
- liburcu-dev
  libntirpc-dev libntirpc4.3
  nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs
  nfs-ganesha-gluster glusterfs-server
