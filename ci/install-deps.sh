@@ -23,7 +23,6 @@ PKGS="
  clang llvm
  libgtest-dev
  rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
- liburcu-dev
  glusterfs-server
  rpcbind nfs-common iproute2 procps psmisc python3
  valgrind

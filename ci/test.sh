@@ -4,11 +4,14 @@
 #      build/bench-quick.md, no thresholds);
 #   2. clang build with ASan+UBSan(+LSan) and the libFuzzer targets, every suite
 #      again plus the fuzzers for a bounded time (RPCRDMA_FUZZ_SECONDS each);
-#   3. ganesha 6.5 in its Debian 13 release root (ci/release-root.sh):
+#   3. clang build with ThreadSanitizer: the transport, fabric and soak
+#      suites and the plugin's unit tests that run without ganesha (the
+#      preload library itself is never instrumented); any report fails it;
+#   4. ganesha 6.5 in its Debian 13 release root (ci/release-root.sh):
 #      the plugin, backchannel and packaging areas and the demo;
-#   4. the interop VM suite (ci/vm/run.sh), when present.
-# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_RELEASES=1 step 3,
-# RPCRDMA_SKIP_VM=1 step 4.
+#   5. the interop VM suite (ci/vm/run.sh), when present.
+# Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_RELEASES=1 step 4,
+# RPCRDMA_SKIP_VM=1 step 5.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -47,6 +50,9 @@ for log in build-asan/tests/*/*.corpus.log; do
 	runs=$(grep -o 'Done [0-9]* runs' "$log" | tail -1)
 	echo "$(basename "$log" .corpus.log): ${runs:-no summary}, 0 crashes (a crash fails ctest above)"
 done
+
+echo "== clang ThreadSanitizer build + ctest (transport, fabric, soak, plugin units)"
+./ci/tsan.sh
 
 if [ "${RPCRDMA_SKIP_RELEASES:-0}" != 1 ]; then
 	# ganesha 6.5 (Debian 13) in its release root (debootstrap, cached in

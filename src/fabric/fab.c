@@ -38,8 +38,14 @@ int fab_open(const char *provider, struct fab_fabric **out)
 		provider = "soft";
 	if (strcmp(provider, "soft") == 0)
 		return fab_soft_open(out);
-	if (strcmp(provider, "verbs") == 0)
+	if (strcmp(provider, "verbs") == 0) {
+#ifdef FAB_WITH_VERBS
 		return fab_verbs_open(out);
+#else
+		/* Built without rdma-core: no verbs device can ever be opened. */
+		return fab_set_error(-ENODEV, "verbs provider not built (RPCRDMA_WITH_VERBS=OFF)");
+#endif
+	}
 	return fab_set_error(-EINVAL, "unknown fabric provider \"%s\" (soft, verbs)", provider);
 }
 

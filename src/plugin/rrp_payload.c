@@ -53,6 +53,9 @@ extern void *__libc_malloc(size_t size);
  * Free slots of a class: a lock-free stack of slot numbers (any worker takes,
  * any thread frees). The head packs a change count above slot+1 (0 = empty),
  * so a pop that raced a pop and a push of the same slot fails its CAS (ABA).
+ * Hand-written: inside malloc/free no mutex or RCU section may be taken and
+ * a slot handed to ganesha has no room for a node link, which liburcu's
+ * stacks need (docs/threading.md).
  */
 struct size_class {
 	size_t slot;
@@ -84,7 +87,9 @@ static __thread struct lend_state lend __attribute__((tls_model("initial-exec"))
  * together (one per Call a worker is decoding, a few per worker at most)
  * do not collide; a full set means "do not lend" (the copy happens as
  * before), never a wait. Chunk buffers are page aligned: the set comes from
- * the page number.
+ * the page number. Hand-written, not liburcu's rculfhash: every free() in
+ * the process asks it, and an allocator interposer may not allocate, nor
+ * wait for grace periods (docs/threading.md).
  */
 #define LENT_SETS 256
 #define LENT_WAYS 4

@@ -8,6 +8,9 @@
  * locked list behind it for the rare overflow, and a futex word counting
  * queued items that idle workers sleep on. A mutex-protected list cost two
  * lock/unlock pairs per Call; the ring costs two compare-and-swaps.
+ * liburcu has no bounded queue with several lock-free consumers: wfcqueue
+ * dequeues under a lock, lfqueue needs RCU reader threads, which ganesha's
+ * workers are not (docs/threading.md; TSan: test_rrp_workq).
  */
 #include <linux/futex.h>
 #include <pthread.h>

@@ -65,6 +65,7 @@ struct rrp_req {
  * Free requests: any thread gives one back with a lock-free push; requests
  * are taken only in up_call, on an engine event thread, which moves the
  * whole stack to a list of its own (exchange, so no ABA) and pops from that.
+ * Hand-written for the reasons rr_handoff is (docs/threading.md).
  */
 static _Atomic(struct rrp_req *) req_returned;
 static atomic_uint req_nfree;		/* on the stack or a thread's list */

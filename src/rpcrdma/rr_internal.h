@@ -23,6 +23,9 @@
 /*
  * An intrusive lock-free stack: any thread pushes, the event thread takes
  * the whole of it at once (an exchange, so no ABA) and gets it oldest first.
+ * Hand-written, not liburcu's lfstack/wfcqueue: theirs is the same one
+ * compare-and-swap per push, but a call into liburcu.so unless LGPL code is
+ * inlined (docs/threading.md; TSan: the transport suites).
  */
 struct rr_handoff {
 	struct rr_handoff *next;

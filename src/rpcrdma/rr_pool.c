@@ -292,7 +292,9 @@ void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
 	if (d)
 		atomic_fetch_sub_explicit(&bp->shared_used, d, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&c->srv->st.sink_bytes, sz, memory_order_relaxed);
-	/* One consumer (the event thread takes the whole chain), so no ABA. */
+	/* One consumer (the event thread takes the whole chain), so no ABA.
+	 * A stack of slot indices: a registered sink has no room for the node
+	 * liburcu's stacks link (docs/threading.md). */
 	do
 		k->next[slot] = top;
 	while (!atomic_compare_exchange_weak_explicit(&k->returned, &top, slot + 1,

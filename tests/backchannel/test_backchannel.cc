@@ -74,7 +74,8 @@ TEST_F(Backchannel, CreateSessionGetsBackChannelOverRdma)
 	}
 }
 
-/* RFC 8267 section 4.5 / svcrdma-notes 6, fore channel: the COMPOUND ran,
+/* RFC 8267 section 4.5 / docs/linux-client-wire.md (the Linux client retries a
+ * lost reply on the same slot and sequence), fore channel: the COMPOUND ran,
  * its reply fit nowhere (ERR_CHUNK); the retry on the same slot and sequence
  * must get NFS4ERR_RETRY_UNCACHED_REP - never a replay of the cached reply,
  * which would fail with ERR_CHUNK again - and the next sequence works. With

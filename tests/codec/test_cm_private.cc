@@ -8,8 +8,9 @@
 
 namespace {
 
-/* What the Linux client sends (svcrdma-notes section 5): magic, version 1,
- * SND_W_INV_OK, 4096/4096 -> encoded 3/3. */
+/* What the Linux client sends in its CM private data (RFC 8797 section 4;
+ * docs/linux-client-wire.md): magic, version 1, SND_W_INV_OK, 4096/4096
+ * inline sizes -> encoded 3/3. */
 const uint8_t kLinuxClient[8] = {0xf6, 0xab, 0x0e, 0x18, 0x01, 0x01, 0x03, 0x03};
 
 TEST(CmPrivate, EncodeByteLayout)

@@ -26,10 +26,8 @@
 #include <string>
 #include <thread>
 
-#ifdef RPCRDMA_HAVE_REQUESTER
 #include "support/rr_onc.h"
 #include "support/rr_requester.h"
-#endif
 
 namespace {
 
@@ -362,7 +360,6 @@ TEST(GaneshaPackaging, MissingCoreLibraryLeavesGaneshaAlone)
 	run("rm -rf " + dir, &st);
 }
 
-#ifdef RPCRDMA_HAVE_REQUESTER
 // A client on the soft fabric (the independent test requester): NFSv3 NULL
 // calls and one message with rdma_vers 2; rpcrdma-stat shows its row.
 TEST(GaneshaPackaging, RpcrdmaStatShowsAClient)
@@ -417,7 +414,6 @@ TEST(GaneshaPackaging, RpcrdmaStatShowsAClient)
 		<< out;
 	rq->disconnect();
 }
-#endif
 
 // rpcrdma-stat --check against the real plugin: healthy, then a listener that
 // cannot start (Soft_Socket in a directory that does not exist: bind fails,

@@ -205,7 +205,8 @@ TEST_F(Nfs4Rdma, LongCallWrite)
 	NFS_OK(*c, c->close(f, sid));
 }
 
-/* RFC 8166 section 3.5.4 / svcrdma-notes 6: the COMPOUND ran but its reply
+/* RFC 8166 section 3.5.4 / docs/linux-client-wire.md (the Linux client retries
+ * on the same slot and sequence after ERR_CHUNK): the COMPOUND ran but its reply
  * fits neither inline nor the Reply chunk: ERR_CHUNK, then the session slot
  * recovers (the retry must not be answered by a replay that fails again). */
 TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)

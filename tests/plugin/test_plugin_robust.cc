@@ -462,7 +462,8 @@ TEST_F(Robust, FaultyCallsAnsweredConnectionSurvives)
 		EXPECT_EQ(accept_stat(r, xid), k.expect);
 	}
 	/* a file handle is not DDP-eligible (RFC 8267 section 4.3): a GETATTR whose
-	 * fh rides in a Read chunk is refused with GARBAGE_ARGS (DESIGN.md) */
+	 * fh rides in a Read chunk is refused with GARBAGE_ARGS: only the
+	 * DDP-eligible items of docs/architecture.md may be moved by RDMA */
 	{
 		nfsxdr::Xdr x;
 		uint32_t xid = t->next_xid();

@@ -203,7 +203,8 @@ int Nfs4::send(Comp &c, std::unique_ptr<Dec> *d, bool with_seq)
 		int st = n == 0 ? int(status) : res(r, nfsxdr::SEQUENCE);
 		if (st < 0)
 			return st;
-		/* what the Linux client does after a lost reply (svcrdma-notes 6) */
+		/* what the Linux client does after a lost reply: retry the same
+		 * slot, then a new sequence (docs/linux-client-wire.md) */
 		if (getenv("NFSC_DEBUG"))
 			fprintf(stderr, "nfsc: SEQUENCE seqid %u attempt %d status %d\n", seqid_,
 				attempt, st);

@@ -217,7 +217,8 @@ int64_t RdmaTransport::post(const Bytes &rpc, const CallOpts &o, std::string *er
 	rrtest::CallSpec spec;
 	size_t inl = q.inline_recv();
 
-	/* Reply resources (RFC 8166 section 3.5, svcrdma-notes section 3). */
+	/* Reply resources as the Linux client offers them (RFC 8166 section 3.5,
+	 * docs/linux-client-wire.md). */
 	size_t payload_sum = 0;
 	for (uint32_t p : o.payloads)
 		payload_sum += round4(p);

@@ -8,7 +8,7 @@
  * Two transports sit behind one interface so the same calls can be compared:
  *  - TcpTransport: RPC record marking (RFC 5531 section 11) on a TCP socket;
  *  - RdmaTransport: RPC-over-RDMA v1 through rrtest::Requester, shaping calls
- *    the way the Linux client does (svcrdma-notes section 3): inline when the
+ *    the way the Linux client does (docs/linux-client-wire.md): inline when the
  *    Send fits; WRITE/SYMLINK data in a Read chunk at the item's position;
  *    otherwise a Long Call (RDMA_NOMSG + Position-Zero Read chunk); READ and
  *    READLINK results into Write chunks (with the 4-byte pad segment when the

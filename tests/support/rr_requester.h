@@ -10,7 +10,7 @@
  * (wait), so a test can keep many calls in flight; call() does both.
  *
  * Every reply is checked against RFC 8166 and what the Linux client accepts
- * (svcrdma-notes section 1); anything wrong is listed in Reply::violations:
+ * (docs/linux-client-wire.md); anything wrong is listed in Reply::violations:
  * rdma_vers 1, credits never 0, no Read list in a reply, the Write list
  * echoed with the call's chunk and segment counts, handles and offsets,
  * lengths no larger than offered and filled in order, bytes past an echoed

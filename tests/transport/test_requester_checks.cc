@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -106,7 +107,8 @@ class Fake {
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		wr.signaled = true;
-		fab_post_send(conn_, &wr, nullptr);
+		if (fab_post_send(conn_, &wr, nullptr) == 0)
+			wait_send_done();
 	}
 
       private:
@@ -120,6 +122,40 @@ class Fake {
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		fab_post_recv(conn_, &wr, nullptr);
+	}
+	/*
+	 * The next message reuses sbuf_ from offset 0: wait until the fabric
+	 * has sent this one (its Send completion; earlier Writes are done
+	 * before it), keeping the receives that complete meanwhile for loop().
+	 */
+	void wait_send_done()
+	{
+		for (int i = 0; i < 5000; i++) {
+			fab_wc wc;
+
+			if (fab_cq_poll(cq_, &wc, 1) != 1) {
+				usleep(1000);
+				continue;
+			}
+			if (wc.opcode == FAB_WC_SEND)
+				return;
+			pending_.push_back(wc);
+		}
+	}
+	void handle(const fab_wc &wc)
+	{
+		if (wc.opcode != FAB_WC_RECV || wc.status != FAB_WC_SUCCESS)
+			return;
+		uint32_t idx = uint32_t(wc.wr_id);
+		InCall c = parse(rbuf_.data() + size_t(idx) * kRecvSize, wc.byte_len);
+		post_recv(idx);
+		Behave b;
+		{
+			std::lock_guard<std::mutex> g(lock_);
+			b = behave_;
+		}
+		if (b)
+			b(*this, c);
 	}
 	void loop()
 	{
@@ -141,22 +177,16 @@ class Fake {
 				p.initiator_depth = ev.initiator_depth;
 				fab_accept(conn_, &p);
 			}
+			while (!pending_.empty()) {
+				fab_wc wc = pending_.front();
+
+				pending_.pop_front();
+				handle(wc);
+			}
 			fab_wc wc[16];
 			int n = fab_cq_poll(cq_, wc, 16);
-			for (int i = 0; i < n; i++) {
-				if (wc[i].opcode != FAB_WC_RECV || wc[i].status != FAB_WC_SUCCESS)
-					continue;
-				uint32_t idx = uint32_t(wc[i].wr_id);
-				InCall c = parse(rbuf_.data() + size_t(idx) * kRecvSize, wc[i].byte_len);
-				post_recv(idx);
-				Behave b;
-				{
-					std::lock_guard<std::mutex> g(lock_);
-					b = behave_;
-				}
-				if (b)
-					b(*this, c);
-			}
+			for (int i = 0; i < n; i++)
+				handle(wc[i]);
 			if (!n)
 				usleep(1000);
 		}
@@ -198,6 +228,7 @@ class Fake {
 	fab_mr *rmr_ = nullptr, *smr_ = nullptr;
 	std::vector<uint8_t> rbuf_, sbuf_;
 	size_t soff_ = 0;
+	std::deque<fab_wc> pending_;	/* receives completed during wait_send_done */
 	std::string path_;
 	std::thread thr_;
 	std::atomic<bool> stop_{false};

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A table of hostile requesters (DESIGN.md "hostile"; svcrdma-notes section 1
- * "Validation"): each row sends one malformed or malicious transport message
+ * A table of hostile requesters (RFC 8166 sections 4 and 5.3; the rule in
+ * docs/architecture.md: bad input gets a protocol answer or a clean
+ * disconnect): each row sends one malformed or malicious transport message
  * built byte by byte and names what the server must do - ERR_VERS with
  * low = high = 1, ERR_CHUNK, drop silently, or close that connection - and
  * in every case the server must keep serving: the same connection (unless it

@@ -49,7 +49,7 @@ TEST_F(Shapes, ServerPrivateDataIsRfc8797)
 /*
  * The Linux client connects with responder_resources = its IRD and
  * initiator_depth = 0; the server must take its ORD from the former
- * (svcrdma-notes section 2, "RDMA Read depth").
+ * (docs/linux-client-wire.md, "RDMA Read depth").
  */
 TEST_F(Shapes, LinuxConnectParams)
 {
@@ -546,7 +546,8 @@ TEST_F(Shapes, PipelinedCallsUpToTheGrant)
 	}
 }
 
-/* DESIGN.md "Memory": steady state is 0 registrations per I/O. */
+/* docs/memory.md: steady state is 0 registrations per I/O (every buffer is
+ * registered once, at pool creation). */
 TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
 {
 	auto round = [&]() {
