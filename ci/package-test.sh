@@ -235,7 +235,7 @@ CONF
 # RDMA, and one rpcrdma line names the ntirpc (or ganesha) it was built for
 # and the one it found.
 if [ $foreign = 1 ]; then
-	built=$(dpkg-deb -f "$deb" Depends | grep -o 'libntirpc[0-9.]*' | sed 's/^libntirpc//')
+	built=$(dpkg-deb -f "$deb" Depends | grep -o 'libntirpc[0-9.]*' | sed 's/^libntirpc//' | head -1)
 	have=$(dpkg-query -W -f '${Package}\n' 'libntirpc[0-9]*' 2>/dev/null | sed 's/^libntirpc//' | head -1)
 	[ -n "$built" ] && [ -n "$have" ] || fail "cannot tell the ntirpc versions (package '$built', here '$have')"
 	[ "$built" != "$have" ] || fail "$(basename "$deb") is built for this release (libntirpc$have)"
