@@ -96,7 +96,8 @@ if [ "$lint" = 1 ] && [ $foreign = 0 ]; then
 		{ echo "package-test: lintian is missing (ci/install-deps.sh installs it)" >&2; exit 1; }
 fi
 
-arg=${1:-build-pkg}
+arg=${1:-${rel:+build-rel-$rel}}
+arg=${arg:-build-pkg}
 case $arg in
 *.deb) deb=$arg ;;
 *) deb=$(ci/package.sh "$arg" | tail -1) ;;
