@@ -81,7 +81,7 @@ instructions |
 while read -r instr args; do
 	case $instr in
 	RUN)
-		echo "-- RUN $(echo "$args" | cut -c1-100)"
+		echo "-- RUN $(printf "%s" "$args" | cut -c1-100)"
 		chroot "$root" /usr/bin/env RELEASE="$RELEASE" /bin/sh -c "$args" >"$root.step.log" 2>&1 ||
 			{ tail -20 "$root.step.log"; exit 1; }
 		;;
