@@ -20,8 +20,16 @@
 #      RPCRDMA_VM_ONLY=bench): dd/fio throughput against ganesha+rpcrdma and
 #      against knfsd in one boot, ratio ganesha/knfsd (about 15 minutes)
 #
-# Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha 4.3
-# with FSAL MEM. Builds what it needs in $RPCRDMA_BUILD (default build/).
+# --release RELEASE (bookworm, bookworm-backports, trixie; ci/package.sh
+# names them) runs the same inside that release's root (ci/release-root.sh)
+# against its ganesha, with a build for it in $RPCRDMA_BUILD (default
+# build-rel-RELEASE, the one `ci/package.sh RELEASE` uses); the report and
+# raw data then go to a bench/out/rpcrdma-bench.* directory, and the
+# committed bench/RESULTS.md is left alone.
+#
+# Needs root (ganesha.nfsd), valgrind, python3, the Debian nfs-ganesha (4.3;
+# 5.9 and 6.5 in their roots) with FSAL MEM. Builds what it needs in
+# $RPCRDMA_BUILD (default build/).
 # Quick mode (CI) takes about two minutes; full mode a few. Every figure is a
 # median or a ratio measured in the same run; nothing here asserts a time.
 # Exit status: non-zero when a run failed (an error reply, a zero credit
@@ -29,12 +37,15 @@
 set -u
 MODE=quick
 ONLY=ABCDEF
-usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E,F]" >&2; exit 2; }
+RELEASE=
+ARGS=()
+usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E,F] [--release RELEASE]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--quick) MODE=quick ;;
-	--full) MODE=full ;;
-	--only) [ $# -ge 2 ] || usage; ONLY=$(echo "$2" | tr -cd 'ABCDEFabcdef' | tr a-f A-F); shift ;;
+	--quick) MODE=quick; ARGS+=("$1") ;;
+	--full) MODE=full; ARGS+=("$1") ;;
+	--release) [ $# -ge 2 ] || usage; RELEASE=$2; shift ;;
+	--only) [ $# -ge 2 ] || usage; ONLY=$(echo "$2" | tr -cd 'ABCDEFabcdef' | tr a-f A-F); ARGS+=("$1" "$2"); shift ;;
 	*) usage ;;
 	esac
 	shift
@@ -43,12 +54,29 @@ done
 # want X: is section X selected (B and C share one ganesha run)?
 want() { case $ONLY in *"$1"*) return 0 ;; *) return 1 ;; esac; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "$RELEASE" ] && [ -z "${RPCRDMA_BENCH_RELEASE:-}" ]; then
+	case $RELEASE in
+	bookworm | bookworm-backports | trixie) ;;
+	*) usage ;;
+	esac
+	# In the root: this script again, its work directory in the repository
+	# (the root's /tmp goes with the run). F boots the VM from the host.
+	mkdir -p "$ROOT/bench/out"
+	exec "$ROOT/ci/release-root.sh" "$RELEASE" -- env RPCRDMA_BENCH_RELEASE="$RELEASE" \
+		RPCRDMA_BUILD="${RPCRDMA_BUILD:-build-rel-$RELEASE}" \
+		RPCRDMA_BENCH_TMP="$ROOT/bench/out" ${RPCRDMA_BENCH_OUT:+RPCRDMA_BENCH_OUT="$RPCRDMA_BENCH_OUT"} \
+		bash "$ROOT/bench/run.sh" ${ARGS[@]+"${ARGS[@]}"}
+fi
 B=${RPCRDMA_BUILD:-$ROOT/build}
 case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
-W=$(mktemp -d /tmp/rpcrdma-bench.XXXXXX)
+W=$(mktemp -d "${RPCRDMA_BENCH_TMP:-/tmp}/rpcrdma-bench.XXXXXX")
 # RPCRDMA_BENCH_OUT: where the report goes (CI keeps the committed one intact)
 OUT=${RPCRDMA_BENCH_OUT:-$ROOT/bench/RESULTS.md}
 [ "$ONLY" = ABCDEF ] || OUT=$W/RESULTS.md
+[ -z "${RPCRDMA_BENCH_RELEASE:-}" ] || OUT=${RPCRDMA_BENCH_OUT:-$W/RESULTS.md}
+# Which ganesha this is (the report's header).
+GVER=$(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo unknown)
+echo "{\"ganesha\":\"$GVER\",\"release\":\"${RPCRDMA_BENCH_RELEASE:-host}\"}" >"$W/host.json"
 T0=$(date +%s)
 NB=$B/bench/nfsbench/nfsbench
 ENG=$B/bench/nfsbench/bench_engine
@@ -389,7 +417,8 @@ fi
 
 # --- report --------------------------------------------------------------------
 log "writing $OUT"
-python3 "$ROOT/bench/tools/report.py" "$W" "$MODE" "bench/run.sh --$MODE" \
+python3 "$ROOT/bench/tools/report.py" "$W" "$MODE" \
+	"bench/run.sh --$MODE${RPCRDMA_BENCH_RELEASE:+ --release $RPCRDMA_BENCH_RELEASE}" \
 	"$(($(date +%s) - T0))" >"$OUT" || die "report"
 log "done in $(($(date +%s) - T0)) s; raw data in $W"
 exit $FAIL

@@ -12,8 +12,17 @@
 #   5. lintian: no errors, no warnings.
 # Root only; it changes the machine (dpkg), so it runs only when asked:
 #   RPCRDMA_PACKAGE_TEST=1 ci/package-test.sh [DEB | BUILD_DIR]
+#   RPCRDMA_PACKAGE_TEST=1 ci/package-test.sh --release RELEASE [DEB]
+#   RPCRDMA_PACKAGE_TEST=1 ci/package-test.sh [--release RELEASE] --foreign DEB
 # Without RPCRDMA_PACKAGE_TEST=1 it exits 77 (ctest: skipped). With a build
 # directory (default build-pkg) it builds the package there (ci/package.sh).
+# --release RELEASE (bookworm, bookworm-backports, trixie; see ci/package.sh):
+# the package for RELEASE (built by `ci/package.sh RELEASE` unless given),
+# tested in a throw-away overlay of RELEASE's cached root (ci/release-root.sh),
+# so the cache stays clean; lintian runs here (the roots have none).
+# --foreign DEB: a package built for another release, forced in as an admin
+# would (dpkg --force-depends): ganesha still starts, serves TCP, and says in
+# one rpcrdma line that RDMA is off, naming both versions; then it is purged.
 set -eu
 cd "$(dirname "$0")/.."
 if [ "${RPCRDMA_PACKAGE_TEST:-0}" != 1 ]; then
@@ -21,10 +30,74 @@ if [ "${RPCRDMA_PACKAGE_TEST:-0}" != 1 ]; then
 	exit 77
 fi
 [ "$(id -u)" -eq 0 ] || { echo "package-test: needs root" >&2; exit 1; }
-command -v lintian >/dev/null ||
-	{ echo "package-test: lintian is missing (ci/install-deps.sh installs it)" >&2; exit 1; }
 
-arg=${1:-build-pkg}
+rel=
+if [ "${1:-}" = --release ]; then
+	[ $# -ge 2 ] || { echo "package-test: --release needs a release" >&2; exit 2; }
+	rel=$2
+	shift 2
+fi
+foreign=0
+if [ "${1:-}" = --foreign ]; then
+	[ $# -ge 2 ] || { echo "package-test: --foreign needs a .deb" >&2; exit 2; }
+	foreign=1
+	shift
+fi
+
+. /etc/os-release
+here=${VERSION_CODENAME:-}
+case $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || true) in
+*~bpo*) here=$here-backports ;;
+esac
+if [ -n "$rel" ] && [ "$rel" != "$here" ]; then
+	# RELEASE's root, overlaid: what dpkg does there lands in the upper
+	# layer, dropped with this private mount namespace.
+	if [ -z "${RPCRDMA_PACKAGE_TEST_NS:-}" ]; then
+		command -v lintian >/dev/null ||
+			{ echo "package-test: lintian is missing (ci/install-deps.sh installs it)" >&2; exit 1; }
+		deb=${1:-}
+		[ -n "$deb" ] || deb=$(ci/package.sh "$rel" | tail -1)
+		[ -f "$deb" ] || { echo "package-test: no package $deb" >&2; exit 1; }
+		deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
+		# the cached root, made or brought up to date first
+		ci/release-root.sh "$rel" -- true
+		if [ $foreign = 1 ]; then set -- --foreign "$deb"; else set -- "$deb"; fi
+		exec unshare --mount --propagation private \
+			env RPCRDMA_PACKAGE_TEST_NS=1 "$0" --release "$rel" "$@"
+	fi
+	cache=${RPCRDMA_ROOTS:-/var/cache/rpcrdma-roots}
+	ovl=$(mktemp -d /var/tmp/rpcrdma-package-root.XXXXXX)
+	trap 'umount -R "$ovl/roots/$rel" 2>/dev/null; rm -rf --one-file-system "$ovl"' EXIT
+	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/roots/$rel"
+	mount -t overlay overlay -o "lowerdir=$cache/$rel,upperdir=$ovl/upper,workdir=$ovl/work" \
+		"$ovl/roots/$rel"
+	deb=$1
+	mkdir -p "$ovl/roots/$rel/var/tmp/rpcrdma-package"
+	cp "$deb" "$ovl/roots/$rel/var/tmp/rpcrdma-package/"
+	in_deb=/var/tmp/rpcrdma-package/$(basename "$deb")
+	echo "== $rel root (overlay of $cache/$rel): ci/package-test.sh" \
+	     "$([ $foreign = 1 ] && echo "--foreign ")$(basename "$deb")"
+	if [ $foreign = 1 ]; then set -- --foreign "$in_deb"; else set -- "$in_deb"; fi
+	RPCRDMA_ROOTS=$ovl/roots ci/release-root.sh "$rel" -- env RPCRDMA_PACKAGE_TEST=1 \
+		RPCRDMA_PACKAGE_TEST_LINTIAN=0 ci/package-test.sh "$@"
+	[ $foreign = 0 ] || exit 0
+	echo "== lintian $(basename "$deb") (here: the roots have no lintian)"
+	lintian --display-info --fail-on error,warning "$deb" >"$ovl/lintian.log" 2>&1 && lrc=0 || lrc=$?
+	grep -v "running with root privileges" "$ovl/lintian.log" | sed 's/^/   /'
+	[ $lrc -eq 0 ] || { echo "package-test: lintian: errors or warnings (exit $lrc)"; exit 1; }
+	! grep -q "^[EW]: " "$ovl/lintian.log" || { echo "package-test: lintian: errors or warnings"; exit 1; }
+	echo "   no errors, no warnings"
+	echo "== package-test --release $rel: PASSED"
+	exit 0
+fi
+lint=${RPCRDMA_PACKAGE_TEST_LINTIAN:-1}
+if [ "$lint" = 1 ] && [ $foreign = 0 ]; then
+	command -v lintian >/dev/null ||
+		{ echo "package-test: lintian is missing (ci/install-deps.sh installs it)" >&2; exit 1; }
+fi
+
+arg=${1:-${rel:+build-rel-$rel}}
+arg=${arg:-build-pkg}
 case $arg in
 *.deb) deb=$arg ;;
 *) deb=$(ci/package.sh "$arg" | tail -1) ;;
@@ -123,6 +196,90 @@ LD_PRELOAD=$work/missing-library.so /bin/true 2>"$work/ldso.txt" || true
 grep -Eq "$preload_error_re" "$work/ldso.txt" ||
 	fail "this ld.so prints something else for a missing preload: $(cat "$work/ldso.txt")"
 
+# ganesha.conf in $work (MEM export, the RDMA block on the soft fabric), rpcbind.
+setup_ganesha() {
+	port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
+	nfs=$(port); mnt=$(port); nlm=$(port); rq=$(port)
+	cat >"$work/ganesha.conf" <<CONF
+NFS_CORE_PARAM {
+	NFS_Port = $nfs; MNT_Port = $mnt; NLM_Port = $nlm; Rquota_Port = $rq;
+	Protocols = 3, 4; Enable_NLM = false; Enable_RQUOTA = false;
+	# ganesha 6 stops without CAP_SYS_RESOURCE otherwise (containers, CI);
+	# 4.3 and 5.9 only warn that they do not know the key
+	allow_set_io_flusher_fail = true;
+}
+NFSV4 { Graceless = true; Lease_Lifetime = 10; Grace_Period = 10; RecoveryRoot = $work; }
+EXPORT {
+	Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW;
+	Squash = No_Root_Squash; FSAL { Name = MEM; }
+}
+RDMA {
+	Enable = true;
+	Fabric = soft;
+	Soft_Socket = $work/rdma.sock;
+	Stats_Socket = $work/stats.sock;
+}
+LOG { Default_Log_Level = EVENT; }
+CONF
+	if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+		mkdir -p /run/rpcbind
+		rpcbind -w
+		sleep 1
+	fi
+	ganesha=$(command -v ganesha.nfsd || echo /usr/bin/ganesha.nfsd)
+	if ! (ulimit -l unlimited) 2>/dev/null; then
+		echo "   (cannot raise RLIMIT_MEMLOCK here: running with $(ulimit -Hl))"
+	fi
+}
+
+# A package built for another release, forced in: ganesha serves TCP without
+# RDMA, and one rpcrdma line names the ntirpc (or ganesha) it was built for
+# and the one it found.
+if [ $foreign = 1 ]; then
+	built=$(dpkg-deb -f "$deb" Depends | grep -o 'libntirpc[0-9.]*' | sed 's/^libntirpc//' | head -1)
+	have=$(dpkg-query -W -f '${Package}\n' 'libntirpc[0-9]*' 2>/dev/null | sed 's/^libntirpc//' | head -1)
+	[ -n "$built" ] && [ -n "$have" ] || fail "cannot tell the ntirpc versions (package '$built', here '$have')"
+	[ "$built" != "$have" ] || fail "$(basename "$deb") is built for this release (libntirpc$have)"
+	step "dpkg --force-depends -i $(basename "$deb") (built for libntirpc$built; here libntirpc$have)"
+	dpkg --force-depends -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i failed"; }
+	grep -i "depend" "$work/dpkg.log" | sed 's/^/   /'
+	dropin=$(dpkg -L rpcrdma | grep '/nfs-ganesha.service.d/rpcrdma.conf$' || true)
+	[ -n "$dropin" ] || fail "the package has no drop-in"
+	dpkg -L rpcrdma | sort >"$work/listed"
+	step "ganesha $(dpkg-query -W -f '${Version}' nfs-ganesha) as nfs-ganesha.service starts it"
+	setup_ganesha
+	start_ganesha foreign
+	wait_initialized "$(basename "$deb") forced in"
+	if grep -Eq "$preload_error_re" "$work/stderr.log" "$work/ganesha.log"; then
+		grep -E "$preload_error_re" "$work/stderr.log" "$work/ganesha.log"
+		fail "ld.so preload error"
+	fi
+	grep "rpcrdma:" "$work/stderr.log" | sed 's/^/   /'
+	n=$(grep -c "rpcrdma:" "$work/stderr.log" || true)
+	[ "$n" = 1 ] || fail "$n rpcrdma lines, not one"
+	line=$(grep "rpcrdma:" "$work/stderr.log")
+	case $line in
+	*"version mismatch"*"$built"*"found "*"$have"*"RDMA not served"*) ;;
+	*) fail "the rpcrdma line does not name both versions ($built, $have)" ;;
+	esac
+	grep -q "rpcrdma: NFS over RDMA listening" "$work/stderr.log" && fail "RDMA listening"
+	python3 -c "import socket; socket.create_connection(('127.0.0.1', $nfs), 5)" ||
+		fail "ganesha does not serve NFS over TCP"
+	null=$(rpcinfo -t 127.0.0.1 nfs 3) || fail "NFSv3 NULL over TCP failed"
+	echo "   rpcinfo -t 127.0.0.1 nfs 3: $null"
+	echo "   ganesha initialized; NFS over TCP on port $nfs; one rpcrdma line"
+	stop_ganesha
+	step "dpkg --purge rpcrdma"
+	dpkg --purge rpcrdma >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg --purge failed"; }
+	[ -z "$(unit_env | grep rpcrdma)" ] || fail "a drop-in still names rpcrdma"
+	while read -r f; do
+		[ -d "$f" ] || [ ! -e "$f" ] || fail "left after purge: $f"
+	done <"$work/listed"
+	echo "   purged, no file of it left"
+	echo "== package-test --foreign: PASSED"
+	exit 0
+fi
+
 step "upgrade from 0.1.0-1's layout (drop-in a conffile in $old_dropin)"
 # 0.1.0-1 as it was: this package's files with the drop-in as a conffile
 # in /etc and no maintainer scripts of its own (daemon-reload only).
@@ -177,38 +334,7 @@ if command -v systemd-analyze >/dev/null && [ -f "$unit" ]; then
 fi
 
 step "ganesha as nfs-ganesha.service starts it, RDMA block on the soft fabric"
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
-nfs=$(port); mnt=$(port); nlm=$(port); rq=$(port)
-cat >"$work/ganesha.conf" <<CONF
-NFS_CORE_PARAM {
-	NFS_Port = $nfs; MNT_Port = $mnt; NLM_Port = $nlm; Rquota_Port = $rq;
-	Protocols = 3, 4; Enable_NLM = false; Enable_RQUOTA = false;
-	# ganesha 6 stops without CAP_SYS_RESOURCE otherwise (containers, CI);
-	# 4.3 and 5.9 only warn that they do not know the key
-	allow_set_io_flusher_fail = true;
-}
-NFSV4 { Graceless = true; Lease_Lifetime = 10; Grace_Period = 10; RecoveryRoot = $work; }
-EXPORT {
-	Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW;
-	Squash = No_Root_Squash; FSAL { Name = MEM; }
-}
-RDMA {
-	Enable = true;
-	Fabric = soft;
-	Soft_Socket = $work/rdma.sock;
-	Stats_Socket = $work/stats.sock;
-}
-LOG { Default_Log_Level = EVENT; }
-CONF
-if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
-	mkdir -p /run/rpcbind
-	rpcbind -w
-	sleep 1
-fi
-ganesha=$(command -v ganesha.nfsd || echo /usr/bin/ganesha.nfsd)
-if ! (ulimit -l unlimited) 2>/dev/null; then
-	echo "   (cannot raise RLIMIT_MEMLOCK here: running with $(ulimit -Hl))"
-fi
+setup_ganesha
 start_ganesha installed
 i=0
 until grep -q "rpcrdma: NFS over RDMA listening on" "$work/stderr.log"; do
@@ -277,6 +403,10 @@ for f in "$old_dropin" "$new_dropin"; do
 done
 echo "   $(wc -l <"$work/listed") paths listed before, none left"
 
+if [ "$lint" != 1 ]; then
+	echo "== package-test: PASSED (lintian left to the caller)"
+	exit 0
+fi
 step "lintian $(basename "$deb")"
 lintian --display-info --fail-on error,warning "$deb" >"$work/lintian.log" 2>&1 && lrc=0 || lrc=$?
 grep -v "running with root privileges" "$work/lintian.log" | sed 's/^/   /'

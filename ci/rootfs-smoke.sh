@@ -10,16 +10,25 @@
 #   - PID 1 reaps: rpcbind (daemonized, so PID 1's child) killed leaves no
 #     zombie;
 #   - a stop (SIGTERM to PID 1) reaches ganesha, which exits cleanly.
-#   ci/rootfs-smoke.sh [ROOTFS_DIR]     default build-rootfs/bookworm (ignored by git)
-# Needs root, debootstrap, unshare, nsenter; ci/package.sh's .deb in build-pkg/packages/.
+#   ci/rootfs-smoke.sh [RELEASE [ROOTFS_DIR]]
+# RELEASE is the Containerfile's build argument (default trixie; bookworm,
+# bookworm-backports), ROOTFS_DIR defaults to build-rootfs/RELEASE (ignored
+# by git). Needs root, debootstrap, unshare, nsenter; `ci/package.sh RELEASE`'s
+# .deb in build-rel-RELEASE/packages/ (made when missing).
 set -eu
 cd "$(dirname "$0")/.."
 top=$(pwd)
-root=${1:-build-rootfs/bookworm}
+RELEASE=${1:-trixie}
+case $RELEASE in
+bookworm | bookworm-backports | trixie) ;;
+*) echo "usage: ci/rootfs-smoke.sh [bookworm|bookworm-backports|trixie [ROOTFS_DIR]]" >&2; exit 2 ;;
+esac
+suite=${RELEASE%-backports}
+root=${2:-build-rootfs/$RELEASE}
 mkdir -p "$root"
 root=$(cd "$root" && pwd)
 [ "$root" != / ] || exit 1
-ls build-pkg/packages/rpcrdma_*.deb >/dev/null 2>&1 || ci/package.sh >/dev/null
+ls build-rel-"$RELEASE"/packages/rpcrdma_*.deb >/dev/null 2>&1 || ci/package.sh "$RELEASE" >/dev/null
 
 # The mirror this machine's apt uses (deb822 URIs: or one-line deb).
 mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p; s/^deb \(http[^ ]*debian\) .*/\1/p' \
@@ -27,8 +36,8 @@ mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p; s/^deb \(http[^ ]*debian\)
 mirror=${mirror:-http://deb.debian.org/debian}
 
 if [ ! -f "$root/etc/debian_version" ]; then
-	echo "== debootstrap --variant=minbase bookworm $root $mirror"
-	debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+	echo "== debootstrap --variant=minbase $suite $root $mirror"
+	debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
 		{ tail -20 "$root.debootstrap.log"; exit 1; }
 fi
 
@@ -72,13 +81,13 @@ instructions |
 while read -r instr args; do
 	case $instr in
 	RUN)
-		echo "-- RUN $(echo "$args" | cut -c1-100)"
-		chroot "$root" /bin/sh -c "$args" >"$root.step.log" 2>&1 ||
+		echo "-- RUN $(printf "%s" "$args" | cut -c1-100)"
+		chroot "$root" /usr/bin/env RELEASE="$RELEASE" /bin/sh -c "$args" >"$root.step.log" 2>&1 ||
 			{ tail -20 "$root.step.log"; exit 1; }
 		;;
 	COPY)
 		# shellcheck disable=SC2086
-		set -- $args
+		set -- $(echo "$args" | sed "s/\${RELEASE}/$RELEASE/g")
 		dest=$(eval echo "\${$#}")
 		n=$#
 		i=1
@@ -107,7 +116,10 @@ echo "   (soft fabric, default Stats_Socket)"
 # the VOLUME's mount point, as an engine makes it
 mkdir -p "$root/etc/ganesha" "$root/srv/nfs" "$root/var/lib/nfs/ganesha"
 cat >"$root/etc/ganesha/ganesha.conf" <<'CONF'
-NFS_CORE_PARAM { Protocols = 3, 4; NFS_Port = 2049; Enable_NLM = false; Enable_RQUOTA = false; }
+NFS_CORE_PARAM {
+	Protocols = 3, 4; NFS_Port = 2049; Enable_NLM = false; Enable_RQUOTA = false;
+	allow_set_io_flusher_fail = true;	# ganesha 6.5 in a container
+}
 NFSV4 { Graceless = true; }
 EXPORT {
 	Export_Id = 1; Path = /srv/nfs; Pseudo = /export; Access_Type = RW;
