@@ -8,6 +8,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -23,21 +24,65 @@ struct rrp_plugin rrp;
 
 static bool config_loaded;
 
-void rrp_log(const char *fmt, ...)
+/*
+ * ganesha's log, found at run time: libganesha_nfsd exports it, and the
+ * plugin has no link-time dependency on ganesha (unit tests and tools load
+ * the core without it, and then get stderr and syslog as before).
+ */
+typedef void (*gsh_display_log_fn)(int component, const char *file, int line,
+				   const char *function, int level, const char *fmt, ...);
+static struct {
+	pthread_once_t once;
+	gsh_display_log_fn display;
+	int **levels;			/* component_log_level: int[COMPONENT_COUNT] */
+} gsh_log = { .once = PTHREAD_ONCE_INIT };
+
+static void gsh_log_find(void)
 {
+	gsh_log.display = (gsh_display_log_fn)dlsym(RTLD_DEFAULT, "DisplayLogComponentLevel");
+	gsh_log.levels = dlsym(RTLD_DEFAULT, "component_log_level");
+	if (!gsh_log.levels)
+		gsh_log.display = NULL;
+}
+
+static const int gsh_level[] = {
+	[RRP_LOG_CRIT] = RRP_HOST_NIV_CRIT,
+	[RRP_LOG_WARN] = RRP_HOST_NIV_WARN,
+	[RRP_LOG_EVENT] = RRP_HOST_NIV_EVENT,
+	[RRP_LOG_INFO] = RRP_HOST_NIV_INFO,
+	[RRP_LOG_DEBUG] = RRP_HOST_NIV_DEBUG,
+};
+
+void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...)
+{
+	int niv = gsh_level[level];
 	char line[512];
 	va_list ap;
 
+	pthread_once(&gsh_log.once, gsh_log_find);
+	/* ganesha's Log* macros test the component's level before calling in:
+	 * DisplayLogComponentLevel itself writes whatever it is given. */
+	if (gsh_log.display && *gsh_log.levels &&
+	    (*gsh_log.levels)[RRP_HOST_LOG_COMPONENT] < niv)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (gsh_log.display && *gsh_log.levels) {
+		gsh_log.display(RRP_HOST_LOG_COMPONENT, "rpcrdma", 0, func, niv,
+				"rpcrdma: %s", line);
+		return;
+	}
 	fprintf(stderr, "rpcrdma: %s\n", line);
-	syslog(LOG_DAEMON | LOG_NOTICE, "rpcrdma: %s", line);
+	syslog(LOG_DAEMON | (niv <= RRP_HOST_NIV_WARN ? LOG_WARNING : LOG_NOTICE),
+	       "rpcrdma: %s", line);
 }
 
+/* The engine's lines carry no level: they are events of a connection or a
+ * listener, and the ones that matter more say so in their words. */
 static void engine_log(const char *line)
 {
-	rrp_log("%s", line);
+	rrp_log_at(RRP_LOG_EVENT, "rpcrdma_engine", "%s", line);
 }
 
 /* The configuration file ganesha was started with. */
@@ -115,7 +160,7 @@ static int start_server(const char *addr, int slot)
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {
-		rrp_log("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
+		rrp_crit("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
 			fab_last_error());
 		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
 			 "cannot listen on %.56s: %.48s", addr, fab_last_error());
@@ -125,7 +170,7 @@ static int start_server(const char *addr, int slot)
 	if (payload_len) {
 		ret = rr_server_add_region(rrp.srv[slot], payload_base, payload_len);
 		if (ret)
-			rrp_log("cannot register the payload pool: %s "
+			rrp_warn("cannot register the payload pool: %s "
 					"(READ data will be copied)", fab_last_error());
 	}
 	ret = rr_server_start(rrp.srv[slot]);
@@ -155,7 +200,7 @@ void rrp_plugin_start(void)
 		return;
 	}
 	if (ret) {
-		rrp_log("RDMA block in %s is invalid (see above): RDMA not served, "
+		rrp_crit("RDMA block in %s is invalid (see above): RDMA not served, "
 				"TCP unaffected",
 			config_path());
 		return;
@@ -164,7 +209,7 @@ void rrp_plugin_start(void)
 	rrp.listeners_wanted = rrp.cfg.listen_addr_v6[0] && strcmp(rrp.cfg.fabric, "soft") ? 2 : 1;
 	ret = fab_open(rrp.cfg.fabric, &rrp.fab);
 	if (ret) {
-		rrp_log("fabric %s unavailable: %s: RDMA not served",
+		rrp_crit("fabric %s unavailable: %s: RDMA not served",
 			rrp.cfg.fabric, fab_last_error());
 		/* The stats socket still tells admins and monitors why. */
 		snprintf(rrp.start_why[0], sizeof(rrp.start_why[0]),

@@ -288,10 +288,12 @@ bool GaneshaServer::start_once(const GaneshaOptions &o, std::string *err)
 		_exit(127);
 	}
 	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-	bool listening = false;
-	while (std::chrono::steady_clock::now() < deadline) {
-		std::string s = slurp(errf);
-		if (s.find("NFS over RDMA listening on") != std::string::npos) {
+	bool listening = o.ready_line.empty();
+	while (!listening && std::chrono::steady_clock::now() < deadline) {
+		/* the plugin's lines are in ganesha's log; the preloaded
+		 * library's, before the core is loaded, on stderr */
+		std::string s = slurp(errf) + slurp(logf);
+		if (s.find(o.ready_line) != std::string::npos) {
 			listening = true;
 			break;
 		}

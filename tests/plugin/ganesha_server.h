@@ -30,6 +30,9 @@ struct GaneshaOptions {
 	std::string extra_export; /* more lines for the EXPORT block (e.g. Delegations) */
 	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
 	std::string extra_blocks; /* more top-level blocks (e.g. a second EXPORT) */
+	/* start() waits for this plugin line; empty: for ganesha's banner only
+	 * (a LOG block that hides the plugin's events) */
+	std::string ready_line = "NFS over RDMA listening on";
 	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
 	std::string vfs_dir;
 	/* non-empty: export this GlusterFS volume on that host with FSAL GLUSTER

@@ -98,11 +98,11 @@ class StatsSocket : public ::testing::Test
 		return g.start(o, err);
 	}
 
-	/* ganesha's stderr gets @needle within 5 s (the plugin logs there) */
+	/* ganesha's log gets @needle within 5 s (the plugin logs there) */
 	static bool logged(const GaneshaServer &g, const std::string &needle)
 	{
 		for (int i = 0; i < 100; i++) {
-			if (slurp(g.dir + "/stderr.log").find(needle) != std::string::npos)
+			if (slurp(g.dir + "/ganesha.log").find(needle) != std::string::npos)
 				return true;
 			usleep(50000);
 		}
