@@ -221,7 +221,7 @@ static int set_stats_mode(struct rrp_config *c, const char *key, const char *v, 
  * Stats_Socket_Group = name or number; resolved here so a typo is reported
  * with its line at start-up, not when the socket is made.
  */
-static int set_stats_group(struct rrp_config *c, const char *key, const char *v, int line)
+int rrp_config_stats_group(struct rrp_config *c, const char *v)
 {
 	struct group gr, *res = NULL;
 	char buf[4096];
@@ -229,27 +229,35 @@ static int set_stats_group(struct rrp_config *c, const char *key, const char *v,
 	char *end;
 	int err;
 
-	if (!v[0]) {
-		c->stats_socket_group[0] = 0;
+	c->stats_socket_group[0] = 0;
+	if (!v[0])
 		return 0;
-	}
-	if (set_string(key, v, c->stats_socket_group, sizeof(c->stats_socket_group), line))
+	if (strlen(v) >= sizeof(c->stats_socket_group))
 		return -EINVAL;
 	errno = 0;
 	gid = strtoul(v, &end, 10);
 	if (!errno && !*end && *v != '-' && gid < (gid_t)-1) {
 		c->stats_socket_gid = (uint32_t)gid;
-		return 0;
+	} else {
+		err = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
+		if (err || !res)
+			return err ? -err : -ENOENT;
+		c->stats_socket_gid = (uint32_t)res->gr_gid;
 	}
-	err = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
-	if (err || !res) {
-		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key, v,
-			err ? strerror(err) : "no such group", line);
-		c->stats_socket_group[0] = 0;
-		return -EINVAL;
-	}
-	c->stats_socket_gid = (uint32_t)res->gr_gid;
+	snprintf(c->stats_socket_group, sizeof(c->stats_socket_group), "%s", v);
 	return 0;
+}
+
+static int set_stats_group(struct rrp_config *c, const char *key, const char *v, int line)
+{
+	int ret = rrp_config_stats_group(c, v);
+
+	if (ret == -EINVAL)
+		fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", key, line);
+	else if (ret)
+		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key, v,
+			ret == -ENOENT ? "no such group" : strerror(-ret), line);
+	return ret ? -EINVAL : 0;
 }
 
 static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)
