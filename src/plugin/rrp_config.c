@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * rrp_config.c - read the RDMA block from ganesha's configuration file.
+ * rrp_config.c - the RDMA block's keys: defaults, and a standalone reader
+ * of ganesha's syntax for processes without ganesha (tools, unit tests).
  *
- * ganesha 4.3 ignores top-level blocks it does not know, so the block lives in
- * the same file the admin already edits. ganesha's own parser is not exported
- * with headers, so this is a small parser for the same syntax: blocks
- * `Name { ... }`, `Key = value;`, `#` comments, quoted strings, names
- * compared without case as ganesha does.
+ * Inside ganesha the block is read by ganesha's own configuration code
+ * (rrp_plugin.c, load_config_ganesha), with the same keys, ranges and
+ * defaults; this reader follows that syntax: blocks `Name { ... }`,
+ * `Key = value;`, `#` comments, quoted strings, names compared without case.
  */
 #include <ctype.h>
 #include <errno.h>
