@@ -209,14 +209,6 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 		err->unique = true;
 		bad++;
 	}
-	if ((r->stats_mode & ~RRP_STATS_MODE_ALLOWED) ||
-	    (r->stats_mode & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
-		gsh_conf_error(node, err,
-			       "Stats_Socket_Mode: 0%o is not a socket mode: %04o plus any of %04o",
-			       r->stats_mode, RRP_STATS_MODE_REQUIRED,
-			       RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED);
-		bad++;
-	}
 	c->enable = r->enable;
 	c->use_srq = r->use_srq;
 	c->port = r->port;
@@ -278,6 +270,41 @@ static int gsh_exclude_token(const char *token, int term_type, struct rrp_gsh_it
 		c->n_exclude_exports++;
 	}
 	return 0;
+}
+
+/* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it (ganesha's
+ * numbers would take 0x1b0 or a decimal 432 too). */
+static int gsh_mode_token(const char *token, int term_type, struct rrp_gsh_item *item,
+			  void *param_addr, void *node, struct rrp_gsh_err *err)
+{
+	unsigned long m;
+	char *end;
+
+	(void)term_type;
+	(void)item;
+	errno = 0;
+	m = strtoul(token, &end, 8);
+	if (errno || end == token || *end || *token == '-' ||
+	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
+	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
+		gsh_conf_error(node, err,
+			       "Stats_Socket_Mode: \"%s\" is not a socket mode: octal, %04o plus "
+			       "any of %04o",
+			       token, RRP_STATS_MODE_REQUIRED,
+			       RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED);
+		err->invalid = true;
+		return 1;
+	}
+	*(uint32_t *)param_addr = (uint32_t)m;
+	return 0;
+}
+
+static void *gsh_mode_init(void *link_mem, void *self)
+{
+	(void)link_mem;
+	if (self)
+		*(uint32_t *)self = RRP_STATS_MODE_DEFAULT;
+	return self;
 }
 
 static void *gsh_exclude_init(void *link_mem, void *self)
@@ -356,7 +383,9 @@ static int gsh_load(const char *path, struct rrp_config *c, const struct gsh_con
 		GSH_U32("Worker_Threads", workers, 1, 256, d.workers, false),
 		GSH_U32("Payload_Pool_MB", payload_mb, 0, 65536, d.payload_pool_mb, true),
 		GSH_STR("Stats_Socket", stats_socket, "/run/rpcrdma/stats.sock"),
-		GSH_U32("Stats_Socket_Mode", stats_mode, 0, 0777, d.stats_socket_mode, true),
+		{ .name = "Stats_Socket_Mode", .type = RRP_GSH_PROC,
+		  .u.proc = { .init = gsh_mode_init, .handler = gsh_mode_token },
+		  .off = offsetof(struct gsh_rdma, stats_mode) },
 		GSH_STR("Stats_Socket_Group", stats_group, NULL),
 		{ .name = "Exclude_Exports", .type = RRP_GSH_PROC,
 		  .u.proc = { .init = gsh_exclude_init, .handler = gsh_exclude_token },

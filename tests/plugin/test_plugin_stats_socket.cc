@@ -575,7 +575,9 @@ TEST_F(StatsSocket, BadModeOrGroupReported)
 		std::string err;
 		EXPECT_FALSE(start_at(g, path, &err, std::string("\t") + b.line + "\n")) << b.line;
 		EXPECT_NE(err.find(b.needle), std::string::npos) << b.line << ":\n" << err;
-		EXPECT_NE(err.find("(line "), std::string::npos) << err;
+		/* ganesha's "Config File (<file>:<line>): ..." */
+		EXPECT_NE(err.find("Config File (" + g.last_dir + "/ganesha.conf:"), std::string::npos)
+		    << err;
 		EXPECT_NE(err.find("RDMA not served"), std::string::npos) << err;
 		struct stat st;
 		EXPECT_NE(lstat(path.c_str(), &st), 0) << b.line << ": a socket was made";
