@@ -73,7 +73,7 @@ LD_PRELOAD=$(realpath "$PLUGIN") "$GANESHA" -F -f "$DIR/ganesha.conf" -L "$DIR/g
 PID=$!
 i=0
 until grep -q "NFS SERVER INITIALIZED" "$DIR/ganesha.log" 2>/dev/null &&
-	grep -q "NFS over RDMA listening" "$DIR/stderr.log" 2>/dev/null; do
+	grep -q "NFS over RDMA listening" "$DIR/ganesha.log" 2>/dev/null; do
 	i=$((i + 1))
 	if [ $i -gt 200 ] || ! kill -0 "$PID" 2>/dev/null; then
 		echo "demo-ganesha: ganesha did not come up" >&2
@@ -88,7 +88,7 @@ if grep -q ":CONFIG :CRIT" "$DIR/ganesha.log"; then
 	grep ":CONFIG :CRIT" "$DIR/ganesha.log" >&2
 	exit 1
 fi
-grep "rpcrdma: NFS over RDMA listening" "$DIR/stderr.log"
+grep "rpcrdma: NFS over RDMA listening" "$DIR/ganesha.log"
 
 STATS_ARG=
 [ -n "$STATS_LINE" ] && STATS_ARG="--stats $DIR/stats.sock"

@@ -337,12 +337,12 @@ step "ganesha as nfs-ganesha.service starts it, RDMA block on the soft fabric"
 setup_ganesha
 start_ganesha installed
 i=0
-until grep -q "rpcrdma: NFS over RDMA listening on" "$work/stderr.log"; do
+until grep -q "rpcrdma: NFS over RDMA listening on" "$work/ganesha.log" 2>/dev/null; do
 	kill -0 "$gpid" 2>/dev/null || fail "ganesha exited"
 	i=$((i + 1)); [ $i -lt 200 ] || fail "no 'listening' line in 20 s"
 	sleep 0.1
 done
-grep "rpcrdma:" "$work/stderr.log" | sed 's/^/   /'
+grep -h "rpcrdma:" "$work/stderr.log" "$work/ganesha.log" | sed 's/^/   /'
 grep -q "rpcrdma: version mismatch" "$work/stderr.log" && fail "version guard refused"
 i=0
 until [ -S "$work/stats.sock" ]; do
@@ -377,7 +377,8 @@ if grep -Eq "$preload_error_re" "$work/stderr.log" "$work/ganesha.log"; then
 	grep -E "$preload_error_re" "$work/stderr.log" "$work/ganesha.log"
 	fail "ld.so preload error after dpkg --remove"
 fi
-grep -q "rpcrdma:" "$work/stderr.log" && fail "the plugin still ran after dpkg --remove"
+grep -q "rpcrdma:" "$work/stderr.log" "$work/ganesha.log" &&
+	fail "the plugin still ran after dpkg --remove"
 python3 -c "import socket; socket.create_connection(('127.0.0.1', $nfs), 5)" ||
 	fail "ganesha does not serve NFS over TCP after dpkg --remove"
 echo "   no preload error; NFS over TCP on port $nfs; no rpcrdma line"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * rrp_config.c - read the RDMA block from ganesha's configuration file.
+ * rrp_config.c - the RDMA block's keys: defaults, and a standalone reader
+ * of ganesha's syntax for processes without ganesha (tools, unit tests).
  *
- * ganesha 4.3 ignores top-level blocks it does not know, so the block lives in
- * the same file the admin already edits. ganesha's own parser is not exported
- * with headers, so this is a small parser for the same syntax: blocks
- * `Name { ... }`, `Key = value;`, `#` comments, quoted strings, names
- * compared without case as ganesha does.
+ * Inside ganesha the block is read by ganesha's own configuration code
+ * (rrp_plugin.c, load_config_ganesha), with the same keys, ranges and
+ * defaults; this reader follows that syntax: blocks `Name { ... }`,
+ * `Key = value;`, `#` comments, quoted strings, names compared without case.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -221,7 +221,7 @@ static int set_stats_mode(struct rrp_config *c, const char *key, const char *v, 
  * Stats_Socket_Group = name or number; resolved here so a typo is reported
  * with its line at start-up, not when the socket is made.
  */
-static int set_stats_group(struct rrp_config *c, const char *key, const char *v, int line)
+int rrp_config_stats_group(struct rrp_config *c, const char *v)
 {
 	struct group gr, *res = NULL;
 	char buf[4096];
@@ -229,27 +229,35 @@ static int set_stats_group(struct rrp_config *c, const char *key, const char *v,
 	char *end;
 	int err;
 
-	if (!v[0]) {
-		c->stats_socket_group[0] = 0;
+	c->stats_socket_group[0] = 0;
+	if (!v[0])
 		return 0;
-	}
-	if (set_string(key, v, c->stats_socket_group, sizeof(c->stats_socket_group), line))
+	if (strlen(v) >= sizeof(c->stats_socket_group))
 		return -EINVAL;
 	errno = 0;
 	gid = strtoul(v, &end, 10);
 	if (!errno && !*end && *v != '-' && gid < (gid_t)-1) {
 		c->stats_socket_gid = (uint32_t)gid;
-		return 0;
+	} else {
+		err = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
+		if (err || !res)
+			return err ? -err : -ENOENT;
+		c->stats_socket_gid = (uint32_t)res->gr_gid;
 	}
-	err = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
-	if (err || !res) {
-		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key, v,
-			err ? strerror(err) : "no such group", line);
-		c->stats_socket_group[0] = 0;
-		return -EINVAL;
-	}
-	c->stats_socket_gid = (uint32_t)res->gr_gid;
+	snprintf(c->stats_socket_group, sizeof(c->stats_socket_group), "%s", v);
 	return 0;
+}
+
+static int set_stats_group(struct rrp_config *c, const char *key, const char *v, int line)
+{
+	int ret = rrp_config_stats_group(c, v);
+
+	if (ret == -EINVAL)
+		fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", key, line);
+	else if (ret)
+		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not a group: %s (line %d)\n", key, v,
+			ret == -ENOENT ? "no such group" : strerror(-ret), line);
+	return ret ? -EINVAL : 0;
 }
 
 static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)

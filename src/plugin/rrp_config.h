@@ -69,5 +69,10 @@ void rrp_config_default(struct rrp_config *cfg);
  */
 int rrp_config_parse_file(const char *path, struct rrp_config *cfg);
 int rrp_config_parse_string(const char *text, struct rrp_config *cfg);
+/*
+ * Stats_Socket_Group: @name (a group name or number; "" = none) resolved
+ * into @cfg. 0, -EINVAL when too long, -ENOENT or -errno when not a group.
+ */
+int rrp_config_stats_group(struct rrp_config *cfg, const char *name);
 
 #endif

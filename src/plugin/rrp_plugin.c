@@ -8,6 +8,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <syslog.h>
 
 #include "fabric/fab.h"
+#include "plugin/rrp_gsh.h"
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
@@ -23,21 +25,65 @@ struct rrp_plugin rrp;
 
 static bool config_loaded;
 
-void rrp_log(const char *fmt, ...)
+/*
+ * ganesha's log, found at run time: libganesha_nfsd exports it, and the
+ * plugin has no link-time dependency on ganesha (unit tests and tools load
+ * the core without it, and then get stderr and syslog as before).
+ */
+typedef void (*gsh_display_log_fn)(int component, const char *file, int line,
+				   const char *function, int level, const char *fmt, ...);
+static struct {
+	pthread_once_t once;
+	gsh_display_log_fn display;
+	int **levels;			/* component_log_level: int[COMPONENT_COUNT] */
+} gsh_log = { .once = PTHREAD_ONCE_INIT };
+
+static void gsh_log_find(void)
 {
+	*(void **)&gsh_log.display = dlsym(RTLD_DEFAULT, "DisplayLogComponentLevel");
+	gsh_log.levels = dlsym(RTLD_DEFAULT, "component_log_level");
+	if (!gsh_log.levels)
+		gsh_log.display = NULL;
+}
+
+static const int gsh_level[] = {
+	[RRP_LOG_CRIT] = RRP_HOST_NIV_CRIT,
+	[RRP_LOG_WARN] = RRP_HOST_NIV_WARN,
+	[RRP_LOG_EVENT] = RRP_HOST_NIV_EVENT,
+	[RRP_LOG_INFO] = RRP_HOST_NIV_INFO,
+	[RRP_LOG_DEBUG] = RRP_HOST_NIV_DEBUG,
+};
+
+void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...)
+{
+	int niv = gsh_level[level];
 	char line[512];
 	va_list ap;
 
+	pthread_once(&gsh_log.once, gsh_log_find);
+	/* ganesha's Log* macros test the component's level before calling in:
+	 * DisplayLogComponentLevel itself writes whatever it is given. */
+	if (gsh_log.display && *gsh_log.levels &&
+	    (*gsh_log.levels)[RRP_HOST_LOG_COMPONENT] < niv)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (gsh_log.display && *gsh_log.levels) {
+		gsh_log.display(RRP_HOST_LOG_COMPONENT, "rpcrdma", 0, func, niv,
+				"rpcrdma: %s", line);
+		return;
+	}
 	fprintf(stderr, "rpcrdma: %s\n", line);
-	syslog(LOG_DAEMON | LOG_NOTICE, "rpcrdma: %s", line);
+	syslog(LOG_DAEMON | (niv <= RRP_HOST_NIV_WARN ? LOG_WARNING : LOG_NOTICE),
+	       "rpcrdma: %s", line);
 }
 
+/* The engine's lines carry no level: they are events of a connection or a
+ * listener, and the ones that matter more say so in their words. */
 static void engine_log(const char *line)
 {
-	rrp_log("%s", line);
+	rrp_log_at(RRP_LOG_EVENT, "rpcrdma_engine", "%s", line);
 }
 
 /* The configuration file ganesha was started with. */
@@ -54,6 +100,368 @@ static const char *config_path(void)
 	return "/etc/ganesha/ganesha.conf";
 }
 
+/*
+ * The RDMA block read by ganesha's own configuration code: the file ganesha
+ * was started with, parsed by config_ParseFile (so %include, quoting and
+ * numbers - decimal, 0x hex, 0 octal - are ganesha's), loaded with a block
+ * description of every key with its range and default, its messages
+ * written to ganesha.log by report_config_errors with file and line: an
+ * unknown key is a WARN and the rest applies, a bad value or a second RDMA
+ * block is a CRIT and RDMA is not served.
+ */
+struct gsh_conf {
+	void *(*parse)(char *path, struct rrp_gsh_err *err);		/* config_ParseFile */
+	int (*load)(void *tree, struct rrp_gsh_block *blk, void *param, bool unique,
+		    struct rrp_gsh_err *err);			/* load_config_from_parse */
+	/* report_config_errors (an int in 5.9 and 6.5, unused here) */
+	void (*report)(struct rrp_gsh_err *err, void *dest,
+		       void (*logger)(char *msg, void *dest, struct rrp_gsh_err *err));
+	void (*to_log)(char *msg, void *dest, struct rrp_gsh_err *err); /* config_errs_to_log */
+	bool (*init_err)(struct rrp_gsh_err *err);			/* init_error_type */
+	void (*free_tree)(void *tree);					/* config_Free */
+};
+
+/* The block as ganesha's loader fills it; strings are malloc'd by ganesha. */
+struct gsh_rdma {
+	bool enable, use_srq;
+	uint16_t port;
+	uint32_t fabric;		/* index in fabric_tokens */
+	char *listen_addr, *listen_addr_v6, *soft_socket, *stats_socket, *stats_group;
+	uint32_t credits, inline_threshold, max_conns, per_peer, handshake, idle;
+	uint32_t srq_depth, max_ord, workers, payload_mb, stats_mode;
+	uint64_t budget;
+	struct rrp_config *cfg;		/* Exclude_Exports goes straight there */
+	unsigned int blocks;		/* RDMA blocks committed */
+	int errors;
+};
+
+static const struct rrp_gsh_token fabric_tokens[] = {
+	{ "verbs", 0 }, { "soft", 1 }, { NULL, 0 },
+};
+
+/* A message in ganesha's own form, where ganesha reports its own. */
+static void gsh_conf_error(void *node, struct rrp_gsh_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void gsh_conf_error(void *node, struct rrp_gsh_err *err, const char *fmt, ...)
+{
+	const struct rrp_gsh_node_head *n = node;
+	va_list ap;
+
+	if (!err->fp)
+		return;
+	fprintf(err->fp, "Config File (%s:%d): ", n && n->filename ? n->filename : "?",
+		n ? n->linenumber : 0);
+	va_start(ap, fmt);
+	vfprintf(err->fp, fmt, ap);
+	va_end(ap);
+	fputc('\f', err->fp);
+}
+
+static void gsh_rdma_release(struct gsh_rdma *r)
+{
+	char **s[] = { &r->listen_addr, &r->listen_addr_v6, &r->soft_socket, &r->stats_socket,
+		       &r->stats_group };
+
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		free(*s[i]);
+		*s[i] = NULL;
+	}
+}
+
+/* init(NULL, self): the top-level block's memory; init(link, NULL): the
+ * block about to be loaded (the same); init(link, self): release it. */
+static void *gsh_rdma_init(void *link_mem, void *self)
+{
+	if (!link_mem)
+		return self;
+	if (!self)
+		return link_mem == (void *)~0UL ? NULL : link_mem;
+	gsh_rdma_release(self);
+	return NULL;
+}
+
+static bool copy_str(void *node, struct rrp_gsh_err *err, const char *key, const char *v,
+		     char *dst, size_t len)
+{
+	if (!v) {
+		dst[0] = 0;
+		return true;
+	}
+	if (strlen(v) >= len) {
+		gsh_conf_error(node, err, "%s: value too long (at most %zu bytes)", key, len - 1);
+		return false;
+	}
+	snprintf(dst, len, "%s", v);
+	return true;
+}
+
+/* Checks ganesha's item types cannot express, then the values into cfg. */
+static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gsh_err *err)
+{
+	struct gsh_rdma *r = self;
+	struct rrp_config *c = r->cfg;
+	int bad = 0;
+	char *group;
+
+	(void)link_mem;
+	if (++r->blocks > 1) {
+		gsh_conf_error(node, err, "RDMA block given twice: only one is allowed");
+		err->unique = true;
+		bad++;
+	}
+	c->enable = r->enable;
+	c->use_srq = r->use_srq;
+	c->port = r->port;
+	snprintf(c->fabric, sizeof(c->fabric), "%s", fabric_tokens[r->fabric ? 1 : 0].token);
+	bad += !copy_str(node, err, "Listen_Addr", r->listen_addr, c->listen_addr,
+			 sizeof(c->listen_addr));
+	bad += !copy_str(node, err, "Listen_Addr_v6", r->listen_addr_v6, c->listen_addr_v6,
+			 sizeof(c->listen_addr_v6));
+	bad += !copy_str(node, err, "Soft_Socket", r->soft_socket, c->soft_socket,
+			 sizeof(c->soft_socket));
+	bad += !copy_str(node, err, "Stats_Socket", r->stats_socket, c->stats_socket,
+			 sizeof(c->stats_socket));
+	c->credits = r->credits;
+	c->inline_threshold = r->inline_threshold;
+	c->max_connections = r->max_conns;
+	c->max_conns_per_peer = r->per_peer;
+	c->handshake_timeout = r->handshake;
+	c->idle_timeout = r->idle;
+	c->recv_mem_budget = r->budget;
+	c->srq_depth = r->srq_depth;
+	c->max_ord = r->max_ord;
+	c->workers = r->workers;
+	c->payload_pool_mb = r->payload_mb;
+	c->stats_socket_mode = r->stats_mode;
+	/* the group is resolved now, so a typo is reported here with its line */
+	group = r->stats_group ? r->stats_group : "";
+	if (rrp_config_stats_group(c, group)) {
+		gsh_conf_error(node, err, "Stats_Socket_Group: \"%s\" is not a group", group);
+		bad++;
+	}
+	if (bad) {
+		err->invalid = true;
+		err->errors += bad;
+	}
+	r->errors += bad;
+	return bad;
+}
+
+/* Exclude_Exports = 2, 3; - each value a term of its own in ganesha's tree. */
+static int gsh_exclude_token(const char *token, int term_type, struct rrp_gsh_item *item,
+			     void *param_addr, void *node, struct rrp_gsh_err *err)
+{
+	struct rrp_config *c = *(struct rrp_config **)param_addr;
+	unsigned long id;
+	char *end;
+
+	(void)term_type;
+	(void)item;
+	errno = 0;
+	id = strtoul(token, &end, 0);
+	if (errno || *end || !*token || token[0] == '-' || id >= RRP_EXPORT_ID_COUNT) {
+		gsh_conf_error(node, err, "Exclude_Exports: \"%s\" is not an Export_Id (0..%u)",
+			       token, RRP_EXPORT_ID_COUNT - 1);
+		err->invalid = true;
+		return 1;
+	}
+	if (!rrp_config_export_excluded(c, (uint16_t)id)) {
+		c->exclude_exports[id / 64] |= 1ull << (id % 64);
+		c->n_exclude_exports++;
+	}
+	return 0;
+}
+
+/* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it (ganesha's
+ * numbers would take 0x1b0 or a decimal 432 too). */
+static int gsh_mode_token(const char *token, int term_type, struct rrp_gsh_item *item,
+			  void *param_addr, void *node, struct rrp_gsh_err *err)
+{
+	unsigned long m;
+	char *end;
+
+	(void)term_type;
+	(void)item;
+	errno = 0;
+	m = strtoul(token, &end, 8);
+	if (errno || end == token || *end || *token == '-' ||
+	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
+	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
+		gsh_conf_error(node, err,
+			       "Stats_Socket_Mode: \"%s\" is not a socket mode: octal, %04o plus "
+			       "any of %04o",
+			       token, RRP_STATS_MODE_REQUIRED,
+			       RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED);
+		err->invalid = true;
+		return 1;
+	}
+	*(uint32_t *)param_addr = (uint32_t)m;
+	return 0;
+}
+
+static void *gsh_mode_init(void *link_mem, void *self)
+{
+	(void)link_mem;
+	if (self)
+		*(uint32_t *)self = RRP_STATS_MODE_DEFAULT;
+	return self;
+}
+
+static void *gsh_exclude_init(void *link_mem, void *self)
+{
+	(void)link_mem;
+	return self;
+}
+
+#define GSH_U32(key, member, lo, hi, dflt, zero)                                                \
+	{ .name = key, .type = RRP_GSH_UINT32,                                                  \
+	  .u.ui32 = { .minval = lo, .maxval = hi, .def = dflt, .zero_ok = zero },               \
+	  .off = offsetof(struct gsh_rdma, member) }
+#define GSH_STR(key, member, dflt)                                                              \
+	{ .name = key, .type = RRP_GSH_STRING, .u.str = { .maxsize = 4096, .def = dflt },       \
+	  .off = offsetof(struct gsh_rdma, member) }
+#define GSH_BOOL(key, member, dflt)                                                             \
+	{ .name = key, .type = RRP_GSH_BOOL, .u.b = { .def = dflt },                            \
+	  .off = offsetof(struct gsh_rdma, member) }
+
+/* NFS_CORE_PARAM { NFS_Port }: only that key, others are ganesha's business. */
+struct gsh_core {
+	uint16_t nfs_port;
+};
+
+static void *gsh_core_init(void *link_mem, void *self)
+{
+	if (!link_mem)
+		return self;
+	if (!self)
+		return link_mem == (void *)~0UL ? NULL : link_mem;
+	return NULL;
+}
+
+static int gsh_core_commit(void *node, void *link_mem, void *self, struct rrp_gsh_err *err)
+{
+	(void)node;
+	(void)link_mem;
+	(void)self;
+	(void)err;
+	return 0;
+}
+
+static int gsh_load(const char *path, struct rrp_config *c, const struct gsh_conf *g)
+{
+	struct rrp_config d;
+	rrp_config_default(&d);
+	/* ranges as rrp_config.c's parser has them (and the sample config) */
+	struct rrp_gsh_item items[] = {
+		GSH_BOOL("Enable", enable, d.enable),
+		GSH_STR("Listen_Addr", listen_addr, "0.0.0.0"),
+		GSH_STR("Listen_Addr_v6", listen_addr_v6, NULL),
+		{ .name = "Port", .type = RRP_GSH_UINT16,
+		  .u.ui16 = { .minval = 1, .maxval = 65535, .def = d.port },
+		  .off = offsetof(struct gsh_rdma, port) },
+		{ .name = "Fabric", .type = RRP_GSH_TOKEN,
+		  .u.lst = { .def = 0, .tokens = fabric_tokens },
+		  .off = offsetof(struct gsh_rdma, fabric) },
+		GSH_STR("Soft_Socket", soft_socket, NULL),
+		GSH_U32("Credits", credits, 1, 16384, d.credits, false),
+		GSH_U32("Inline_Threshold", inline_threshold, 1024, 65536, d.inline_threshold,
+			false),
+		GSH_U32("Max_Connections", max_conns, 1, 65536, d.max_connections, false),
+		GSH_U32("Max_Connections_Per_Peer", per_peer, 0, 65536, d.max_conns_per_peer,
+			true),
+		GSH_U32("Handshake_Timeout", handshake, 0, RR_MAX_TIMEOUT, d.handshake_timeout,
+			true),
+		GSH_U32("Idle_Timeout", idle, 0, RR_MAX_TIMEOUT, d.idle_timeout, true),
+		{ .name = "Receive_Memory_Budget", .type = RRP_GSH_UINT64,
+		  .u.ui64 = { .minval = 0, .maxval = 1ull << 40, .def = d.recv_mem_budget,
+			      .zero_ok = true },
+		  .off = offsetof(struct gsh_rdma, budget) },
+		GSH_BOOL("Use_SRQ", use_srq, d.use_srq),
+		GSH_U32("SRQ_Depth", srq_depth, RR_SRQ_MIN_DEPTH, RR_SRQ_MAX_DEPTH, d.srq_depth,
+			true),
+		GSH_U32("Max_RDMA_Read_Depth", max_ord, 1, 255, d.max_ord, false),
+		GSH_U32("Worker_Threads", workers, 1, 256, d.workers, false),
+		GSH_U32("Payload_Pool_MB", payload_mb, 0, 65536, d.payload_pool_mb, true),
+		GSH_STR("Stats_Socket", stats_socket, "/run/rpcrdma/stats.sock"),
+		{ .name = "Stats_Socket_Mode", .type = RRP_GSH_PROC,
+		  .u.proc = { .init = gsh_mode_init, .handler = gsh_mode_token },
+		  .off = offsetof(struct gsh_rdma, stats_mode) },
+		GSH_STR("Stats_Socket_Group", stats_group, NULL),
+		{ .name = "Exclude_Exports", .type = RRP_GSH_PROC,
+		  .u.proc = { .init = gsh_exclude_init, .handler = gsh_exclude_token },
+		  .off = offsetof(struct gsh_rdma, cfg) },
+		{ .name = NULL },
+	};
+	struct rrp_gsh_block blk = {
+		.blk_desc = { .name = "RDMA", .type = RRP_GSH_BLOCK,
+			      .u.blk = { .init = gsh_rdma_init, .params = items,
+					 .commit = gsh_rdma_commit } },
+	};
+	struct rrp_gsh_item core_items[] = {
+		{ .name = "NFS_Port", .type = RRP_GSH_UINT16,
+		  .u.ui16 = { .minval = 1, .maxval = 65535, .def = d.nfs_port },
+		  .off = offsetof(struct gsh_core, nfs_port) },
+		{ .name = NULL },
+	};
+	struct rrp_gsh_block core_blk = {
+		.blk_desc = { .name = "NFS_CORE_PARAM", .type = RRP_GSH_BLOCK,
+			      .flags = RRP_GSH_RELAX,
+			      .u.blk = { .init = gsh_core_init, .params = core_items,
+					 .commit = gsh_core_commit } },
+	};
+	struct gsh_rdma r = { .cfg = c };
+	struct gsh_core core = { .nfs_port = d.nfs_port };
+	struct rrp_gsh_err err;
+	int found, ret = 0;
+	void *tree;
+
+	memset(&err, 0, sizeof(err));
+	if (!g->init_err(&err))
+		return -ENOMEM;
+	tree = g->parse((char *)path, &err);
+	/* ganesha 4.3 goes on after a syntax error with what it could parse,
+	 * flagging nothing but its message; a statement lost that way may be
+	 * one of the RDMA block's, so RDMA is not served from a file with any */
+	if (err.fp)
+		fflush(err.fp);
+	if (!tree || err.errors || err.diag_buf_size || !rrp_gsh_err_harmless(&err)) {
+		g->report(&err, NULL, g->to_log);
+		if (tree)
+			g->free_tree(tree);
+		rrp_crit("%s has syntax errors (the CONFIG lines): RDMA not served, TCP unaffected",
+			 path);
+		return -EINVAL;
+	}
+	(void)g->load(tree, &core_blk, &core, false, &err);
+	c->nfs_port = core.nfs_port;
+	found = g->load(tree, &blk, &r, false, &err);
+	if (r.errors || found < 0 || !rrp_gsh_err_harmless(&err))
+		ret = -EINVAL;
+	else if (!r.blocks)
+		ret = -ENOENT;
+	g->report(&err, NULL, g->to_log);
+	g->free_tree(tree);
+	gsh_rdma_release(&r);
+	return ret;
+}
+
+/* -ENOSYS: this process has no ganesha (tools, unit tests). */
+static int load_config_ganesha(const char *path, struct rrp_config *c)
+{
+	struct gsh_conf g;
+
+	*(void **)&g.parse = dlsym(RTLD_DEFAULT, "config_ParseFile");
+	*(void **)&g.load = dlsym(RTLD_DEFAULT, "load_config_from_parse");
+	*(void **)&g.report = dlsym(RTLD_DEFAULT, "report_config_errors");
+	*(void **)&g.to_log = dlsym(RTLD_DEFAULT, "config_errs_to_log");
+	*(void **)&g.init_err = dlsym(RTLD_DEFAULT, "init_error_type");
+	*(void **)&g.free_tree = dlsym(RTLD_DEFAULT, "config_Free");
+
+	if (!g.parse || !g.load || !g.report || !g.to_log || !g.init_err || !g.free_tree)
+		return -ENOSYS;
+	return gsh_load(path, c, &g);
+}
+
 static int load_config(void)
 {
 	static int result;
@@ -62,7 +470,11 @@ static int load_config(void)
 		return result;
 	config_loaded = true;
 	rrp_config_default(&rrp.cfg);
-	result = rrp_config_parse_file(config_path(), &rrp.cfg);
+	result = load_config_ganesha(config_path(), &rrp.cfg);
+	if (result == -ENOSYS) {
+		rrp_config_default(&rrp.cfg);
+		result = rrp_config_parse_file(config_path(), &rrp.cfg);
+	}
 	return result;
 }
 
@@ -115,7 +527,7 @@ static int start_server(const char *addr, int slot)
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {
-		rrp_log("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
+		rrp_crit("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
 			fab_last_error());
 		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
 			 "cannot listen on %.56s: %.48s", addr, fab_last_error());
@@ -125,7 +537,7 @@ static int start_server(const char *addr, int slot)
 	if (payload_len) {
 		ret = rr_server_add_region(rrp.srv[slot], payload_base, payload_len);
 		if (ret)
-			rrp_log("cannot register the payload pool: %s "
+			rrp_warn("cannot register the payload pool: %s "
 					"(READ data will be copied)", fab_last_error());
 	}
 	snprintf(rrp.listen[slot], sizeof(rrp.listen[slot]), "%s", addr);
@@ -157,7 +569,7 @@ void rrp_plugin_start(void)
 		return;
 	}
 	if (ret) {
-		rrp_log("RDMA block in %s is invalid (see above): RDMA not served, "
+		rrp_crit("RDMA block in %s is invalid (see the CONFIG lines): RDMA not served, "
 				"TCP unaffected",
 			config_path());
 		return;
@@ -166,7 +578,7 @@ void rrp_plugin_start(void)
 	rrp.listeners_wanted = 1;
 	ret = fab_open(rrp.cfg.fabric, &rrp.fab);
 	if (ret) {
-		rrp_log("fabric %s unavailable: %s: RDMA not served",
+		rrp_crit("fabric %s unavailable: %s: RDMA not served",
 			rrp.cfg.fabric, fab_last_error());
 		/* The stats socket still tells admins and monitors why. */
 		snprintf(rrp.start_why[0], sizeof(rrp.start_why[0]),

@@ -62,8 +62,17 @@ struct rrp_health {
 };
 void rrp_health(struct rrp_health *out);
 
-/* One line to stderr and to syslog (ganesha's unit sends stderr to /dev/null). */
-void rrp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * One line in ganesha's log, under its DISPATCH component at @level (the
+ * LOG block's COMPONENTS { DISPATCH = ...; } governs it); to stderr and
+ * syslog instead where the process has no ganesha log (rrp_plugin.c).
+ */
+enum rrp_log_level { RRP_LOG_CRIT, RRP_LOG_WARN, RRP_LOG_EVENT, RRP_LOG_INFO, RRP_LOG_DEBUG };
+void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define rrp_log(...) rrp_log_at(RRP_LOG_EVENT, __func__, __VA_ARGS__)
+#define rrp_warn(...) rrp_log_at(RRP_LOG_WARN, __func__, __VA_ARGS__)
+#define rrp_crit(...) rrp_log_at(RRP_LOG_CRIT, __func__, __VA_ARGS__)
 
 /* The stats socket (rrp_stats.c). */
 int rrp_stats_start(const char *path);

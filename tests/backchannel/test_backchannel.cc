@@ -53,7 +53,7 @@ TEST_F(Backchannel, CreateSessionGetsBackChannelOverRdma)
 		SCOPED_TRACE(sec == nfsxdr::AUTH_NONE ? "AUTH_NONE callbacks"
 						      : "AUTH_SYS callbacks");
 		size_t before = 0, pos = 0;
-		std::string e0 = slurp(srv->dir + "/stderr.log");
+		std::string e0 = slurp(srv->dir + "/ganesha.log");
 		while ((pos = e0.find("backchannel up", pos)) != std::string::npos)
 			before++, pos++;
 		BcClient a = bc_client(sec);
@@ -61,7 +61,7 @@ TEST_F(Backchannel, CreateSessionGetsBackChannelOverRdma)
 		EXPECT_TRUE(a.c->session_flags & CONN_BACK_CHAN)
 		    << "CREATE_SESSION did not grant CONN_BACK_CHAN (csr_flags "
 		    << a.c->session_flags << ")";
-		std::string e1 = slurp(srv->dir + "/stderr.log");
+		std::string e1 = slurp(srv->dir + "/ganesha.log");
 		size_t after = 0;
 		pos = 0;
 		while ((pos = e1.find("backchannel up", pos)) != std::string::npos)

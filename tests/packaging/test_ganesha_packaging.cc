@@ -157,7 +157,12 @@ public:
 		return true;
 	}
 
-	std::string stderr_text() const { return slurp(dir + "/stderr.log"); }
+	/* what ganesha printed: the preloaded library's lines (stderr) and the
+	 * core's (ganesha's log) */
+	std::string stderr_text() const
+	{
+		return slurp(dir + "/stderr.log") + slurp(dir + "/ganesha.log");
+	}
 
 	void stop()
 	{

@@ -247,18 +247,31 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 	  << o.extra_export << "\tFSAL { " << fsal_block(o, dir)
 	  << " }\n}\n"
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
-	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n"
-	  << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"
+	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n";
+	/* the RDMA block, in the file itself or in one it %includes */
+	std::ostringstream rdma_file;
+	std::ostream &r = o.rdma_in_include ? static_cast<std::ostream &>(rdma_file) : c;
+	if (o.rdma_in_include)
+		c << "%include \"" << dir << "/rdma.conf\"\n";
+	r << "RDMA {\n\tEnable = true;\n\tFabric = soft;\n"
 	  << (o.soft_tcp ? "\tListen_Addr = 127.0.0.1;\n\tPort = " + std::to_string(rdma_port)
 			 : "\tSoft_Socket = " + dir + "/rdma.sock")
 	  << ";\n"
 	  << "\tCredits = " << o.credits << ";\n";
 	if (o.inline_threshold)
-		c << "\tInline_Threshold = " << o.inline_threshold << ";\n";
+		r << "\tInline_Threshold = " << o.inline_threshold << ";\n";
 	if (!stats_path.empty())
-		c << "\tStats_Socket = " << stats_path << ";\n";
-	c << o.extra_rdma << "}\n"
-	  << "LOG {\n\tDefault_Log_Level = EVENT;\n"
+		r << "\tStats_Socket = " << stats_path << ";\n";
+	r << o.extra_rdma << "}\n";
+	if (o.rdma_in_include) {
+		std::ofstream f(dir + "/rdma.conf");
+		f << rdma_file.str();
+		if (!f) {
+			*err = "cannot write " + dir + "/rdma.conf";
+			return false;
+		}
+	}
+	c << "LOG {\n\tDefault_Log_Level = EVENT;\n"
 	  << o.extra_log << "}\n"
 	  << o.extra_blocks;
 	std::string conf = dir + "/ganesha.conf";
@@ -300,10 +313,12 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 		_exit(127);
 	}
 	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-	bool listening = false;
-	while (std::chrono::steady_clock::now() < deadline) {
-		std::string s = slurp(errf);
-		if (s.find("NFS over RDMA listening on") != std::string::npos) {
+	bool listening = o.ready_line.empty();
+	while (!listening && std::chrono::steady_clock::now() < deadline) {
+		/* the plugin's lines are in ganesha's log; the preloaded
+		 * library's, before the core is loaded, on stderr */
+		std::string s = slurp(errf) + slurp(logf);
+		if (s.find(o.ready_line) != std::string::npos) {
 			listening = true;
 			break;
 		}
@@ -377,6 +392,7 @@ bool GaneshaServer::stop(int grace_ms, int *status)
 				/* best effort */
 			}
 		}
+		last_dir = dir;
 		dir.clear();
 	}
 	return clean;

@@ -30,6 +30,10 @@ struct GaneshaOptions {
 	std::string extra_export; /* more lines for the EXPORT block (e.g. Delegations) */
 	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
 	std::string extra_blocks; /* more top-level blocks (e.g. a second EXPORT) */
+	bool rdma_in_include = false; /* the RDMA block in rdma.conf, %included */
+	/* start() waits for this plugin line; empty: for ganesha's banner only
+	 * (a LOG block that hides the plugin's events) */
+	std::string ready_line = "NFS over RDMA listening on";
 	/* non-empty: export this directory with FSAL VFS (still as /mem) instead of MEM */
 	std::string vfs_dir;
 	/* non-empty: export this GlusterFS volume on that host with FSAL GLUSTER
@@ -67,6 +71,7 @@ class GaneshaServer
 	std::string logs() const;
 
 	std::string dir;
+	std::string last_dir; /* dir before stop() (kept with RR_KEEP_TMP=1) */
 	std::string rdma_addr;	/* "unix:<dir>/rdma.sock" or "tcp:127.0.0.1:<port>" */
 	std::string stats_path; /* empty when the plugin has no stats socket */
 	uint16_t nfs_port = 0;

@@ -98,11 +98,11 @@ class StatsSocket : public ::testing::Test
 		return g.start(o, err);
 	}
 
-	/* ganesha's stderr gets @needle within 5 s (the plugin logs there) */
+	/* ganesha's log gets @needle within 5 s (the plugin logs there) */
 	static bool logged(const GaneshaServer &g, const std::string &needle)
 	{
 		for (int i = 0; i < 100; i++) {
-			if (slurp(g.dir + "/stderr.log").find(needle) != std::string::npos)
+			if (slurp(g.dir + "/ganesha.log").find(needle) != std::string::npos)
 				return true;
 			usleep(50000);
 		}
@@ -575,7 +575,9 @@ TEST_F(StatsSocket, BadModeOrGroupReported)
 		std::string err;
 		EXPECT_FALSE(start_at(g, path, &err, std::string("\t") + b.line + "\n")) << b.line;
 		EXPECT_NE(err.find(b.needle), std::string::npos) << b.line << ":\n" << err;
-		EXPECT_NE(err.find("(line "), std::string::npos) << err;
+		/* ganesha's "Config File (<file>:<line>): ..." */
+		EXPECT_NE(err.find("Config File (" + g.last_dir + "/ganesha.conf:"), std::string::npos)
+		    << err;
 		EXPECT_NE(err.find("RDMA not served"), std::string::npos) << err;
 		struct stat st;
 		EXPECT_NE(lstat(path.c_str(), &st), 0) << b.line << ": a socket was made";

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_plugin_log.cc - the plugin's lines go through ganesha's own log: in
+ * ganesha.log, in ganesha's format, under the DISPATCH component, and the
+ * LOG block's COMPONENTS governs them like any of ganesha's lines.
+ */
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plugin/ganesha_server.h"
+#include "support/nfs_client.h"
+#include "support/rr_requester.h"
+
+namespace rrplug
+{
+namespace
+{
+
+static std::string slurp(const std::string &path)
+{
+	std::ifstream f(path, std::ios::binary);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+/* The lines of @text that contain @needle. */
+static std::vector<std::string> lines_with(const std::string &text, const std::string &needle)
+{
+	std::vector<std::string> out;
+	std::istringstream in(text);
+	for (std::string l; std::getline(in, l);)
+		if (l.find(needle) != std::string::npos)
+			out.push_back(l);
+	return out;
+}
+
+class PluginLog : public ::testing::Test
+{
+      protected:
+	void SetUp() override
+	{
+		std::string why;
+		if (!GaneshaServer::available(&why))
+			GTEST_SKIP() << "plugin tests need ganesha and the plugin: " << why;
+	}
+
+	/* a NULL over a new RDMA connection: the plugin serves */
+	static bool rdma_null(const std::string &addr, std::string *err)
+	{
+		rrtest::RequesterOptions ro;
+		ro.connect_timeout_ms = 5000;
+		auto t = nfsc::RdmaTransport::connect(addr, ro, err);
+		if (!t)
+			return false;
+		t->policy.timeout_ms = 5000;
+		nfsc::Nfs3 c(*t);
+		if (c.null()) {
+			*err = "NULL: " + c.err();
+			return false;
+		}
+		return true;
+	}
+};
+
+/*
+ * ganesha's line: "DD/MM/YYYY hh:mm:ss : epoch <hex> : <host> :
+ * <program>-<pid>[<thread>] <function> :<COMP> :<LEVEL> :<text>"
+ * (log_functions.c's default header), not the plugin's own "rpcrdma: ..."
+ * on stderr.
+ */
+TEST_F(PluginLog, PluginLinesAreGaneshasWithItsFormat)
+{
+	GaneshaServer g;
+	std::string err;
+	GaneshaOptions o;
+	ASSERT_TRUE(g.start(o, &err)) << err;
+	std::string log = slurp(g.dir + "/ganesha.log");
+	auto l = lines_with(log, "rpcrdma: NFS over RDMA listening on");
+	ASSERT_EQ(l.size(), 1u) << g.logs();
+	static const std::regex ganesha_line(
+	    R"(^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d : epoch [0-9a-f]+ : [^ ]+ : )"
+	    R"([^ ]+-\d+\[[^\]]+\] \S+ :DISP :EVENT :rpcrdma: NFS over RDMA listening on .*)");
+	EXPECT_TRUE(std::regex_match(l[0], ganesha_line)) << l[0];
+	/* ganesha's log only, not also stderr */
+	EXPECT_TRUE(lines_with(slurp(g.dir + "/stderr.log"), "NFS over RDMA listening").empty())
+	    << g.logs();
+	/* the engine's lines too: a connection's "connected" event */
+	ASSERT_TRUE(rdma_null(g.rdma_addr, &err)) << err;
+	bool engine_line = false;
+	for (int i = 0; i < 100 && !engine_line; i++) {
+		for (const auto &e : lines_with(slurp(g.dir + "/ganesha.log"), ": connected: credits"))
+			engine_line |= e.find(":DISP :EVENT :rpcrdma: ") != std::string::npos;
+		if (!engine_line)
+			usleep(50000);
+	}
+	EXPECT_TRUE(engine_line) << g.logs();
+	g.stop();
+}
+
+/* COMPONENTS { DISPATCH = WARN; }: the plugin's events are gone, its service
+ * and ganesha's other events are not. */
+TEST_F(PluginLog, LogBlockLoweringDispatchHidesThem)
+{
+	GaneshaServer g;
+	std::string err;
+	GaneshaOptions o;
+	o.extra_log = "\tCOMPONENTS {\n\t\tDISPATCH = WARN;\n\t}\n";
+	o.ready_line = "";
+	ASSERT_TRUE(g.start(o, &err)) << err;
+	ASSERT_TRUE(rdma_null(g.rdma_addr, &err)) << err << "\n" << g.logs();
+	usleep(300000);
+	std::string log = slurp(g.dir + "/ganesha.log");
+	EXPECT_FALSE(lines_with(log, "NFS SERVER INITIALIZED").empty()) << g.logs();
+	EXPECT_TRUE(lines_with(log, "rpcrdma:").empty()) << g.logs();
+	EXPECT_TRUE(lines_with(slurp(g.dir + "/stderr.log"), "rpcrdma: NFS over RDMA").empty())
+	    << g.logs();
+	g.stop();
+}
+
+} // namespace
+} // namespace rrplug
