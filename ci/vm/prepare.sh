@@ -53,7 +53,7 @@ KV=${KPKG#linux-image-}
 KDIR=$W/kernel-$KV
 
 # 1. kernel + modules (cached per version)
-if [ ! -f "$KDIR/.done" ]; then
+if [ ! -f "$KDIR/.done2" ]; then
 	log "downloading $KPKG"
 	(cd "$W/debs" && ls ${KPKG}_*.deb >/dev/null 2>&1 || apt-get "${APTO[@]}" download -q "$KPKG" 2>&1 | grep -v unsandboxed >&2 || true)
 	rm -rf "$KDIR"; mkdir -p "$KDIR"
@@ -65,9 +65,9 @@ if [ ! -f "$KDIR/.done" ]; then
 	dpkg-deb --fsys-tarfile "$W"/debs/${KPKG}_*.deb | tar -x -C "$KDIR" --wildcards \
 		./boot/vmlinuz-$KV "$M/modules.*" "$M/kernel/drivers/infiniband" "$M/kernel/net" \
 		"$M/kernel/fs" "$M/kernel/crypto" "$M/kernel/arch/x86/crypto" \
-		"$M/kernel/drivers/net/dummy.ko*" "$M/kernel/drivers/virtio" "$M/kernel/lib"
+		"$M/kernel/drivers/net/dummy.ko*" "$M/kernel/drivers/block/brd.ko*" "$M/kernel/drivers/virtio" "$M/kernel/lib"
 	depmod -b "$KDIR" "$KV"
-	touch "$KDIR/.done"
+	touch "$KDIR/.done2"
 fi
 
 # 2. knfsd user space (download only)
@@ -91,6 +91,8 @@ if [ ! -f "$INITRD" ]; then
 	for a in $($R/bin/busybox --list); do [ -e $R/bin/$a ] || ln -s busybox $R/bin/$a; done
 	MODS="virtio_pci 9pnet_virtio 9p crc32_generic crc32_pclmul rdma_rxe ib_uverbs rdma_ucm rpcrdma
 	      nfsd nfsv3 nfsv4 dummy"
+	# ganesha 6.5's FSAL VFS refuses to export a tmpfs: its export is an ext4 on a RAM disk
+	[ -z "$SRC" ] || MODS="$MODS brd ext4"
 	for m in $MODS; do modprobe -d "$KDIR" -S "$KV" --show-depends $m; done |
 		awk '$1=="insmod"{print $2}' | sort -u | while read -r f; do
 			rel=${f#$KDIR/lib/modules/$KV/}
