@@ -150,7 +150,7 @@ ganesha_start() {
 	# resolves an export's file system, so the export is a fresh ext4 on a RAM disk (brd)
 	if [ "${GANESHA_EXPORT_FS:-tmpfs}" = ext4 ]; then
 		modprobe ext4; [ -b /dev/ram0 ] || modprobe brd rd_nr=1 rd_size=${GANESHA_EXPORT_KB:-393216} || echo "FAIL modprobe brd"
-		chroot $H mkfs.ext4 -q -F /dev/ram0 && mount -t ext4 /dev/ram0 $H/tmp/export || echo "FAIL ext4 export"
+		chroot $H mkfs.ext4 -q -F -b 4096 /dev/ram0 && mount -t ext4 /dev/ram0 $H/tmp/export || echo "FAIL ext4 export"
 	fi
 	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
 	t0=$(up)
