@@ -108,6 +108,9 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 		CLOCK="guest clock TSC (tsc=reliable: clock_gettime stays in the vDSO, as on real hardware)"
 	fi
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] && APPEND="$APPEND shell"
+	# 6.12 under TCG on a loaded host can fail its IO-APIC timer check and panic at boot
+	# ("IO-APIC + timer doesn't work!", seen here at load 14): the check is for real boards
+	[ "$RELEASE" = bookworm ] || APPEND="$APPEND no_timer_check"
 	echo "== interop VM ($RELEASE): kernel $(basename "$KERNEL"), build dir $BUILDDIR, guest programs from $SHARE (log: $OUT/vm.log)"
 	echo "guest $(basename "$KERNEL") under qemu TCG -smp 2, $CLOCK; $(host_info) at start" \
 		> "$OUT/host-info"
