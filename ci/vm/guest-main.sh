@@ -146,6 +146,12 @@ ganesha_start() {
 	step "ganesha-start $label"
 	pidof rpcbind > /dev/null || rpcbind -w || echo "FAIL rpcbind"
 	mkdir -p $H/tmp/export $H/run/ganesha $H/var/lib/nfs/ganesha
+	# GANESHA_EXPORT_FS=ext4 (trixie): ganesha 6.5's FSAL VFS ignores tmpfs mounts when it
+	# resolves an export's file system, so the export is a fresh ext4 on a RAM disk (brd)
+	if [ "${GANESHA_EXPORT_FS:-tmpfs}" = ext4 ]; then
+		modprobe ext4; [ -b /dev/ram0 ] || modprobe brd rd_nr=1 rd_size=${GANESHA_EXPORT_KB:-393216} || echo "FAIL modprobe brd"
+		chroot $H mkfs.ext4 -q -F -b 4096 /dev/ram0 && mount -t ext4 /dev/ram0 $H/tmp/export || echo "FAIL ext4 export"
+	fi
 	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
 	t0=$(up)
 	# LD_PRELOAD only when given; the plugin's counters come from its Stats_Socket
@@ -201,6 +207,7 @@ print("plugin:", " ".join("%s=%s" % kv for kv in sorted(j["plugin"].items())))' 
 	cp $H/tmp/ganesha.log /out/$label.log 2>/dev/null
 	grep -iE 'rpcrdma|rdma' $H/tmp/ganesha.log 2>/dev/null | grep -iE 'stat|count' > /out/$label.counters
 	killall rpcbind 2>/dev/null; sleep 1
+	grep -q " $H/tmp/export " /proc/mounts && umount $H/tmp/export
 	rm -rf $H/tmp/export $H/var/lib/nfs/ganesha/*
 }
 # run_ganesha ganesha-tcp tcp "" runs the list against ganesha's own TCP transport (no plugin):

@@ -5,13 +5,45 @@
 # host); knfsd's user-space tools come from nfs-kernel-server the same way. Everything else
 # (busybox, rpcbind, mount.nfs, iproute2, rdma) is copied from the host, with its ldd libraries.
 # Outputs are cached: the kernel per version, the initramfs per hash of its inputs.
+# RPCRDMA_VM_RELEASE=trixie: the same from Debian 13 instead: kernel 6.12 and nfs-kernel-server
+# downloaded with the trixie root's apt lists, every other program and library copied from that
+# root (RPCRDMA_ROOTS, default /var/cache/rpcrdma-roots, made by ci/release-root.sh trixie).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=${RPCRDMA_VM_WORK:-$HERE/work}
 mkdir -p "$W/debs"
 log() { echo "prepare: $*" >&2; }
+RELEASE=${RPCRDMA_VM_RELEASE:-bookworm}
+SRC=""		# the root the guest's programs come from: "" = the host
+APTO=()
+case $RELEASE in
+bookworm) ;;
+trixie)
+	SRC=${RPCRDMA_ROOTS:-/var/cache/rpcrdma-roots}/trixie
+	[ -x "$SRC/usr/bin/ganesha.nfsd" ] || { log "no trixie root in $SRC (ci/release-root.sh trixie true)"; exit 1; }
+	# the host's apt on the root's lists and status: no apt state of the host is touched
+	APTO=(-o "Dir::State::Lists=$SRC/var/lib/apt/lists" -o Dir::Etc::SourceList=/dev/null
+	      -o "Dir::Etc::SourceParts=$SRC/etc/apt/sources.list.d" -o Dir::Cache::pkgcache=
+	      -o Dir::Cache::srcpkgcache= -o "Dir::State::status=$SRC/var/lib/dpkg/status"
+	      -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null)
+	;;
+*) log "unknown RPCRDMA_VM_RELEASE=$RELEASE (bookworm, trixie)"; exit 1 ;;
+esac
+# in_src PATH: PATH of the source root as a host path, its symlinks resolved inside that root
+in_src() { if [ -z "$SRC" ]; then echo "$1"; else echo "$SRC$(chroot "$SRC" readlink -f "$1")"; fi; }
+# libs_of FILE...: the shared libraries they load, as host paths
+libs_of() {
+	if [ -z "$SRC" ]; then
+		for b in "$@"; do ldd "$b" | awk '/=>/{print $3} /ld-linux/{print $1}'; done
+	else
+		for b in "$@"; do
+			"$(in_src /lib64/ld-linux-x86-64.so.2)" --library-path \
+				"$SRC/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}" --list "$b" | awk '/=>/{print $3}'
+		done
+	fi
+}
 
-KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6/{print $2; exit}')
+KPKG=$(apt-cache "${APTO[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6/{print $2; exit}')
 if [ -z "$KPKG" ]; then
 	# No apt lists yet (fresh machine): fall back to a kernel already cached.
 	KPKG=$(ls -d "$W"/kernel-* 2>/dev/null | sed -n 's|.*/kernel-|linux-image-|p' | tail -1)
@@ -21,26 +53,31 @@ KV=${KPKG#linux-image-}
 KDIR=$W/kernel-$KV
 
 # 1. kernel + modules (cached per version)
-if [ ! -f "$KDIR/.done" ]; then
+if [ ! -f "$KDIR/.done2" ]; then
 	log "downloading $KPKG"
-	(cd "$W/debs" && ls ${KPKG}_*.deb >/dev/null 2>&1 || apt-get download -q "$KPKG" 2>&1 | grep -v unsandboxed >&2 || true)
+	(cd "$W/debs" && ls ${KPKG}_*.deb >/dev/null 2>&1 || apt-get "${APTO[@]}" download -q "$KPKG" 2>&1 | grep -v unsandboxed >&2 || true)
 	rm -rf "$KDIR"; mkdir -p "$KDIR"
 	M=./lib/modules/$KV
+	# trixie's package has merged /usr: its modules are under ./usr/lib
+	if dpkg-deb -c "$W"/debs/${KPKG}_*.deb | grep " ./usr/lib/modules/$KV/" > /dev/null; then
+		M=./usr/lib/modules/$KV; ln -s usr/lib "$KDIR/lib"
+	fi
 	dpkg-deb --fsys-tarfile "$W"/debs/${KPKG}_*.deb | tar -x -C "$KDIR" --wildcards \
 		./boot/vmlinuz-$KV "$M/modules.*" "$M/kernel/drivers/infiniband" "$M/kernel/net" \
 		"$M/kernel/fs" "$M/kernel/crypto" "$M/kernel/arch/x86/crypto" \
-		"$M/kernel/drivers/net/dummy.ko" "$M/kernel/drivers/virtio" "$M/kernel/lib"
+		"$M/kernel/drivers/net/dummy.ko*" "$M/kernel/drivers/block/brd.ko*" "$M/kernel/drivers/virtio" "$M/kernel/lib"
 	depmod -b "$KDIR" "$KV"
-	touch "$KDIR/.done"
+	touch "$KDIR/.done2"
 fi
 
 # 2. knfsd user space (download only)
-(cd "$W/debs" && ls nfs-kernel-server_*.deb >/dev/null 2>&1 || apt-get download -q nfs-kernel-server 2>&1 | grep -v unsandboxed >&2 || true)
+(cd "$W/debs" && ls nfs-kernel-server_*.deb >/dev/null 2>&1 || apt-get "${APTO[@]}" download -q nfs-kernel-server 2>&1 | grep -v unsandboxed >&2 || true)
 NKS=$(ls "$W"/debs/nfs-kernel-server_*.deb | tail -1)
 
 # 3. initramfs, keyed by its inputs
-KEY=$( (echo "$KV"; basename "$NKS"; cat "$HERE/init" "$HERE/prepare.sh"; busybox 2>&1 | head -1
-	dpkg-query -W rdma-core ibverbs-providers nfs-common rpcbind iproute2 2>/dev/null) | sha256sum | cut -c1-16)
+KEY=$( (echo "$KV"; basename "$NKS"; cat "$HERE/init" "$HERE/prepare.sh"; "$SRC/bin/busybox" 2>&1 | head -1
+	dpkg-query ${SRC:+--admindir=$SRC/var/lib/dpkg} -W rdma-core ibverbs-providers nfs-common rpcbind iproute2 \
+		2>/dev/null) | sha256sum | cut -c1-16)
 INITRD=$W/initrd-$KEY.cpio
 if [ ! -f "$INITRD" ]; then
 	log "building initramfs $INITRD"
@@ -50,10 +87,12 @@ if [ ! -f "$INITRD" ]; then
 	mkdir -p $R/{var/lib/nfs/v4recovery,var/lib/nfs/rpc_pipefs,usr/lib64,usr/lib/x86_64-linux-gnu/libibverbs,etc/libibverbs.d}
 	mkdir -p $R/usr/lib/modules/$KV
 	ln -s usr/lib $R/lib; ln -s usr/lib64 $R/lib64
-	cp /bin/busybox $R/bin/
-	for a in $(/bin/busybox --list); do [ -e $R/bin/$a ] || ln -s busybox $R/bin/$a; done
+	cp "$(in_src /bin/busybox)" $R/bin/busybox
+	for a in $($R/bin/busybox --list); do [ -e $R/bin/$a ] || ln -s busybox $R/bin/$a; done
 	MODS="virtio_pci 9pnet_virtio 9p crc32_generic crc32_pclmul rdma_rxe ib_uverbs rdma_ucm rpcrdma
 	      nfsd nfsv3 nfsv4 dummy"
+	# ganesha 6.5's FSAL VFS refuses to export a tmpfs: its export is an ext4 on a RAM disk
+	[ -z "$SRC" ] || MODS="$MODS brd ext4"
 	for m in $MODS; do modprobe -d "$KDIR" -S "$KV" --show-depends $m; done |
 		awk '$1=="insmod"{print $2}' | sort -u | while read -r f; do
 			rel=${f#$KDIR/lib/modules/$KV/}
@@ -64,17 +103,19 @@ if [ ! -f "$INITRD" ]; then
 	BINS="/usr/bin/ibv_devices /usr/bin/ibv_devinfo /usr/bin/rping /usr/bin/rdma /usr/sbin/ip
 	 /usr/sbin/modprobe /usr/sbin/mount.nfs /usr/sbin/rpcbind /usr/sbin/rpcinfo /usr/sbin/nfsstat
 	 $EXTRA/usr/sbin/exportfs $EXTRA/usr/sbin/rpc.nfsd $EXTRA/usr/sbin/rpc.mountd"
-	PROV=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
-	for b in $BINS; do cp -L "$b" "$R/usr/${b#*/usr/}"; done
+	PROV=$(in_src /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so)
+	HB=()	# BINS as host paths
+	for b in $BINS; do case $b in "$EXTRA"/*) HB+=("$b") ;; *) HB+=("$(in_src "$b")") ;; esac; done
+	i=0; for b in $BINS; do cp -L "${HB[$i]}" "$R/usr/${b#*/usr/}"; i=$((i + 1)); done
 	export LD_LIBRARY_PATH=$EXTRA/usr/lib/x86_64-linux-gnu
-	for b in $BINS $PROV; do ldd "$b" | awk '/=>/{print $3} /ld-linux/{print $1}'; done | sort -u |
+	libs_of "${HB[@]}" $PROV | sort -u |
 		while read -r l; do [ -f "$l" ] && cp -L "$l" $R/usr/lib/x86_64-linux-gnu/; done
-	cp -L /lib64/ld-linux-x86-64.so.2 $R/usr/lib64/
-	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 $R/usr/lib/x86_64-linux-gnu/
+	cp -L "$(in_src /lib64/ld-linux-x86-64.so.2)" $R/usr/lib64/
+	cp -L "$(in_src /lib/x86_64-linux-gnu/libgcc_s.so.1)" $R/usr/lib/x86_64-linux-gnu/
 	cp -L $PROV $R/usr/lib/x86_64-linux-gnu/libibverbs/
-	cp /etc/libibverbs.d/rxe.driver $R/etc/libibverbs.d/
+	cp "$SRC/etc/libibverbs.d/rxe.driver" $R/etc/libibverbs.d/
 	ln -sf /usr/sbin/mount.nfs $R/sbin/mount.nfs; ln -sf /usr/sbin/modprobe $R/sbin/modprobe
-	cp /etc/netconfig /etc/services /etc/protocols $R/etc/
+	cp "$SRC/etc/netconfig" "$SRC/etc/services" "$SRC/etc/protocols" $R/etc/
 	printf '%s\n' 'root:x:0:0::/root:/bin/sh' '_rpc:x:102:65534::/run/rpcbind:/bin/false' \
 		'statd:x:103:65534::/var/lib/nfs:/bin/false' 'nobody:x:65534:65534::/:/bin/false' > $R/etc/passwd
 	printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' > $R/etc/group
