@@ -125,6 +125,8 @@ mount_root() {
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
 	cp /etc/hosts "$r/etc/hosts"
 	hostname >"$r/etc/hostname"
+	# A minbase root has no /etc/mtab; ganesha's FSAL VFS reads its mounts there.
+	[ -e "$r/etc/mtab" ] || ln -s ../proc/self/mounts "$r/etc/mtab"
 }
 
 # Runs "$@" in ROOT with the working directory $2.
