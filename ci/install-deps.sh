@@ -23,7 +23,6 @@ PKGS="
  clang llvm
  libgtest-dev
  rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
- glusterfs-server
  rpcbind nfs-common iproute2 procps psmisc python3
  valgrind
  qemu-system-x86 busybox-static cpio kmod zstd xz-utils fio
@@ -31,7 +30,10 @@ PKGS="
  debootstrap
 "
 # The ganesha host: libntirpc-dev pulls the matching runtime (libntirpc4.3, 5.8 or 6.3).
-GANESHA_PKGS="libntirpc-dev nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs nfs-ganesha-gluster"
+# glusterfs-server too: nfs-ganesha-gluster pulls libglusterfs0 of its own
+# suite, and glusterd must be of the same one (backports: 11.1, not 10.3).
+GANESHA_PKGS="libntirpc-dev nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs nfs-ganesha-gluster
+ glusterfs-server"
 
 $SUDO apt-get update -q
 
