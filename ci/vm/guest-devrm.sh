@@ -50,7 +50,12 @@ dr_wait() { # SECONDS CMD...: 0 once CMD succeeds
 	while [ $n -gt 0 ]; do "$@" && return 0; sleep 1; n=$((n - 1)); done
 	"$@"
 }
-dr_noticed() { [ "$(grep -c "RDMA device removed: closing" /out/guest.log)" -gt "${dr_seen:-0}" ]; }
+# The plugin's line: in ganesha's log (its log since issue #23), or on stderr
+# (guest.log) before ganesha's log is up.
+dr_removed_lines() {
+	cat /out/guest.log "$H/tmp/ganesha.log" 2>/dev/null | grep -c "RDMA device removed: closing"
+}
+dr_noticed() { [ "$(dr_removed_lines)" -gt "${dr_seen:-0}" ]; }
 dr_gone() { ! kill -0 $1 2>/dev/null; }
 dr_tcp_ok() { # the TCP mount reads back the reference file, and a new TCP mount works
 	sync; echo 3 > /proc/sys/vm/drop_caches
@@ -93,7 +98,7 @@ dr_remove_under_io() { # PHASE WANT
 	else
 		dr "$1_check_not_serving" fail "$(secs $t0)" "exit/line: $(cat /tmp/dr_check.out)"
 	fi
-	dr_seen=$(grep -c "RDMA device removed: closing" /out/guest.log)
+	dr_seen=$(dr_removed_lines)
 	if dr_wait 30 dr_conns_empty; then dr "$1_conns_closed" pass "$(secs $t0)"
 	else dr "$1_conns_closed" fail "$(secs $t0)" "stats still list connections"; fi
 	if kill -0 $dr_gp 2>/dev/null; then dr "$1_ganesha_alive" pass "$(secs $t0)" "pid $dr_gp"
@@ -117,7 +122,7 @@ devrm_all() {
 	dr_mount /mnt/dt tcp && cp /tmp/dr_ref /mnt/dt/ref || echo "devrm: FAIL tcp mount"
 	fd0=$(dr_fds $dr_gp); rss0=$(dr_rss $dr_gp)
 	echo "ganesha baseline (TCP mount, no RDMA client): fds $fd0 ($(dr_dev_fds $dr_gp)) rss $rss0"
-	dr_seen=$(grep -c "RDMA device removed: closing" /out/guest.log)
+	dr_seen=$(dr_removed_lines)
 	dr_remove_under_io A any
 	t0=$(up)
 	if dr_wait 60 dr_gone $dr_del; then
@@ -153,7 +158,7 @@ devrm_all() {
 	if dr_wait 60 dr_gone $d1; then dr B_spare_released pass "$(secs $t0)"
 	else dr B_spare_released fail "$(secs $t0)" "rdma link delete rxe1 still waiting"; fi
 	dr_wait 20 dr_check_is 0 || echo "devrm: not serving after rxe1 went: $(cat /tmp/dr_check.out)"
-	dr_seen=$(grep -c "RDMA device removed: closing" /out/guest.log)
+	dr_seen=$(dr_removed_lines)
 	dr_remove_under_io B 2
 	t0=$(up)
 	if dr_wait 30 dr_gone $dr_del; then
