@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
@@ -31,11 +32,15 @@ static struct rrp_calls real_calls;
 static struct rrp_calls hooks;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static void shim_log(const char *fmt, const char *a, const char *b)
+/* One line, cut at 768 bytes (a path may be up to PATH_MAX). */
+static __attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...)
 {
 	char line[768];
+	va_list ap;
 
-	snprintf(line, sizeof(line), fmt, a, b);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "rpcrdma: %s\n", line);
 	syslog(LOG_DAEMON | LOG_WARNING, "rpcrdma: %s", line);
 }
@@ -91,15 +96,15 @@ static void load(void)
 	if (!rrp_version_ok())
 		return; /* logged there, naming both versions */
 	if (core_path(path, sizeof(path))) {
-		shim_log("cannot locate %s%s: RDMA not served, ganesha runs without it",
-			 RRP_CORE_SONAME, "");
+		shim_log("cannot locate %s: RDMA not served, ganesha runs without it",
+			 RRP_CORE_SONAME);
 		return;
 	}
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		shim_log("cannot load the core library: %s%s: RDMA not served, ganesha runs "
+		shim_log("cannot load the core library: %s: RDMA not served, ganesha runs "
 			 "without it",
-			 dlerror(), "");
+			 dlerror());
 		return;
 	}
 	attach = (rrp_core_attach_fn)dlsym(h, RRP_CORE_ENTRY);
