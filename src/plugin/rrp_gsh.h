@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rrp_gsh.h - the part of ganesha's configuration interface the plugin
- * calls (libganesha_nfsd exports config_ParseFile, load_config_from_parse,
- * report_config_errors, config_errs_to_log, init_error_type, config_Free;
- * ganesha installs no header for them).
+ * rrp_gsh.h - the part of ganesha's configuration and log interface the
+ * plugin calls (libganesha_nfsd exports config_ParseFile,
+ * load_config_from_parse, report_config_errors, config_errs_to_log,
+ * init_error_type, config_Free, DisplayLogComponentLevel; ganesha installs
+ * no header for them).
  *
  * Declared here from the layouts of config_parsing.h and analyse.h, which
  * are the same in ganesha 4.3, 5.9 and 6.5; a release that changes them
@@ -126,5 +127,19 @@ struct rrp_gsh_node_head {
 	const char *filename;
 	int linenumber;
 };
+
+/*
+ * ganesha's log numbering (log_common.h / log.h), the same in 4.3, 5.9 and
+ * 6.5. The plugin logs under COMPONENT_DISPATCH, ganesha's own component for
+ * the transports it serves: the 10th log_components_t (its name in LOG {
+ * COMPONENTS } is DISPATCH; a line shows ":DISP :"). log_levels_t: NIV_NULL
+ * 0, FATAL 1, MAJ 2, CRIT 3, WARN 4, EVENT 5, INFO 6, DEBUG 7.
+ */
+#define RRP_GSH_LOG_COMPONENT 9
+#define RRP_GSH_NIV_CRIT 3
+#define RRP_GSH_NIV_WARN 4
+#define RRP_GSH_NIV_EVENT 5
+#define RRP_GSH_NIV_INFO 6
+#define RRP_GSH_NIV_DEBUG 7
 
 #endif

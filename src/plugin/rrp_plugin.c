@@ -47,11 +47,11 @@ static void gsh_log_find(void)
 }
 
 static const int gsh_level[] = {
-	[RRP_LOG_CRIT] = RRP_HOST_NIV_CRIT,
-	[RRP_LOG_WARN] = RRP_HOST_NIV_WARN,
-	[RRP_LOG_EVENT] = RRP_HOST_NIV_EVENT,
-	[RRP_LOG_INFO] = RRP_HOST_NIV_INFO,
-	[RRP_LOG_DEBUG] = RRP_HOST_NIV_DEBUG,
+	[RRP_LOG_CRIT] = RRP_GSH_NIV_CRIT,
+	[RRP_LOG_WARN] = RRP_GSH_NIV_WARN,
+	[RRP_LOG_EVENT] = RRP_GSH_NIV_EVENT,
+	[RRP_LOG_INFO] = RRP_GSH_NIV_INFO,
+	[RRP_LOG_DEBUG] = RRP_GSH_NIV_DEBUG,
 };
 
 void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...)
@@ -64,18 +64,18 @@ void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...
 	/* ganesha's Log* macros test the component's level before calling in:
 	 * DisplayLogComponentLevel itself writes whatever it is given. */
 	if (gsh_log.display && *gsh_log.levels &&
-	    (*gsh_log.levels)[RRP_HOST_LOG_COMPONENT] < niv)
+	    (*gsh_log.levels)[RRP_GSH_LOG_COMPONENT] < niv)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (gsh_log.display && *gsh_log.levels) {
-		gsh_log.display(RRP_HOST_LOG_COMPONENT, "rpcrdma", 0, func, niv,
+		gsh_log.display(RRP_GSH_LOG_COMPONENT, "rpcrdma", 0, func, niv,
 				"rpcrdma: %s", line);
 		return;
 	}
 	fprintf(stderr, "rpcrdma: %s\n", line);
-	syslog(LOG_DAEMON | (niv <= RRP_HOST_NIV_WARN ? LOG_WARNING : LOG_NOTICE),
+	syslog(LOG_DAEMON | (niv <= RRP_GSH_NIV_WARN ? LOG_WARNING : LOG_NOTICE),
 	       "rpcrdma: %s", line);
 }
 

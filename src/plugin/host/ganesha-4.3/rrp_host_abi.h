@@ -40,21 +40,4 @@ static inline bool rrp_host_xprt_admitted(SVCXPRT *xprt)
 	return true;
 }
 
-/*
- * ganesha's log (DisplayLogComponentLevel, component_log_level): the
- * component the plugin logs under and the levels, as this release numbers
- * them (log.h). COMPONENT_DISPATCH, ganesha's own component for the
- * transports it serves, is the 10th log_components_t; the LOG block's
- * COMPONENTS names it DISPATCH and a line shows it as ":DISP :". Levels are
- * log_levels_t: NIV_NULL 0, FATAL 1, MAJ 2, CRIT 3, WARN 4, EVENT 5, INFO 6,
- * DEBUG 7.
- */
-#define RRP_HOST_LOG_COMPONENT 9
-#define RRP_HOST_LOG_COMPONENT_NAME "DISPATCH"
-#define RRP_HOST_NIV_CRIT 3
-#define RRP_HOST_NIV_WARN 4
-#define RRP_HOST_NIV_EVENT 5
-#define RRP_HOST_NIV_INFO 6
-#define RRP_HOST_NIV_DEBUG 7
-
 #endif
