@@ -63,12 +63,22 @@ bool GaneshaServer::available(std::string *why)
 	return true;
 }
 
-static std::string slurp(const std::string &path)
+std::string slurp(const std::string &path)
 {
 	std::ifstream f(path, std::ios::binary);
 	std::stringstream ss;
 	ss << f.rdbuf();
 	return ss.str();
+}
+
+std::vector<std::string> lines_with(const std::string &text, const std::string &needle)
+{
+	std::vector<std::string> out;
+	std::istringstream in(text);
+	for (std::string l; std::getline(in, l);)
+		if (l.find(needle) != std::string::npos)
+			out.push_back(l);
+	return out;
 }
 
 static bool unix_connectable(const char *path)

@@ -85,4 +85,8 @@ class GaneshaServer
 /* Start rpcbind (-w) unless it answers on /run/rpcbind.sock. */
 bool ensure_rpcbind(std::string *err);
 
+/* A whole file ("" if unreadable), and the lines of @text holding @needle. */
+std::string slurp(const std::string &path);
+std::vector<std::string> lines_with(const std::string &text, const std::string &needle);
+
 } // namespace rrplug

@@ -19,17 +19,6 @@ namespace rrplug
 namespace
 {
 
-/* The lines of @text that contain @needle. */
-static std::vector<std::string> lines_with(const std::string &text, const std::string &needle)
-{
-	std::vector<std::string> out;
-	std::istringstream in(text);
-	for (std::string l; std::getline(in, l);)
-		if (l.find(needle) != std::string::npos)
-			out.push_back(l);
-	return out;
-}
-
 /* The line number of the first line of @dir/@file holding @needle. */
 static int line_of(const std::string &conf_text, const std::string &needle)
 {
@@ -78,19 +67,6 @@ class PluginConfig : public ::testing::Test
 		if (!getenv("RR_KEEP_LOG") && !r.dir.empty() && r.dir.rfind("/tmp/", 0) == 0)
 			(void)!system(cmd.c_str());
 		return r;
-	}
-	static std::string slurp(const std::string &path)
-	{
-		FILE *f = fopen(path.c_str(), "r");
-		std::string s;
-		if (!f)
-			return s;
-		char buf[4096];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-			s.append(buf, n);
-		fclose(f);
-		return s;
 	}
 };
 

@@ -23,25 +23,6 @@ namespace rrplug
 namespace
 {
 
-static std::string slurp(const std::string &path)
-{
-	std::ifstream f(path, std::ios::binary);
-	std::stringstream ss;
-	ss << f.rdbuf();
-	return ss.str();
-}
-
-/* The lines of @text that contain @needle. */
-static std::vector<std::string> lines_with(const std::string &text, const std::string &needle)
-{
-	std::vector<std::string> out;
-	std::istringstream in(text);
-	for (std::string l; std::getline(in, l);)
-		if (l.find(needle) != std::string::npos)
-			out.push_back(l);
-	return out;
-}
-
 class PluginLog : public ::testing::Test
 {
       protected:

@@ -47,14 +47,6 @@ using nfsc::Nfs3;
 using nfsc::RdmaTransport;
 using Clock = std::chrono::steady_clock;
 
-static std::string slurp(const std::string &path)
-{
-	std::ifstream f(path, std::ios::binary);
-	std::stringstream ss;
-	ss << f.rdbuf();
-	return ss.str();
-}
-
 static long ms_since(Clock::time_point t0)
 {
 	return long(
