@@ -112,6 +112,12 @@ void fab_listener_destroy(struct fab_listener *l)
 		fab_of(l)->ops->listener_destroy(l);
 }
 
+int fab_listener_limits(struct fab_listener *l, struct fab_limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	return fab_of(l)->ops->listener_limits(l, out);
+}
+
 int fab_connect(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
 		struct fab_cq *send_cq, struct fab_cq *recv_cq, const struct fab_qp_caps *caps,
 		const struct fab_conn_param *param, struct fab_conn **out)

@@ -200,6 +200,22 @@ struct fab_qp_caps {
 	struct fab_srq *srq;
 };
 
+/*
+ * How large one connection's queues may be on the devices a listener
+ * accepts connections on: each the smallest over those devices (a wildcard
+ * address accepts on any of them). A QP or CQ asked for beyond these fails
+ * at fab_conn_create_qp / fab_conn_cq_create, so the upper layer checks
+ * its sizing against them once, when it starts listening.
+ */
+struct fab_limits {
+	uint32_t max_qp_wr;		/* entries of a send or a receive queue */
+	uint32_t max_cqe;		/* entries of a completion queue */
+	uint32_t max_srq_wr;		/* entries of a shared receive queue */
+	uint32_t max_sge;		/* scatter/gather entries of one WR */
+	uint32_t max_rd_atom;		/* RDMA Reads one QP may have in flight */
+	char device[64];		/* "mlx5_0", "2 devices (mlx5_0 ...)", "soft" */
+};
+
 /* Counters kept by a provider, for tests and bench/. */
 struct fab_stats {
 	uint64_t wr_posted[4];		/* indexed by enum fab_wr_opcode */
@@ -240,6 +256,8 @@ int fab_channel_get_event(struct fab_channel *ch, struct fab_cm_event *ev);
 int fab_listen(struct fab_fabric *fab, struct fab_channel *ch, const char *addr, int backlog,
 	       struct fab_listener **out);
 void fab_listener_destroy(struct fab_listener *l);
+/* The limits above for connections that @l accepts; -ENODEV: no device. */
+int fab_listener_limits(struct fab_listener *l, struct fab_limits *out);
 
 /* Active side: resolve + create the conn; FAB_CM_ESTABLISHED/REJECTED/CONNECT_ERROR follow. */
 int fab_connect(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,

@@ -26,6 +26,7 @@ struct fab_ops {
 	int (*listen)(struct fab_fabric *fab, struct fab_channel *ch, const char *addr, int backlog,
 		      struct fab_listener **out);
 	void (*listener_destroy)(struct fab_listener *l);
+	int (*listener_limits)(struct fab_listener *l, struct fab_limits *out);
 	int (*connect)(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
 		       struct fab_cq *send_cq, struct fab_cq *recv_cq,
 		       const struct fab_qp_caps *caps, const struct fab_conn_param *param,

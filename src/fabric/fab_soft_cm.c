@@ -700,6 +700,18 @@ fail:
 	return rc;
 }
 
+static int soft_listener_limits(struct fab_listener *fl, struct fab_limits *out)
+{
+	(void)fl;
+	out->max_qp_wr = SOFT_MAX_WR;
+	out->max_cqe = SOFT_MAX_CQE;
+	out->max_srq_wr = SOFT_MAX_WR;
+	out->max_sge = SOFT_MAX_SGE;
+	out->max_rd_atom = SOFT_MAX_RD_ATOM;
+	snprintf(out->device, sizeof(out->device), "soft");
+	return 0;
+}
+
 static void soft_listener_destroy(struct fab_listener *fl)
 {
 	struct soft_listener *l = (struct soft_listener *)fl;
@@ -911,6 +923,7 @@ const struct fab_ops fab_soft_ops = {
     .channel_get_event = soft_channel_get_event,
     .listen = soft_listen,
     .listener_destroy = soft_listener_destroy,
+    .listener_limits = soft_listener_limits,
     .connect = soft_connect,
     .conn_create_qp = soft_conn_create_qp,
     .accept = soft_accept,

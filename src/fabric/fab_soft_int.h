@@ -39,6 +39,11 @@ enum soft_msg_type {
 #define SOFT_RNR_STEP_MS 20
 /* Most payload parked behind a Send waiting out an RNR (more drops the link). */
 #define SOFT_PARK_MAX (64u << 20)
+/* Queue bounds, as a device's attributes would state them (fab_limits). */
+#define SOFT_MAX_WR 65536u	/* send, receive or shared receive queue */
+#define SOFT_MAX_CQE (4u * SOFT_MAX_WR)
+#define SOFT_MAX_SGE 32u
+#define SOFT_MAX_RD_ATOM 255u	/* what the CM's 8-bit depth can say */
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {

@@ -26,6 +26,9 @@ int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 
 	if (soft_present((struct soft_fabric *)fab))
 		return -ENODEV;
+	if (depth > (int)SOFT_MAX_CQE)
+		return fab_set_error(-EINVAL, "soft: CQ of %d entries, at most %u", depth,
+				     SOFT_MAX_CQE);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return fab_set_error(-ENOMEM, "soft: out of memory for CQ");

@@ -42,8 +42,8 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 		k.max_recv_wr = 1;
 		k.max_recv_sge = ((struct soft_srq *)k.srq)->max_sge;
 	}
-	if (k.max_send_wr > 65536 || k.max_recv_wr > 65536 || k.max_send_sge > 32 ||
-	    k.max_recv_sge > 32)
+	if (k.max_send_wr > SOFT_MAX_WR || k.max_recv_wr > SOFT_MAX_WR ||
+	    k.max_send_sge > SOFT_MAX_SGE || k.max_recv_sge > SOFT_MAX_SGE)
 		return fab_set_error(-EINVAL, "soft: QP caps too large");
 	c->caps = k;
 	c->sq = calloc(k.max_send_wr, sizeof(*c->sq));
@@ -318,7 +318,7 @@ int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct
 
 	if (soft_present((struct soft_fabric *)fab_of(pd)))
 		return -ENODEV;
-	if (max_wr > 65536 || max_sge > 32)
+	if (max_wr > SOFT_MAX_WR || max_sge > SOFT_MAX_SGE)
 		return fab_set_error(-EINVAL, "soft: SRQ caps too large");
 	q = calloc(1, sizeof(*q));
 	if (!q)

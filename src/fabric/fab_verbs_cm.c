@@ -488,6 +488,64 @@ static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char
 	return 0;
 }
 
+/* Fold one device's attributes into @out: each limit the smaller. */
+static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, int nth)
+{
+	struct ibv_device_attr a;
+	uint32_t lim[5];
+	uint32_t *dst[5] = { &out->max_qp_wr, &out->max_cqe, &out->max_srq_wr, &out->max_sge,
+			     &out->max_rd_atom };
+	size_t len = strlen(out->device);
+
+	if (ibv_query_device(ctx, &a))
+		return fab_set_error(-errno, "verbs: ibv_query_device(%s): %s",
+				     ibv_get_device_name(ctx->device), strerror(errno));
+	lim[0] = a.max_qp_wr > 0 ? (uint32_t)a.max_qp_wr : 0;
+	lim[1] = a.max_cqe > 0 ? (uint32_t)a.max_cqe : 0;
+	lim[2] = a.max_srq_wr > 0 ? (uint32_t)a.max_srq_wr : 0;
+	lim[3] = a.max_sge > 0 ? (uint32_t)a.max_sge : 0;
+	/* our Reads are the initiator's side of the QP */
+	lim[4] = a.max_qp_init_rd_atom > 0 ? (uint32_t)a.max_qp_init_rd_atom : 0;
+	for (int i = 0; i < 5; i++)
+		if (nth == 0 || lim[i] < *dst[i])
+			*dst[i] = lim[i];
+	snprintf(out->device + len, sizeof(out->device) - len, "%s%s", nth ? " " : "",
+		 ibv_get_device_name(ctx->device));
+	return 0;
+}
+
+/* A listener bound to a device's address accepts on that device only; a
+ * wildcard one on any device librdmacm knows. */
+static int vb_listener_limits(struct fab_listener *fl, struct fab_limits *out)
+{
+	struct vb_listener *l = (struct vb_listener *)fl;
+	struct vb_fabric *vf = (struct vb_fabric *)l->h.fab;
+	char names[sizeof(out->device)];
+	int n = 0, rc = 0;
+
+	if (l->id->verbs)
+		return vb_limits_add(l->id->verbs, out, 0);
+	pthread_mutex_lock(&vf->lock);
+	for (int i = 0; !rc && vf->list && vf->list[i]; i++)
+		if (!(vf->dead & (1u << (i & 31))))
+			rc = vb_limits_add(vf->list[i], out, n++);
+	pthread_mutex_unlock(&vf->lock);
+	if (rc)
+		return rc;
+	if (n == 0)
+		return fab_set_error(-ENODEV, "verbs: no RDMA device");
+	if (n > 1) {
+		int head;
+
+		memcpy(names, out->device, sizeof(names));
+		head = snprintf(out->device, sizeof(out->device), "%d devices (", n);
+		/* the names as far as they fit, then the parenthesis */
+		snprintf(out->device + head, sizeof(out->device) - (size_t)head - 1, "%s", names);
+		strcat(out->device, ")");
+	}
+	return 0;
+}
+
 static void vb_listener_destroy(struct fab_listener *fl)
 {
 	struct vb_listener *l = (struct vb_listener *)fl;
@@ -733,6 +791,7 @@ const struct fab_ops fab_verbs_ops = {
     .channel_get_event = vb_channel_get_event,
     .listen = vb_listen,
     .listener_destroy = vb_listener_destroy,
+    .listener_limits = vb_listener_limits,
     .connect = vb_connect,
     .conn_create_qp = vb_conn_create_qp,
     .accept = vb_accept,

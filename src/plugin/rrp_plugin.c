@@ -500,17 +500,52 @@ static void payload_pool_init(void)
 	size_t small = bytes / 2 / RRP_PAYLOAD_SMALL;
 	size_t large = bytes / 2 / RRP_PAYLOAD_LARGE;
 
-	if (!bytes || rrp_payload_init(small, large, &payload_base, &payload_len)) {
+	if (!bytes || rrp_payload_init(small, large, &payload_base, &payload_len))
 		payload_len = 0;
-		return;
-	}
-	rrp_log("READ payload pool: %zu x 64 KiB + %zu x 1 MiB, registered once",
-		small, large);
+}
+
+/* Whole MiB, rounded up: a bound must not read smaller than it is. */
+static unsigned long long mib(uint64_t bytes)
+{
+	return (unsigned long long)((bytes + (1u << 20) - 1) >> 20);
+}
+
+/*
+ * One line says what a listener serves and the most memory its settings
+ * let it register (connections within the budget, the shared receive pool,
+ * Read sinks, the READ payload pool; bounds, not what is in use).
+ */
+static void log_served(const char *addr, int slot, size_t payload_bytes)
+{
+	const struct rr_config *ec = &rrp.eff[slot];
+	struct rr_served sv;
+	char conns[48], budget[32];
+
+	rr_server_served(rrp.srv[slot], &sv);
+	if (ec->max_conns_per_peer)
+		snprintf(conns, sizeof(conns), "%u connections (%u per peer)", ec->max_conns,
+			 ec->max_conns_per_peer);
+	else
+		snprintf(conns, sizeof(conns), "%u connections", ec->max_conns);
+	if (ec->recv_mem_budget)
+		snprintf(budget, sizeof(budget), "%llu MiB", mib(ec->recv_mem_budget));
+	else
+		snprintf(budget, sizeof(budget), "none");
+	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s, credits %u (device "
+		"holds %u), inline %u, RDMA Read depth %u, SRQ %s, %s, memory budget %s; "
+		"registered memory at most %llu MiB (connections %llu, shared receives %llu, "
+		"Read sinks %llu, READ payload pool %llu); built for %s",
+		addr, rrp.cfg.fabric, sv.device, sv.credits, sv.credits_cap, sv.inline_size,
+		sv.ord, sv.srq ? "on" : "off", conns, budget,
+		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
+		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), RRP_HOST_NAME);
 }
 
 static int start_server(const char *addr, int slot)
 {
 	struct rr_config ec;
+	struct rr_served sv;
+	size_t registered = 0;
 	int ret;
 
 	rr_config_default(&ec);
@@ -527,10 +562,10 @@ static int start_server(const char *addr, int slot)
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {
-		rrp_crit("cannot listen on %s (%s): %s", addr, rrp.cfg.fabric,
-			fab_last_error());
+		rrp_crit("cannot listen on %s (%s): %s: RDMA not served there, TCP unaffected", addr,
+			 rrp.cfg.fabric, rr_last_error());
 		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
-			 "cannot listen on %.56s: %.48s", addr, fab_last_error());
+			 "cannot listen on %.40s: %.66s", addr, rr_last_error());
 		rrp.srv[slot] = NULL;
 		return ret;
 	}
@@ -539,8 +574,12 @@ static int start_server(const char *addr, int slot)
 		if (ret)
 			rrp_warn("cannot register the payload pool: %s "
 					"(READ data will be copied)", fab_last_error());
+		else
+			registered = payload_len;
 	}
 	snprintf(rrp.listen[slot], sizeof(rrp.listen[slot]), "%s", addr);
+	rr_server_served(rrp.srv[slot], &sv);
+	ec.max_ord = (uint8_t)sv.ord; /* the device's, if smaller */
 	rrp.eff[slot] = ec; /* shown by the stats socket */
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret) {
@@ -548,11 +587,7 @@ static int start_server(const char *addr, int slot)
 			 "cannot start the RDMA event thread: %s", strerror(-ret));
 		return ret;
 	}
-	rrp_log("NFS over RDMA listening on %s (fabric %s, credits %u, inline %u, "
-		"memory budget %llu MiB, %u connections, %u per peer; built for %s)",
-		addr, rrp.cfg.fabric, ec.credits, ec.inline_size,
-		(unsigned long long)(ec.recv_mem_budget >> 20), ec.max_conns,
-		ec.max_conns_per_peer, RRP_HOST_NAME);
+	log_served(addr, slot, registered);
 	return 0;
 }
 

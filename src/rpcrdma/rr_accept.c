@@ -165,8 +165,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
 	c->nsends = rr_conn_nsends(cfg, nrecv);
-	/* Reads are bounded by ord; replies queue when the SQ is short. */
-	c->sq_depth = 2 * c->nsends + c->ord + RR_SEND_MAX_WR;
+	c->sq_depth = rr_conn_sq_depth(c->nsends, c->ord);
 	c->sq_avail = c->sq_depth;
 	/* A client within its grant holds no more than the per-connection mode posts. */
 	c->srq_held_max = nrecv;

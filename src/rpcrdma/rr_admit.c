@@ -68,6 +68,41 @@ uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv)
 	return nrecv + RR_QUIET_SENDS + nbc;
 }
 
+uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord)
+{
+	/* Reads are bounded by ord; replies queue when the SQ is short. */
+	return 2 * nsends + ord + RR_SEND_MAX_WR;
+}
+
+/* Would the queues of a connection granted @credits fit @lim? conn_setup
+ * sizes them so: its receives (none of its own with the SRQ), its sends,
+ * and one CQ for both. */
+static bool queues_fit(const struct rr_config *cfg, uint32_t credits, const struct fab_limits *lim)
+{
+	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
+	uint32_t sq = rr_conn_sq_depth(rr_conn_nsends(cfg, nrecv), cfg->max_ord);
+
+	return sq <= lim->max_qp_wr && (cfg->use_srq || nrecv <= lim->max_qp_wr) &&
+	       (uint64_t)nrecv + sq <= lim->max_cqe;
+}
+
+uint32_t rr_credits_cap(const struct rr_config *cfg, const struct fab_limits *lim)
+{
+	uint32_t lo = 0, hi = RR_MAX_CREDITS; /* fits at lo (0: trivially) */
+
+	if (queues_fit(cfg, hi, lim))
+		return hi;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (queues_fit(cfg, mid, lim))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_recv)
 {
 	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;

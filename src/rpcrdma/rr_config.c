@@ -11,6 +11,22 @@
 #include "rpcrdma/rr_internal.h"
 
 static void (*log_sink)(const char *line);
+static _Thread_local char last_error[256];
+
+int rr_set_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *rr_last_error(void)
+{
+	return last_error;
+}
 
 void rr_set_log_sink(void (*sink)(const char *line))
 {
@@ -56,7 +72,7 @@ void rr_config_default(struct rr_config *cfg)
 
 int rr_config_check(const struct rr_config *c)
 {
-	if (c->credits < 1 || c->credits > 16384)
+	if (c->credits < 1 || c->credits > RR_MAX_CREDITS)
 		return -EINVAL;
 	if (c->inline_size < 1024 || c->inline_size > 65536)
 		return -EINVAL;

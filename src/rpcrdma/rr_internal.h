@@ -137,6 +137,8 @@ struct rr_bigpool {
 
 struct rr_conn;
 struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, uint32_t max_conns);
+/* The most bytes one device's sink pool can register. */
+uint64_t rr_big_bound_bytes(uint64_t max_chunk_bytes, uint32_t max_conns);
 void rr_big_destroy(struct rr_bigpool *bp);
 /* Event thread: register up to @n full-size buffers ahead of use. */
 void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations);
@@ -444,6 +446,8 @@ void rr_srq_refill(struct rr_server *srv);
 void rr_srq_put(struct rr_call_ctx *ctx);
 /* After the last connection is gone. */
 void rr_srq_destroy(struct rr_server *srv);
+/* The receives the pool may grow to under @cfg (before the device's say). */
+uint32_t rr_srq_bound(const struct rr_config *cfg);
 
 /* ---- admission and bounds (rr_admit.c) ---- */
 
@@ -485,6 +489,15 @@ uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv);
 /* What one connection with @credits pins: its send buffers, and its receive
  * buffers when it has its own (@own_recv). */
 uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_recv);
+/* Send queue entries of a connection with @nsends contexts and Read depth @ord. */
+uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord);
+/* The most credits whose queues fit @lim (0: not even one). */
+uint32_t rr_credits_cap(const struct rr_config *cfg, const struct fab_limits *lim);
+/* The listener's device against the settings (rr_server.c): fills
+ * srv->served, or fails with the reason in rr_last_error(). */
+int rr_server_fit_device(struct rr_server *srv);
+/* Set rr_last_error(); returns @err. */
+int rr_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- server (rr_server.c) ---- */
 
@@ -518,6 +531,7 @@ struct rr_server {
 	unsigned int nregions;
 
 	struct rr_srq *srq;		/* cfg.use_srq: the shared receive pool */
+	struct rr_served served;	/* what it serves with (rr_server_create) */
 
 	int timerfd;			/* once a second: timeouts, refusal summary */
 	struct rr_refusals refusals;	/* event thread */

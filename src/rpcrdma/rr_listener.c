@@ -150,10 +150,16 @@ void rr_listener_tick(struct rr_server *srv)
 	srv->relisten_at = now;
 	srv->relisten_at.tv_sec += RR_RELISTEN_S;
 	ret = fab_listen(srv->fab, srv->ch, srv->listen_addr, 128, &srv->listener);
+	if (ret)
+		rr_set_error(ret, "%s", fab_last_error());
+	else if ((ret = rr_server_fit_device(srv))) {
+		/* another device, smaller queues: as if it were not there yet */
+		fab_listener_destroy(srv->listener);
+	}
 	if (ret) {
 		srv->listener = NULL;
 		snprintf(why, sizeof(why), "RDMA device removed; listen on %.40s: %.50s",
-			 srv->listen_addr, fab_last_error());
+			 srv->listen_addr, rr_last_error());
 		pthread_mutex_lock(&srv->lock);
 		srv->relisten_tries++;
 		pthread_mutex_unlock(&srv->lock);
@@ -162,7 +168,7 @@ void rr_listener_tick(struct rr_server *srv)
 		    now.tv_sec - srv->relisten_logged.tv_sec >= RR_RELISTEN_LOG_S) {
 			srv->relisten_logged = now;
 			rr_log("%s: cannot listen yet: %s (%s); retrying every %d s",
-			       srv->listen_addr, strerror(-ret), fab_last_error(), RR_RELISTEN_S);
+			       srv->listen_addr, strerror(-ret), rr_last_error(), RR_RELISTEN_S);
 		}
 		return;
 	}

@@ -121,6 +121,30 @@ static int sink_class_init(struct rr_sink_class *k, size_t size, uint32_t per_sl
 	return k->next && k->slab && k->mr ? 0 : -ENOMEM;
 }
 
+/* One chunk's worth plus room for an XDR pad. */
+static size_t big_buf_size(uint64_t max_chunk_bytes)
+{
+	return (max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
+}
+
+/* Full-size buffers: the shared part, every connection's reserve, and the
+ * ones registered up front (rr_server_bigpool). */
+static uint32_t big_max_bufs(uint32_t max_conns)
+{
+	return RR_BIG_MAX + RR_SINK_RESERVE_BIG * max_conns + RR_BIG_PREALLOC;
+}
+
+uint64_t rr_big_bound_bytes(uint64_t max_chunk_bytes, uint32_t max_conns)
+{
+	size_t big = big_buf_size(max_chunk_bytes);
+	uint64_t bytes = (uint64_t)big * big_max_bufs(max_conns);
+
+	for (unsigned int i = 0; i < sizeof(sink_class_size) / sizeof(sink_class_size[0]); i++)
+		if (sink_class_size[i] < big)
+			bytes += (uint64_t)RR_SINK_SLAB * sink_class_slabs[i];
+	return bytes;
+}
+
 struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, uint32_t max_conns)
 {
 	struct rr_bigpool *bp = calloc(1, sizeof(*bp));
@@ -130,8 +154,7 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, ui
 	if (!bp)
 		return NULL;
 	bp->pd = pd;
-	/* One chunk's worth plus room for an XDR pad. */
-	big = (max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
+	big = big_buf_size(max_chunk_bytes);
 	bp->buf_size = big;
 	for (unsigned int i = 0; i < sizeof(sink_class_size) / sizeof(sink_class_size[0]); i++) {
 		size_t sz = sink_class_size[i];
@@ -143,12 +166,8 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, ui
 		if (ret)
 			break;
 	}
-	/* Full-size buffers: the shared part, every connection's reserve, and
-	 * the ones registered up front (rr_server_bigpool). */
 	if (!ret)
-		ret =
-		    sink_class_init(&bp->cls[bp->nclass++], big, 1,
-				    RR_BIG_MAX + RR_SINK_RESERVE_BIG * max_conns + RR_BIG_PREALLOC);
+		ret = sink_class_init(&bp->cls[bp->nclass++], big, 1, big_max_bufs(max_conns));
 	bp->reserve = RR_SINK_RESERVE_BIG * big;
 	bp->shared_cap = (int64_t)(RR_BIG_MAX * big);
 	if (ret) {

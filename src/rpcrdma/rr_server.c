@@ -117,20 +117,77 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 	return bp;
 }
 
+/*
+ * The settings against the listener's device, once, at start: queues the
+ * device cannot hold would fail every connection at its accept, so such
+ * settings are refused here. The Read depth is capped to the device's, as
+ * it is to each client's.
+ */
+int rr_server_fit_device(struct rr_server *srv)
+{
+	struct rr_config *cfg = &srv->cfg;
+	struct rr_served *sv = &srv->served;
+	struct fab_limits lim;
+	uint64_t srq_bufs;
+	int ret;
+
+	ret = fab_listener_limits(srv->listener, &lim);
+	if (ret)
+		return rr_set_error(ret, "device limits: %s", fab_last_error());
+	snprintf(sv->device, sizeof(sv->device), "%s", lim.device);
+	if (lim.max_sge < RR_RW_SGE_PER_WR)
+		return rr_set_error(-ERANGE,
+				    "device %s gathers %u pieces per work request; RDMA Writes "
+				    "here need %u",
+				    lim.device, lim.max_sge, RR_RW_SGE_PER_WR);
+	if (lim.max_rd_atom == 0)
+		return rr_set_error(-ERANGE, "device %s issues no RDMA Reads", lim.device);
+	if (cfg->max_ord > lim.max_rd_atom)
+		cfg->max_ord = (uint8_t)lim.max_rd_atom;
+	sv->credits_cap = rr_credits_cap(cfg, &lim);
+	if (cfg->credits > sv->credits_cap)
+		return rr_set_error(-ERANGE,
+				    "Credits %u: device %s holds at most %u (a connection's "
+				    "queues: %u work requests, %u completions)",
+				    cfg->credits, lim.device, sv->credits_cap, lim.max_qp_wr,
+				    lim.max_cqe);
+	sv->credits = cfg->credits;
+	sv->ord = cfg->max_ord;
+	sv->inline_size = cfg->inline_size;
+	sv->srq = cfg->use_srq;
+	/* Each connection's buffers at the full grant, all within the budget;
+	 * the shared pool at its bound, the device's if smaller (rr_srq.c). */
+	sv->mem_conns = rr_conn_pinned(cfg, cfg->credits, !cfg->use_srq) * cfg->max_conns;
+	if (cfg->recv_mem_budget && cfg->recv_mem_budget < sv->mem_conns)
+		sv->mem_conns = cfg->recv_mem_budget;
+	srq_bufs = rr_srq_bound(cfg);
+	if (srq_bufs > lim.max_srq_wr)
+		srq_bufs = lim.max_srq_wr;
+	sv->mem_srq = cfg->use_srq ? rr_pool_bytes(cfg->inline_size, (uint32_t)srq_bufs) : 0;
+	sv->mem_sinks = rr_big_bound_bytes(cfg->limits.max_chunk_bytes, cfg->max_conns);
+	return 0;
+}
+
+void rr_server_served(struct rr_server *srv, struct rr_served *out)
+{
+	*out = srv->served;
+}
+
 int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_config *cfg,
 		     const struct rr_upper_ops *ops, void *ctx, struct rr_server **out)
 {
 	struct rr_server *srv;
 	int ret;
 
+	rr_set_error(0, "%s", "");
 	ret = rr_config_check(cfg);
 	if (ret)
-		return ret;
+		return rr_set_error(ret, "settings out of range");
 	if (!ops || !ops->call)
-		return -EINVAL;
+		return rr_set_error(-EINVAL, "no upper layer");
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
-		return -ENOMEM;
+		return rr_set_error(-ENOMEM, "out of memory");
 	srv->fab = fab;
 	srv->cfg = *cfg;
 	srv->ops = *ops;
@@ -141,13 +198,19 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 	pthread_mutex_init(&srv->lock, NULL);
 
 	ret = fab_channel_create(fab, &srv->ch);
-	if (ret)
+	if (ret) {
+		rr_set_error(ret, "%s", fab_last_error());
 		goto err;
+	}
 	ret = fab_listen(fab, srv->ch, addr, 128, &srv->listener);
 	if (ret) {
+		rr_set_error(ret, "%s", fab_last_error());
 		rr_log("listen on %s failed: %s (%s)", addr, strerror(-ret), fab_last_error());
 		goto err;
 	}
+	ret = rr_server_fit_device(srv);
+	if (ret)
+		goto err;
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	/* Once a second: timeouts and the refusal summary (rr_admit_tick). */
@@ -175,6 +238,8 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 	*out = srv;
 	return 0;
 err:
+	if (!rr_last_error()[0])
+		rr_set_error(ret, "%s", strerror(-ret));
 	if (srv->listener)
 		fab_listener_destroy(srv->listener);
 	rr_srq_destroy(srv);

@@ -36,7 +36,7 @@ static void srq_count(struct rr_server *srv, int64_t bufs, int64_t bytes)
 
 /* The pool's bound: SRQ_Depth or the default, never above the budget (which
  * is always set unless the admin says 0, so it no longer picks the depth). */
-static uint32_t srq_bound(const struct rr_config *cfg)
+uint32_t rr_srq_bound(const struct rr_config *cfg)
 {
 	uint64_t bound = cfg->srq_depth ? cfg->srq_depth : RR_SRQ_DEFAULT_DEPTH;
 
@@ -157,7 +157,7 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 		return NULL;
 	q->srv = srv;
 	q->pd = pd;
-	q->bound = srq_bound(&srv->cfg);
+	q->bound = rr_srq_bound(&srv->cfg);
 	if (q->bound == 0) {
 		rr_log("shared receive queue: the receive memory budget holds no buffer");
 		free(q);

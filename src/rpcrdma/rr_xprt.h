@@ -38,8 +38,10 @@ struct fab_fabric;
 struct rr_server;
 struct rr_conn;
 
+#define RR_MAX_CREDITS 16384		/* Credits' upper bound, on any device */
+
 struct rr_config {
-	uint32_t credits;		/* forward-channel grant, 1..16384 (Credits) */
+	uint32_t credits;		/* forward-channel grant, 1..RR_MAX_CREDITS (Credits) */
 	uint32_t bc_credits;		/* receives reserved for backchannel replies */
 	uint32_t recv_batch;		/* extra receives beyond credits + bc_credits */
 	uint32_t inline_size;		/* our receive buffer and largest inline Send */
@@ -137,8 +139,16 @@ struct rr_upper_ops {
 /* Called when the engine no longer needs the memory a reply referenced. */
 typedef void (*rr_reply_done_fn)(void *arg);
 
+/*
+ * Listen on @addr. Fails, with the reason in rr_last_error(), on a bad
+ * @cfg, an address that cannot be listened on, or settings the device's
+ * queues cannot hold (rr_served: Credits above credits_cap): refused here,
+ * once, rather than at every connection.
+ */
 int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_config *cfg,
 		     const struct rr_upper_ops *ops, void *ctx, struct rr_server **out);
+/* Thread-local: why this thread's last rr_server_create failed. */
+const char *rr_last_error(void);
 int rr_server_start(struct rr_server *srv);
 /*
  * Register, once, a region an upper layer hands payloads from (e.g. a pool
@@ -216,6 +226,24 @@ struct rr_health {
 	uint64_t relisten_tries;     /* failed re-listen attempts since the last removal */
 };
 void rr_server_health(struct rr_server *srv, struct rr_health *out);
+
+/*
+ * What a server serves with, as it said when it started: the device its
+ * listener accepts on, the settings a connection really gets there, and the
+ * most memory the settings let it register (each part a bound, not a use).
+ */
+struct rr_served {
+	char device[64];
+	uint32_t credits;
+	uint32_t credits_cap;		/* the most the device's queues hold */
+	uint32_t ord;			/* RDMA Read depth: Max_RDMA_Read_Depth, capped */
+	uint32_t inline_size;
+	bool srq;
+	uint64_t mem_conns;		/* connections' buffers, within the budget */
+	uint64_t mem_srq;		/* the shared receive pool at its bound */
+	uint64_t mem_sinks;		/* Read sinks, per device */
+};
+void rr_server_served(struct rr_server *srv, struct rr_served *out);
 
 /* Where the engine's one-line event logs go (default: stderr). */
 void rr_set_log_sink(void (*sink)(const char *line));

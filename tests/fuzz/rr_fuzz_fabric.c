@@ -10,6 +10,7 @@
  * one, and every posted receive, is flushed - as a verbs QP does.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -88,6 +89,16 @@ static int op_listen(struct fab_fabric *fab, struct fab_channel *ch, const char 
 {
 	(void)fab, (void)ch, (void)addr, (void)backlog;
 	*out = (struct fab_listener *)&F.lis;
+	return 0;
+}
+
+/* As large as the engine may ask for: the fuzzers drive parsing, not sizing. */
+static int op_listener_limits(struct fab_listener *l, struct fab_limits *out)
+{
+	(void)l;
+	out->max_qp_wr = out->max_cqe = out->max_srq_wr = UINT32_MAX;
+	out->max_sge = out->max_rd_atom = 255;
+	snprintf(out->device, sizeof(out->device), "fuzz");
 	return 0;
 }
 
@@ -352,6 +363,7 @@ const struct fab_ops rrf_ops = {
 	.channel_get_event = op_channel_get_event,
 	.listen = op_listen,
 	.listener_destroy = op_listener_destroy,
+	.listener_limits = op_listener_limits,
 	.conn_create_qp = op_conn_create_qp,
 	.accept = op_accept,
 	.reject = op_reject,

@@ -3,7 +3,8 @@
  * test_plugin_config.cc - the RDMA block read by ganesha's own configuration
  * code, in a real ganesha: %include, ganesha's numbers, its messages in
  * ganesha.log with file and line, an unknown key warned while the rest is
- * served, a bad value or a second block refusing RDMA (TCP still served).
+ * served, a bad value or a second block refusing RDMA (TCP still served);
+ * Credits the device's queues cannot hold refused when the listener starts.
  */
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "plugin/ganesha_server.h"
+#include "support/nfs_client.h"
 
 namespace rrplug
 {
@@ -80,7 +82,7 @@ TEST_F(PluginConfig, RdmaBlockInAnIncludedFileIsServed)
 	EXPECT_EQ(line_of(r.conf, "RDMA {"), -1) << "the block is not in the file itself";
 	EXPECT_NE(line_of(r.rdma_conf, "RDMA {"), -1);
 	EXPECT_EQ(lines_with(r.log, "listening on").size(), 1u) << r.log;
-	EXPECT_FALSE(lines_with(r.log, "credits 23,").empty()) << r.log;
+	EXPECT_FALSE(lines_with(r.log, "credits 23 (").empty()) << r.log;
 }
 
 TEST_F(PluginConfig, UnknownKeyIsWarnedWithFileLineAndTheRestServed)
@@ -97,7 +99,7 @@ TEST_F(PluginConfig, UnknownKeyIsWarnedWithFileLineAndTheRestServed)
 		  std::string::npos)
 	    << w[0];
 	EXPECT_NE(w[0].find(":CONFIG :WARN"), std::string::npos) << w[0];
-	EXPECT_FALSE(lines_with(r.log, "credits 19,").empty()) << r.log;
+	EXPECT_FALSE(lines_with(r.log, "credits 19 (").empty()) << r.log;
 }
 
 TEST_F(PluginConfig, BadValueIsRefusedWithFileLine)
@@ -159,7 +161,60 @@ TEST_F(PluginConfig, SizeWrittenTheGaneshaWayIsAccepted)
 	o.extra_rdma = "\tInline_Threshold = 0x2000;\n\tReceive_Memory_Budget = 0x10000000;\n";
 	Run r = run(o);
 	ASSERT_TRUE(r.served) << r.err;
-	EXPECT_FALSE(lines_with(r.log, "inline 8192, memory budget 256 MiB").empty()) << r.log;
+	auto l = lines_with(r.log, "listening on");
+	ASSERT_EQ(l.size(), 1u) << r.log;
+	EXPECT_NE(l[0].find("inline 8192,"), std::string::npos) << l[0];
+	EXPECT_NE(l[0].find("memory budget 256 MiB;"), std::string::npos) << l[0];
+}
+
+
+/*
+ * Credits within the key's range (1..16384) but beyond what the device's
+ * queues hold (the soft device's queues: 65536 entries; at 16384 credits a
+ * connection's send queue alone would need more) are refused when the
+ * listener starts, in one CRIT line with the device's cap; ganesha serves
+ * TCP. The cap itself is served, and a client connecting is granted all of
+ * it: no connection fails on queue sizes at accept.
+ */
+TEST_F(PluginConfig, CreditsAboveTheDeviceCapAreRefusedAtStartUp)
+{
+	GaneshaOptions o;
+	o.credits = 16384;
+	o.inline_threshold = 1024; /* the cap does not depend on it; memory does */
+	o.extra_rdma = "\tReceive_Memory_Budget = 0;\n"; /* no budget shrinking the grant */
+	Run r = run(o);
+	EXPECT_FALSE(r.served);
+	auto e = lines_with(r.log, "Credits 16384: device soft holds at most ");
+	ASSERT_EQ(e.size(), 1u) << r.log;
+	EXPECT_NE(e[0].find(":CRIT :rpcrdma: cannot listen on unix:"), std::string::npos) << e[0];
+	EXPECT_TRUE(lines_with(r.log, "listening on").empty()) << r.log;
+	std::smatch m;
+	ASSERT_TRUE(std::regex_search(e[0], m, std::regex("holds at most ([0-9]+)"))) << e[0];
+	uint32_t cap = uint32_t(std::stoul(m[1]));
+	ASSERT_GT(cap, 64u);
+	ASSERT_LT(cap, 16384u);
+
+	o.credits = cap;
+	GaneshaServer g;
+	std::string err;
+	ASSERT_TRUE(g.start(o, &err)) << err << g.logs();
+	auto l = lines_with(slurp(g.dir + "/ganesha.log"), "listening on");
+	ASSERT_EQ(l.size(), 1u) << g.logs();
+	EXPECT_NE(l[0].find("credits " + std::to_string(cap) + " (device holds " +
+			    std::to_string(cap) + ")"),
+		  std::string::npos)
+	    << l[0];
+	auto t = nfsc::RdmaTransport::connect(g.rdma_addr, &err);
+	ASSERT_TRUE(t) << err << g.logs();
+	nfsc::Nfs3 c(*t);
+	ASSERT_EQ(c.null(), 0) << c.err();
+	nfsc::Json j;
+	std::string raw, why;
+	ASSERT_TRUE(nfsc::read_stats(g.stats_path, &j, &raw, &why)) << why;
+	EXPECT_EQ(j.at("global.credit_grant"), double(cap)) << raw;
+	EXPECT_EQ(j.at("global.conns_active"), 1.0) << raw;
+	t.reset();
+	g.stop();
 }
 
 } // namespace
