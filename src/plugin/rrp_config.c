@@ -9,6 +9,7 @@
  * `Key = value;`, `#` comments, quoted strings, names compared without case.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdio.h>
@@ -457,4 +458,66 @@ int rrp_config_parse_file(const char *path, struct rrp_config *c)
 	ret = rrp_config_parse_string(text, c);
 	free(text);
 	return ret;
+}
+
+/* Every key, where its value lives, and whether it is a string (bytes past
+ * its NUL are no value). The derived stats_socket_gid and the count of
+ * excluded exports follow from keys listed here. */
+#define RRP_KEY(name, member, str) { name, offsetof(struct rrp_config, member), \
+				     sizeof(((struct rrp_config *)0)->member), str }
+static const struct {
+	const char *name;
+	size_t off, len;
+	bool str;
+} config_keys[] = {
+	RRP_KEY("Enable", enable, false),
+	RRP_KEY("Listen_Addr", listen_addr, true),
+	RRP_KEY("Listen_Addr_v6", listen_addr_v6, true),
+	RRP_KEY("Port", port, false),
+	RRP_KEY("Fabric", fabric, true),
+	RRP_KEY("Soft_Socket", soft_socket, true),
+	RRP_KEY("Credits", credits, false),
+	RRP_KEY("Inline_Threshold", inline_threshold, false),
+	RRP_KEY("Max_Connections", max_connections, false),
+	RRP_KEY("Max_Connections_Per_Peer", max_conns_per_peer, false),
+	RRP_KEY("Handshake_Timeout", handshake_timeout, false),
+	RRP_KEY("Idle_Timeout", idle_timeout, false),
+	RRP_KEY("Receive_Memory_Budget", recv_mem_budget, false),
+	RRP_KEY("Use_SRQ", use_srq, false),
+	RRP_KEY("SRQ_Depth", srq_depth, false),
+	RRP_KEY("Max_RDMA_Read_Depth", max_ord, false),
+	RRP_KEY("Worker_Threads", workers, false),
+	RRP_KEY("Payload_Pool_MB", payload_pool_mb, false),
+	RRP_KEY("Stats_Socket", stats_socket, true),
+	RRP_KEY("Stats_Socket_Mode", stats_socket_mode, false),
+	RRP_KEY("Stats_Socket_Group", stats_socket_group, true),
+	RRP_KEY("Exclude_Exports", exclude_exports, false),
+	RRP_KEY("NFS_CORE_PARAM NFS_Port", nfs_port, false),
+};
+#undef RRP_KEY
+
+unsigned int rrp_config_diff(const struct rrp_config *a, const struct rrp_config *b, char *out,
+			     size_t len)
+{
+	unsigned int n = 0;
+	size_t used = 0;
+
+	if (len)
+		out[0] = 0;
+	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++) {
+		const char *pa = (const char *)a + config_keys[i].off;
+		const char *pb = (const char *)b + config_keys[i].off;
+		int w;
+
+		if (config_keys[i].str ? !strncmp(pa, pb, config_keys[i].len)
+				       : !memcmp(pa, pb, config_keys[i].len))
+			continue;
+		n++;
+		if (used >= len)
+			continue;
+		w = snprintf(out + used, len - used, "%s%s", n > 1 ? ", " : "",
+			     config_keys[i].name);
+		used += w > 0 ? (size_t)w : 0;
+	}
+	return n;
 }

@@ -7,6 +7,7 @@
 #define RPCRDMA_RRP_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Export_Id is a uint16_t in ganesha: 0 (the NFSv4 pseudo root) .. 65535. */
@@ -74,5 +75,11 @@ int rrp_config_parse_string(const char *text, struct rrp_config *cfg);
  * into @cfg. 0, -EINVAL when too long, -ENOENT or -errno when not a group.
  */
 int rrp_config_stats_group(struct rrp_config *cfg, const char *name);
+/*
+ * The keys whose values differ between @a and @b, as "Credits, Port" in
+ * @out (truncated to @len); returns how many differ.
+ */
+unsigned int rrp_config_diff(const struct rrp_config *a, const struct rrp_config *b, char *out,
+			     size_t len);
 
 #endif

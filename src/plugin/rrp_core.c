@@ -10,6 +10,8 @@
  *                                    rendezvous_cb gives a new transport
  *                                    ganesha's NFS dispatcher.
  * Once both are seen, the RDMA block is read and served (rrp_plugin.c).
+ * A third, read_log_config(tree), hands over ganesha's parsed configuration
+ * at start-up and at every reload.
  */
 #include <pthread.h>
 
@@ -49,6 +51,16 @@ static int hook_svc_rqst_evchan_reg(uint32_t chan_id, SVCXPRT *xprt, uint32_t fl
 	return ret;
 }
 
+/* ganesha's parsed configuration, at start-up and at every reload: the
+ * LOG block applied first, so the plugin's lines follow it. */
+static int hook_read_log_config(void *config, void *err_type)
+{
+	int ret = rrp_real->read_log_config(config, err_type);
+
+	rrp_plugin_config_tree(config, err_type);
+	return ret;
+}
+
 EXPORTED int rrp_core_attach(const struct rrp_shim *s, struct rrp_calls *hooks)
 {
 	if (!s || !s->real || !s->real->svc_init || !s->real->svc_rqst_evchan_reg)
@@ -65,6 +77,7 @@ EXPORTED int rrp_core_attach(const struct rrp_shim *s, struct rrp_calls *hooks)
 	hooks->clnt_req_release = rrp_bc_clnt_req_release;
 	hooks->get_gsh_export = rrp_exports_get_gsh_export;
 	hooks->nfs4_export_check_access = rrp_exports_check_access;
+	hooks->read_log_config = hook_read_log_config;
 	return 0;
 }
 

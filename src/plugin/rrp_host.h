@@ -50,6 +50,9 @@ extern struct rrp_host rrp_host;
 
 /* Everything is captured: read the RDMA block and start serving. */
 void rrp_plugin_start(void);
+/* ganesha's parsed configuration, at start-up and at each reload
+ * (read_log_config's arguments: config_file_t, struct config_error_type *). */
+void rrp_plugin_config_tree(void *tree, void *ganesha_err);
 /* NFS_Port from the configuration, to recognise ganesha's NFS listener. */
 uint16_t rrp_plugin_nfs_port(void);
 

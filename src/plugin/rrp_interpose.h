@@ -45,7 +45,8 @@
 	X(enum clnt_stat, clnt_req_wait_reply, (struct clnt_req * cc), (cc))                  \
 	X(int, clnt_req_release, (struct clnt_req * cc), (cc))                                \
 	X(void *, get_gsh_export, (uint16_t id), (id))                                        \
-	X(int, nfs4_export_check_access, (struct svc_req * req), (req))
+	X(int, nfs4_export_check_access, (struct svc_req * req), (req))                       \
+	X(int, read_log_config, (void *config, void *err_type), (config, err_type))
 
 #define RRP_CALL_FIELD(ret, name, params, args) ret(*name) params;
 struct rrp_calls {

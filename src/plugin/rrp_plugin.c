@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -347,7 +348,9 @@ static int gsh_core_commit(void *node, void *link_mem, void *self, struct rrp_gs
 	return 0;
 }
 
-static int gsh_load(const char *path, struct rrp_config *c, const struct gsh_conf *g)
+/* The RDMA block (and NFS_Port) from ganesha's parsed @tree into @c, the
+ * messages into ganesha.log; -ENOENT when the tree has no RDMA block. */
+static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf *g)
 {
 	struct rrp_config d;
 	rrp_config_default(&d);
@@ -413,25 +416,10 @@ static int gsh_load(const char *path, struct rrp_config *c, const struct gsh_con
 	struct gsh_core core = { .nfs_port = d.nfs_port };
 	struct rrp_gsh_err err;
 	int found, ret = 0;
-	void *tree;
 
 	memset(&err, 0, sizeof(err));
 	if (!g->init_err(&err))
 		return -ENOMEM;
-	tree = g->parse((char *)path, &err);
-	/* ganesha 4.3 goes on after a syntax error with what it could parse,
-	 * flagging nothing but its message; a statement lost that way may be
-	 * one of the RDMA block's, so RDMA is not served from a file with any */
-	if (err.fp)
-		fflush(err.fp);
-	if (!tree || err.errors || err.diag_buf_size || !rrp_gsh_err_harmless(&err)) {
-		g->report(&err, NULL, g->to_log);
-		if (tree)
-			g->free_tree(tree);
-		rrp_crit("%s has syntax errors (the CONFIG lines): RDMA not served, TCP unaffected",
-			 path);
-		return -EINVAL;
-	}
 	(void)g->load(tree, &core_blk, &core, false, &err);
 	c->nfs_port = core.nfs_port;
 	found = g->load(tree, &blk, &r, false, &err);
@@ -440,42 +428,152 @@ static int gsh_load(const char *path, struct rrp_config *c, const struct gsh_con
 	else if (!r.blocks)
 		ret = -ENOENT;
 	g->report(&err, NULL, g->to_log);
-	g->free_tree(tree);
 	gsh_rdma_release(&r);
 	return ret;
 }
 
-/* -ENOSYS: this process has no ganesha (tools, unit tests). */
-static int load_config_ganesha(const char *path, struct rrp_config *c)
+/*
+ * Did ganesha's parse of the file leave anything out? ganesha 4.3 goes on
+ * after a syntax error with what it could parse, flagging nothing but its
+ * message; a statement lost that way may be one of the RDMA block's, so
+ * RDMA is not served from a file with any.
+ */
+static bool gsh_parse_clean(void *tree, struct rrp_gsh_err *err)
 {
-	struct gsh_conf g;
-
-	*(void **)&g.parse = dlsym(RTLD_DEFAULT, "config_ParseFile");
-	*(void **)&g.load = dlsym(RTLD_DEFAULT, "load_config_from_parse");
-	*(void **)&g.report = dlsym(RTLD_DEFAULT, "report_config_errors");
-	*(void **)&g.to_log = dlsym(RTLD_DEFAULT, "config_errs_to_log");
-	*(void **)&g.init_err = dlsym(RTLD_DEFAULT, "init_error_type");
-	*(void **)&g.free_tree = dlsym(RTLD_DEFAULT, "config_Free");
-
-	if (!g.parse || !g.load || !g.report || !g.to_log || !g.init_err || !g.free_tree)
-		return -ENOSYS;
-	return gsh_load(path, c, &g);
+	if (err->fp)
+		fflush(err->fp);
+	return tree && !err->errors && !err->diag_buf_size && rrp_gsh_err_harmless(err);
 }
+
+/* ganesha's configuration functions; false in a process without ganesha
+ * (tools, unit tests). */
+static bool gsh_conf_find(struct gsh_conf *g)
+{
+	*(void **)&g->parse = dlsym(RTLD_DEFAULT, "config_ParseFile");
+	*(void **)&g->load = dlsym(RTLD_DEFAULT, "load_config_from_parse");
+	*(void **)&g->report = dlsym(RTLD_DEFAULT, "report_config_errors");
+	*(void **)&g->to_log = dlsym(RTLD_DEFAULT, "config_errs_to_log");
+	*(void **)&g->init_err = dlsym(RTLD_DEFAULT, "init_error_type");
+	*(void **)&g->free_tree = dlsym(RTLD_DEFAULT, "config_Free");
+	return g->parse && g->load && g->report && g->to_log && g->init_err && g->free_tree;
+}
+
+/* The file parsed by ganesha's parser here (RPCRDMA_CONFIG names another
+ * file than ganesha's, or ganesha never gave us its tree). */
+static int gsh_load_file(const char *path, struct rrp_config *c, const struct gsh_conf *g)
+{
+	struct rrp_gsh_err err;
+	void *tree;
+	int ret;
+
+	memset(&err, 0, sizeof(err));
+	if (!g->init_err(&err))
+		return -ENOMEM;
+	tree = g->parse((char *)path, &err);
+	if (!gsh_parse_clean(tree, &err)) {
+		g->report(&err, NULL, g->to_log);
+		if (tree)
+			g->free_tree(tree);
+		rrp_crit("%s has syntax errors (the CONFIG lines): RDMA not served, TCP unaffected",
+			 path);
+		return -EINVAL;
+	}
+	ret = gsh_load_tree(tree, c, g);
+	g->free_tree(tree);
+	return ret;
+}
+
+static int config_result;
+static _Atomic bool started; /* rrp_plugin_start ran: a later tree is a reload */
 
 static int load_config(void)
 {
-	static int result;
+	struct gsh_conf g;
 
 	if (config_loaded)
-		return result;
+		return config_result;
 	config_loaded = true;
 	rrp_config_default(&rrp.cfg);
-	result = load_config_ganesha(config_path(), &rrp.cfg);
-	if (result == -ENOSYS) {
-		rrp_config_default(&rrp.cfg);
-		result = rrp_config_parse_file(config_path(), &rrp.cfg);
+	if (gsh_conf_find(&g)) {
+		config_result = gsh_load_file(config_path(), &rrp.cfg, &g);
+	} else {
+		config_result = rrp_config_parse_file(config_path(), &rrp.cfg);
 	}
-	return result;
+	return config_result;
+}
+
+/* ganesha's own tree is of the file the plugin reads unless RPCRDMA_CONFIG
+ * names another. */
+static bool tree_is_ours(void *tree)
+{
+	const char *env = getenv("RPCRDMA_CONFIG");
+	char **p = dlsym(RTLD_DEFAULT, "nfs_config_path");
+
+	return tree && (!env || !*env || (p && *p && !strcmp(env, *p)));
+}
+
+/* SIGHUP: ganesha rereads its LOG and EXPORT blocks, not ours. Say so when
+ * the RDMA settings in the file are not the ones served. */
+static void reload_check(void *tree, const struct gsh_conf *g)
+{
+	struct rrp_config *n = malloc(sizeof(*n));
+	char keys[256];
+	int ret;
+
+	if (!n)
+		return;
+	rrp_config_default(n);
+	ret = tree_is_ours(tree) ? gsh_load_tree(tree, n, g) : gsh_load_file(config_path(), n, g);
+	if (ret == -ENOENT) {
+		n->enable = false;
+		ret = 0;
+	}
+	if (ret)
+		rrp_warn("reload: the RDMA block in %s is invalid (the CONFIG lines); RDMA goes "
+			 "on as it started until ganesha restarts",
+			 config_path());
+	else if (config_result)
+		rrp_warn("reload: RDMA was not served at start-up; the RDMA block of %s takes "
+			 "effect when ganesha restarts",
+			 config_path());
+	else if (rrp_config_diff(&rrp.cfg, n, keys, sizeof(keys)))
+		rrp_warn("reload: RDMA settings changed in %s (%s): they take effect when "
+			 "ganesha restarts; RDMA goes on with the ones it started with",
+			 config_path(), keys);
+	else
+		rrp_log_at(RRP_LOG_INFO, __func__, "reload: RDMA settings unchanged");
+	free(n);
+}
+
+/*
+ * ganesha hands its parsed configuration to read_log_config at start-up,
+ * and again at every reload (SIGHUP, reread_config). At start-up the RDMA
+ * block is read from that same tree, so the file is parsed once and its
+ * syntax errors are in the log once, as ganesha wrote them; at a reload
+ * the block is compared with the settings served.
+ */
+void rrp_plugin_config_tree(void *tree, void *ganesha_err)
+{
+	struct gsh_conf g;
+
+	if (!gsh_conf_find(&g))
+		return;
+	if (atomic_load(&started)) {
+		reload_check(tree, &g);
+		return;
+	}
+	if (config_loaded || !tree_is_ours(tree))
+		return;
+	config_loaded = true;
+	rrp_config_default(&rrp.cfg);
+	if (!gsh_parse_clean(tree, ganesha_err)) {
+		/* ganesha reports its own parse messages */
+		rrp_crit("%s has syntax errors (the CONFIG lines): RDMA not served, TCP unaffected",
+			 config_path());
+		config_result = -EINVAL;
+		return;
+	}
+	config_result = gsh_load_tree(tree, &rrp.cfg, &g);
 }
 
 uint16_t rrp_plugin_nfs_port(void)
@@ -597,6 +695,7 @@ void rrp_plugin_start(void)
 	int ret;
 
 	ret = load_config();
+	atomic_store(&started, true);
 
 	if (ret == -ENOENT || (!ret && !rrp.cfg.enable)) {
 		rrp_log("no enabled RDMA block in %s: RDMA not served",

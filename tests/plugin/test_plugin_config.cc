@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <csignal>
+#include <unistd.h>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -128,7 +130,12 @@ TEST_F(PluginConfig, SyntaxErrorIsReportedWithFileLine)
 	for (const auto &l : lines_with(r.log, r.dir + "/ganesha.conf:"))
 		crit_with_line |= l.find(":CONFIG :CRIT") != std::string::npos;
 	EXPECT_TRUE(crit_with_line) << r.log;
-	EXPECT_FALSE(lines_with(r.log, "has syntax errors").empty()) << r.log;
+	/* once: the plugin reads ganesha's own parse, it does not parse again */
+	int line = line_of(r.conf, "Worker_Threads = 4");
+	EXPECT_EQ(lines_with(r.log, r.dir + "/ganesha.conf:" + std::to_string(line) + ")").size(),
+		  1u)
+	    << r.log;
+	EXPECT_EQ(lines_with(r.log, "has syntax errors").size(), 1u) << r.log;
 	EXPECT_FALSE(lines_with(r.log, "RDMA not served").empty()) << r.log;
 	EXPECT_TRUE(lines_with(r.log, "listening on").empty()) << r.log;
 }
@@ -167,6 +174,89 @@ TEST_F(PluginConfig, SizeWrittenTheGaneshaWayIsAccepted)
 	EXPECT_NE(l[0].find("memory budget 256 MiB;"), std::string::npos) << l[0];
 }
 
+
+/* Wait up to @ms for a line of ganesha.log in @dir holding @needle. */
+static std::vector<std::string> wait_log(const std::string &dir, const std::string &needle,
+					 int ms = 10000)
+{
+	for (int waited = 0;; waited += 50) {
+		auto l = lines_with(slurp(dir + "/ganesha.log"), needle);
+		if (!l.empty() || waited >= ms)
+			return l;
+		usleep(50 * 1000);
+	}
+}
+
+/* Replace the first line of @path holding @from with @to. */
+static bool edit_line(const std::string &path, const std::string &from, const std::string &to)
+{
+	std::string text = slurp(path);
+	size_t at = text.find(from);
+	if (at == std::string::npos)
+		return false;
+	size_t end = text.find('\n', at);
+	size_t begin = text.rfind('\n', at);
+	begin = begin == std::string::npos ? 0 : begin + 1;
+	text.replace(begin, end - begin, to);
+	FILE *f = fopen(path.c_str(), "w");
+	if (!f)
+		return false;
+	bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+	return fclose(f) == 0 && ok;
+}
+
+/*
+ * SIGHUP makes ganesha reread its LOG and EXPORT blocks, never the RDMA
+ * block: a reload that changed RDMA settings says which ones need a
+ * restart, in one WARN line; RDMA goes on with the settings it started
+ * with. A reload that changed nothing of ours says nothing at the default
+ * level.
+ */
+TEST_F(PluginConfig, SighupSaysChangedRdmaSettingsNeedARestart)
+{
+	GaneshaOptions o;
+	o.credits = 21;
+	GaneshaServer g;
+	std::string err;
+	ASSERT_TRUE(g.start(o, &err)) << err;
+	std::string conf = g.dir + "/ganesha.conf";
+
+	ASSERT_EQ(kill(g.pid, SIGHUP), 0);
+	ASSERT_FALSE(wait_log(g.dir, "initiating export list reload").empty()) << g.logs();
+	usleep(500 * 1000); /* the reload runs on ganesha's signal thread */
+	EXPECT_TRUE(lines_with(slurp(g.dir + "/ganesha.log"), "reload: RDMA").empty())
+	    << g.logs();
+
+	ASSERT_TRUE(edit_line(conf, "Credits = 21;", "\tCredits = 22;\n\tWorker_Threads = 3;"))
+	    << slurp(conf);
+	ASSERT_EQ(kill(g.pid, SIGHUP), 0);
+	auto w = wait_log(g.dir, "reload: RDMA settings changed in " + conf);
+	ASSERT_EQ(w.size(), 1u) << g.logs();
+	EXPECT_NE(w[0].find(":WARN :rpcrdma: reload: RDMA settings changed in " + conf +
+			    " (Credits, Worker_Threads): they take effect when ganesha restarts"),
+		  std::string::npos)
+	    << w[0];
+	/* still served, with the settings it started with */
+	nfsc::Json j;
+	std::string raw, why;
+	ASSERT_TRUE(nfsc::read_stats(g.stats_path, &j, &raw, &why)) << why;
+	auto t = nfsc::RdmaTransport::connect(g.rdma_addr, &err);
+	ASSERT_TRUE(t) << err;
+	nfsc::Nfs3 c(*t);
+	ASSERT_EQ(c.null(), 0) << c.err();
+	ASSERT_TRUE(nfsc::read_stats(g.stats_path, &j, &raw, &why)) << why;
+	EXPECT_EQ(j.at("global.credit_grant"), 21.0) << raw;
+	t.reset();
+
+	/* a block made invalid: said too, RDMA still served */
+	ASSERT_TRUE(edit_line(conf, "Credits = 22;", "\tCredits = 0;")) << slurp(conf);
+	ASSERT_EQ(kill(g.pid, SIGHUP), 0);
+	auto bad = wait_log(g.dir, "reload: the RDMA block in " + conf + " is invalid");
+	ASSERT_EQ(bad.size(), 1u) << g.logs();
+	EXPECT_NE(bad[0].find(":WARN :"), std::string::npos) << bad[0];
+	EXPECT_TRUE(g.alive());
+	g.stop();
+}
 
 /*
  * Credits within the key's range (1..16384) but beyond what the device's
