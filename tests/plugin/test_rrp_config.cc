@@ -215,6 +215,37 @@ RDMA {
 	EXPECT_TRUE(rrp_config_export_excluded(&c, 7));
 }
 
+/* What a reload compares (rrp_config_diff): the keys whose values differ,
+ * by name, in the table's order; string keys by their text only. */
+TEST(RrpConfig, DiffNamesTheKeysThatChanged)
+{
+	struct rrp_config a, b;
+	char keys[128];
+
+	rrp_config_default(&a);
+	rrp_config_default(&b);
+	ASSERT_EQ(rrp_config_parse_string("RDMA { Credits = 32; Stats_Socket = /run/a; }", &a), 0);
+	ASSERT_EQ(rrp_config_parse_string("RDMA { Credits = 32; Stats_Socket = /run/a; }", &b), 0);
+	EXPECT_EQ(rrp_config_diff(&a, &b, keys, sizeof(keys)), 0u);
+	EXPECT_STREQ(keys, "");
+
+	/* bytes after a string's NUL are no value */
+	snprintf(b.stats_socket, sizeof(b.stats_socket), "/run/abcdef");
+	snprintf(b.stats_socket, sizeof(b.stats_socket), "/run/a");
+	EXPECT_EQ(rrp_config_diff(&a, &b, keys, sizeof(keys)), 0u);
+
+	ASSERT_EQ(rrp_config_parse_string("RDMA { Credits = 48; Stats_Socket = /run/b; "
+					  "Exclude_Exports = 7; }",
+					  &b),
+		  0);
+	EXPECT_EQ(rrp_config_diff(&a, &b, keys, sizeof(keys)), 3u);
+	EXPECT_STREQ(keys, "Credits, Stats_Socket, Exclude_Exports");
+	/* a short buffer: the count stays whole, the names are cut */
+	char small[10];
+	EXPECT_EQ(rrp_config_diff(&a, &b, small, sizeof(small)), 3u);
+	EXPECT_EQ(std::string(small), "Credits, ");
+}
+
 TEST(RrpConfig, GarbageNeverCrashes)
 {
 	const char *texts[] = {"RDMA {", "RDMA { Credits = ", "}}}}", "RDMA { = = ; }",
