@@ -726,8 +726,14 @@ static void print_server(const struct jval *root)
 	if (set && set->type == J_OBJ) {
 		const struct jval *srq = jget(set, "use_srq");
 
+		const struct jval *dev = jget(set, "device");
+
 		words_start(&w, "settings:");
-		if (jcount(set, "credits", &v))
+		if (dev && dev->type == J_STR && dev->str[0])
+			words_add(&w, "device %s", dev->str);
+		if (jcount(set, "credits", &v) && jcount(set, "credits_cap", &v2))
+			words_add(&w, "credits %llu (device holds %llu)", v, v2);
+		else if (jcount(set, "credits", &v))
 			words_add(&w, "credits %llu", v);
 		if (jcount(set, "inline_size", &v))
 			words_add(&w, "inline %llu", v);

@@ -616,10 +616,9 @@ static unsigned long long mib(uint64_t bytes)
 static void log_served(const char *addr, int slot, size_t payload_bytes)
 {
 	const struct rr_config *ec = &rrp.eff[slot];
-	struct rr_served sv;
+	struct rr_served sv = rrp.served[slot];
 	char conns[48], budget[32];
 
-	rr_server_served(rrp.srv[slot], &sv);
 	if (ec->max_conns_per_peer)
 		snprintf(conns, sizeof(conns), "%u connections (%u per peer)", ec->max_conns,
 			 ec->max_conns_per_peer);
@@ -679,6 +678,7 @@ static int start_server(const char *addr, int slot)
 	rr_server_served(rrp.srv[slot], &sv);
 	ec.max_ord = (uint8_t)sv.ord; /* the device's, if smaller */
 	rrp.eff[slot] = ec; /* shown by the stats socket */
+	rrp.served[slot] = sv;
 	ret = rr_server_start(rrp.srv[slot]);
 	if (ret) {
 		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),

@@ -44,6 +44,7 @@ struct rrp_plugin {
 	 * the engine settings it was started with (start_server). */
 	char listen[2][192];
 	struct rr_config eff[2];
+	struct rr_served served[2];	/* device, credit cap, memory bounds */
 };
 
 extern struct rrp_plugin rrp;

@@ -128,10 +128,24 @@ static void put_client(FILE *f, const struct rrp_client_snap *c)
 #undef PUTC
 }
 
+/* A device name as a JSON string: names are [A-Za-z0-9_ ()]; anything else
+ * (a provider's surprise) becomes '?'. */
+static const char *json_safe(const char *in)
+{
+	static _Thread_local char out[64];
+	size_t i;
+
+	for (i = 0; in[i] && i + 1 < sizeof(out); i++)
+		out[i] = in[i] == '"' || in[i] == '\\' || (unsigned char)in[i] < 0x20 ? '?' : in[i];
+	out[i] = 0;
+	return out;
+}
+
 /* What is served: listeners, uptime and the engine settings in effect. */
 static void put_server(FILE *f)
 {
 	const struct rr_config *e = NULL;
+	const struct rr_served *sv = NULL;
 	struct timespec now;
 	const char *sep = "";
 
@@ -142,8 +156,10 @@ static void put_server(FILE *f)
 			continue;
 		fprintf(f, "%s\"%s\"", sep, rrp.listen[i]);
 		sep = ",";
-		if (!e)
+		if (!e) {
 			e = &rrp.eff[i];
+			sv = &rrp.served[i];
+		}
 	}
 	fprintf(f, "],\"uptime_s\":%lld,\"settings\":", (long long)(now.tv_sec - started.tv_sec));
 	if (!e) {
@@ -151,11 +167,13 @@ static void put_server(FILE *f)
 		return;
 	}
 	fprintf(f,
-		"{\"credits\":%u,\"inline_size\":%u,\"use_srq\":%s,\"srq_depth\":%u,"
+		"{\"device\":\"%s\",\"credits\":%u,\"credits_cap\":%u,\"inline_size\":%u,"
+		"\"use_srq\":%s,\"srq_depth\":%u,"
 		"\"recv_mem_budget\":%llu,\"max_connections\":%u,"
 		"\"max_connections_per_peer\":%u,\"max_rdma_read_depth\":%u,"
 		"\"handshake_timeout\":%u,\"idle_timeout\":%u,\"workers\":%u}},",
-		e->credits, e->inline_size, e->use_srq ? "true" : "false",
+		json_safe(sv->device), e->credits, sv->credits_cap, e->inline_size,
+		e->use_srq ? "true" : "false",
 		e->use_srq ? (e->srq_depth ? e->srq_depth : RR_SRQ_DEFAULT_DEPTH) : 0,
 		(unsigned long long)e->recv_mem_budget, e->max_conns, e->max_conns_per_peer,
 		e->max_ord, e->handshake_timeout, e->idle_timeout, rrp.nworkers);

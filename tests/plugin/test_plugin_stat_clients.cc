@@ -141,6 +141,13 @@ TEST_F(StatClients, TwoClientsOfDifferentNfsVersions)
 								   : srv->rdma_addr;
 	EXPECT_EQ(listen->arr[0].str, served);
 	EXPECT_EQ(j.at("server.settings.credits"), 24);
+	/* the device's cap: more than granted, at most the key's range */
+	double cap = j.at("server.settings.credits_cap");
+	EXPECT_GT(cap, 24);
+	EXPECT_LE(cap, 16384);
+	const Json *set = server->get("settings");
+	ASSERT_TRUE(set && set->get("device"));
+	EXPECT_EQ(set->get("device")->str, "soft");
 	EXPECT_GE(j.at("server.uptime_s"), 0);
 	EXPECT_GE(j.at("global.conns_refused"), 0);
 	EXPECT_GE(j.at("global.conns_failed"), 0);
@@ -152,7 +159,10 @@ TEST_F(StatClients, TwoClientsOfDifferentNfsVersions)
 	if (getenv("RR_SHOW_STAT")) /* for a look at the real thing */
 		printf("%s", out.c_str());
 	EXPECT_NE(out.find("on " + served), std::string::npos) << out;
-	EXPECT_NE(out.find("credits 24"), std::string::npos) << out;
+	EXPECT_NE(out.find("credits 24 (device holds " + std::to_string(int(cap)) + ")"),
+		  std::string::npos)
+	    << out;
+	EXPECT_NE(out.find("device soft"), std::string::npos) << out;
 	const std::string p3 = v3->get("peer")->str, p41 = v41->get("peer")->str;
 	size_t at3 = out.find(p3 + " "), at41 = out.find(p41 + " ");
 	if (at3 == std::string::npos) /* a long peer has a line of its own */
