@@ -29,6 +29,45 @@ static void set_vio(XDR *x, uint8_t *base, size_t len, size_t cap)
 	x->x_base = &x->x_v;
 }
 
+/*
+ * ganesha's XDR moves many short opaques (NFSv4 session ids, stateids,
+ * verifiers, handles) through getbytes/putbytes: up to 32 bytes are copied
+ * here with fixed-size moves, the rest by memcpy.
+ */
+static inline void copy_bytes(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	if (n > 32) {
+		memcpy(d, s, n);
+	} else if (n >= 16) {
+		uint8_t a[16], b[16];
+
+		memcpy(a, s, 16);
+		memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16);
+		memcpy(d + n - 16, b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
 /* ---- decode ---------------------------------------------------------- */
 
 static struct rrp_xdr_dec *DEC(XDR *x)
@@ -59,16 +98,16 @@ static __attribute__((noinline)) bool dec_getbytes_slow(XDR *x, char *buf, u_int
  * leaves bytes in it (so nothing to settle). */
 static bool dec_getbytes(XDR *x, char *buf, u_int n)
 {
-	if ((size_t)(x->x_v.vio_tail - x->x_data) > n && buf != (char *)x->x_data) {
-		const uint8_t *src = x->x_data;
+	const uint8_t *src = x->x_data;
 
-		/* the stream first, then the copy: nothing to keep across the call */
-		x->x_data += n;
-		DEC(x)->copied += n;
-		memcpy(buf, src, n);
-		return true;
-	}
-	return dec_getbytes_slow(x, buf, n);
+	if (__builtin_expect((size_t)(x->x_v.vio_tail - src) <= n, 0))
+		return dec_getbytes_slow(x, buf, n);
+	if (__builtin_expect(buf == (const char *)src, 0))
+		return dec_getbytes_slow(x, buf, n);
+	x->x_data = (uint8_t *)src + n;
+	DEC(x)->copied += n;
+	copy_bytes(buf, src, n);
+	return true;
 }
 
 static bool dec_getbytes_slow(XDR *x, char *buf, u_int n)
@@ -435,11 +474,11 @@ static __attribute__((noinline)) bool enc_putbytes_slow(XDR *x, const char *buf,
 /* The usual case, kept free of calls but the copy: room in the buffer. */
 static bool enc_putbytes(XDR *x, const char *buf, u_int n)
 {
-	if ((size_t)(x->x_v.vio_wrap - x->x_data) >= n) {
-		uint8_t *dst = x->x_data;
+	uint8_t *dst = x->x_data;
 
-		x->x_data += n;
-		memcpy(dst, buf, n);
+	if (__builtin_expect((size_t)(x->x_v.vio_wrap - dst) >= n, 1)) {
+		x->x_data = dst + n;
+		copy_bytes(dst, buf, n);
 		return true;
 	}
 	return enc_putbytes_slow(x, buf, n);
