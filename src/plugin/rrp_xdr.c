@@ -180,18 +180,28 @@ static u_int dec_getpostn(XDR *x)
 	return d->start[d->cur] + (u_int)(x->x_data - x->x_v.vio_base);
 }
 
+/* The last iovec starting at or before @pos; the iovecs tile the stream in
+ * order, so the search starts at the current one when it can (a SETPOS
+ * after a data item is almost always a step forward). */
+static int dec_last_at_or_before(const struct rrp_xdr_dec *d, u_int pos)
+{
+	int i = pos >= d->start[d->cur] ? d->cur : 0;
+
+	while (i + 1 < d->iovcnt && d->start[i + 1] <= pos)
+		i++;
+	return i;
+}
+
 static bool dec_setpostn(XDR *x, u_int pos)
 {
 	struct rrp_xdr_dec *d = DEC(x);
+	int i = dec_last_at_or_before(d, pos);
 
-	for (int i = d->iovcnt - 1; i >= 0; i--) {
-		if (pos >= d->start[i] && pos <= d->start[i] + d->iov[i].iov_len) {
-			dec_select(d, i, pos - d->start[i]);
-			dec_settle(d);
-			return true;
-		}
-	}
-	return false;
+	if (pos < d->start[i] || pos - d->start[i] > d->iov[i].iov_len)
+		return false;
+	dec_select(d, i, pos - d->start[i]);
+	dec_settle(d);
+	return true;
 }
 
 static void dec_destroy(XDR *x)
@@ -258,10 +268,14 @@ u_int rrp_xdr_dec_enddatapos(XDR *x, u_int start, u_int len)
 	return start + len;
 }
 
-/* The iovec holding stream offset @pos (a later one at a boundary), or -1. */
+/* The iovec holding stream offset @pos (a later one at a boundary), or -1.
+ * The first such iovec at or after one starting at or before @pos is the
+ * first overall (the iovecs tile the stream in order): the search starts at
+ * the current iovec when it can, since data is asked for where the stream
+ * stands. */
 static int dec_iov_at(const struct rrp_xdr_dec *d, u_int pos)
 {
-	for (int i = 0; i < d->iovcnt; i++)
+	for (int i = pos >= d->start[d->cur] ? d->cur : 0; i < d->iovcnt; i++)
 		if (pos >= d->start[i] && pos - d->start[i] < d->iov[i].iov_len)
 			return i;
 	return -1;
@@ -279,9 +293,10 @@ static int dec_iovcount(XDR *x, u_int start, u_int len)
 	int i = dec_iov_at(d, start), n = 0;
 	u_int off;
 
-	if (i < 0)
+	/* past the iovec found, the stream holds d->end - start bytes */
+	if (i < 0 || len > d->end - start)
 		return 0;
-	for (off = start - d->start[i]; len && i < d->iovcnt; i++, off = 0) {
+	for (off = start - d->start[i]; len; i++, off = 0) {
 		size_t here = d->iov[i].iov_len - off;
 
 		if (!here)
@@ -289,7 +304,7 @@ static int dec_iovcount(XDR *x, u_int start, u_int len)
 		n++;
 		len -= here < len ? (u_int)here : len;
 	}
-	return len ? 0 : n;
+	return n;
 }
 
 /* Those buffers, in place (ntirpc: x_fillbufs): @vio has room for what
@@ -297,14 +312,15 @@ static int dec_iovcount(XDR *x, u_int start, u_int len)
 static bool dec_fillbufs(XDR *x, u_int start, xdr_vio *vio, u_int len)
 {
 	struct rrp_xdr_dec *d = DEC(x);
-	int i = dec_iov_at(d, start);
+	int i;
 	u_int off;
 
 	if (len == 0)
 		return true;
-	if (i < 0 || dec_iovcount(x, start, len) == 0)
+	i = dec_iov_at(d, start);
+	if (i < 0 || len > d->end - start)
 		return false;
-	for (off = start - d->start[i]; len && i < d->iovcnt; i++, off = 0) {
+	for (off = start - d->start[i]; len; i++, off = 0) {
 		uint8_t *b = (uint8_t *)d->iov[i].iov_base + off;
 		size_t here = d->iov[i].iov_len - off;
 
@@ -402,6 +418,8 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 		d->start[i] = off;
 		off += (u_int)iov[i].iov_len;
 	}
+	d->end = off;
+	d->cur = 0;
 	dec_select(d, 0, 0);
 	dec_settle(d);
 }
