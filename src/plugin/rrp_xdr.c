@@ -671,6 +671,12 @@ int rrp_xdr_enc_iov(struct rrp_xdr_enc *e, struct iovec *iov)
  * buffers stay in e->keep for the next stream (in the order they were used). */
 static void enc_release(struct rrp_xdr_enc *e, bool keep)
 {
+	/* Most Replies: one buffer of ours, kept for the next stream. */
+	if (e->nseg == 1 && e->seg[0].owned && keep && e->nkeep < RRP_ENC_KEEP) {
+		e->keep[e->nkeep++] = e->seg[0].base;
+		e->nseg = 0;
+		return;
+	}
 	for (int i = e->nseg - 1; i >= 0; i--) {
 		struct rrp_enc_seg *s = &e->seg[i];
 
