@@ -14,7 +14,8 @@
 
 #include "plugin/rrp_xdr_probe.h"
 
-namespace {
+namespace
+{
 
 struct Stream {
 	std::vector<std::vector<uint8_t>> bufs;
@@ -30,7 +31,10 @@ struct Stream {
 			total += (unsigned)l;
 		}
 	}
-	int n() const { return (int)iov.size(); }
+	int n() const
+	{
+		return (int)iov.size();
+	}
 
 	// Model: the pieces [start, start + len) occupies, in order.
 	std::vector<struct iovec> pieces(unsigned start, unsigned len) const
@@ -63,10 +67,10 @@ struct Stream {
 };
 
 const std::vector<std::vector<size_t>> kShapes = {
-	{40},			  /* inline only */
-	{12, 0, 64, 0, 20},	  /* inline, empty, chunk data, pad-less, rest */
-	{12, 64, 4, 20},	  /* inline, chunk data, its pad, the rest */
-	{8, 16, 16, 16, 8, 0},	  /* several pieces, an empty one at the end */
+    {40},		   /* inline only */
+    {12, 0, 64, 0, 20},	   /* inline, empty, chunk data, empty, rest */
+    {12, 64, 4, 20},	   /* inline, chunk data, its pad, the rest */
+    {8, 16, 16, 16, 8, 0}, /* several pieces, an empty one at the end */
 };
 
 std::vector<unsigned> positions(const Stream &s)
@@ -97,9 +101,9 @@ TEST(RrpXdrDecode, IovcountMatchesTheStream)
 
 					if (start < s.total && len > 0 && len <= s.total - start)
 						want = (int)s.pieces(start, len).size();
-					ASSERT_EQ(rrp_probe_iovcount(s.iov.data(), s.n(), at, start,
-								     len),
-						  want)
+					ASSERT_EQ(
+					    rrp_probe_iovcount(s.iov.data(), s.n(), at, start, len),
+					    want)
 					    << "at " << at << " start " << start << " len " << len;
 				}
 			}
@@ -125,8 +129,8 @@ TEST(RrpXdrDecode, FillbufsGivesTheStreamsOwnBuffers)
 						continue;
 					}
 					if (start >= s.total || len > s.total - start) {
-						ASSERT_EQ(got, -1) << "start " << start << " len "
-								   << len;
+						ASSERT_EQ(got, -1)
+						    << "start " << start << " len " << len;
 						continue;
 					}
 					auto want = s.pieces(start, len);
@@ -152,7 +156,8 @@ TEST(RrpXdrDecode, SetposLandsOnTheByte)
 			for (unsigned pos = 0; pos <= s.total + 3; pos++) {
 				unsigned getpos = ~0u;
 				const void *data = nullptr;
-				int r = rrp_probe_setpos(s.iov.data(), s.n(), at, pos, &getpos, &data);
+				int r =
+				    rrp_probe_setpos(s.iov.data(), s.n(), at, pos, &getpos, &data);
 
 				if (pos > s.total) {
 					ASSERT_EQ(r, 0) << "pos " << pos;
@@ -161,7 +166,8 @@ TEST(RrpXdrDecode, SetposLandsOnTheByte)
 				ASSERT_EQ(r, 1) << "at " << at << " pos " << pos;
 				EXPECT_EQ(getpos, pos) << "at " << at;
 				if (pos < s.total) {
-					EXPECT_EQ(data, s.byte(pos)) << "at " << at << " pos " << pos;
+					EXPECT_EQ(data, s.byte(pos))
+					    << "at " << at << " pos " << pos;
 				}
 			}
 		}
