@@ -69,17 +69,40 @@ static struct size_class classes[2];
 static uint8_t *arena;
 static size_t arena_len;
 static _Atomic uint64_t served, fallbacks;
-/* initial-exec: malloc must not reach __tls_get_addr, which may allocate. */
-static __thread size_t expect_max __attribute__((tls_model("initial-exec")));
 
-/* The Call being decoded on this thread and its chunks not yet lent. */
-struct lend_state {
+/*
+ * What this thread announced: a READ buffer to come (expect_max), the Call
+ * being decoded and its chunks not yet lent. @floor is the smallest size
+ * either could apply to (SIZE_MAX while nothing is announced), so every
+ * other malloc() in the process costs one compare: in particular the many
+ * small ones ganesha makes while an NFSv4 COMPOUND with a READ runs.
+ * initial-exec: malloc must not reach __tls_get_addr, which may allocate;
+ * one block, so one GOT load finds all of it.
+ */
+struct announce {
+	size_t floor;
+	size_t expect_max;
+	size_t lend_floor;	/* the next chunk's length, SIZE_MAX when none */
 	const struct iovec *chunk;
 	int n, next;
 	bool (*at)(void *arg, const void *addr);
 	void *arg;
 };
-static __thread struct lend_state lend __attribute__((tls_model("initial-exec")));
+static __thread struct announce ann __attribute__((tls_model("initial-exec"))) = {
+	.floor = SIZE_MAX, .lend_floor = SIZE_MAX};
+
+static void announce_floor(void)
+{
+	size_t f = ann.expect_max >= RRP_PAYLOAD_MIN ? RRP_PAYLOAD_MIN : SIZE_MAX;
+
+	ann.floor = ann.lend_floor < f ? ann.lend_floor : f;
+}
+
+static void lend_next_floor(void)
+{
+	ann.lend_floor = ann.next < ann.n ? ann.chunk[ann.next].iov_len : SIZE_MAX;
+	announce_floor();
+}
 
 /*
  * Addresses lent and not yet freed, in a set-associative table: an address
@@ -181,8 +204,12 @@ static __attribute__((noinline)) void free_maybe_lent(void *p)
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
 		      void *arg)
 {
-	lend = (struct lend_state){.chunk = n > 0 ? chunk : NULL, .n = n > 0 ? n : 0, .at = at,
-				   .arg = arg};
+	ann.chunk = n > 0 ? chunk : NULL;
+	ann.n = n > 0 ? n : 0;
+	ann.next = 0;
+	ann.at = at;
+	ann.arg = arg;
+	lend_next_floor();
 }
 
 uint64_t rrp_payload_lent_bytes(void)
@@ -195,12 +222,13 @@ static void *lend_for(size_t size)
 {
 	const struct iovec *c;
 
-	if (lend.next >= lend.n)
+	if (ann.next >= ann.n)
 		return NULL;
-	c = &lend.chunk[lend.next];
-	if (size != c->iov_len || !lend.at(lend.arg, c->iov_base))
+	c = &ann.chunk[ann.next];
+	if (size != c->iov_len || !ann.at(ann.arg, c->iov_base))
 		return NULL;
-	lend.next++;
+	ann.next++;
+	lend_next_floor();
 	return lent_add(c->iov_base, size) ? c->iov_base : NULL;
 }
 
@@ -357,21 +385,23 @@ EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
 
 void rrp_payload_expect(size_t max)
 {
-	expect_max = max;
+	ann.expect_max = max;
+	announce_floor();
 }
 
 static __attribute__((noinline)) void *malloc_announced(size_t size)
 {
-	size_t max = expect_max;
+	size_t max = ann.expect_max;
 	void *p;
 
-	if (lend.n) {
+	if (ann.n) {
 		p = lend_for(size);
 		if (p)
 			return p;
 	}
 	if (max && size >= RRP_PAYLOAD_MIN && size <= max) {
-		expect_max = 0;
+		ann.expect_max = 0;
+		announce_floor();
 		p = arena_take(size);
 		if (p)
 			return p;
@@ -379,10 +409,10 @@ static __attribute__((noinline)) void *malloc_announced(size_t size)
 	return __libc_malloc(size);
 }
 
-/* Every malloc() in the process passes here: the common case is one test. */
+/* Every malloc() in the process passes here: the common case is one compare. */
 EXPORTED void *malloc(size_t size)
 {
-	if (__builtin_expect(lend.n != 0 || expect_max != 0, 0))
+	if (__builtin_expect(size >= ann.floor, 0))
 		return malloc_announced(size);
 	return __libc_malloc(size);
 }

@@ -29,6 +29,59 @@ static void set_vio(XDR *x, uint8_t *base, size_t len, size_t cap)
 	x->x_base = &x->x_v;
 }
 
+/*
+ * ganesha's XDR moves many short opaques (NFSv4 session ids, stateids,
+ * verifiers, handles) through getbytes/putbytes: up to 32 bytes are copied
+ * here with fixed-size moves, the rest by memcpy.
+ */
+static inline void copy_bytes(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	if (n > 32) {
+		memcpy(d, s, n);
+	} else if (n >= 16) {
+		uint8_t a[16], b[16];
+
+		memcpy(a, s, 16);
+		memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16);
+		memcpy(d + n - 16, b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
+/* A stream's XDR header, each field set once (set_vio fills x_v, x_base and
+ * x_data after): a memset of it compiles to a rep stos of 13 words. */
+static void xdr_header(XDR *x, enum xdr_op op, const struct xdr_ops *ops)
+{
+	x->x_ops = ops;
+	x->x_public = NULL;
+	x->x_private = NULL;
+	x->x_lib[0] = NULL;
+	x->x_lib[1] = NULL;
+	x->x_handy = 0;
+	x->x_flags = 0;
+	x->x_op = op;
+}
+
 /* ---- decode ---------------------------------------------------------- */
 
 static struct rrp_xdr_dec *DEC(XDR *x)
@@ -59,16 +112,16 @@ static __attribute__((noinline)) bool dec_getbytes_slow(XDR *x, char *buf, u_int
  * leaves bytes in it (so nothing to settle). */
 static bool dec_getbytes(XDR *x, char *buf, u_int n)
 {
-	if ((size_t)(x->x_v.vio_tail - x->x_data) > n && buf != (char *)x->x_data) {
-		const uint8_t *src = x->x_data;
+	const uint8_t *src = x->x_data;
 
-		/* the stream first, then the copy: nothing to keep across the call */
-		x->x_data += n;
-		DEC(x)->copied += n;
-		memcpy(buf, src, n);
-		return true;
-	}
-	return dec_getbytes_slow(x, buf, n);
+	if (__builtin_expect((size_t)(x->x_v.vio_tail - src) <= n, 0))
+		return dec_getbytes_slow(x, buf, n);
+	if (__builtin_expect(buf == (const char *)src, 0))
+		return dec_getbytes_slow(x, buf, n);
+	x->x_data = (uint8_t *)src + n;
+	DEC(x)->copied += n;
+	copy_bytes(buf, src, n);
+	return true;
 }
 
 static bool dec_getbytes_slow(XDR *x, char *buf, u_int n)
@@ -127,18 +180,28 @@ static u_int dec_getpostn(XDR *x)
 	return d->start[d->cur] + (u_int)(x->x_data - x->x_v.vio_base);
 }
 
+/* The last iovec starting at or before @pos; the iovecs tile the stream in
+ * order, so the search starts at the current one when it can (a SETPOS
+ * after a data item is almost always a step forward). */
+static int dec_last_at_or_before(const struct rrp_xdr_dec *d, u_int pos)
+{
+	int i = pos >= d->start[d->cur] ? d->cur : 0;
+
+	while (i + 1 < d->iovcnt && d->start[i + 1] <= pos)
+		i++;
+	return i;
+}
+
 static bool dec_setpostn(XDR *x, u_int pos)
 {
 	struct rrp_xdr_dec *d = DEC(x);
+	int i = dec_last_at_or_before(d, pos);
 
-	for (int i = d->iovcnt - 1; i >= 0; i--) {
-		if (pos >= d->start[i] && pos <= d->start[i] + d->iov[i].iov_len) {
-			dec_select(d, i, pos - d->start[i]);
-			dec_settle(d);
-			return true;
-		}
-	}
-	return false;
+	if (pos < d->start[i] || pos - d->start[i] > d->iov[i].iov_len)
+		return false;
+	dec_select(d, i, pos - d->start[i]);
+	dec_settle(d);
+	return true;
 }
 
 static void dec_destroy(XDR *x)
@@ -205,10 +268,14 @@ u_int rrp_xdr_dec_enddatapos(XDR *x, u_int start, u_int len)
 	return start + len;
 }
 
-/* The iovec holding stream offset @pos (a later one at a boundary), or -1. */
+/* The iovec holding stream offset @pos (a later one at a boundary), or -1.
+ * The first such iovec at or after one starting at or before @pos is the
+ * first overall (the iovecs tile the stream in order): the search starts at
+ * the current iovec when it can, since data is asked for where the stream
+ * stands. */
 static int dec_iov_at(const struct rrp_xdr_dec *d, u_int pos)
 {
-	for (int i = 0; i < d->iovcnt; i++)
+	for (int i = pos >= d->start[d->cur] ? d->cur : 0; i < d->iovcnt; i++)
 		if (pos >= d->start[i] && pos - d->start[i] < d->iov[i].iov_len)
 			return i;
 	return -1;
@@ -226,9 +293,10 @@ static int dec_iovcount(XDR *x, u_int start, u_int len)
 	int i = dec_iov_at(d, start), n = 0;
 	u_int off;
 
-	if (i < 0)
+	/* past the iovec found, the stream holds d->end - start bytes */
+	if (i < 0 || len > d->end - start)
 		return 0;
-	for (off = start - d->start[i]; len && i < d->iovcnt; i++, off = 0) {
+	for (off = start - d->start[i]; len; i++, off = 0) {
 		size_t here = d->iov[i].iov_len - off;
 
 		if (!here)
@@ -236,7 +304,7 @@ static int dec_iovcount(XDR *x, u_int start, u_int len)
 		n++;
 		len -= here < len ? (u_int)here : len;
 	}
-	return len ? 0 : n;
+	return n;
 }
 
 /* Those buffers, in place (ntirpc: x_fillbufs): @vio has room for what
@@ -244,14 +312,15 @@ static int dec_iovcount(XDR *x, u_int start, u_int len)
 static bool dec_fillbufs(XDR *x, u_int start, xdr_vio *vio, u_int len)
 {
 	struct rrp_xdr_dec *d = DEC(x);
-	int i = dec_iov_at(d, start);
+	int i;
 	u_int off;
 
 	if (len == 0)
 		return true;
-	if (i < 0 || dec_iovcount(x, start, len) == 0)
+	i = dec_iov_at(d, start);
+	if (i < 0 || len > d->end - start)
 		return false;
-	for (off = start - d->start[i]; len && i < d->iovcnt; i++, off = 0) {
+	for (off = start - d->start[i]; len; i++, off = 0) {
 		uint8_t *b = (uint8_t *)d->iov[i].iov_base + off;
 		size_t here = d->iov[i].iov_len - off;
 
@@ -334,9 +403,7 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 	static const struct iovec none = {(void *)empty, 0};
 	u_int off = 0;
 
-	memset(&d->xdrs, 0, sizeof(d->xdrs));
-	d->xdrs.x_op = XDR_DECODE;
-	d->xdrs.x_ops = &dec_ops;
+	xdr_header(&d->xdrs, XDR_DECODE, &dec_ops);
 	if (iovcnt <= 0) {
 		iov = &none;
 		iovcnt = 1;
@@ -351,6 +418,8 @@ void rrp_xdr_dec_init(struct rrp_xdr_dec *d, const struct iovec *iov, int iovcnt
 		d->start[i] = off;
 		off += (u_int)iov[i].iov_len;
 	}
+	d->end = off;
+	d->cur = 0;
 	dec_select(d, 0, 0);
 	dec_settle(d);
 }
@@ -435,11 +504,11 @@ static __attribute__((noinline)) bool enc_putbytes_slow(XDR *x, const char *buf,
 /* The usual case, kept free of calls but the copy: room in the buffer. */
 static bool enc_putbytes(XDR *x, const char *buf, u_int n)
 {
-	if ((size_t)(x->x_v.vio_wrap - x->x_data) >= n) {
-		uint8_t *dst = x->x_data;
+	uint8_t *dst = x->x_data;
 
-		x->x_data += n;
-		memcpy(dst, buf, n);
+	if (__builtin_expect((size_t)(x->x_v.vio_wrap - dst) >= n, 1)) {
+		x->x_data = dst + n;
+		copy_bytes(dst, buf, n);
 		return true;
 	}
 	return enc_putbytes_slow(x, buf, n);
@@ -563,13 +632,18 @@ static const struct xdr_ops enc_ops = {
  * header is cleared: segments are written before they are read. */
 static int enc_open(struct rrp_xdr_enc *e)
 {
-	memset(&e->xdrs, 0, sizeof(e->xdrs));
-	e->xdrs.x_op = XDR_ENCODE;
-	e->xdrs.x_ops = &enc_ops;
+	xdr_header(&e->xdrs, XDR_ENCODE, &enc_ops);
 	e->nseg = 0;
 	e->failed = false;
 	e->ref_at = 0;
-	return enc_newbuf(&e->xdrs) ? 0 : -ENOMEM;
+	if (!enc_newbuf(&e->xdrs)) {
+		/* no current buffer: nothing for ntirpc's inline paths */
+		memset(&e->xdrs.x_v, 0, sizeof(e->xdrs.x_v));
+		e->xdrs.x_base = NULL;
+		e->xdrs.x_data = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int rrp_xdr_enc_init(struct rrp_xdr_enc *e)
@@ -597,6 +671,12 @@ int rrp_xdr_enc_iov(struct rrp_xdr_enc *e, struct iovec *iov)
  * buffers stay in e->keep for the next stream (in the order they were used). */
 static void enc_release(struct rrp_xdr_enc *e, bool keep)
 {
+	/* Most Replies: one buffer of ours, kept for the next stream. */
+	if (e->nseg == 1 && e->seg[0].owned && keep && e->nkeep < RRP_ENC_KEEP) {
+		e->keep[e->nkeep++] = e->seg[0].base;
+		e->nseg = 0;
+		return;
+	}
 	for (int i = e->nseg - 1; i >= 0; i--) {
 		struct rrp_enc_seg *s = &e->seg[i];
 

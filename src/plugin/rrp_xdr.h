@@ -29,6 +29,7 @@ struct rrp_xdr_dec {
 	int iovcnt;
 	int cur;			/* iovec x_v describes */
 	u_int start[RRP_DEC_MAX_IOV];	/* stream offset of each iovec */
+	u_int end;			/* the stream's length */
 	uint64_t copied;		/* bytes x_getbytes copied out */
 	uint64_t in_place;		/* bytes it found already at the destination */
 	void (*destroy)(struct rrp_xdr_dec *dec);	/* owner's release */

@@ -150,7 +150,12 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	enum xprt_stat stat;
 
 	xdrs->x_op = XDR_DECODE;
-	rpc_msg_init(&req->rq_msg);
+	/* rpc_msg_init() less the copy of _null_auth's 400-byte body: the
+	 * verifier is read only up to oa_length, here 0 (AUTH_NONE). */
+	req->rq_msg.RPCM_ack.ar_verf.oa_flavor = _null_auth.oa_flavor;
+	req->rq_msg.RPCM_ack.ar_verf.oa_length = _null_auth.oa_length;
+	req->rq_msg.RPCM_ack.ar_results.where = NULL;
+	req->rq_msg.RPCM_ack.ar_results.proc = (xdrproc_t)xdr_void;
 	if (!xdr_dplx_decode(xdrs, &req->rq_msg)) {
 		/* Message boundaries survive on RDMA: drop just this one. */
 		atomic_fetch_add(&rrp.dropped, 1);
@@ -258,9 +263,14 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	if (enc->failed)
 		goto fail;
 	n = rrp_xdr_enc_iov(enc, iov);
-	for (int i = 0; i < n; i++)
-		atomic_fetch_add_explicit(&rq->x->client.reply_bytes, iov[i].iov_len,
+	{
+		size_t bytes = 0;
+
+		for (int i = 0; i < n; i++)
+			bytes += iov[i].iov_len;
+		atomic_fetch_add_explicit(&rq->x->client.reply_bytes, bytes,
 					  memory_order_relaxed);
+	}
 	plan_reply(rq, iov, n, &plan);
 	count_decode_copies(&rq->dec);
 	rq->replied = true;
@@ -625,6 +635,8 @@ static void rrp_process(void *arg)
 	struct rrp_xprt *x = rq->x;
 	struct svc_req *req;
 	enum xprt_stat stat;
+	size_t expect;
+	bool lend;
 
 	atomic_fetch_add(&rrp.requests, 1);
 	rrp_xdr_dec_init(&rq->dec, call->iov, call->iovcnt);
@@ -649,13 +661,20 @@ static void rrp_process(void *arg)
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
 	/* READ allocates its data buffer on this thread, inside SVC_DECODE */
-	rrp_payload_expect(read_buffer_expected(rq));
+	expect = read_buffer_expected(rq);
+	if (expect)
+		rrp_payload_expect(expect);
 	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
-	if (call->nchunk_data)
+	lend = call->nchunk_data != 0;
+	if (lend)
 		rrp_payload_lend(call->chunk_data, call->nchunk_data, rrp_xdr_dec_at, &rq->dec);
 	stat = SVC_DECODE(req);
-	rrp_payload_lend(NULL, 0, NULL, NULL);
-	rrp_payload_expect(0);
+	/* Only what was announced is taken back: each is a call into the
+	 * preloaded library. */
+	if (lend)
+		rrp_payload_lend(NULL, 0, NULL, NULL);
+	if (expect)
+		rrp_payload_expect(0);
 	if (stat != XPRT_SUSPEND) {
 		if (req->rq_auth)
 			SVCAUTH_RELEASE(req);

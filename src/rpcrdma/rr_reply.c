@@ -272,6 +272,45 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 	return true;
 }
 
+/* Header of a Reply with no chunk to echo: the fixed part, no Read list
+ * (RFC 8166 section 3.4.5), an empty Write list, no Reply chunk. */
+#define PLAIN_HDR_LEN (RR_HDR_FIXED_LEN + 3 * RR_XDR_UNIT)
+
+/*
+ * A Reply to a Call that offered no Write or Reply chunk (NULL, GETATTR,
+ * WRITE's, most of NFSv4): the header, then the whole stream, in one Send,
+ * or nothing if it does not fit. The Send reply_build's general path below
+ * builds for such a Reply, without its range and chunk bookkeeping.
+ */
+static bool reply_build_plain(struct rr_send_ctx *s, const struct reply_args *a)
+{
+	struct rr_conn *c = s->conn;
+	const struct rr_pcl *p = &a->ctx->pcl;
+	uint8_t *q = s->hdr;
+
+	/* rr_hdr_encode_reply's room check, then rr_reply_shape's: inline or
+	 * not at all (no Reply chunk) */
+	if (PLAIN_HDR_LEN > c->srv->cfg.inline_size ||
+	    PLAIN_HDR_LEN + a->total > rr_conn_max_inline_send(c))
+		return false;
+	q = rr_xdr_store32(q, p->xid);
+	q = rr_xdr_store32(q, RR_VERSION);
+	q = rr_xdr_store32(q, c->credits);
+	q = rr_xdr_store32(q, RR_PROC_MSG);
+	q = rr_xdr_store32(q, 0);
+	q = rr_xdr_store32(q, 0);
+	q = rr_xdr_store32(q, 0);
+	for (int i = 0; i < a->iovcnt; i++) {
+		if (a->iov[i].iov_len)
+			memcpy(q, a->iov[i].iov_base, a->iov[i].iov_len);
+		q += a->iov[i].iov_len;
+	}
+	if (!reply_send(s, p, (uint32_t)(PLAIN_HDR_LEN + a->total)))
+		return false;
+	RR_STAT_ADD(c, replies_inline, 1);
+	return true;
+}
+
 /*
  * The chain of one Reply in @s: Writes of the payloads, the rest inline or
  * in the Reply chunk as rr_reply_shape says, then the Send. False when it
@@ -288,6 +327,8 @@ static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 	ssize_t hdr_len;
 	int nranges;
 
+	if (!a->plan->nspans && !p->n_write && !p->has_reply)
+		return reply_build_plain(s, a);
 	for (unsigned int i = 0; i < p->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
 		written[i] = 0;
 	if (!reply_reserve(s, a))

@@ -175,10 +175,10 @@ static bool ulb_scan_nfs2(struct ulb_scan *s)
 
 /*
  * SEQUENCE, then PUTFH - how nearly every NFSv4.1+ COMPOUND starts - and a
- * READ or WRITE after them (the Linux client's READ and WRITE), in place:
- * one bounds check for the first two, one for the third, instead of one
- * per field. The same arguments ulb_nfs4_skip_args() takes (RFC 8881
- * sections 18.46, 18.19, 18.22, 18.32). Returns how many operations it
+ * READ, WRITE or GETATTR after them (the Linux client's READ, WRITE and
+ * GETATTR), in place: one bounds check for the first two, one for the
+ * third, instead of one per field. The same arguments ulb_nfs4_skip_args()
+ * takes (RFC 8881 sections 18.46, 18.19, 18.22, 18.32, 18.7). Returns how many operations it
  * took, 0 when the Call does not start so or the window does not hold
  * them; the loop goes on from there (and finds a latched error, if WRITE's
  * data ran past the end).
@@ -221,6 +221,12 @@ static uint32_t ulb_scan_v41_prefix(struct ulb_scan *s)
 		x->p = h + 36;
 		s->op_index = 2;
 		return ulb_scan_item_data(s, ULB_ITEM_WRITE_DATA, ulb_xdr_load32(h + 32)) ? 3 : 2;
+	case ULB_OP_GETATTR: /* op, bitmap4: its word count, the words */
+		if (here < 8 || ulb_xdr_load32(h + 4) > ULB_MAX_BITMAP_WORDS ||
+		    here < 8 + 4 * (size_t)ulb_xdr_load32(h + 4))
+			return 2;
+		x->p = h + 8 + 4 * (size_t)ulb_xdr_load32(h + 4);
+		return 3;
 	default:
 		return 2;
 	}

@@ -617,6 +617,44 @@ TEST(UlbCallScan, LinuxV41PrefixInPlaceMatchesFieldByField)
 	}
 }
 
+TEST(UlbCallScan, LinuxV41PrefixGetattrMatchesFieldByField)
+{
+	/* SEQUENCE, PUTFH, GETATTR (the Linux client's attribute refresh) with
+	 * bitmaps of 0, 2, 3 and 64 words (the most accepted), 65 words (one
+	 * too many) and a bitmap cut short: read in place from one iovec and
+	 * field by field from 4-byte iovecs, the two say the same. */
+	Sessionid sid = {};
+	const uint32_t words[] = {0, 2, 3, 64, 65, 3};
+	for (int k = 0; k < 6; k++) {
+		SCOPED_TRACE(k);
+		Compound cp(0x63, 1, 3, "");
+		cp.op_sequence(sid, 9, 1);
+		cp.op_putfh(pattern(24));
+		cp.raw_op(GETATTR);
+		cp.x.u32(words[k]);
+		for (uint32_t w = 0; w < words[k]; w++)
+			cp.x.u32(0x00100000u >> (w % 20));
+		Bytes b = cp.x.buf;
+		if (k == 5)
+			b.resize(b.size() - 4); /* the last bitmap word missing */
+		ulb_call whole, steps;
+		enum ulb_scan_result r = scan(b, nullptr, &whole);
+		auto iov = in_steps(b, 4);
+		EXPECT_EQ(r, ulb_call_scan(iov.data(), int(iov.size()), nullptr, &steps));
+		EXPECT_TRUE(ulb_call_same(whole, steps));
+		if (k >= 4) {
+			EXPECT_EQ(r, ULB_SCAN_GARBAGE);
+			continue;
+		}
+		ASSERT_EQ(r, ULB_SCAN_OK);
+		EXPECT_TRUE(whole.has_sequence);
+		EXPECT_EQ(whole.seq.sequenceid, 9u);
+		EXPECT_EQ(whole.nops_scanned, 3u);
+		EXPECT_EQ(whole.n_items, 0u);
+		EXPECT_EQ(whole.n_read_ops, 0u);
+	}
+}
+
 TEST(UlbCallScan, LinuxV41PrefixRefusesWhatTheFieldsRefuse)
 {
 	/* A bad cachethis bool, an oversized handle, SEQUENCE under v4.0 (an

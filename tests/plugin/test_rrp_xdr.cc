@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// The plugin's decode stream (src/plugin/rrp_xdr.c): the position and
+// data-buffer operations ganesha 6's xdr_io_data uses to take WRITE data in
+// place (XDR_IOVCOUNT, XDR_FILLBUFS, SETPOS/GETPOS), over a Call made of
+// several iovecs (inline part, an empty one, a chunk's data, its pad, the
+// rest). Every start, length and prior position is checked against a model
+// of the stream written here: the byte at offset k is in the first non-empty
+// iovec whose range holds k.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "plugin/rrp_xdr_probe.h"
+
+namespace
+{
+
+struct Stream {
+	std::vector<std::vector<uint8_t>> bufs;
+	std::vector<struct iovec> iov;
+	unsigned total = 0;
+
+	explicit Stream(const std::vector<size_t> &lens)
+	{
+		bufs.reserve(lens.size());
+		for (size_t l : lens) {
+			bufs.emplace_back(l ? l : 1); /* a real address even when empty */
+			iov.push_back({bufs.back().data(), l});
+			total += (unsigned)l;
+		}
+	}
+	int n() const
+	{
+		return (int)iov.size();
+	}
+
+	// Model: the pieces [start, start + len) occupies, in order.
+	std::vector<struct iovec> pieces(unsigned start, unsigned len) const
+	{
+		std::vector<struct iovec> out;
+		unsigned off = 0;
+
+		for (const auto &v : iov) {
+			unsigned b = off, e = off + (unsigned)v.iov_len;
+
+			off = e;
+			if (e <= start || b >= start + len || v.iov_len == 0)
+				continue;
+			unsigned s = start > b ? start : b, t = start + len < e ? start + len : e;
+			out.push_back({(uint8_t *)v.iov_base + (s - b), t - s});
+		}
+		return out;
+	}
+	const void *byte(unsigned k) const
+	{
+		unsigned off = 0;
+
+		for (const auto &v : iov) {
+			if (k >= off && k < off + v.iov_len)
+				return (uint8_t *)v.iov_base + (k - off);
+			off += (unsigned)v.iov_len;
+		}
+		return nullptr;
+	}
+};
+
+const std::vector<std::vector<size_t>> kShapes = {
+    {40},		   /* inline only */
+    {12, 0, 64, 0, 20},	   /* inline, empty, chunk data, empty, rest */
+    {12, 64, 4, 20},	   /* inline, chunk data, its pad, the rest */
+    {8, 16, 16, 16, 8, 0}, /* several pieces, an empty one at the end */
+};
+
+std::vector<unsigned> positions(const Stream &s)
+{
+	std::vector<unsigned> at;
+	unsigned off = 0;
+
+	at.push_back(0);
+	for (const auto &v : s.iov) {
+		off += (unsigned)v.iov_len;
+		at.push_back(off);
+		if (off >= 3)
+			at.push_back(off - 3);
+	}
+	at.push_back(s.total / 2);
+	return at;
+}
+
+TEST(RrpXdrDecode, IovcountMatchesTheStream)
+{
+	for (const auto &shape : kShapes) {
+		Stream s(shape);
+
+		for (unsigned at : positions(s)) {
+			for (unsigned start = 0; start <= s.total + 2; start++) {
+				for (unsigned len = 0; len <= s.total + 2; len++) {
+					int want = 0;
+
+					if (start < s.total && len > 0 && len <= s.total - start)
+						want = (int)s.pieces(start, len).size();
+					ASSERT_EQ(
+					    rrp_probe_iovcount(s.iov.data(), s.n(), at, start, len),
+					    want)
+					    << "at " << at << " start " << start << " len " << len;
+				}
+			}
+		}
+	}
+}
+
+TEST(RrpXdrDecode, FillbufsGivesTheStreamsOwnBuffers)
+{
+	for (const auto &shape : kShapes) {
+		Stream s(shape);
+
+		for (unsigned at : positions(s)) {
+			for (unsigned start = 0; start <= s.total + 2; start++) {
+				for (unsigned len = 0; len <= s.total + 2; len++) {
+					struct iovec out[16];
+					unsigned long in_place = 0;
+					int got = rrp_probe_fillbufs(s.iov.data(), s.n(), at, start,
+								     len, out, 16, &in_place);
+
+					if (len == 0) {
+						ASSERT_EQ(got, 0);
+						continue;
+					}
+					if (start >= s.total || len > s.total - start) {
+						ASSERT_EQ(got, -1)
+						    << "start " << start << " len " << len;
+						continue;
+					}
+					auto want = s.pieces(start, len);
+					ASSERT_EQ(got, (int)want.size())
+					    << "at " << at << " start " << start << " len " << len;
+					for (int k = 0; k < got; k++) {
+						EXPECT_EQ(out[k].iov_base, want[k].iov_base);
+						EXPECT_EQ(out[k].iov_len, want[k].iov_len);
+					}
+					EXPECT_EQ(in_place, len);
+				}
+			}
+		}
+	}
+}
+
+TEST(RrpXdrDecode, SetposLandsOnTheByte)
+{
+	for (const auto &shape : kShapes) {
+		Stream s(shape);
+
+		for (unsigned at : positions(s)) {
+			for (unsigned pos = 0; pos <= s.total + 3; pos++) {
+				unsigned getpos = ~0u;
+				const void *data = nullptr;
+				int r =
+				    rrp_probe_setpos(s.iov.data(), s.n(), at, pos, &getpos, &data);
+
+				if (pos > s.total) {
+					ASSERT_EQ(r, 0) << "pos " << pos;
+					continue;
+				}
+				ASSERT_EQ(r, 1) << "at " << at << " pos " << pos;
+				EXPECT_EQ(getpos, pos) << "at " << at;
+				if (pos < s.total) {
+					EXPECT_EQ(data, s.byte(pos))
+					    << "at " << at << " pos " << pos;
+				}
+			}
+		}
+	}
+}
+
+} // namespace
