@@ -662,7 +662,7 @@ static int start_server(const char *addr, int slot)
 		rrp_crit("cannot listen on %s (%s): %s: RDMA not served there, TCP unaffected", addr,
 			 rrp.cfg.fabric, rr_last_error());
 		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
-			 "cannot listen on %.40s: %.66s", addr, rr_last_error());
+			 "cannot listen on %.56s: %.48s", addr, rr_last_error());
 		rrp.srv[slot] = NULL;
 		return ret;
 	}
