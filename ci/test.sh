@@ -10,7 +10,8 @@
 #   4. ganesha 6.5 in its Debian 13 release root (ci/release-root.sh):
 #      the plugin, backchannel and packaging areas and the demo (and with
 #      RPCRDMA_ALL_RELEASES=1 the same areas on ganesha 5.9, bookworm-backports);
-#   5. the interop VM suite (ci/vm/run.sh), when present.
+#   5. the interop VM suite (ci/vm/run.sh), when present (with
+#      RPCRDMA_ALL_RELEASES=1 also on kernel 6.12 / ganesha 6.5, and one table).
 # Set RPCRDMA_SKIP_DEPS=1 to skip the apt step, RPCRDMA_SKIP_RELEASES=1 step 4,
 # RPCRDMA_SKIP_VM=1 step 5.
 set -eu
@@ -94,5 +95,12 @@ fi
 if [ "${RPCRDMA_SKIP_VM:-0}" != 1 ]; then
 	echo "== interop VM suite (ctest -L interop: ci/vm/run.sh)"
 	ctest --test-dir build -V -L interop
+	# RPCRDMA_ALL_RELEASES=1: the VM again with Debian 13's kernel 6.12 and
+	# ganesha 6.5 (build-trixie from step 4), then both releases in one table
+	if [ "${RPCRDMA_ALL_RELEASES:-0}" = 1 ] && [ "${RPCRDMA_SKIP_RELEASES:-0}" != 1 ]; then
+		echo "== interop VM suite, kernel 6.12 / ganesha 6.5 (RPCRDMA_VM_RELEASE=trixie)"
+		RPCRDMA_VM_RELEASE=trixie ci/vm/run.sh
+		RPCRDMA_VM_REPORT_ONLY=1 ci/vm/run.sh --all-releases | sed -n '/interop VM, all releases/,$p'
+	fi
 fi
 echo "== ALL TESTS PASSED"

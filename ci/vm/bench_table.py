@@ -161,7 +161,9 @@ def main():
         json.dump(res, f, indent=1)
 
     print(f"VM bench ({host}; {' '.join(f'{k}={v}' for k, v in params.items())})")
-    print("knfsd: tmpfs export, 8 threads; ganesha+rpcrdma: FSAL VFS on tmpfs; "
+    fs = params.get("export_fs", "tmpfs")
+    fs = "ext4 on a RAM disk" if fs == "ext4" else fs
+    print(f"knfsd: {fs} export, 8 threads; ganesha+rpcrdma: FSAL VFS on {fs}; "
           "client: the guest kernel's NFS/RDMA client over rxe0. Median of the rounds; "
           "ratio = ganesha/knfsd over RDMA (of the medians; paired: median of the per-round "
           "ratios)" + (", tcp ratio = the same over TCP (controls)"

@@ -1,5 +1,6 @@
 # Sourced by guest-main.sh when VM_ONLY=bench (issue #10 F), with knfsd (2049/20049, MOUNT 20048)
-# and ganesha+rpcrdma (2050/20050, MOUNT 2051) already up side by side, both exporting a tmpfs.
+# and ganesha+rpcrdma (2050/20050, MOUNT 2051) already up side by side, both exporting a tmpfs
+# (trixie: both an ext4 on a RAM disk, as ganesha 6.5's FSAL VFS refuses a tmpfs).
 # bench_all: for each round, each NFS version, each server (the order flips every round so a
 # drift of the shared host hits both alike), one cell on a fresh proto=rdma mount:
 #   dd_write1m  BENCH_MB MiB by 1 MiB records, conv=fsync (the flush is in the time)
@@ -149,7 +150,7 @@ bench_all() {
 	BENCH_FIO=; [ -x $H/usr/bin/fio ] && BENCH_FIO=1
 	: > $BR
 	echo "rounds=$BENCH_ROUNDS mb=$BENCH_MB fio=${BENCH_FIO:-0} fio_secs=$BENCH_SECS fio_mb=$BENCH_FIO_MB" \
-		"tcp_controls=${BENCH_TCP:-0}" \
+		"tcp_controls=${BENCH_TCP:-0}" "export_fs=${KNFSD_EXPORT_FS:-tmpfs}" \
 		"versions=$(echo $VERSIONS | tr " " ,)" > /out/bench/params
 	# BENCH_TCP=1: each server over TCP too (same server processes), to tell ganesha's own cost
 	# from the transport's

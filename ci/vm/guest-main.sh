@@ -103,7 +103,14 @@ knfsd_start() {
 	step knfsd-start
 	mount -t nfsd nfsd /proc/fs/nfsd
 	mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
-	mount -t tmpfs -o size=${KNFSD_EXPORT_SIZE:-256m} tmpfs /export
+	if [ "${KNFSD_EXPORT_FS:-tmpfs}" = ext4 ]; then
+		# the bench on trixie: the kind of store ganesha 6.5 must export (ganesha_start),
+		# on a second RAM disk, so both servers write to the same kind of file system
+		modprobe ext4; [ -b /dev/ram1 ] || modprobe brd rd_nr=2 rd_size=${GANESHA_EXPORT_KB:-393216} || echo "FAIL modprobe brd"
+		chroot $H mkfs.ext4 -q -F -b 4096 /dev/ram1 && mount -t ext4 /dev/ram1 /export || echo "FAIL ext4 knfsd export"
+	else
+		mount -t tmpfs -o size=${KNFSD_EXPORT_SIZE:-256m} tmpfs /export
+	fi
 	echo '/export *(rw,no_root_squash,fsid=1,insecure,no_subtree_check)' > /etc/exports
 	touch /var/lib/nfs/etab /var/lib/nfs/rmtab
 	mkdir -p /run/rpcbind; chown _rpc /run/rpcbind
@@ -224,6 +231,7 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty), $4 = sed on t
 if [ "${VM_ONLY:-}" = bench ]; then
 	# both servers up at once, so the rounds can alternate without restarts
 	KNFSD_THREADS=8; KNFSD_EXPORT_SIZE=512m	# 8: Debian's default (RPCNFSDCOUNT)
+	KNFSD_EXPORT_FS=${GANESHA_EXPORT_FS:-tmpfs}	# trixie: ext4 on a RAM disk for both
 	knfsd_start
 	GANESHA_RDMA_PORT=20050
 	if [ -f "$H$PLUGIN" ]; then

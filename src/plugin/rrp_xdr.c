@@ -568,6 +568,42 @@ static bool enc_setpostn(XDR *x, u_int pos)
  * the rest of the Reply) rather than opening another. */
 #define ENC_TAIL_MIN 256
 
+/*
+ * ganesha 6's xdr_io_data puts a payload whose length is not a multiple of 4
+ * as the FSAL's buffers less the last len % 4 bytes, then a 4-byte buffer of
+ * its own holding those bytes and the zero pad: the calloc'd room right
+ * after the uio's vio array. That buffer is not registered, so the payload's
+ * Write chunk would be bounced whole. The bytes are still in the FSAL's
+ * buffer, just past the previous vio (they were copied out of it): when that
+ * shape is what @uio holds, the previous segment takes them back and the
+ * last one keeps only the pad. The byte stream is the same.
+ */
+static void enc_untrim(const struct rrp_enc_seg *before, xdr_uio *uio, struct rrp_enc_seg *seg)
+{
+	const xdr_vio *last, *prev;
+	uint32_t be, len, n;
+	uint64_t sum = 0;
+
+	if (uio->uio_count < 2 || before->len < sizeof(be))
+		return;
+	last = &uio->uio_vio[uio->uio_count - 1];
+	prev = last - 1;
+	if (last->vio_head != (uint8_t *)&uio->uio_vio[uio->uio_count] ||
+	    last->vio_tail - last->vio_head != BYTES_PER_XDR_UNIT)
+		return;
+	/* the opaque's length, encoded just before the data */
+	memcpy(&be, before->base + before->len - sizeof(be), sizeof(be));
+	len = ntohl(be);
+	n = len % BYTES_PER_XDR_UNIT;
+	for (u_int i = 0; i + 1 < uio->uio_count; i++)
+		sum += (uint64_t)(uio->uio_vio[i].vio_tail - uio->uio_vio[i].vio_head);
+	if (!n || sum != len - n || memcmp(prev->vio_tail, last->vio_head, n))
+		return;
+	seg[0].len += n;
+	seg[1].base += n;
+	seg[1].len -= n;
+}
+
 /* READ data by reference: one segment per vio, released with the reply.
  * Encoding then goes on in the rest of the buffer it interrupted. */
 static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
@@ -599,6 +635,8 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 		s->uio = uio;
 		uio->uio_references++;
 	}
+	if (uio->uio_count >= 2)
+		enc_untrim(before, uio, &e->seg[e->nseg - 2]);
 	if (left >= ENC_TAIL_MIN) {
 		enc_open_seg(x, tail, left, false);
 		return true;

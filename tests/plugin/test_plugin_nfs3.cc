@@ -170,6 +170,41 @@ TEST_F(Nfs3Rdma, ReadAtOffsetsAndPastEof)
 	EXPECT_EQ(b.size(), 0u);
 }
 
+/*
+ * READ data whose length is not a multiple of 4 goes by RDMA Write from the
+ * payload pool too: ganesha 6 moves such data's last len % 4 bytes into a
+ * pad buffer of its own (xdr_io_data), which must not make the whole
+ * payload a bounce copy (rrp_xdr.c, enc_untrim).
+ */
+TEST_F(Nfs3Rdma, UnalignedReadsAreNotCopied)
+{
+	t->policy.reply_ddp = Ddp::ALWAYS;
+	Fh f;
+	NFS_OK(*c, c->create(dir, "odd", 0644, &f));
+	Bytes data = test_data(70001, 9);
+	NFS_OK(*c, c->write(f, 0, data));
+	nfsc::Json j;
+	std::string why;
+	ASSERT_TRUE(stats(&j, &why)) << why;
+	double copies0 = j.at("global.payload_copies");
+	/* mid-file 4097 and 65537 bytes, then a 369-byte short read at EOF */
+	const uint64_t offs[] = {5, 1, 69632};
+	const uint32_t counts[] = {4097, 65537, 4096};
+	const size_t want[] = {4097, 65537, 369};
+	for (int i = 0; i < 3; i++) {
+		Bytes b;
+		bool eof = false;
+
+		NFS_OK(*c, c->read(f, offs[i], counts[i], &b, &eof));
+		ASSERT_EQ(t->last_spec.writes.size(), 1u) << "the READ asked for a Write chunk";
+		ASSERT_EQ(b.size(), want[i]);
+		EXPECT_TRUE(std::equal(b.begin(), b.end(), data.begin() + offs[i])) << "read " << i;
+	}
+	ASSERT_TRUE(stats(&j, &why)) << why;
+	EXPECT_EQ(j.at("global.payload_copies") - copies0, 0)
+	    << "unaligned READ data was copied into a bounce buffer";
+}
+
 TEST_F(Nfs3Rdma, ReadlinkWriteChunkAndInline)
 {
 	std::string target = "/some/where/" + std::string(300, 'x') + "/end";
