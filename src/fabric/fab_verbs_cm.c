@@ -488,29 +488,27 @@ static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char
 	return 0;
 }
 
-/* Fold one device's attributes into @out: each limit the smaller. */
-static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, int nth)
+/* Fold one device's attributes into @out (the first sets them): each limit
+ * the smaller. */
+static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool first)
 {
 	struct ibv_device_attr a;
-	uint32_t lim[5];
 	uint32_t *dst[5] = { &out->max_qp_wr, &out->max_cqe, &out->max_srq_wr, &out->max_sge,
 			     &out->max_rd_atom };
-	size_t len = strlen(out->device);
 
 	if (ibv_query_device(ctx, &a))
 		return fab_set_error(-errno, "verbs: ibv_query_device(%s): %s",
 				     ibv_get_device_name(ctx->device), strerror(errno));
-	lim[0] = a.max_qp_wr > 0 ? (uint32_t)a.max_qp_wr : 0;
-	lim[1] = a.max_cqe > 0 ? (uint32_t)a.max_cqe : 0;
-	lim[2] = a.max_srq_wr > 0 ? (uint32_t)a.max_srq_wr : 0;
-	lim[3] = a.max_sge > 0 ? (uint32_t)a.max_sge : 0;
 	/* our Reads are the initiator's side of the QP */
-	lim[4] = a.max_qp_init_rd_atom > 0 ? (uint32_t)a.max_qp_init_rd_atom : 0;
-	for (int i = 0; i < 5; i++)
-		if (nth == 0 || lim[i] < *dst[i])
-			*dst[i] = lim[i];
-	snprintf(out->device + len, sizeof(out->device) - len, "%s%s", nth ? " " : "",
-		 ibv_get_device_name(ctx->device));
+	const int have[5] = { a.max_qp_wr, a.max_cqe, a.max_srq_wr, a.max_sge,
+			      a.max_qp_init_rd_atom };
+
+	for (int i = 0; i < 5; i++) {
+		uint32_t v = have[i] > 0 ? (uint32_t)have[i] : 0;
+
+		if (first || v < *dst[i])
+			*dst[i] = v;
+	}
 	return 0;
 }
 
@@ -520,29 +518,35 @@ static int vb_listener_limits(struct fab_listener *fl, struct fab_limits *out)
 {
 	struct vb_listener *l = (struct vb_listener *)fl;
 	struct vb_fabric *vf = (struct vb_fabric *)l->h.fab;
-	char names[sizeof(out->device)];
+	char names[sizeof(out->device)] = "";
+	size_t used = 0;
 	int n = 0, rc = 0;
 
-	if (l->id->verbs)
-		return vb_limits_add(l->id->verbs, out, 0);
+	if (l->id->verbs) {
+		snprintf(out->device, sizeof(out->device), "%s",
+			 ibv_get_device_name(l->id->verbs->device));
+		return vb_limits_add(l->id->verbs, out, true);
+	}
 	pthread_mutex_lock(&vf->lock);
-	for (int i = 0; !rc && vf->list && vf->list[i]; i++)
-		if (!(vf->dead & (1u << (i & 31))))
-			rc = vb_limits_add(vf->list[i], out, n++);
+	for (int i = 0; !rc && vf->list && vf->list[i]; i++) {
+		if (vf->dead & (1u << (i & 31)))
+			continue;
+		rc = vb_limits_add(vf->list[i], out, n == 0);
+		if (used < sizeof(names))
+			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+						 n ? " " : "",
+						 ibv_get_device_name(vf->list[i]->device));
+		n++;
+	}
 	pthread_mutex_unlock(&vf->lock);
 	if (rc)
 		return rc;
 	if (n == 0)
 		return fab_set_error(-ENODEV, "verbs: no RDMA device");
-	if (n > 1) {
-		int head;
-
-		memcpy(names, out->device, sizeof(names));
-		head = snprintf(out->device, sizeof(out->device), "%d devices (", n);
-		/* the names as far as they fit, then the parenthesis */
-		snprintf(out->device + head, sizeof(out->device) - (size_t)head - 1, "%s", names);
-		strcat(out->device, ")");
-	}
+	if (n == 1)
+		snprintf(out->device, sizeof(out->device), "%s", names);
+	else
+		snprintf(out->device, sizeof(out->device), "%d devices (%.40s)", n, names);
 	return 0;
 }
 
