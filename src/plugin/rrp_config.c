@@ -313,7 +313,7 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 		return ret;
 	}
 	if (!strcasecmp(key, "Credits")) {
-		ret = set_range(key, v, 1, 16384, &n, line);
+		ret = set_range(key, v, 1, RR_MAX_CREDITS, &n, line);
 		c->credits = (uint32_t)(ret ? c->credits : n);
 		return ret;
 	}

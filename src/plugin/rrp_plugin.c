@@ -366,7 +366,7 @@ static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf
 		  .u.lst = { .def = 0, .tokens = fabric_tokens },
 		  .off = offsetof(struct gsh_rdma, fabric) },
 		GSH_STR("Soft_Socket", soft_socket, NULL),
-		GSH_U32("Credits", credits, 1, 16384, d.credits, false),
+		GSH_U32("Credits", credits, 1, RR_MAX_CREDITS, d.credits, false),
 		GSH_U32("Inline_Threshold", inline_threshold, 1024, 65536, d.inline_threshold,
 			false),
 		GSH_U32("Max_Connections", max_conns, 1, 65536, d.max_connections, false),
@@ -502,14 +502,13 @@ static int load_config(void)
 	return config_result;
 }
 
-/* ganesha's own tree is of the file the plugin reads unless RPCRDMA_CONFIG
- * names another. */
+/* ganesha's own tree is of the file the plugin reads (config_path) unless
+ * RPCRDMA_CONFIG names another. */
 static bool tree_is_ours(void *tree)
 {
-	const char *env = getenv("RPCRDMA_CONFIG");
 	char **p = dlsym(RTLD_DEFAULT, "nfs_config_path");
 
-	return tree && (!env || !*env || (p && *p && !strcmp(env, *p)));
+	return tree && p && *p && !strcmp(config_path(), *p);
 }
 
 /* SIGHUP: ganesha rereads its LOG and EXPORT blocks, not ours. Say so when
