@@ -55,6 +55,11 @@ class PluginConfig : public ::testing::Test
 	struct Run {
 		bool served = false;
 		std::string err, log, conf, rdma_conf, dir;
+		/* how ganesha's messages name a line of the config: "<file>:<n>)" */
+		std::string at_line(int n) const
+		{
+			return dir + "/ganesha.conf:" + std::to_string(n) + ")";
+		}
 	};
 	static Run run(GaneshaOptions o)
 	{
@@ -97,7 +102,7 @@ TEST_F(PluginConfig, UnknownKeyIsWarnedWithFileLineAndTheRestServed)
 	int line = line_of(r.conf, "Frobnicate_Level");
 	auto w = lines_with(r.log, "Frobnicate_Level");
 	ASSERT_FALSE(w.empty()) << r.log;
-	EXPECT_NE(w[0].find(r.dir + "/ganesha.conf:" + std::to_string(line) + ")"),
+	EXPECT_NE(w[0].find(r.at_line(line)),
 		  std::string::npos)
 	    << w[0];
 	EXPECT_NE(w[0].find(":CONFIG :WARN"), std::string::npos) << w[0];
@@ -111,7 +116,7 @@ TEST_F(PluginConfig, BadValueIsRefusedWithFileLine)
 	Run r = run(o);
 	EXPECT_FALSE(r.served);
 	int line = line_of(r.conf, "Worker_Threads");
-	auto e = lines_with(r.log, r.dir + "/ganesha.conf:" + std::to_string(line) + ")");
+	auto e = lines_with(r.log, r.at_line(line));
 	ASSERT_FALSE(e.empty()) << r.dir << "\n" << r.err << "\n" << r.log;
 	EXPECT_NE(e[0].find(":CONFIG :CRIT"), std::string::npos) << e[0];
 	EXPECT_FALSE(lines_with(r.log, "rpcrdma: RDMA block in").empty()) << r.log;
@@ -132,7 +137,7 @@ TEST_F(PluginConfig, SyntaxErrorIsReportedWithFileLine)
 	EXPECT_TRUE(crit_with_line) << r.log;
 	/* once: the plugin reads ganesha's own parse, it does not parse again */
 	int line = line_of(r.conf, "Worker_Threads = 4");
-	EXPECT_EQ(lines_with(r.log, r.dir + "/ganesha.conf:" + std::to_string(line) + ")").size(),
+	EXPECT_EQ(lines_with(r.log, r.at_line(line)).size(),
 		  1u)
 	    << r.log;
 	EXPECT_EQ(lines_with(r.log, "has syntax errors").size(), 1u) << r.log;
