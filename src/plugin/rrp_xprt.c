@@ -283,6 +283,20 @@ fail:
 }
 
 /*
+ * An NFSv4.1+ COMPOUND is never kept in the duplicate-request cache: its
+ * session slot's reply cache gives it exactly-once semantics (RFC 8881
+ * section 2.10.6), and ganesha caches by minor version 0 only. Its checksum
+ * would be computed for nothing, on every Call.
+ */
+static bool drc_may_key(const struct svc_req *req)
+{
+	const struct rrp_req *rq = (const struct rrp_req *)req->rq_xdrs;
+
+	return !(rq->scanned && rq->ulb.prog == ULB_PROG_NFS && rq->ulb.vers == 4 &&
+		 rq->ulb.minorversion >= 1);
+}
+
+/*
  * The duplicate-request cache keys on this (as svc_vc: first 256 bytes).
  * FNV-1a's step eight bytes at a time in two independent lanes, 16 bytes a
  * round, then the lanes mixed and folded so that the high bits, which the
@@ -295,6 +309,10 @@ static void x_checksum(struct svc_req *req, void *data, size_t length)
 	uint64_t a = 1469598103934665603ull, b = a ^ 1, w, v;
 	size_t i = 0;
 
+	if (!drc_may_key(req)) {
+		req->rq_cksum = 0;
+		return;
+	}
 	if (length > 256)
 		length = 256;
 	for (; i + 16 <= length; i += 16) {

@@ -378,6 +378,73 @@ TEST_F(Nfs3Rdma, ReplyTooBigForReplyChunkGetsErrChunk)
 	EXPECT_EQ(ents.size(), 102u);
 }
 
+/* Forwards to another transport and keeps the last Call, to send it again
+ * byte for byte (same xid), as a client retransmits. */
+class Retransmitter : public Transport
+{
+      public:
+	explicit Retransmitter(Transport &inner) : inner_(inner)
+	{
+	}
+	bool call(const Bytes &rpc, const CallOpts &o, TransportReply *r,
+		  std::string *err) override
+	{
+		last = rpc;
+		opts = o;
+		return inner_.call(rpc, o, r, err);
+	}
+	std::string name() const override
+	{
+		return "retransmit(" + inner_.name() + ")";
+	}
+	/* @rpc as sent: the NFSv3 status of its Reply, or -1 */
+	int resend(const Bytes &rpc, std::string *why)
+	{
+		TransportReply r;
+		if (!inner_.call(rpc, opts, &r, why) || r.rdma_error)
+			return -1;
+		Dec d(r);
+		uint32_t xid = uint32_t(rpc[0]) << 24 | uint32_t(rpc[1]) << 16 |
+			       uint32_t(rpc[2]) << 8 | rpc[3];
+		if (!rpc_reply_ok(d, xid, why))
+			return -1;
+		return int(d.u32());
+	}
+	Bytes last;
+	CallOpts opts;
+
+      private:
+	Transport &inner_;
+};
+
+/*
+ * ganesha's duplicate-request cache works over RDMA as over TCP: a REMOVE
+ * retransmitted with its xid is answered from the cache (NFS3_OK again, not
+ * NFS3ERR_NOENT), while a different Call under the same xid is run - the
+ * transport's checksum of the Call (x_checksum) tells the two apart.
+ */
+TEST_F(Nfs3Rdma, RetransmittedCallIsAnsweredFromTheDuplicateRequestCache)
+{
+	Retransmitter rt(*t);
+	Nfs3 c3(rt);
+	Fh f;
+	NFS_OK(c3, c3.create(dir, "dup1", 0644, &f));
+	NFS_OK(c3, c3.create(dir, "dup2", 0644, &f));
+	NFS_OK(c3, c3.remove(dir, "dup1"));
+	Bytes call = rt.last;
+	std::string why;
+	EXPECT_EQ(rt.resend(call, &why), 0) << "the cached NFS3_OK, not NFS3ERR_NOENT (2) " << why;
+	EXPECT_EQ(c3.lookup(dir, "dup1", &f), 2) << "still removed";
+
+	/* same xid, another name: a new Call, so it runs */
+	const std::string from = "dup1", to = "dup2";
+	auto at = std::search(call.begin(), call.end(), from.begin(), from.end());
+	ASSERT_NE(at, call.end());
+	std::copy(to.begin(), to.end(), at);
+	EXPECT_EQ(rt.resend(call, &why), 0) << why;
+	EXPECT_EQ(c3.lookup(dir, "dup2", &f), 2) << "run, not answered from the cache";
+}
+
 } // namespace
 } // namespace rrplug
 
