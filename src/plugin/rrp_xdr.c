@@ -30,6 +30,22 @@ static void set_vio(XDR *x, uint8_t *base, size_t len, size_t cap)
 }
 
 /*
+ * @n bytes, @w <= n <= 2w, as two fixed-size moves of @w that overlap in
+ * the middle: both loaded before either is stored. Always inlined with a
+ * constant @w, so each is a register or vector move, not a memcpy call.
+ */
+static inline __attribute__((always_inline)) void copy_two_ends(uint8_t *d, const uint8_t *s,
+								 size_t n, size_t w)
+{
+	uint8_t a[16], b[16];
+
+	memcpy(a, s, w);
+	memcpy(b, s + n - w, w);
+	memcpy(d, a, w);
+	memcpy(d + n - w, b, w);
+}
+
+/*
  * ganesha's XDR moves many short opaques (NFSv4 session ids, stateids,
  * verifiers, handles) through getbytes/putbytes: up to 32 bytes are copied
  * here with fixed-size moves, the rest by memcpy.
@@ -39,33 +55,17 @@ static inline void copy_bytes(void *dst, const void *src, size_t n)
 	uint8_t *d = dst;
 	const uint8_t *s = src;
 
-	if (n > 32) {
+	if (n > 32)
 		memcpy(d, s, n);
-	} else if (n >= 16) {
-		uint8_t a[16], b[16];
-
-		memcpy(a, s, 16);
-		memcpy(b, s + n - 16, 16);
-		memcpy(d, a, 16);
-		memcpy(d + n - 16, b, 16);
-	} else if (n >= 8) {
-		uint64_t a, b;
-
-		memcpy(&a, s, 8);
-		memcpy(&b, s + n - 8, 8);
-		memcpy(d, &a, 8);
-		memcpy(d + n - 8, &b, 8);
-	} else if (n >= 4) {
-		uint32_t a, b;
-
-		memcpy(&a, s, 4);
-		memcpy(&b, s + n - 4, 4);
-		memcpy(d, &a, 4);
-		memcpy(d + n - 4, &b, 4);
-	} else {
+	else if (n >= 16)
+		copy_two_ends(d, s, n, 16);
+	else if (n >= 8)
+		copy_two_ends(d, s, n, 8);
+	else if (n >= 4)
+		copy_two_ends(d, s, n, 4);
+	else
 		for (size_t i = 0; i < n; i++)
 			d[i] = s[i];
-	}
 }
 
 /* A stream's XDR header, each field set once (set_vio fills x_v, x_base and
