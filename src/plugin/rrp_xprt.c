@@ -128,6 +128,12 @@ static struct rrp_xprt *XP(SVCXPRT *xprt)
 	return (struct rrp_xprt *)xprt;
 }
 
+/* A request's decode stream is the first member of its rrp_req. */
+static struct rrp_req *RQ(const struct svc_req *req)
+{
+	return (struct rrp_req *)req->rq_xdrs;
+}
+
 /* ---- xp_ops ---------------------------------------------------------- */
 
 static enum xprt_stat x_recv(SVCXPRT *xprt)
@@ -241,7 +247,7 @@ static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
 
 static enum xprt_stat x_reply(struct svc_req *req)
 {
-	struct rrp_req *rq = (struct rrp_req *)req->rq_xdrs;
+	struct rrp_req *rq = RQ(req);
 	struct iovec iov[RRP_ENC_MAX_SEG];
 	struct rr_reply_plan plan;
 	struct rrp_xdr_enc *enc;
@@ -290,10 +296,9 @@ fail:
  */
 static bool drc_may_key(const struct svc_req *req)
 {
-	const struct rrp_req *rq = (const struct rrp_req *)req->rq_xdrs;
+	const struct rrp_req *rq = RQ(req);
 
-	return !(rq->scanned && rq->ulb.prog == ULB_PROG_NFS && rq->ulb.vers == 4 &&
-		 rq->ulb.minorversion >= 1);
+	return !(rq->scanned && rq->ulb.ulp == ULB_ULP_NFS4 && rq->ulb.minorversion >= 1);
 }
 
 /*
