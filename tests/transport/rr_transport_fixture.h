@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
@@ -194,6 +195,31 @@ class TransportTest : public ::testing::Test {
 			listed = srv.stats()["conns_listed"];
 		}
 		return listed;
+	}
+	/* The server's count of calls handed to the upper layer, once it has
+	 * moved off @from and then stayed unchanged for 300 ms of wall time
+	 * (or after 10 s), every requester progressed meanwhile. Timed by the
+	 * clock: progress() returns at once while a client reaps its own
+	 * completions, so counting its rounds is no measure of time. */
+	uint64_t ul_calls_settled(uint64_t from)
+	{
+		using Clock = std::chrono::steady_clock;
+		const auto give_up = Clock::now() + std::chrono::seconds(10);
+		uint64_t seen = srv.stats()["ul_calls"];
+		auto changed = Clock::now();
+
+		while (Clock::now() < give_up &&
+		       (seen == from || Clock::now() - changed < std::chrono::milliseconds(300))) {
+			for (auto &r : reqs)
+				r->progress(0);
+			usleep(20000);
+			uint64_t now = srv.stats()["ul_calls"];
+			if (now != seen) {
+				seen = now;
+				changed = Clock::now();
+			}
+		}
+		return seen;
 	}
 	void TearDown() override
 	{

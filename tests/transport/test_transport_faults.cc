@@ -183,14 +183,7 @@ TEST_F(SinkShare, ReadOverItsShareWaitsForItsOwnSinks)
 		sent.emplace_back(c.xid, d);
 		a->progress(0);
 	}
-	/* Settled: unchanged over 300 ms (the Reads of a share take far less). */
-	uint64_t seen = srv.stats()["ul_calls"];
-	for (int i = 0, still = 0; i < 100 && still < 6; i++) {
-		a->progress(50);
-		uint64_t now = srv.stats()["ul_calls"];
-		still = now == seen ? still + 1 : 0;
-		seen = now;
-	}
+	uint64_t seen = ul_calls_settled(before);
 	EXPECT_GT(seen, before);
 	EXPECT_LT(seen, before + kCalls) << "one connection held more sinks than its share";
 

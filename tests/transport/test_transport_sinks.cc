@@ -36,22 +36,6 @@ class Sinks : public TransportTest
 		return q->post(c.rpc, s);
 	}
 
-	/* ul_calls once it stops moving for 300 ms (or after ~5 s). */
-	uint64_t ul_calls_settled()
-	{
-		uint64_t last = srv.stats()["ul_calls"];
-		int still = 0;
-		for (int i = 0; i < 100 && still < 6; i++) {
-			for (auto &r : reqs)
-				r->progress(0);
-			usleep(50000);
-			uint64_t now = srv.stats()["ul_calls"];
-			still = now == last ? still + 1 : 0;
-			last = now;
-		}
-		return last;
-	}
-
 	/* A Long Reply (SOURCE through the Reply chunk) and a SINK through a
 	 * Read chunk on @q, each answered within 5 s and correct. */
 	void other_connection_served(Requester *q, size_t sink_len, uint32_t source_len)
@@ -98,7 +82,7 @@ TEST_F(Sinks, HeldSmallChunksLeaveOtherConnectionsServed)
 	ASSERT_GE(grant, 64u);
 	for (uint32_t i = 0; i < 64; i++)
 		ASSERT_GE(post_hold(a, random_bytes(rng, 64), 4), 0) << a->last_error();
-	EXPECT_EQ(ul_calls_settled(), before + 64)
+	EXPECT_EQ(ul_calls_settled(before), before + 64)
 	    << "the held calls did not all reach the upper layer";
 	EXPECT_EQ(srv.stats()["sink_bytes"], 64 * 4 * kSmallSink);
 
@@ -140,7 +124,7 @@ TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
 		for (uint32_t i = 0; i < 64; i++)
 			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
 			    << h->last_error();
-	uint64_t held = ul_calls_settled() - before;
+	uint64_t held = ul_calls_settled(before) - before;
 	EXPECT_LT(held, 4u * 64) << "the connections took more than their shares";
 	EXPECT_GT(held, 0u);
 	/* The shared part (RR_BIG_MAX full-size buffers) and the four reserves. */
@@ -232,7 +216,8 @@ TEST_F(Sinks, SinkSizedToTheChunk)
 	for (const auto &k : cases) {
 		ASSERT_GE(post_hold(a, random_bytes(rng, k.len), 1), 0) << a->last_error();
 		want += k.sink;
-		EXPECT_EQ(ul_calls_settled(), ++before);
+		EXPECT_EQ(ul_calls_settled(before), before + 1);
+		before++;
 		EXPECT_EQ(srv.stats()["sink_bytes"], want) << "a " << k.len << "-byte chunk";
 	}
 	a->disconnect();
