@@ -50,19 +50,19 @@ clang_major=$(candidate clang | sed 's/^[0-9]*://; s/[^0-9].*//')
 [ -n "$clang_major" ] || { echo "install-deps: apt has no clang candidate" >&2; exit 1; }
 PKGS="$PKGS libclang-rt-$clang_major-dev"
 
-# Debian 12 with bookworm-backports in apt's sources: ganesha 5.9 and ntirpc 5.8 from backports, for
-# exactly these packages (pkg/suite; apt then takes their new dependencies, libntirpc5.8, from the
-# same suite). Everything else stays on bookworm. Without backports: 4.3, as before.
-suite=""
+# Debian 12 with bookworm-backports in apt's sources: ganesha 5.9 and ntirpc 5.8 from backports, the
+# way Debian documents it (apt-get install -t bookworm-backports), in a transaction of their own so that
+# everything else stays on bookworm: -t lets apt take a ganesha package's dependencies from backports
+# where they must be (glusterfs-server 11.1 needs glusterfs-common, -cli, libglusterfs0, ... 11.1),
+# which pkg/bookworm-backports alone does not. Without backports: 4.3, as before.
+target=""
 if [ "$codename" = bookworm ] &&
    apt-cache policy nfs-ganesha | grep -q ' bookworm-backports/'; then
-	suite=/bookworm-backports
+	target=bookworm-backports
 fi
-for p in $GANESHA_PKGS; do
-	PKGS="$PKGS $p$suite"
-done
 
-from=${suite#/}
-echo "install-deps: Debian ${codename:-unknown}, clang $clang_major, ganesha from ${from:-$codename}" >&2
+echo "install-deps: Debian ${codename:-unknown}, clang $clang_major, ganesha from ${target:-$codename}" >&2
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $PKGS
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends ${target:+-t "$target"} $GANESHA_PKGS
