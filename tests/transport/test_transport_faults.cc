@@ -125,21 +125,21 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 	 * disconnect that overtakes a Send flushes it, and that call is never
 	 * held (seen once in 60 runs on a loaded machine). */
 	uint64_t seen = before;
-	for (int i = 0; i < 200 && seen < before + 3; i++) {
-		a->progress(10);
+	eventually([&] {
+		a->progress(0);
 		seen = srv.stats()["ul_calls"];
-	}
+		return seen >= before + 3;
+	});
 	ASSERT_EQ(seen, before + 3) << "the three held calls did not reach the upper layer";
 	a->disconnect();
 	Requester *b = connect();
 	ASSERT_NE(b, nullptr);
 	EXPECT_TRUE(ping(b));
 	uint64_t released = 0;
-	for (int i = 0; i < 40 && released < 3; i++) {
+	eventually([&] {
 		released = srv.stats()["ul_held_released"];
-		if (released < 3)
-			usleep(50000);
-	}
+		return released >= 3;
+	});
 	EXPECT_EQ(released, 3u) << "conn_down must come for the closed connection";
 }
 
@@ -231,17 +231,18 @@ TEST_F(Faults, RepliesAfterConnDownAreDropped)
 		}
 		/* let the Reads finish so that the calls reach the upper layer */
 		uint64_t calls = 0;
-		for (int i = 0; i < 100 && calls < 12; i++) {
-			a->progress(10);
+		eventually([&] {
+			a->progress(0);
 			calls = srv.stats()["ul_calls"];
-		}
+			return calls >= 12;
+		});
 		EXPECT_GE(calls, 12u);
 	}
 	uint64_t done = 0;
-	for (int i = 0; i < 40 && done < 10; i++) {
-		usleep(50000);
+	eventually([&] {
 		done = srv.stats()["ul_delayed_replies"];
-	}
+		return done >= 10;
+	});
 	EXPECT_EQ(done, 10u);
 	EXPECT_TRUE(ping(b));
 	EXPECT_TRUE(big_read_ok(b));
