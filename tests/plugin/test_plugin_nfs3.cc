@@ -34,6 +34,13 @@ class Nfs3Rdma : public PluginTest
 		NFS_OK(*c, c->null());
 		NFS_OK(*c, c->mkdir(root, unique("d3"), 0755, &dir));
 	}
+	/* A new file @name in dir holding @data, both calls over RDMA (the
+	 * WRITE last, so t->last_spec is its). */
+	void create_written(const std::string &name, const Bytes &data, Fh *f)
+	{
+		NFS_OK(*c, c->create(dir, name, 0644, f));
+		NFS_OK(*c, c->write(*f, 0, data));
+	}
 	Fh root, dir;
 	std::unique_ptr<RdmaTransport> t;
 	std::unique_ptr<Nfs3> c;
@@ -63,10 +70,8 @@ TEST_F(Nfs3Rdma, WriteReadThroughChunks)
 	for (size_t n : {size_t(1), size_t(4095), size_t(1) << 20, (size_t(1) << 20) + 3}) {
 		SCOPED_TRACE("length " + std::to_string(n));
 		Fh f;
-		std::string name = "f" + std::to_string(n);
-		NFS_OK(*c, c->create(dir, name, 0644, &f));
 		Bytes data = test_data(n, uint32_t(n));
-		NFS_OK(*c, c->write(f, 0, data));
+		ASSERT_NO_FATAL_FAILURE(create_written("f" + std::to_string(n), data, &f));
 		EXPECT_EQ(t->last_spec.mode, rrtest::CallSpec::READ);
 		ASSERT_EQ(t->last_spec.reads.size(), 1u);
 		EXPECT_EQ(t->last_spec.reads[0].len, n);
@@ -134,10 +139,8 @@ TEST_F(Nfs3Rdma, WriteReadAutoMatchesTcp)
 	for (size_t n : {size_t(100), size_t(3000), size_t(70000), (size_t(1) << 20) + 3}) {
 		SCOPED_TRACE("length " + std::to_string(n));
 		Fh f;
-		std::string name = "a" + std::to_string(n);
-		NFS_OK(*c, c->create(dir, name, 0644, &f));
 		Bytes data = test_data(n, 7);
-		NFS_OK(*c, c->write(f, 0, data));
+		ASSERT_NO_FATAL_FAILURE(create_written("a" + std::to_string(n), data, &f));
 		Bytes rd, tcpd;
 		bool eof;
 		NFS_OK(*c, c->read(f, 0, uint32_t(n), &rd, &eof));
@@ -152,9 +155,8 @@ TEST_F(Nfs3Rdma, ReadAtOffsetsAndPastEof)
 {
 	t->policy.reply_ddp = Ddp::ALWAYS;
 	Fh f;
-	NFS_OK(*c, c->create(dir, "off", 0644, &f));
 	Bytes data = test_data(10001, 3);
-	NFS_OK(*c, c->write(f, 0, data));
+	ASSERT_NO_FATAL_FAILURE(create_written("off", data, &f));
 	Bytes b;
 	bool eof = true;
 	NFS_OK(*c, c->read(f, 5, 4097, &b, &eof));
@@ -180,9 +182,8 @@ TEST_F(Nfs3Rdma, UnalignedReadsAreNotCopied)
 {
 	t->policy.reply_ddp = Ddp::ALWAYS;
 	Fh f;
-	NFS_OK(*c, c->create(dir, "odd", 0644, &f));
 	Bytes data = test_data(70001, 9);
-	NFS_OK(*c, c->write(f, 0, data));
+	ASSERT_NO_FATAL_FAILURE(create_written("odd", data, &f));
 	nfsc::Json j;
 	std::string why;
 	ASSERT_TRUE(stats(&j, &why)) << why;
