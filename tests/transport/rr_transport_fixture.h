@@ -219,21 +219,19 @@ class TransportTest : public ::testing::Test {
 	uint64_t ul_calls_settled(uint64_t from)
 	{
 		using Clock = std::chrono::steady_clock;
-		const auto give_up = Clock::now() + std::chrono::seconds(10);
 		uint64_t seen = srv.stats()["ul_calls"];
 		auto changed = Clock::now();
 
-		while (Clock::now() < give_up &&
-		       (seen == from || Clock::now() - changed < std::chrono::milliseconds(300))) {
+		eventually([&] {
 			for (auto &r : reqs)
 				r->progress(0);
-			usleep(20000);
 			uint64_t now = srv.stats()["ul_calls"];
 			if (now != seen) {
 				seen = now;
 				changed = Clock::now();
 			}
-		}
+			return seen != from && Clock::now() - changed >= std::chrono::milliseconds(300);
+		});
 		return seen;
 	}
 	void TearDown() override
