@@ -19,6 +19,7 @@ namespace rrtest {
 namespace {
 
 constexpr uint64_t kSendWrBase = 1ull << 40;
+constexpr uint64_t kForeignWrBase = 1ull << 50; /* WRs a test posts on conn() */
 constexpr uint8_t kWriteFill = 0xa5;	/* Write chunk memory before the reply */
 constexpr uint8_t kPadFill = 0xee;	/* the 4-byte pad segment */
 constexpr uint8_t kReplyFill = 0xc3;	/* Reply chunk memory */
@@ -205,6 +206,7 @@ Requester::~Requester()
 	pending_.clear();
 	done_.clear();
 	sends_.clear();
+	foreign_done_.clear();
 	recv_region_.reset();
 	if (cq_)
 		fab_cq_destroy(cq_);
@@ -275,7 +277,10 @@ int Requester::drain()
 		for (int i = 0; i < n; i++) {
 			handled++;
 			if (wc[i].wr_id >= kSendWrBase) {
-				sends_.erase(wc[i].wr_id);
+				if (wc[i].wr_id >= kForeignWrBase)
+					foreign_done_[wc[i].wr_id] = wc[i].status;
+				else
+					sends_.erase(wc[i].wr_id);
 				if (wc[i].status != FAB_WC_SUCCESS) {
 					if (connected_)
 						err_ = "send completed with status " +

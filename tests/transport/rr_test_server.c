@@ -646,15 +646,41 @@ static void on_call(void *ctx, struct rr_call *call)
 
 /* --- main --------------------------------------------------------------------- */
 
-static void print_upper(void)
+/*
+ * The upper layer's counters, read in one place. print_stats() reads them
+ * before the engine's: the engine counts a call (and note_sink() records
+ * its sink) before handing it up, so a snapshot that shows a call counted
+ * here also shows everything that happened to it on the way.
+ */
+struct upper_counts {
+	unsigned long calls, not_delivered, not_delivered_own, conn_up, conn_down, held_released,
+	    delayed_replies;
+	uint64_t sink_addr, sink_key;
+};
+
+static struct upper_counts read_upper(void)
+{
+	struct upper_counts u = {
+		.calls = atomic_load(&ul_calls),
+		.not_delivered = atomic_load(&ul_not_delivered),
+		.not_delivered_own = atomic_load(&ul_not_delivered_own),
+		.conn_up = atomic_load(&ul_conn_up),
+		.conn_down = atomic_load(&ul_conn_down),
+		.held_released = atomic_load(&ul_held_released),
+		.delayed_replies = atomic_load(&ul_delayed_replies),
+		.sink_addr = atomic_load(&last_sink_addr),
+		.sink_key = atomic_load(&last_sink_key),
+	};
+	return u;
+}
+
+static void print_upper(const struct upper_counts *u)
 {
 	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_not_delivered_own\":%lu,"
 	       "\"ul_conn_up\":%lu,"
 	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu,\"ul_delayed_replies\":%lu",
-	       atomic_load(&ul_calls), atomic_load(&ul_not_delivered),
-	       atomic_load(&ul_not_delivered_own), atomic_load(&ul_conn_up),
-	       atomic_load(&ul_conn_down), atomic_load(&ul_held_released),
-	       atomic_load(&ul_delayed_replies));
+	       u->calls, u->not_delivered, u->not_delivered_own, u->conn_up, u->conn_down,
+	       u->held_released, u->delayed_replies);
 }
 
 static void count_conn(void *arg, struct rr_conn *conn, const struct rr_stats *st)
@@ -672,6 +698,7 @@ static void print_stats(struct rr_server *srv)
 	struct rr_health h;
 	struct fab_stats fs;
 	unsigned long listed = 0;
+	const struct upper_counts u = read_upper();
 
 	memset(&st, 0, sizeof(st));
 	rr_server_stats(srv, &st);
@@ -695,8 +722,8 @@ static void print_stats(struct rr_server *srv)
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
 	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
 	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
-	       st.conns_timed_out, st.sink_bytes, atomic_load(&last_sink_addr),
-	       atomic_load(&last_sink_key), st.credit_grant);
+	       st.conns_timed_out, st.sink_bytes, u.sink_addr, u.sink_key,
+	       st.credit_grant);
 #undef F
 	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,", listed,
 	       atomic_load(&log_refused_lines));
@@ -707,7 +734,7 @@ static void print_stats(struct rr_server *srv)
 	       ",\"fab_mrs_live\":%" PRIu64 ",",
 	       h.serving ? 1 : 0, h.device_removals, h.relisten_tries,
 	       fs.registrations - fs.deregistrations);
-	print_upper();
+	print_upper(&u);
 	printf("}\n");
 	fflush(stdout);
 }
@@ -751,6 +778,7 @@ int main(int argc, char **argv)
 	struct rr_server *srv = NULL;
 	struct rr_config cfg;
 	struct sigaction sa;
+	struct upper_counts after;
 	char line[256];
 	size_t used = 0;
 	int rc;
@@ -869,8 +897,9 @@ int main(int argc, char **argv)
 		pthread_join(delay_threads[i], NULL);
 	rr_server_destroy(srv);
 	/* after teardown: every conn_up had its conn_down, held calls released */
+	after = read_upper();
 	printf("{\"destroyed\":1,");
-	print_upper();
+	print_upper(&after);
 	printf("}\n");
 	fflush(stdout);
 	fab_close(fab);
