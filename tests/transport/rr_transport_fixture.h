@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/rr_eventually.h"
 #include "support/rr_onc.h"
 #include "support/rr_requester.h"
 #include "transport/rr_server_proc.h"
@@ -195,21 +196,6 @@ class TransportTest : public ::testing::Test {
 			listed = srv.stats()["conns_listed"];
 		}
 		return listed;
-	}
-	/* Asks @done every 10 ms until it says yes or @ms of wall time went
-	 * by; its last answer. For what the server does asynchronously: the
-	 * bound is the clock's, and generous, since a loaded CI machine runs
-	 * the server slowly; a wait that is met returns at once. */
-	template <typename Done> bool eventually(Done done, int ms = 10000)
-	{
-		const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-
-		while (!done()) {
-			if (std::chrono::steady_clock::now() >= end)
-				return done();
-			usleep(10000);
-		}
-		return true;
 	}
 	/* The server's count of calls handed to the upper layer, once it has
 	 * moved off @from and then stayed unchanged for 300 ms of wall time
