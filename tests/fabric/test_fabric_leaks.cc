@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fab_test_util.h"
+#include "support/rr_eventually.h"
 
 using namespace fabtest;
 
@@ -30,15 +31,16 @@ int count_dir(const char *path)
 	return n;
 }
 
-/* Threads exit asynchronously from the kernel's view: give them a moment. */
+/* Threads exit asynchronously from the kernel's view (a joined thread can
+ * still be listed until it is reaped): wait for the count, by the clock. */
 int settled_tasks(int want)
 {
-	int n = count_dir("/proc/self/task");
+	int n = -1;
 
-	for (int i = 0; i < 100 && n != want; i++) {
-		usleep(10000);
+	rrtest::eventually([&] {
 		n = count_dir("/proc/self/task");
-	}
+		return n == want;
+	});
 	return n;
 }
 

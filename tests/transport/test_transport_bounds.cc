@@ -79,14 +79,14 @@ TEST_F(PerPeer, ThirdFromOneAddressIsRefusedAnotherAddressGetsIn)
 	f.reset();
 	EXPECT_EQ(srv.stats()["conns_refused_peer"], 2u);
 
-	/* A peer that closes one connection may open another. */
+	/* A peer that closes one connection may open another (once the
+	 * server has seen the disconnect). */
 	a->disconnect();
 	std::unique_ptr<Requester> g;
-	for (int i = 0; i < 40 && !g; i++) {
+	eventually([&] {
 		g = try_connect(srv.addr());
-		if (!g)
-			usleep(100000);
-	}
+		return g != nullptr;
+	});
 	ASSERT_TRUE(g) << "127.0.0.1 stayed refused after closing a connection";
 	EXPECT_TRUE(ping(g.get()));
 	EXPECT_TRUE(ping(b));

@@ -102,12 +102,11 @@ TEST_F(CreditOverrun, OnlyThatConnectionCloses)
 	/* On soft (as on IB) the RNR fails the sender's QP: the server sees a
 	 * disconnect, which it may count a moment later. */
 	uint64_t d = 0;
-	for (int i = 0; i < 40 && !d; i++) {
+	eventually([&] {
 		auto st = srv.stats();
 		d = st["disconnects"] + st["rnr_disconnects"];
-		if (!d)
-			usleep(50000);
-	}
+		return d >= 1;
+	});
 	EXPECT_GE(d, 1u);
 }
 
@@ -309,11 +308,10 @@ TEST_F(Faults, ShutdownWithCallWaitingOnItsReadChunk)
 	ASSERT_EQ(fab_soft_fault_set(a->conn(), &f), 0);
 	ASSERT_GE(post_sink_read(a.get(), 3 * 4096, 3), 0);
 	uint64_t read_bytes = 0;
-	for (int i = 0; i < 500 && !read_bytes; i++) {
+	eventually([&] {
 		read_bytes = srv.stats()["rdma_read_bytes"];
-		if (!read_bytes)
-			usleep(2000);
-	}
+		return read_bytes > 0;
+	});
 	ASSERT_GT(read_bytes, 0u) << "the server never started the Read";
 	std::map<std::string, uint64_t> st;
 	int rc = srv.stop(&st);

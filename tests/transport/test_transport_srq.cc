@@ -59,12 +59,7 @@ class Srq : public TransportTest {
 	/* Wait until the upper layer has seen @n calls in all. */
 	bool wait_calls(uint64_t n)
 	{
-		for (int i = 0; i < 200; i++) {
-			if (srv.stats()["ul_calls"] >= n)
-				return true;
-			usleep(20000);
-		}
-		return false;
+		return eventually([&] { return srv.stats()["ul_calls"] >= n; });
 	}
 };
 
