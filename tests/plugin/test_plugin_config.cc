@@ -227,8 +227,10 @@ TEST_F(PluginConfig, SighupSaysChangedRdmaSettingsNeedARestart)
 	std::string conf = g.dir + "/ganesha.conf";
 
 	ASSERT_EQ(kill(g.pid, SIGHUP), 0);
-	ASSERT_FALSE(wait_log(g.dir, "initiating export list reload").empty()) << g.logs();
-	usleep(500 * 1000); /* the reload runs on ganesha's signal thread */
+	/* The reload runs on ganesha's signal thread and ends with this line,
+	 * after the plugin's check: wait for it, so that the check below sees
+	 * this reload done and the edit below cannot reach it. */
+	ASSERT_FALSE(wait_log(g.dir, "Reread exports complete").empty()) << g.logs();
 	EXPECT_TRUE(lines_with(slurp(g.dir + "/ganesha.log"), "reload: RDMA").empty())
 	    << g.logs();
 

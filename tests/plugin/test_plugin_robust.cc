@@ -100,9 +100,14 @@ TEST_F(Robust, TcpServedBeforeDuringAfterRdma)
 	t->policy.reply_ddp = Ddp::ALWAYS;
 	Fh f;
 	EXPECT_EQ(rc.create(dir, "during-rdma", 0644, &f), 0) << rc.err();
+	/* 2 s and 5 round trips at least, and on until the TCP thread has
+	 * done one of its own (it may start late on a loaded machine), for
+	 * 20 s at most */
 	auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+	auto latest = until + std::chrono::seconds(18);
 	int rdma_ok = 0;
-	while (std::chrono::steady_clock::now() < until || rdma_ok < 5) {
+	while (std::chrono::steady_clock::now() < until || rdma_ok < 5 ||
+	       (!tcp_ok && !tcp_bad && std::chrono::steady_clock::now() < latest)) {
 		Bytes data = test_data(300000 + rdma_ok, uint32_t(rdma_ok));
 		Bytes back;
 		bool eof;
