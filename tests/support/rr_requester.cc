@@ -19,7 +19,6 @@ namespace rrtest {
 namespace {
 
 constexpr uint64_t kSendWrBase = 1ull << 40;
-constexpr uint64_t kForeignWrBase = 1ull << 50; /* WRs a test posts on conn() */
 constexpr uint8_t kWriteFill = 0xa5;	/* Write chunk memory before the reply */
 constexpr uint8_t kPadFill = 0xee;	/* the 4-byte pad segment */
 constexpr uint8_t kReplyFill = 0xc3;	/* Reply chunk memory */
@@ -206,7 +205,7 @@ Requester::~Requester()
 	pending_.clear();
 	done_.clear();
 	sends_.clear();
-	foreign_done_.clear();
+	test_wr_done_.clear();
 	recv_region_.reset();
 	if (cq_)
 		fab_cq_destroy(cq_);
@@ -277,8 +276,8 @@ int Requester::drain()
 		for (int i = 0; i < n; i++) {
 			handled++;
 			if (wc[i].wr_id >= kSendWrBase) {
-				if (wc[i].wr_id >= kForeignWrBase)
-					foreign_done_[wc[i].wr_id] = wc[i].status;
+				if (wc[i].wr_id >= kTestWrBase)
+					test_wr_done_[wc[i].wr_id] = wc[i].status;
 				else
 					sends_.erase(wc[i].wr_id);
 				if (wc[i].status != FAB_WC_SUCCESS) {

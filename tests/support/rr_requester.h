@@ -258,8 +258,9 @@ class Requester {
 	{
 		return inline_recv_;
 	}
-	/* For work requests a test posts itself on conn(): use a wr_id of at
-	 * least 1 << 50 (below that are the requester's own). */
+	/* Work requests a test posts itself on conn() take a wr_id from
+	 * kTestWrBase up; those below are the requester's own. */
+	static constexpr uint64_t kTestWrBase = 1ull << 50;
 	fab_conn *conn() const
 	{
 		return conn_;
@@ -267,8 +268,8 @@ class Requester {
 	/* The completion status of such a request: false until it completed. */
 	bool completion_of(uint64_t wr_id, int *status) const
 	{
-		auto it = foreign_done_.find(wr_id);
-		if (it == foreign_done_.end())
+		auto it = test_wr_done_.find(wr_id);
+		if (it == test_wr_done_.end())
 			return false;
 		*status = it->second;
 		return true;
@@ -321,7 +322,7 @@ class Requester {
 	uint32_t recv_size_ = 0;
 	uint64_t send_seq_ = 0;
 	std::map<uint64_t, RegionP> sends_;	/* in flight, by wr_id */
-	std::map<uint64_t, int> foreign_done_;	/* completions of a test's own WRs */
+	std::map<uint64_t, int> test_wr_done_;	/* completions of a test's own WRs */
 
 	std::map<uint32_t, Pending> pending_;
 	std::map<uint32_t, Reply> done_;

@@ -197,6 +197,20 @@ class TransportTest : public ::testing::Test {
 		}
 		return listed;
 	}
+	/* The server's count of calls handed to the upper layer once it has
+	 * reached @n (or after 10 s), @r progressed meanwhile so that its
+	 * Sends and the Reads of its chunks go ahead. */
+	uint64_t ul_calls_reach(uint64_t n, Requester *r)
+	{
+		uint64_t seen = 0;
+
+		eventually([&] {
+			r->progress(0);
+			seen = srv.stats()["ul_calls"];
+			return seen >= n;
+		});
+		return seen;
+	}
 	/* The server's count of calls handed to the upper layer, once it has
 	 * moved off @from and then stayed unchanged for 300 ms of wall time
 	 * (or after 10 s), every requester progressed meanwhile. Timed by the

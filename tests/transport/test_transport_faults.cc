@@ -123,12 +123,7 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 	/* The upper layer must hold all three before the client leaves: a
 	 * disconnect that overtakes a Send flushes it, and that call is never
 	 * held (seen once in 60 runs on a loaded machine). */
-	uint64_t seen = before;
-	eventually([&] {
-		a->progress(0);
-		seen = srv.stats()["ul_calls"];
-		return seen >= before + 3;
-	});
+	uint64_t seen = ul_calls_reach(before + 3, a);
 	ASSERT_EQ(seen, before + 3) << "the three held calls did not reach the upper layer";
 	a->disconnect();
 	Requester *b = connect();
@@ -229,13 +224,7 @@ TEST_F(Faults, RepliesAfterConnDownAreDropped)
 			ASSERT_GE(a->post(c.rpc, s), 0);
 		}
 		/* let the Reads finish so that the calls reach the upper layer */
-		uint64_t calls = 0;
-		eventually([&] {
-			a->progress(0);
-			calls = srv.stats()["ul_calls"];
-			return calls >= 12;
-		});
-		EXPECT_GE(calls, 12u);
+		EXPECT_GE(ul_calls_reach(12, a.get()), 12u);
 	}
 	uint64_t done = 0;
 	eventually([&] {

@@ -156,12 +156,10 @@ TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 	auto d = random_bytes(rng, 2000);
 	TestCall c = call_delay(a->next_xid(), 1500, d);
 	ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
-	std::map<std::string, uint64_t> st;
-	ASSERT_TRUE(eventually([&] {
-		a->progress(0);
-		st = srv.stats();
-		return st["ul_calls"] > before;
-	})) << "the DELAY call did not reach the upper layer";
+	ASSERT_GT(ul_calls_reach(before + 1, a), before)
+	    << "the DELAY call did not reach the upper layer";
+	/* read after: a snapshot that counts the call shows its sink */
+	std::map<std::string, uint64_t> st = srv.stats();
 	ASSERT_NE(st["last_sink_addr"], 0u);
 
 	RegionP src = b->reg(d.size(), FAB_ACCESS_LOCAL_WRITE, 0xEE);
@@ -170,7 +168,7 @@ TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 	sge.length = uint32_t(d.size());
 	sge.lkey = src->mr->lkey;
 	fab_send_wr wr = {};
-	wr.wr_id = 1ull << 50; /* the range for WRs a test posts itself */
+	wr.wr_id = Requester::kTestWrBase;
 	wr.opcode = FAB_WR_RDMA_WRITE;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
