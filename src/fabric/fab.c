@@ -118,6 +118,31 @@ int fab_listener_limits(struct fab_listener *l, struct fab_limits *out)
 	return fab_of(l)->ops->listener_limits(l, out);
 }
 
+int fab_conn_limits(struct fab_conn *c, struct fab_limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	return fab_of(c)->ops->conn_limits(c, out);
+}
+
+int fab_device_limits(struct fab_fabric *fab, struct fab_limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	return fab->ops->device_limits(fab, out);
+}
+
+const char *fab_transport_name(enum fab_transport t)
+{
+	switch (t) {
+	case FAB_TRANSPORT_IB:
+		return "InfiniBand";
+	case FAB_TRANSPORT_ROCE:
+		return "RoCE";
+	case FAB_TRANSPORT_IWARP:
+		return "iWARP";
+	}
+	return "unknown";
+}
+
 int fab_connect(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
 		struct fab_cq *send_cq, struct fab_cq *recv_cq, const struct fab_qp_caps *caps,
 		const struct fab_conn_param *param, struct fab_conn **out)

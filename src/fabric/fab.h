@@ -38,10 +38,10 @@ struct fab_srq;		/* shared receive queue, on one protection domain */
 
 /* Provider capabilities (fab_caps). */
 enum fab_cap {
-	FAB_CAP_SEND_WITH_INV = 1u << 0,	/* remote invalidate supported */
 	/* an IPv6 listener may share the port of an IPv4 one (rdma_cm binds
 	 * them apart); without it one listener serves what its address says */
 	FAB_CAP_V6_LISTENER = 1u << 1,
+	/* Send With Invalidate is a device's: fab_limits.send_with_inv */
 };
 
 enum fab_access {
@@ -200,19 +200,47 @@ struct fab_qp_caps {
 	struct fab_srq *srq;
 };
 
+/* How a device carries RC traffic; iWARP has rules of its own (fab_limits). */
+enum fab_transport {
+	FAB_TRANSPORT_IB,	/* InfiniBand */
+	FAB_TRANSPORT_ROCE,	/* RoCE: IB transport over Ethernet (rxe, mlx5, irdma, bnxt_re) */
+	FAB_TRANSPORT_IWARP,	/* iWARP: RDMAP/DDP over TCP (siw, iw_cxgb4, irdma) */
+};
+
+/* "InfiniBand", "RoCE", "iWARP". */
+const char *fab_transport_name(enum fab_transport t);
+
 /*
- * How large one connection's queues may be on the devices a listener
- * accepts connections on: each the smallest over those devices (a wildcard
- * address accepts on any of them). A QP or CQ asked for beyond these fails
- * at fab_conn_create_qp / fab_conn_cq_create, so the upper layer checks
- * its sizing against them once, when it starts listening.
+ * What a device can carry, as its attributes say (verbs: ibv_query_device
+ * and the port's link layer; soft: its device profile, fab_soft.h). A
+ * connection's are its own device's (fab_conn_limits); a listener's are the
+ * smallest over the devices it accepts on (a wildcard address accepts on
+ * any of them), so the upper layer checks its sizing once when it starts
+ * listening. A QP, CQ or work request beyond them fails when made or posted.
+ * Where the upper layer needs more pieces than a work request takes, it
+ * posts more work requests, as the kernel's rdma_rw does.
  */
 struct fab_limits {
 	uint32_t max_qp_wr;		/* entries of a send or a receive queue */
 	uint32_t max_cqe;		/* entries of a completion queue */
-	uint32_t max_srq_wr;		/* entries of a shared receive queue */
-	uint32_t max_sge;		/* scatter/gather entries of one WR */
+	uint32_t max_srq_wr;		/* entries of a shared receive queue; 0: no SRQ */
+	uint32_t max_send_sge;		/* SGEs of one Send or RDMA Write */
+	uint32_t max_recv_sge;		/* SGEs of one receive */
+	/*
+	 * SGEs of one RDMA Read (verbs: max_sge_rd; iWARP devices take 1,
+	 * since the sink is one tagged buffer on the wire).
+	 */
+	uint32_t max_read_sge;
 	uint32_t max_rd_atom;		/* RDMA Reads one QP may have in flight */
+	uint32_t max_inline;		/* bytes a Send may carry inline; 0: none */
+	bool send_with_inv;		/* Send With Invalidate (memory management extensions) */
+	/*
+	 * iWARP: an RDMA Read's response is a tagged placement into the sink,
+	 * so the sink must be registered with remote-write access
+	 * (FAB_ACCESS_REMOTE_WRITE); a sink without it fails the Read with a
+	 * remote-access error. An empty receive queue is fatal (no RNR retry).
+	 */
+	enum fab_transport transport;
 	char device[64];		/* "mlx5_0", "2 devices (mlx5_0 ...)", "soft" */
 };
 
@@ -258,6 +286,12 @@ int fab_listen(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
 void fab_listener_destroy(struct fab_listener *l);
 /* The limits above for connections that @l accepts; -ENODEV: no device. */
 int fab_listener_limits(struct fab_listener *l, struct fab_limits *out);
+/* The limits of the device @c is on (passive side: from
+ * FAB_CM_CONNECT_REQUEST on). */
+int fab_conn_limits(struct fab_conn *c, struct fab_limits *out);
+/* The limits over every device @fab may use (the smallest of each): what an
+ * active side sizes its QP and Read depths from before it connects. */
+int fab_device_limits(struct fab_fabric *fab, struct fab_limits *out);
 
 /* Active side: resolve + create the conn; FAB_CM_ESTABLISHED/REJECTED/CONNECT_ERROR follow. */
 int fab_connect(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,

@@ -27,6 +27,8 @@ struct fab_ops {
 		      struct fab_listener **out);
 	void (*listener_destroy)(struct fab_listener *l);
 	int (*listener_limits)(struct fab_listener *l, struct fab_limits *out);
+	int (*conn_limits)(struct fab_conn *c, struct fab_limits *out);
+	int (*device_limits)(struct fab_fabric *fab, struct fab_limits *out);
 	int (*connect)(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
 		       struct fab_cq *send_cq, struct fab_cq *recv_cq,
 		       const struct fab_qp_caps *caps, const struct fab_conn_param *param,

@@ -36,6 +36,20 @@ int fab_soft_fault_set_fabric(struct fab_fabric *fab, const struct fab_soft_faul
 int fab_soft_fault_set(struct fab_conn *c, const struct fab_soft_fault *f);
 
 /*
+ * Device profiles: the limits and semantics of a real device (rxe, mlx5,
+ * irdma, bnxt_re, cxgb4, siw, min; docs/devices.md), enforced by the
+ * provider. RPCRDMA_SOFT_PROFILE, read by fab_open("soft"), picks one for
+ * the whole process ("soft", the provider's own, when unset).
+ * fab_soft_profile: a profile's limits, -EINVAL for an unknown name.
+ * fab_soft_profile_name: the i-th profile's name, NULL past the last.
+ * fab_soft_profile_set: the fabric's profile from now on (before any
+ * listener or connection: objects keep the limits they were made with).
+ */
+int fab_soft_profile(const char *name, struct fab_limits *out);
+const char *fab_soft_profile_name(unsigned int i);
+int fab_soft_profile_set(struct fab_fabric *fab, const char *name);
+
+/*
  * Simulated device removal: every listener and connection of @fab gets
  * FAB_CM_DEVICE_REMOVAL (connections: QP to error, posted work flushes, the
  * peer sees a disconnect; listeners: connection attempts are refused), and

@@ -374,12 +374,16 @@ static int connect_timed(int fd, const struct soft_addr *sa)
 	return rc;
 }
 
+static int soft_param_fit(struct soft_conn *c, const struct fab_conn_param *param,
+			  struct fab_conn_param *out);
+
 static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const char *addr,
 			struct fab_cq *send_cq, struct fab_cq *recv_cq,
 			const struct fab_qp_caps *caps, const struct fab_conn_param *param,
 			struct fab_conn **out)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab;
+	struct fab_conn_param fit;
 	struct soft_conn *c;
 	struct soft_addr sa;
 	int rc;
@@ -395,10 +399,13 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 	if (!c)
 		return fab_set_error(-ENOMEM, "soft: out of memory for conn");
 	rc = soft_qp_alloc(c, send_cq, recv_cq, caps);
+	if (!rc)
+		rc = soft_param_fit(c, param, &fit);
 	if (rc) {
 		conn_free(c);
 		return rc;
 	}
+	param = param ? &fit : NULL;
 	snprintf(c->peer, sizeof(c->peer), "%s", addr);
 	c->fd = socket(sa.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -447,10 +454,15 @@ static int soft_conn_create_qp(struct fab_conn *fc, struct fab_cq *send_cq, stru
 static int soft_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 {
 	struct soft_conn *c = soft_conn(fc);
+	struct fab_conn_param fit;
 	int rc;
 
 	if (c->state != SOFT_S_REQ || !c->has_qp)
 		return fab_set_error(-EINVAL, "soft: accept: no pending request or no QP");
+	rc = soft_param_fit(c, param, &fit);
+	if (rc)
+		return rc;
+	param = param ? &fit : NULL;
 	rc = send_cm(c->fd, SOFT_CONN_REP, param, param ? param->private_data : NULL,
 		     param ? param->private_data_len : 0);
 	if (rc)
@@ -700,15 +712,59 @@ fail:
 	return rc;
 }
 
+static int soft_device_limits(struct fab_fabric *fab, struct fab_limits *out)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
+
+	pthread_mutex_lock(&sf->lock);
+	*out = sf->lim;
+	pthread_mutex_unlock(&sf->lock);
+	return 0;
+}
+
 static int soft_listener_limits(struct fab_listener *fl, struct fab_limits *out)
 {
-	(void)fl;
-	out->max_qp_wr = SOFT_MAX_WR;
-	out->max_cqe = SOFT_MAX_CQE;
-	out->max_srq_wr = SOFT_MAX_WR;
-	out->max_sge = SOFT_MAX_SGE;
-	out->max_rd_atom = SOFT_MAX_RD_ATOM;
-	snprintf(out->device, sizeof(out->device), "soft");
+	return soft_device_limits(((struct soft_listener *)fl)->fab, out);
+}
+
+static int soft_conn_limits(struct fab_conn *fc, struct fab_limits *out)
+{
+	struct soft_conn *c = soft_conn(fc);
+
+	if (c->has_qp) {
+		*out = c->lim;
+		return 0;
+	}
+	pthread_mutex_lock(&c->sf->lock);
+	*out = c->sf->lim;
+	pthread_mutex_unlock(&c->sf->lock);
+	return 0;
+}
+
+/*
+ * A connection's RDMA Read depths, as librdmacm checks them: 255 means the
+ * device's own, anything else beyond it is refused (-EINVAL). iWARP has no
+ * RNR retry: a Send that finds no receive is fatal whatever the peer asked.
+ */
+static int soft_param_fit(struct soft_conn *c, const struct fab_conn_param *param,
+			  struct fab_conn_param *out)
+{
+	uint8_t max = (uint8_t)c->lim.max_rd_atom;
+
+	if (!param)
+		return 0;
+	*out = *param;
+	if (out->initiator_depth == SOFT_RD_ATOM_DEVICE)
+		out->initiator_depth = max;
+	if (out->responder_resources == SOFT_RD_ATOM_DEVICE)
+		out->responder_resources = max;
+	if (out->initiator_depth > max || out->responder_resources > max)
+		return fab_set_error(-EINVAL,
+				     "soft: RDMA Read depth %u/%u, the device (%s) takes %u",
+				     out->initiator_depth, out->responder_resources,
+				     c->lim.device, max);
+	if (c->lim.transport == FAB_TRANSPORT_IWARP)
+		out->rnr_retry_count = 0;
 	return 0;
 }
 
@@ -909,13 +965,20 @@ int fab_soft_open(struct fab_fabric **out)
 			return rc;
 		}
 	}
+	env = getenv("RPCRDMA_SOFT_PROFILE");
+	if (fab_soft_profile(env, &sf->lim)) {
+		rc = fab_set_error(-EINVAL, "soft: RPCRDMA_SOFT_PROFILE=%s: no such device profile",
+				   env);
+		soft_close(&sf->base);
+		return rc;
+	}
 	*out = &sf->base;
 	return 0;
 }
 
 const struct fab_ops fab_soft_ops = {
     .name = "soft",
-    .caps = FAB_CAP_SEND_WITH_INV,
+    .caps = 0,
     .close = soft_close,
     .channel_create = soft_channel_create,
     .channel_destroy = soft_channel_destroy,
@@ -924,6 +987,8 @@ const struct fab_ops fab_soft_ops = {
     .listen = soft_listen,
     .listener_destroy = soft_listener_destroy,
     .listener_limits = soft_listener_limits,
+    .conn_limits = soft_conn_limits,
+    .device_limits = soft_device_limits,
     .connect = soft_connect,
     .conn_create_qp = soft_conn_create_qp,
     .accept = soft_accept,

@@ -43,7 +43,8 @@ enum soft_msg_type {
 #define SOFT_MAX_WR 65536u	/* send, receive or shared receive queue */
 #define SOFT_MAX_CQE (4u * SOFT_MAX_WR)
 #define SOFT_MAX_SGE 32u
-#define SOFT_MAX_RD_ATOM 255u	/* what the CM's 8-bit depth can say */
+#define SOFT_MAX_RD_ATOM 254u	/* what the CM's 8-bit depth can say (255: "the device's") */
+#define SOFT_RD_ATOM_DEVICE 255u	/* a depth of 255 asks for the device's (librdmacm) */
 #define SOFT_MAGIC 0x52524642u /* "RRFB", in CONN_REQ b */
 
 struct soft_hdr {
@@ -64,6 +65,7 @@ struct soft_fabric {
 	uint32_t nmrs;
 	uint32_t gen;
 	struct fab_soft_fault fault;
+	struct fab_limits lim;	/* the device profile (fab_soft_profile.c) */
 	struct soft_pd *pd;
 	/* Simulated device removal (fab_soft_device_remove): the registry
 	 * lets it reach every listener and conn. reg_lock is taken before a
@@ -193,6 +195,7 @@ struct soft_conn {
 	bool has_qp, qp_err, stop, disc_event, dead, threads;
 	struct soft_cq *scq, *rcq;
 	struct fab_qp_caps caps;
+	struct fab_limits lim;	/* the fabric's profile when the QP was made */
 	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent */
 	struct soft_swr *sq;
 	struct fab_sge *sq_sge;
@@ -236,6 +239,7 @@ void soft_mr_dereg(struct fab_mr *mr);
 bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32_t len,
 		    unsigned int need);
 bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, bool write);
+bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n);
 void soft_invalidate_rkey(struct soft_fabric *sf, uint32_t rkey);
 
 /* fab_soft_qp.c */

@@ -22,13 +22,18 @@
 
 int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 {
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
 	struct soft_cq *cq;
+	uint32_t max_cqe;
 
-	if (soft_present((struct soft_fabric *)fab))
+	if (soft_present(sf))
 		return -ENODEV;
-	if (depth > (int)SOFT_MAX_CQE)
-		return fab_set_error(-EINVAL, "soft: CQ of %d entries, at most %u", depth,
-				     SOFT_MAX_CQE);
+	pthread_mutex_lock(&sf->lock);
+	max_cqe = sf->lim.max_cqe;
+	pthread_mutex_unlock(&sf->lock);
+	if (depth > (int)max_cqe)
+		return fab_set_error(-EINVAL, "soft: CQ of %d entries, device %s takes %u", depth,
+				     sf->lim.device, max_cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return fab_set_error(-ENOMEM, "soft: out of memory for CQ");
@@ -259,6 +264,22 @@ bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, boo
 		mr = soft_mr_lookup_locked(sf, sge[i].lkey);
 		ok = mr && mr_covers(mr, (uintptr_t)sge[i].addr, sge[i].length) &&
 		     (!write || (mr->pub.access & FAB_ACCESS_LOCAL_WRITE));
+	}
+	pthread_mutex_unlock(&sf->lock);
+	return ok;
+}
+
+/* iWARP: a Read's sink is the target of the peer's tagged Read Response,
+ * so each of its buffers must grant remote write. */
+bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&sf->lock);
+	for (int i = 0; i < n && ok; i++) {
+		struct soft_mr *mr = soft_mr_lookup_locked(sf, sge[i].lkey);
+
+		ok = mr && (mr->pub.access & FAB_ACCESS_REMOTE_WRITE);
 	}
 	pthread_mutex_unlock(&sf->lock);
 	return ok;

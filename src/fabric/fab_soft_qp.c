@@ -22,6 +22,17 @@
 
 /* --- queue pair --------------------------------------------------------- */
 
+/* What a work request needs of the device beyond its SGE count: a Read's
+ * SGEs (max_sge_rd) and Send With Invalidate. */
+static bool soft_wr_fits_device(const struct soft_conn *c, const struct fab_send_wr *wr)
+{
+	if (wr->opcode == FAB_WR_RDMA_READ)
+		return (uint32_t)wr->num_sge <= c->lim.max_read_sge;
+	if (wr->opcode == FAB_WR_SEND_WITH_INV)
+		return c->lim.send_with_inv;
+	return true;
+}
+
 int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
 		  const struct fab_qp_caps *caps)
 {
@@ -42,9 +53,17 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 		k.max_recv_wr = 1;
 		k.max_recv_sge = ((struct soft_srq *)k.srq)->max_sge;
 	}
-	if (k.max_send_wr > SOFT_MAX_WR || k.max_recv_wr > SOFT_MAX_WR ||
-	    k.max_send_sge > SOFT_MAX_SGE || k.max_recv_sge > SOFT_MAX_SGE)
-		return fab_set_error(-EINVAL, "soft: QP caps too large");
+	pthread_mutex_lock(&c->sf->lock);
+	c->lim = c->sf->lim;
+	pthread_mutex_unlock(&c->sf->lock);
+	if (k.max_send_wr > c->lim.max_qp_wr || k.max_recv_wr > c->lim.max_qp_wr ||
+	    k.max_send_sge > c->lim.max_send_sge || k.max_recv_sge > c->lim.max_recv_sge)
+		return fab_set_error(-EINVAL,
+				     "soft: QP caps %u/%u WRs, %u/%u SGEs beyond device %s "
+				     "(%u WRs, %u/%u SGEs)",
+				     k.max_send_wr, k.max_recv_wr, k.max_send_sge, k.max_recv_sge,
+				     c->lim.device, c->lim.max_qp_wr, c->lim.max_send_sge,
+				     c->lim.max_recv_sge);
 	c->caps = k;
 	c->sq = calloc(k.max_send_wr, sizeof(*c->sq));
 	c->sq_sge = calloc((size_t)k.max_send_wr * k.max_send_sge, sizeof(*c->sq_sge));
@@ -237,6 +256,13 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 			rc = fab_set_error(-EINVAL, "soft: bad send WR");
 			break;
 		}
+		if (!soft_wr_fits_device(c, wr)) {
+			rc = fab_set_error(-EINVAL, "soft: %s takes %s",
+					   wr->opcode == FAB_WR_RDMA_READ ? "RDMA Read SGEs"
+									  : "Send With Invalidate",
+					   c->lim.device);
+			break;
+		}
 		if (c->sq_tail - c->sq_head >= c->caps.max_send_wr) {
 			rc = fab_set_error(-ENOMEM, "soft: send queue full");
 			break;
@@ -259,6 +285,9 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 		}
 		if (!soft_local_ok(c->sf, e->sge, e->nsge, e->op == FAB_WR_RDMA_READ))
 			e->st = FAB_WC_LOC_PROT_ERR; /* the writer fails it in order */
+		else if (e->op == FAB_WR_RDMA_READ && c->lim.transport == FAB_TRANSPORT_IWARP &&
+			 !soft_sink_tagged_ok(c->sf, e->sge, e->nsge))
+			e->st = FAB_WC_REM_ACCESS_ERR; /* the Read Response's STag is refused */
 		fab_count_send(&c->sf->base, wr);
 		c->sq_tail++;
 	}
@@ -314,12 +343,22 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 
 int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out)
 {
+	struct soft_fabric *sf = (struct soft_fabric *)fab_of(pd);
+	struct fab_limits lim;
 	struct soft_srq *q;
 
-	if (soft_present((struct soft_fabric *)fab_of(pd)))
+	if (soft_present(sf))
 		return -ENODEV;
-	if (max_wr > SOFT_MAX_WR || max_sge > SOFT_MAX_SGE)
-		return fab_set_error(-EINVAL, "soft: SRQ caps too large");
+	pthread_mutex_lock(&sf->lock);
+	lim = sf->lim;
+	pthread_mutex_unlock(&sf->lock);
+	if (!lim.max_srq_wr)
+		return fab_set_error(-EOPNOTSUPP, "soft: device %s has no shared receive queue",
+				     lim.device);
+	if (max_wr > lim.max_srq_wr || max_sge > lim.max_recv_sge)
+		return fab_set_error(-EINVAL, "soft: SRQ of %u receives, %u SGEs: device %s "
+				     "takes %u, %u", max_wr, max_sge, lim.device,
+				     lim.max_srq_wr, lim.max_recv_sge);
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return fab_set_error(-ENOMEM, "soft: out of memory for SRQ");

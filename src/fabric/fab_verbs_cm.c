@@ -488,45 +488,85 @@ static int vb_listen(struct fab_fabric *fab, struct fab_channel *fch, const char
 	return 0;
 }
 
+/* How @ctx's device carries RC: iWARP by its transport, else RoCE when its
+ * first port's link layer is Ethernet. */
+static enum fab_transport vb_transport(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+
+	if (ctx->device->transport_type == IBV_TRANSPORT_IWARP)
+		return FAB_TRANSPORT_IWARP;
+	if (!ibv_query_port(ctx, 1, &pa) && pa.link_layer == IBV_LINK_LAYER_ETHERNET)
+		return FAB_TRANSPORT_ROCE;
+	return FAB_TRANSPORT_IB;
+}
+
+static uint32_t vb_attr(int v)
+{
+	return v > 0 ? (uint32_t)v : 0;
+}
+
 /* Fold one device's attributes into @out (the first sets them): each limit
- * the smaller. */
+ * the smaller, each feature only if every device has it. */
 static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool first)
 {
 	struct ibv_device_attr a;
-	uint32_t *dst[5] = { &out->max_qp_wr, &out->max_cqe, &out->max_srq_wr, &out->max_sge,
-			     &out->max_rd_atom };
+	struct fab_limits d = {0};
 
 	if (ibv_query_device(ctx, &a))
 		return fab_set_error(-errno, "verbs: ibv_query_device(%s): %s",
 				     ibv_get_device_name(ctx->device), strerror(errno));
-	/* our Reads are the initiator's side of the QP */
-	const int have[5] = { a.max_qp_wr, a.max_cqe, a.max_srq_wr, a.max_sge,
-			      a.max_qp_init_rd_atom };
-
-	for (int i = 0; i < 5; i++) {
-		uint32_t v = have[i] > 0 ? (uint32_t)have[i] : 0;
-
-		if (first || v < *dst[i])
-			*dst[i] = v;
+	d.max_qp_wr = vb_attr(a.max_qp_wr);
+	d.max_cqe = vb_attr(a.max_cqe);
+	d.max_srq_wr = a.max_srq ? vb_attr(a.max_srq_wr) : 0;
+	d.max_send_sge = d.max_recv_sge = vb_attr(a.max_sge);
+	/* 0 from a provider that does not say: a Read then takes what a Write does */
+	d.max_read_sge = a.max_sge_rd > 0 ? vb_attr(a.max_sge_rd) : d.max_send_sge;
+	d.max_rd_atom = vb_attr(a.max_qp_init_rd_atom); /* our Reads: the initiator's side */
+	d.send_with_inv = !!(a.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	d.transport = vb_transport(ctx);
+	d.max_inline = 0; /* a QP's inline size is known only once made; Sends here never inline */
+	if (d.transport == FAB_TRANSPORT_IWARP && d.max_read_sge > 1)
+		d.max_read_sge = 1; /* one tagged sink per Read on the wire */
+	if (first) {
+		memcpy(d.device, out->device, sizeof(d.device)); /* the caller's name stays */
+		*out = d;
+		return 0;
 	}
+	uint32_t *dst[] = {&out->max_qp_wr, &out->max_cqe, &out->max_srq_wr, &out->max_send_sge,
+			   &out->max_recv_sge, &out->max_read_sge, &out->max_rd_atom};
+	const uint32_t have[] = {d.max_qp_wr, d.max_cqe, d.max_srq_wr, d.max_send_sge,
+				 d.max_recv_sge, d.max_read_sge, d.max_rd_atom};
+
+	for (size_t i = 0; i < sizeof(have) / sizeof(have[0]); i++)
+		if (have[i] < *dst[i])
+			*dst[i] = have[i];
+	out->send_with_inv = out->send_with_inv && d.send_with_inv;
+	/* iWARP's rules are the stricter: they hold if any device needs them */
+	if (d.transport == FAB_TRANSPORT_IWARP)
+		out->transport = FAB_TRANSPORT_IWARP;
 	return 0;
 }
 
-/* A listener bound to a device's address accepts on that device only; a
- * wildcard one on any device librdmacm knows. */
-static int vb_listener_limits(struct fab_listener *fl, struct fab_limits *out)
+static int vb_conn_limits(struct fab_conn *fc, struct fab_limits *out)
 {
-	struct vb_listener *l = (struct vb_listener *)fl;
-	struct vb_fabric *vf = (struct vb_fabric *)l->h.fab;
+	struct vb_conn *c = (struct vb_conn *)fc;
+
+	if (!c->id || !c->id->verbs)
+		return fab_set_error(-ENODEV, "verbs: connection has no device yet");
+	snprintf(out->device, sizeof(out->device), "%s",
+		 ibv_get_device_name(c->id->verbs->device));
+	return vb_limits_add(c->id->verbs, out, true);
+}
+
+/* Every device librdmacm knows and is not gone, folded. */
+static int vb_device_limits(struct fab_fabric *fab, struct fab_limits *out)
+{
+	struct vb_fabric *vf = (struct vb_fabric *)fab;
 	char names[sizeof(out->device)] = "";
 	size_t used = 0;
 	int n = 0, rc = 0;
 
-	if (l->id->verbs) {
-		snprintf(out->device, sizeof(out->device), "%s",
-			 ibv_get_device_name(l->id->verbs->device));
-		return vb_limits_add(l->id->verbs, out, true);
-	}
 	pthread_mutex_lock(&vf->lock);
 	for (int i = 0; !rc && vf->list && vf->list[i]; i++) {
 		if (vf->dead & (1u << (i & 31)))
@@ -548,6 +588,20 @@ static int vb_listener_limits(struct fab_listener *fl, struct fab_limits *out)
 	else
 		snprintf(out->device, sizeof(out->device), "%d devices (%.40s)", n, names);
 	return 0;
+}
+
+/* A listener bound to a device's address accepts on that device only; a
+ * wildcard one on any device librdmacm knows. */
+static int vb_listener_limits(struct fab_listener *fl, struct fab_limits *out)
+{
+	struct vb_listener *l = (struct vb_listener *)fl;
+
+	if (l->id->verbs) {
+		snprintf(out->device, sizeof(out->device), "%s",
+			 ibv_get_device_name(l->id->verbs->device));
+		return vb_limits_add(l->id->verbs, out, true);
+	}
+	return vb_device_limits(l->h.fab, out);
 }
 
 static void vb_listener_destroy(struct fab_listener *fl)
@@ -787,7 +841,7 @@ int fab_verbs_open(struct fab_fabric **out)
 
 const struct fab_ops fab_verbs_ops = {
     .name = "verbs",
-    .caps = FAB_CAP_SEND_WITH_INV | FAB_CAP_V6_LISTENER,
+    .caps = FAB_CAP_V6_LISTENER,
     .close = vb_close,
     .channel_create = vb_channel_create,
     .channel_destroy = vb_channel_destroy,
@@ -796,6 +850,8 @@ const struct fab_ops fab_verbs_ops = {
     .listen = vb_listen,
     .listener_destroy = vb_listener_destroy,
     .listener_limits = vb_listener_limits,
+    .conn_limits = vb_conn_limits,
+    .device_limits = vb_device_limits,
     .connect = vb_connect,
     .conn_create_qp = vb_conn_create_qp,
     .accept = vb_accept,

@@ -409,8 +409,14 @@ int vb_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr
 				sge[ns].length = wr->sg_list[i].length;
 				sge[ns].lkey = wr->sg_list[i].lkey;
 			}
-			if (wr->opcode == FAB_WR_SEND_WITH_INV)
+			if (wr->opcode == FAB_WR_SEND_WITH_INV) {
 				w->invalidate_rkey = wr->invalidate_rkey;
+				/* libsiw takes the STag to invalidate from
+				 * wr.rdma.rkey, never invalidate_rkey
+				 * (rdma-core providers/siw/siw.c, push_send_wqe);
+				 * a Send does not read wr.rdma otherwise */
+				w->wr.rdma.rkey = wr->invalidate_rkey;
+			}
 			if (wr->opcode == FAB_WR_RDMA_WRITE || wr->opcode == FAB_WR_RDMA_READ) {
 				w->wr.rdma.remote_addr = wr->remote_addr;
 				w->wr.rdma.rkey = wr->rkey;

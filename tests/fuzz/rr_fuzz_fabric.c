@@ -97,9 +97,23 @@ static int op_listener_limits(struct fab_listener *l, struct fab_limits *out)
 {
 	(void)l;
 	out->max_qp_wr = out->max_cqe = out->max_srq_wr = UINT32_MAX;
-	out->max_sge = out->max_rd_atom = 255;
+	out->max_send_sge = out->max_recv_sge = out->max_read_sge = out->max_rd_atom = 255;
+	out->send_with_inv = true;
+	out->transport = FAB_TRANSPORT_ROCE;
 	snprintf(out->device, sizeof(out->device), "fuzz");
 	return 0;
+}
+
+static int op_conn_limits(struct fab_conn *c, struct fab_limits *out)
+{
+	(void)c;
+	return op_listener_limits(NULL, out);
+}
+
+static int op_device_limits(struct fab_fabric *f, struct fab_limits *out)
+{
+	(void)f;
+	return op_listener_limits(NULL, out);
 }
 
 static void op_listener_destroy(struct fab_listener *l)
@@ -355,7 +369,7 @@ static void op_close(struct fab_fabric *fab)
 
 const struct fab_ops rrf_ops = {
 	.name = "fuzz",
-	.caps = FAB_CAP_SEND_WITH_INV,
+	.caps = 0,
 	.close = op_close,
 	.channel_create = op_channel_create,
 	.channel_destroy = op_channel_destroy,
@@ -364,6 +378,8 @@ const struct fab_ops rrf_ops = {
 	.listen = op_listen,
 	.listener_destroy = op_listener_destroy,
 	.listener_limits = op_listener_limits,
+	.conn_limits = op_conn_limits,
+	.device_limits = op_device_limits,
 	.conn_create_qp = op_conn_create_qp,
 	.accept = op_accept,
 	.reject = op_reject,
