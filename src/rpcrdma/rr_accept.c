@@ -143,7 +143,7 @@ static int conn_queues(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		return ret;
 	caps.max_send_wr = c->sq_depth;
 	caps.max_recv_wr = c->srq ? 0 : nrecv;
-	caps.max_send_sge = RR_RW_SGE_PER_WR;
+	caps.max_send_sge = c->write_sge;
 	caps.max_recv_sge = 1;
 	caps.srq = c->srq ? c->srq->fsrq : NULL;
 	ret = fab_conn_create_qp(c->fc, c->cq, c->cq, &caps);
@@ -165,7 +165,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
 	c->nsends = rr_conn_nsends(cfg, nrecv);
-	c->sq_depth = rr_conn_sq_depth(c->nsends, c->ord);
+	c->sq_depth = rr_conn_sq_depth(c->nsends, c->ord, c->write_sge);
 	c->sq_avail = c->sq_depth;
 	/* A client within its grant holds no more than the per-connection mode posts. */
 	c->srq_held_max = nrecv;
@@ -243,6 +243,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 {
 	struct rr_conn *c;
 	struct rr_cm_private peer;
+	struct fab_limits lim;
 	uint8_t ip[16];
 	uint32_t nrecv = 0;
 	bool ip_known;
@@ -276,13 +277,23 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	atomic_store(&c->refs, 1);
 	c->state = RR_CONN_ACCEPTING;
 
+	/* Every shape below comes from the device this connection is on
+	 * (docs/devices.md); a host may have several. */
+	if (fab_conn_limits(c->fc, &lim)) {
+		rr_log("%s: device limits: %s", c->peer, fab_last_error());
+		goto free_reject;
+	}
 	rr_cm_private_decode(ev->private_data, ev->private_data_len, &peer);
 	rr_cm_negotiate(srv->cfg.inline_size, srv->cfg.inline_size, &peer, &c->inl);
-	c->send_w_inv = c->inl.send_w_inv && (fab_caps(srv->fab) & FAB_CAP_SEND_WITH_INV);
+	c->send_w_inv = c->inl.send_w_inv && lim.send_with_inv;
+	c->write_sge = rr_write_sge(&lim);
+	c->tagged_sinks = lim.transport == FAB_TRANSPORT_IWARP;
 
-	/* Our RDMA Read depth is what the client will serve, capped
-	 * (docs/linux-client-wire.md). */
+	/* Our RDMA Read depth is what the client will serve, capped by the
+	 * settings and the device (docs/linux-client-wire.md). */
 	c->ord = ev->initiator_depth < srv->cfg.max_ord ? ev->initiator_depth : srv->cfg.max_ord;
+	if (c->ord > lim.max_rd_atom)
+		c->ord = lim.max_rd_atom;
 	if (c->ord == 0) {
 		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER,
 				"peer serves no RDMA Reads (responder_resources 0)");

@@ -68,10 +68,11 @@ uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv)
 	return nrecv + RR_QUIET_SENDS + nbc;
 }
 
-uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord)
+uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord, uint32_t write_sge)
 {
-	/* Reads are bounded by ord; replies queue when the SQ is short. */
-	return 2 * nsends + ord + RR_SEND_MAX_WR;
+	/* Reads are bounded by ord; replies queue when the SQ is short, and
+	 * the largest Reply's chain always fits. */
+	return 2 * nsends + ord + rr_rw_reply_max_wr(write_sge);
 }
 
 /* Would the queues of a connection granted @credits fit @lim? conn_setup
@@ -80,7 +81,8 @@ uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord)
 static bool queues_fit(const struct rr_config *cfg, uint32_t credits, const struct fab_limits *lim)
 {
 	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
-	uint32_t sq = rr_conn_sq_depth(rr_conn_nsends(cfg, nrecv), cfg->max_ord);
+	uint32_t sq = rr_conn_sq_depth(rr_conn_nsends(cfg, nrecv), cfg->max_ord,
+				       rr_write_sge(lim));
 
 	return sq <= lim->max_qp_wr && (cfg->use_srq || nrecv <= lim->max_qp_wr) &&
 	       (uint64_t)nrecv + sq <= lim->max_cqe;

@@ -197,6 +197,9 @@ struct rr_call_ctx {
 	struct rr_pcl pcl;
 	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, sink pool */
 	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
+	/* iWARP: each sink's own registration, remote-writable only while its
+	 * Reads are in flight (rr_read.c) */
+	struct fab_mr *sink_mr[RR_PCL_MAX_READ_CHUNKS];
 	uint32_t sink_ref[RR_PCL_MAX_READ_CHUNKS];
 	uint32_t nsinks;		/* sink[i] may be set only below this */
 	uint32_t reads_total;		/* segments to pull */
@@ -242,7 +245,15 @@ struct rr_rw_piece {
 };
 
 #define RR_RW_MAX_PIECES 64	/* pieces of one payload span */
-#define RR_RW_SGE_PER_WR 16	/* SGEs a work request gathers: what common HCAs and rxe accept */
+/* The most SGEs one RDMA Write gathers; a connection on a device that takes
+ * fewer gathers what it takes (rr_conn.write_sge), in more Writes. */
+#define RR_RW_SGE_MAX 16
+
+/* SGEs a Write gathers on a device with @lim. */
+static inline uint32_t rr_write_sge(const struct fab_limits *lim)
+{
+	return lim->max_send_sge < RR_RW_SGE_MAX ? lim->max_send_sge : RR_RW_SGE_MAX;
+}
 
 static inline void rr_rw_init(struct rr_rw_ctx *rw, struct fab_send_wr *wr, uint32_t max_wr,
 			      struct fab_sge *sge, uint32_t max_sge)
@@ -274,10 +285,14 @@ void rr_rw_fini(struct rr_rw_ctx *rw);
  * into the sinks, one per chunk, tagged @wr_id; false when @rw is full. */
 bool rr_rw_read_seg(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, uint32_t k,
 		    void *const *sink, const uint32_t *sink_lkey, uint64_t wr_id);
-/* RDMA Writes placing @pc into the segments of @ch in order; false when the
- * chunk is too small or @rw runs out of room. */
+/* RDMA Writes placing @pc into the segments of @ch in order, each gathering
+ * at most @sge_per_wr pieces; false when the chunk is too small or @rw runs
+ * out of room. */
 bool rr_rw_write_chunk(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, const struct rr_chunk *ch,
-		       const struct rr_rw_piece *pc, int npc);
+		       const struct rr_rw_piece *pc, int npc, uint32_t sge_per_wr);
+/* The most work requests one Reply's chain needs (its Writes and its Send)
+ * when a Write gathers at most @sge_per_wr pieces. */
+uint32_t rr_rw_reply_max_wr(uint32_t sge_per_wr);
 /* Bytes [@off, @off + @len) of a stream of iovecs as registered pieces;
  * false when some lie outside memory the engine knows (or too many pieces). */
 bool rr_rw_pieces(struct rr_conn *c, const struct iovec *iov, int iovcnt, uint64_t off,
@@ -297,8 +312,10 @@ int rr_rw_post(struct rr_conn *c, struct fab_send_wr *first, struct fab_send_wr 
  * keeps them, so steady state allocates nothing. */
 #define RR_SEND_SMALL_WR 16
 #define RR_SEND_SMALL_SGE 32
-#define RR_SEND_MAX_WR (RR_PCL_MAX_SEGS + 72)
 #define RR_SEND_MAX_SGE (RR_PCL_MAX_SEGS + 144)
+/* every work request carries at least one SGE: a device that gathers one
+ * per Write reaches this */
+#define RR_SEND_MAX_WR RR_SEND_MAX_SGE
 
 struct rr_send_ctx {
 	struct rr_conn *conn;
@@ -357,6 +374,8 @@ struct rr_conn {
 	bool reads_held;		/* handling a poll: Reads wait for its end */
 	struct rr_inline_limits inl;
 	bool send_w_inv;
+	uint32_t write_sge;		/* SGEs one RDMA Write gathers on this device */
+	bool tagged_sinks;		/* iWARP: Read sinks need remote write (rr_read.c) */
 	uint64_t recv_mem;		/* receive-buffer bytes (recv_mem_bytes) */
 	uint64_t pinned;		/* all bytes counted against the budget */
 	/* Bounds (rr_admit.c): the peer's IP address (IPv4 as v4-mapped) for
@@ -489,8 +508,9 @@ uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv);
 /* What one connection with @credits pins: its send buffers, and its receive
  * buffers when it has its own (@own_recv). */
 uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_recv);
-/* Send queue entries of a connection with @nsends contexts and Read depth @ord. */
-uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord);
+/* Send queue entries of a connection with @nsends contexts, Read depth @ord,
+ * on a device whose Writes gather @write_sge pieces. */
+uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord, uint32_t write_sge);
 /* The most credits whose queues fit @lim (0: not even one). */
 uint32_t rr_credits_cap(const struct rr_config *cfg, const struct fab_limits *lim);
 /* The listener's device against the settings (rr_server.c): fills
@@ -624,6 +644,8 @@ void rr_call_put(struct rr_call_ctx *ctx);
 /* read stages */
 void rr_read_start(struct rr_call_ctx *ctx);
 void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc);
+/* iWARP: withdraw the sinks' remote-write registrations (any thread). */
+void rr_read_unexpose(struct rr_call_ctx *ctx);
 void rr_read_pump(struct rr_conn *c);
 
 /* reply build (rr_reply.c) */

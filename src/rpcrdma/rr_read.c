@@ -17,6 +17,39 @@
 
 static const uint8_t zero_pad[4];
 
+/*
+ * iWARP: the peer places a Read's data with a tagged message to the sink's
+ * STag, so the sink needs remote write (the kernel's rdma_rw registers an MR
+ * per Read for it). The sink pool's own registrations stay local-write
+ * only: each sink gets a registration of its own, made as its call's Reads
+ * are about to go and withdrawn as soon as they complete, so no peer can
+ * write into server memory outside its own Reads in flight
+ * (docs/devices.md). False leaves the sink for the next try.
+ */
+static bool expose_sink(struct rr_call_ctx *ctx, unsigned int i)
+{
+	struct rr_conn *c = ctx->conn;
+	struct fab_mr *mr;
+
+	if (fab_mr_reg(c->pd, ctx->sink[i], ctx->pcl.read[i].length,
+		       FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &mr))
+		return false;
+	RR_STAT_ADD(c, registrations, 1);
+	ctx->sink_mr[i] = mr;
+	ctx->sink_lkey[i] = mr->lkey;
+	return true;
+}
+
+void rr_read_unexpose(struct rr_call_ctx *ctx)
+{
+	for (unsigned int i = 0; i < ctx->nsinks; i++) {
+		if (ctx->sink_mr[i]) {
+			fab_mr_dereg(ctx->sink_mr[i]);
+			ctx->sink_mr[i] = NULL;
+		}
+	}
+}
+
 /* Sinks sized to each chunk (rr_internal.h: the pool's classes and each
  * connection's share); false leaves the call queued until one comes back. */
 static bool alloc_sinks(struct rr_call_ctx *ctx)
@@ -24,14 +57,16 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 	struct rr_conn *c = ctx->conn;
 
 	for (unsigned int i = 0; i < ctx->pcl.n_read; i++) {
-		if (ctx->sink[i])
-			continue;
-		ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl.read[i].length, &ctx->sink_lkey[i],
-					  &ctx->sink_ref[i]);
-		if (!ctx->sink[i])
-			return false;
-		if (i >= ctx->nsinks)
-			ctx->nsinks = i + 1;
+		if (!ctx->sink[i]) {
+			ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl.read[i].length,
+						  &ctx->sink_lkey[i], &ctx->sink_ref[i]);
+			if (!ctx->sink[i])
+				return false;
+			if (i >= ctx->nsinks)
+				ctx->nsinks = i + 1;
+		}
+		if (c->tagged_sinks && !ctx->sink_mr[i] && !expose_sink(ctx, i))
+			return false; /* the sink stays the call's until it is freed */
 	}
 	return true;
 }
@@ -215,6 +250,8 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 		return;
 	}
 	if (ctx->reads_done == ctx->reads_total) {
+		if (c->tagged_sinks)
+			rr_read_unexpose(ctx);
 		if (assemble(ctx)) {
 			uint32_t xid = ctx->pcl.xid;
 

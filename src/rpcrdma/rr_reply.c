@@ -184,21 +184,22 @@ static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_d
 	reply_drop(ctx, done, done_arg);
 }
 
-/* Worst case: every segment used gets its own Write, and a span's pieces
- * (at most RR_RW_MAX_PIECES) split a few more. */
+/* Worst case: every segment used gets its own Write, the pieces (at most
+ * RR_RW_MAX_PIECES a span, one for the Reply chunk) split by segment ends,
+ * and each Write gathers what the device takes (rr_rw_reply_max_wr). */
 static bool reply_reserve(struct rr_send_ctx *s, const struct reply_args *a)
 {
 	const struct rr_pcl *p = &a->ctx->pcl;
 	const struct rr_reply_plan *plan = a->plan;
-	uint32_t segs;
+	uint32_t k = s->conn->write_sge, segs, sges;
 
 	if (!plan->nspans && !p->has_reply)
 		return true;
 	segs = p->has_reply ? p->reply.nsegs : 0;
 	for (unsigned int i = 0; i < plan->nspans; i++)
 		segs += p->write[plan->spans[i].chunk].nsegs;
-	return rr_rw_reserve(&s->rw, segs + 8 * plan->nspans + 4,
-			     segs + RR_RW_MAX_PIECES * plan->nspans + 8);
+	sges = segs + RR_RW_MAX_PIECES * plan->nspans + 8;
+	return rr_rw_reserve(&s->rw, segs + (sges + k - 1) / k + plan->nspans + 4, sges);
 }
 
 /* The payload spans by RDMA Write into their Write chunks, zero-copy when
@@ -224,7 +225,7 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 			npc = 1;
 			RR_STAT_ADD(c, payload_copies, sp->length);
 		}
-		if (!rr_rw_write_chunk(&s->rw, p, &p->write[sp->chunk], pc, npc))
+		if (!rr_rw_write_chunk(&s->rw, p, &p->write[sp->chunk], pc, npc, c->write_sge))
 			return false;
 		written[sp->chunk] = sp->length;
 		*write_bytes += sp->length;
@@ -245,7 +246,7 @@ static ssize_t reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
 	if (!bounce_alloc(s, inline_len, &pc))
 		return -ENOMEM;
 	copy_ranges(a, r, nr, (uint8_t *)pc.addr);
-	if (inline_len && !rr_rw_write_chunk(&s->rw, p, &p->reply, &pc, 1))
+	if (inline_len && !rr_rw_write_chunk(&s->rw, p, &p->reply, &pc, 1, c->write_sge))
 		return -EMSGSIZE;
 	return rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits, RR_PROC_NOMSG,
 				   written, inline_len);

@@ -103,11 +103,12 @@ bool rr_rw_read_seg(struct rr_rw_ctx *rw, const struct rr_pcl *p, uint32_t k, vo
 }
 
 /*
- * A Write targets one segment and gathers up to RR_RW_SGE_PER_WR pieces;
- * the Writes are unsignalled (the Send after them completes the chain).
+ * A Write targets one segment and gathers up to @sge_per_wr pieces, as the
+ * kernel's rdma_rw splits by the device's max_send_sge; the Writes are
+ * unsignalled (the Send after them completes the chain).
  */
 bool rr_rw_write_chunk(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, const struct rr_chunk *ch,
-		       const struct rr_rw_piece *pc, int npc)
+		       const struct rr_rw_piece *pc, int npc, uint32_t sge_per_wr)
 {
 	unsigned int si = 0;
 	uint32_t so = 0, po = 0;
@@ -123,7 +124,7 @@ bool rr_rw_write_chunk(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, const str
 		wr = rw_seg_wr(rw, FAB_WR_RDMA_WRITE, seg, so, RR_WRID_WRITE);
 		if (!wr)
 			return false;
-		while (pi < npc && so < seg->length && wr->num_sge < RR_RW_SGE_PER_WR) {
+		while (pi < npc && so < seg->length && (uint32_t)wr->num_sge < sge_per_wr) {
 			uint32_t take = pc[pi].len - po;
 
 			if (take > seg->length - so)
@@ -143,6 +144,21 @@ bool rr_rw_write_chunk(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, const str
 		}
 	}
 	return true;
+}
+
+/*
+ * A Write ends where its segment ends, where it holds @sge_per_wr pieces, or
+ * where a span's pieces end; SGE boundaries are piece or segment boundaries.
+ * So a chain of at most RR_SEND_MAX_SGE SGEs over RR_PCL_MAX_SEGS segments
+ * and RR_PCL_MAX_WRITE_CHUNKS spans plus the Reply chunk needs at most this
+ * many Writes, and the Send.
+ */
+uint32_t rr_rw_reply_max_wr(uint32_t sge_per_wr)
+{
+	uint32_t k = sge_per_wr ? sge_per_wr : 1;
+	uint32_t n = RR_PCL_MAX_SEGS + (RR_SEND_MAX_SGE + k - 1) / k + RR_PCL_MAX_WRITE_CHUNKS + 2;
+
+	return n < RR_SEND_MAX_WR ? n : RR_SEND_MAX_WR;
 }
 
 /* lkey for memory the engine registered, or false. */

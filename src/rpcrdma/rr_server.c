@@ -135,13 +135,25 @@ int rr_server_fit_device(struct rr_server *srv)
 	if (ret)
 		return rr_set_error(ret, "device limits: %s", fab_last_error());
 	snprintf(sv->device, sizeof(sv->device), "%s", lim.device);
-	if (lim.max_sge < RR_RW_SGE_PER_WR)
-		return rr_set_error(-ERANGE,
-				    "device %s gathers %u pieces per work request; RDMA Writes "
-				    "here need %u",
-				    lim.device, lim.max_sge, RR_RW_SGE_PER_WR);
+	/* Any RC device serves: fewer SGEs only mean more work requests. */
+	if (lim.max_send_sge == 0 || lim.max_recv_sge == 0 || lim.max_read_sge == 0)
+		return rr_set_error(-ERANGE, "device %s takes no scatter/gather entry "
+				    "(send %u, receive %u, RDMA Read %u)", lim.device,
+				    lim.max_send_sge, lim.max_recv_sge, lim.max_read_sge);
 	if (lim.max_rd_atom == 0)
 		return rr_set_error(-ERANGE, "device %s issues no RDMA Reads", lim.device);
+	if (cfg->use_srq && (lim.max_srq_wr == 0 || lim.transport == FAB_TRANSPORT_IWARP)) {
+		/* iWARP has no RNR retry: a shared pool that runs dry for a
+		 * moment would end a connection, not slow it */
+		rr_log("Use_SRQ: device %s has no shared receive queue%s; each connection "
+		       "posts its own receives", lim.device,
+		       lim.max_srq_wr ? " usable on iWARP (no RNR retry)" : "");
+		cfg->use_srq = false;
+	}
+	snprintf(sv->transport, sizeof(sv->transport), "%s", fab_transport_name(lim.transport));
+	sv->write_sge = rr_write_sge(&lim);
+	sv->read_sge = lim.max_read_sge;
+	sv->send_with_inv = lim.send_with_inv;
 	if (cfg->max_ord > lim.max_rd_atom)
 		cfg->max_ord = (uint8_t)lim.max_rd_atom;
 	sv->credits_cap = rr_credits_cap(cfg, &lim);

@@ -234,6 +234,10 @@ void rr_server_health(struct rr_server *srv, struct rr_health *out);
  */
 struct rr_served {
 	char device[64];
+	char transport[16];		/* "RoCE", "InfiniBand", "iWARP" (of several: the strictest) */
+	uint32_t write_sge;		/* SGEs an RDMA Write gathers */
+	uint32_t read_sge;		/* SGEs an RDMA Read scatters (the engine uses one) */
+	bool send_with_inv;		/* Send With Invalidate, where the client allows it */
 	uint32_t credits;
 	uint32_t credits_cap;		/* the most the device's queues hold */
 	uint32_t ord;			/* RDMA Read depth: Max_RDMA_Read_Depth, capped */
