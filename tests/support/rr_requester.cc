@@ -156,10 +156,19 @@ int Requester::setup(const RequesterOptions &o)
 	if (!recv_region_)
 		return -ENOMEM;
 
+	/* Sized from the device, as the Linux client does (xprtrdma: Read
+	 * depth at most the device's max_qp_rd_atom): every send here is one
+	 * buffer, so any device's SGEs do. */
+	fab_limits lim;
+	rc = fab_device_limits(fab_, &lim);
+	if (rc) {
+		err_ = std::string("fab_device_limits: ") + fab_last_error();
+		return rc;
+	}
 	fab_qp_caps caps = {};
 	caps.max_send_wr = 512;
 	caps.max_recv_wr = o.recv_bufs;
-	caps.max_send_sge = 4;
+	caps.max_send_sge = 1;
 	caps.max_recv_sge = 1;
 	std::vector<uint8_t> pd = o.priv.encode();
 	fab_conn_param cp = {};
@@ -167,8 +176,8 @@ int Requester::setup(const RequesterOptions &o)
 		cp.private_data = pd.data();
 		cp.private_data_len = uint8_t(pd.size());
 	}
-	cp.responder_resources = o.responder_resources;
-	cp.initiator_depth = o.initiator_depth;
+	cp.responder_resources = uint8_t(std::min<uint32_t>(o.responder_resources, lim.max_rd_atom));
+	cp.initiator_depth = uint8_t(std::min<uint32_t>(o.initiator_depth, lim.max_rd_atom));
 	cp.rnr_retry_count = 0;	/* like the Linux client: every RNR is visible */
 	cp.retry_count = 7;
 	rc = fab_connect(fab_, ch_, o.addr.c_str(), cq_, cq_, &caps, &cp, &conn_);

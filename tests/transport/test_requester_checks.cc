@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/rr_device_profile.h"
 #include "support/rr_requester.h"
 
 using namespace rrtest;
@@ -165,7 +166,7 @@ class Fake {
 				if (ev.type != FAB_CM_CONNECT_REQUEST || conn_)
 					continue;
 				conn_ = ev.conn;
-				fab_qp_caps caps = {64, kRecvs, 2, 1, nullptr};
+				fab_qp_caps caps = {64, kRecvs, 1, 1, nullptr};
 				fab_conn_create_qp(conn_, cq_, cq_, &caps);
 				for (uint32_t i = 0; i < kRecvs; i++)
 					post_recv(i);
@@ -492,6 +493,9 @@ TEST_F(RequesterChecks, ReplyChunkFaults)
 
 TEST_F(RequesterChecks, SendWithInvalidateFaults)
 {
+	if (!rr_test_device().send_with_inv)
+		GTEST_SKIP() << "device profile " << rr_test_device_name()
+			     << " sends no Send With Invalidate: the fake cannot send a bad one";
 	RequesterOptions o;
 	o.priv.flags = 0;
 	start(o);
@@ -507,6 +511,9 @@ TEST_F(RequesterChecks, SendWithInvalidateFaults)
 
 TEST_F(RequesterChecks, SendWithInvalidateOfAForeignRkey)
 {
+	if (!rr_test_device().send_with_inv)
+		GTEST_SKIP() << "device profile " << rr_test_device_name()
+			     << " sends no Send With Invalidate: the fake cannot send a bad one";
 	start();
 	Reply r = run(with_write({64}), [](Fake &f, const InCall &c) {
 		auto e = zeroed(c.writes[0]);

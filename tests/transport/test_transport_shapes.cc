@@ -475,6 +475,12 @@ TEST_F(Shapes, SendWithInvalidateOfTheOneRkey)
 	ASSERT_TRUE(q->call(c.rpc, s, &r));
 	EXPECT_TRUE(opaque_result(r, c.xid, pattern(5, 3000)));
 	ASSERT_EQ(r.call_rkeys.size(), 1u);
+	if (!rr_test_device().send_with_inv) {
+		/* the device cannot: a plain Send, whatever the client allows */
+		EXPECT_FALSE(r.with_inv) << rr_test_device_name() << ": " << r.describe();
+		EXPECT_EQ(srv.stats()["send_w_inv"], 0u);
+		return;
+	}
 	EXPECT_TRUE(r.with_inv) << "reply not sent with invalidate: " << r.describe();
 	EXPECT_EQ(r.inv_rkey, *r.call_rkeys.begin());
 	EXPECT_GE(srv.stats()["send_w_inv"], 1u);
@@ -573,12 +579,20 @@ TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
 	for (int i = 0; i < 3; i++)
 		round();
 	uint64_t before = srv.stats()["registrations"];
+	uint64_t live = srv.stats()["fab_mrs_live"];
 	for (int i = 0; i < 20; i++)
 		round();
 	uint64_t after = srv.stats()["registrations"];
 	/* The engine registers a few sink/bounce buffers when its pool is made,
-	 * so a sequential client never makes it grow: steady state is 0. */
-	EXPECT_EQ(after - before, 0u) << (after - before) << " registrations in 80 calls";
+	 * so a sequential client never makes it grow: steady state is 0. On
+	 * iWARP each Read chunk's sink is registered for its Reads alone (the
+	 * peer writes it by tag): one per Read chunk, three a round (the READ
+	 * call's, the Long Call's Position-Zero chunk and its data item's), and
+	 * every one withdrawn again. */
+	uint64_t per_chunk = rr_test_device().transport == FAB_TRANSPORT_IWARP ? 1 : 0;
+	EXPECT_EQ(after - before, 20 * 3 * per_chunk)
+	    << (after - before) << " registrations in 80 calls on " << rr_test_device_name();
+	EXPECT_EQ(srv.stats()["fab_mrs_live"], live) << "a sink's registration outlived its Reads";
 }
 
 TEST_F(Shapes, ServerStatsCountShapes)
@@ -686,8 +700,10 @@ TEST_F(Shapes, RepliesFromManyThreadsAtOnce)
 	    << "Replies handed over together should share a post";
 	/* How many share a post depends on how the calls bunch up: about 2 in
 	 * 5 posts per Read in an optimised build, 4 in 5 under ASan. */
-	EXPECT_LT(after["read_posts"] - before["read_posts"], reads)
-	    << "the Reads of calls that arrive together should share a post";
+	if (rr_test_device().max_rd_atom > 1) { /* one Read in flight: one a post */
+		EXPECT_LT(after["read_posts"] - before["read_posts"], reads)
+		    << "the Reads of calls that arrive together should share a post";
+	}
 	fprintf(stderr, "%llu calls: %llu send posts; %llu RDMA Reads: %llu read posts\n",
 		(unsigned long long)calls,
 		(unsigned long long)(after["send_posts"] - before["send_posts"]),

@@ -26,6 +26,16 @@ class Srq : public TransportTest {
 		sopts.args = {"--srq", "1", "--srq-depth", std::to_string(kPool), "--credits", "32"};
 	}
 
+	/* The shared pool's own behaviour needs a device that gives one
+	 * (SrqFallback covers the others). */
+	void SetUp() override
+	{
+		if (!rr_test_device_srq())
+			GTEST_SKIP() << "device profile " << rr_test_device_name()
+				     << " gives Use_SRQ no shared receive queue";
+		TransportTest::SetUp();
+	}
+
 	/* Every connection at its full grant of ECHOs at once, then every reply checked. */
 	void burst(const std::vector<Requester *> &qs)
 	{
@@ -197,4 +207,44 @@ TEST_F(SrqHostile, OverrunClosesOnlyThatConnection)
 	EXPECT_EQ(st["disconnects"], 1u) << "only the overrunning connection goes";
 }
 
+/*
+ * Use_SRQ on a device without a usable shared receive queue (none, or
+ * iWARP): the engine says so once and each connection posts its own
+ * receives; every call is still answered. Runs under such a profile.
+ */
+class SrqFallback : public TransportTest {
+      protected:
+	SrqFallback()
+	{
+		sopts.args = {"--srq", "1", "--credits", "8"};
+	}
+	void SetUp() override
+	{
+		if (rr_test_device_srq())
+			GTEST_SKIP() << "device profile " << rr_test_device_name()
+				     << " has a shared receive queue";
+		TransportTest::SetUp();
+	}
+};
+
+TEST_F(SrqFallback, ConnectionsPostTheirOwnReceives)
+{
+	std::mt19937 rng{8167};
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	for (Requester *q : {a, b}) {
+		for (int i = 0; i < 20; i++) {
+			auto d = random_bytes(rng, 100 + rng() % 3000);
+			TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, d);
+			Reply r;
+			ASSERT_TRUE(q->call(c.rpc, CallSpec(), &r)) << q->last_error();
+			EXPECT_TRUE(opaque_result(r, c.xid, d));
+		}
+	}
+	auto st = srv.stats();
+	EXPECT_GT(st["recv_mem_bytes"], 0u) << "receives are the connections' own";
+}
+
 } // namespace
+
