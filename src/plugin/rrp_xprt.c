@@ -463,9 +463,11 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 	if (!x)
 		return;
 	rr_conn_set_upper(conn, NULL);
-	rrp_bc_conn_down(conn);
+	/* x->conn is cleared there, with the clients made on it marked dead
+	 * in the same critical section: one made concurrently is never left
+	 * live on a freed connection. */
+	rrp_bc_conn_down(&x->xprt, conn);
 	rrp_client_unlist(&x->client);
-	x->conn = NULL;
 	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
 }
 
@@ -525,6 +527,11 @@ bool rrp_is_our_xprt(SVCXPRT *xprt)
 struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt)
 {
 	return XP(xprt)->conn;
+}
+
+void rrp_xprt_forget_conn(SVCXPRT *xprt)
+{
+	XP(xprt)->conn = NULL;
 }
 
 const struct rr_upper_ops rrp_upper_ops = {
