@@ -47,10 +47,8 @@ TEST_F(IdleConns, ThousandIdleConnectionsLeaveReadsZeroCopy)
 		GTEST_SKIP() << why;
 	Fh root = mount3();
 	ASSERT_FALSE(root.empty());
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c(*t);
 	Fh d, f;
 	std::string dn = unique("idle");
@@ -139,10 +137,8 @@ TEST_F(SmallPayloadPool, SinkSlabsNeverTakeReadPayloadSlots)
 		GTEST_SKIP() << why;
 	Fh root = mount3();
 	ASSERT_FALSE(root.empty());
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c(*t);
 	Fh d, f, w;
 	std::string dn = unique("sinks");
