@@ -36,8 +36,6 @@
 
 #define BC_EAGAIN_WAIT_MS 2000	/* wait this long for a backchannel credit */
 
-struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt);
-
 struct rrp_clnt {
 	CLIENT clnt;			/* first: ganesha sees only this */
 	SVCXPRT *xprt;			/* SVC_REF held until cl_destroy */
@@ -58,7 +56,11 @@ struct rrp_pending {
 	struct timespec deadline;
 };
 
-/* Few callbacks are ever in flight: one lock and lists are enough. */
+/* Few callbacks are ever in flight: one lock and lists are enough. It also
+ * orders a client's creation against its connection's teardown: the xprt's
+ * connection is read (rrp_bc_clnt_vc_ncreate_svc) and cleared
+ * (rrp_bc_conn_down) under it, so a client is either listed before the
+ * teardown pass, which marks it dead, or made after it, with no connection. */
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rrp_pending *pending;
 static struct rrp_clnt *all_clients;
@@ -256,7 +258,9 @@ static const struct clnt_ops bc_ops = {
 CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 				   const rpcvers_t vers, const uint32_t flags)
 {
+	char peer[RR_CONN_PEER_MAX] = "?";
 	struct rrp_clnt *cl;
+	bool live;
 
 	if (!rrp_is_our_xprt((SVCXPRT *)xprt))
 		return rrp_real->clnt_vc_ncreate_svc(xprt, prog, vers, flags);
@@ -271,19 +275,23 @@ CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 	pthread_mutex_init(&cl->clnt.cl_lock, NULL);
 	cl->xprt = (SVCXPRT *)xprt;
 	SVC_REF(cl->xprt, SVC_REF_FLAG_NONE);
-	cl->conn = rrp_xprt_conn(cl->xprt);
 	cl->prog = (uint32_t)prog;
 	cl->vers = (uint32_t)vers;
 	/* Our own XID space (RFC 8167 section 4): start anywhere. */
 	cl->next_xid = (uint32_t)time(NULL) * 2654435761u;
 	pthread_mutex_lock(&bc_lock);
-	cl->dead = cl->conn == NULL;
+	cl->conn = rrp_xprt_conn(cl->xprt);
+	live = cl->conn != NULL;
+	cl->dead = !live;
+	if (live) /* freed once the lock is let go and teardown ran */
+		snprintf(peer, sizeof(peer), "%s", rr_conn_peer(cl->conn));
 	cl->next = all_clients;
 	all_clients = cl;
 	pthread_mutex_unlock(&bc_lock);
 	pthread_once(&timer_once, start_timer);
-	rrp_log("%s: backchannel up (prog %u)",
-		cl->conn ? rr_conn_peer(cl->conn) : "?", cl->prog);
+	/* cl->conn is bc_lock's: teardown may clear it by now. */
+	rrp_log("%s: backchannel up (prog %u)%s", peer, cl->prog,
+		live ? "" : ", its connection already closed");
 	return &cl->clnt;
 }
 
@@ -514,13 +522,14 @@ void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
 	fail_pending(p, RPC_CANTDECODERES);
 }
 
-/* The connection is gone: its clients send nothing more, and every pending
- * callback on it fails at once. */
-void rrp_bc_conn_down(struct rr_conn *conn)
+/* The connection of @xprt is gone: @xprt forgets it, its clients send
+ * nothing more, and every pending callback on it fails at once. */
+void rrp_bc_conn_down(SVCXPRT *xprt, struct rr_conn *conn)
 {
 	struct rrp_pending *failed = NULL;
 
 	pthread_mutex_lock(&bc_lock);
+	rrp_xprt_forget_conn(xprt);
 	for (struct rrp_clnt *c = all_clients; c; c = c->next)
 		if (c->conn == conn) {
 			c->dead = true;

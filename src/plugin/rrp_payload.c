@@ -6,19 +6,23 @@
  *
  * ganesha 4.3 allocates NFSv4 READ buffers with posix_memalign(4096, n)
  * (gsh_malloc_aligned) and frees them with free() once the reply no longer
- * needs them (the READ uio release). This library interposes those two calls
- * (and realloc, for safety; rrp_exports.map must list every one of them):
- * 4096-aligned requests that fit a size class are served from one arena
- * registered once with the transport; everything else
- * goes to glibc untouched. The arena is never unmapped while the process
- * lives, so a registration can never outlive its pages.
+ * needs them (the READ uio release); NFSv3 READ buffers come from plain
+ * malloc(RNDUP(count)) (nfs3_read.c). This library interposes those calls
+ * (and realloc, for safety; rrp_exports.map must list every one of them).
+ * Only READ buffers are served from one arena registered once with the
+ * transport; everything else goes to glibc untouched. The arena is never
+ * unmapped while the process lives, so a registration can never outlive
+ * its pages.
  *
- * NFSv3 READ buffers come from plain malloc(RNDUP(count)) (nfs3_read.c), a
- * call no size or alignment tells apart from any other. So the plugin says
- * when one is coming: rrp_payload_expect(max) on the worker thread that is
- * about to run an NFSv3 READ with a Write chunk makes that thread's next
- * malloc of RRP_PAYLOAD_MIN..max bytes come from the arena, once. A wrong
- * guess costs nothing: the slot goes back on free() like any other.
+ * Neither size nor alignment tells a READ buffer apart: the engine's sink
+ * slabs, rdma-core's queue buffers and anything else may ask for 4096-aligned
+ * memory too, and a slot taken by them is never given back. So the plugin
+ * says when READ buffers are coming: rrp_payload_expect(max, n, aligned) on
+ * the worker thread about to run a Call whose READs have Write chunks makes
+ * that thread's next n mallocs (or posix_memaligns) of RRP_PAYLOAD_MIN..max
+ * bytes come from the arena, and the plugin cancels what is left when the
+ * Call's processing returns. A wrong guess costs little: the slot goes back
+ * on free() like any other.
  *
  * WRITE data goes the other way: it arrives by RDMA Read in a registered
  * buffer of the engine's, and ganesha 4.3 decodes it with xdr_bytes, which
@@ -82,6 +86,8 @@ static _Atomic uint64_t served, fallbacks;
 struct announce {
 	size_t floor;
 	size_t expect_max;
+	unsigned int expect_n;	/* READ buffers still to come */
+	bool expect_aligned;	/* by posix_memalign, not malloc */
 	size_t lend_floor;	/* the next chunk's length, SIZE_MAX when none */
 	const struct iovec *chunk;
 	int n, next;
@@ -93,7 +99,7 @@ static __thread struct announce ann __attribute__((tls_model("initial-exec"))) =
 
 static void announce_floor(void)
 {
-	size_t f = ann.expect_max >= RRP_PAYLOAD_MIN ? RRP_PAYLOAD_MIN : SIZE_MAX;
+	size_t f = ann.expect_n && !ann.expect_aligned ? RRP_PAYLOAD_MIN : SIZE_MAX;
 
 	ann.floor = ann.lend_floor < f ? ann.lend_floor : f;
 }
@@ -363,12 +369,25 @@ static void class_put(void *p)
 	class_push(c, (uint32_t)i);
 }
 
+/* An announced READ buffer from the arena, or NULL: @size is not one
+ * (the announcement stands) or the arena has none left (it is used up). */
+static void *expect_take(size_t size)
+{
+	if (size < RRP_PAYLOAD_MIN || size > ann.expect_max)
+		return NULL;
+	ann.expect_n--;
+	announce_floor();
+	return arena_take(size);
+}
+
 EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
 {
 	void *p;
 
-	if (alignment == RRP_PAYLOAD_ALIGN && size >= RRP_PAYLOAD_MIN) {
-		p = arena_take(size);
+	/* Unannounced, no size takes a slot: it would never come back. */
+	if (__builtin_expect(ann.expect_n != 0, 0) && ann.expect_aligned &&
+	    alignment == RRP_PAYLOAD_ALIGN) {
+		p = expect_take(size);
 		if (p) {
 			*memptr = p;
 			return 0;
@@ -383,15 +402,16 @@ EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
 	return 0;
 }
 
-void rrp_payload_expect(size_t max)
+void rrp_payload_expect(size_t max, unsigned int n, bool aligned)
 {
 	ann.expect_max = max;
+	ann.expect_n = max ? n : 0;
+	ann.expect_aligned = aligned;
 	announce_floor();
 }
 
 static __attribute__((noinline)) void *malloc_announced(size_t size)
 {
-	size_t max = ann.expect_max;
 	void *p;
 
 	if (ann.n) {
@@ -399,10 +419,8 @@ static __attribute__((noinline)) void *malloc_announced(size_t size)
 		if (p)
 			return p;
 	}
-	if (max && size >= RRP_PAYLOAD_MIN && size <= max) {
-		ann.expect_max = 0;
-		announce_floor();
-		p = arena_take(size);
+	if (ann.expect_n && !ann.expect_aligned) {
+		p = expect_take(size);
 		if (p)
 			return p;
 	}

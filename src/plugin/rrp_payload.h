@@ -17,9 +17,10 @@
 
 /* Map the arena once; the caller registers [*base, *base + *len). */
 int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t *len);
-/* This thread's next malloc of RRP_PAYLOAD_MIN..@max bytes comes from the
- * arena (an NFSv3 READ buffer is about to be allocated); 0 cancels. */
-void rrp_payload_expect(size_t max);
+/* This thread's next @n READ buffers of RRP_PAYLOAD_MIN..@max bytes come
+ * from the arena: mallocs, or posix_memalign(RRP_PAYLOAD_ALIGN) calls when
+ * @aligned. Nothing unannounced ever takes a slot; @n 0 cancels. */
+void rrp_payload_expect(size_t max, unsigned int n, bool aligned);
 void rrp_payload_stats(uint64_t *served, uint64_t *fallbacks);
 
 /* While this thread decodes a Call: a malloc of exactly @chunk[i].iov_len

@@ -118,6 +118,10 @@ extern const struct rr_upper_ops rrp_upper_ops;
 /* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
 struct rrp_xprt;
 bool rrp_is_our_xprt(SVCXPRT *xprt);
+/* Its connection, NULL once down; read and cleared under the backchannel's
+ * lock only (rrp_bc_conn_down clears it). */
+struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt);
+void rrp_xprt_forget_conn(SVCXPRT *xprt);
 /* Hooks of the interposed ntirpc client calls (rrp_interpose.h). */
 CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 				   const rpcvers_t vers, const uint32_t flags);
@@ -129,6 +133,6 @@ int rrp_bc_clnt_req_release(struct clnt_req *cc);
 /* Engine upcalls for reverse-direction answers, and connection loss. */
 void rrp_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len, uint32_t credits);
 void rrp_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err);
-void rrp_bc_conn_down(struct rr_conn *conn);
+void rrp_bc_conn_down(SVCXPRT *xprt, struct rr_conn *conn);
 
 #endif

@@ -463,9 +463,11 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 	if (!x)
 		return;
 	rr_conn_set_upper(conn, NULL);
-	rrp_bc_conn_down(conn);
+	/* x->conn is cleared there, with the clients made on it marked dead
+	 * in the same critical section: one made concurrently is never left
+	 * live on a freed connection. */
+	rrp_bc_conn_down(&x->xprt, conn);
 	rrp_client_unlist(&x->client);
-	x->conn = NULL;
 	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
 }
 
@@ -525,6 +527,11 @@ bool rrp_is_our_xprt(SVCXPRT *xprt)
 struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt)
 {
 	return XP(xprt)->conn;
+}
+
+void rrp_xprt_forget_conn(SVCXPRT *xprt)
+{
+	XP(xprt)->conn = NULL;
 }
 
 const struct rr_upper_ops rrp_upper_ops = {
@@ -596,22 +603,39 @@ static bool needs_scan(const struct rr_call *call)
 }
 
 /*
- * The size of the READ buffer ganesha is about to malloc for this Call's
- * data (RNDUP(count), or less if the export caps it), when that data will go
- * to a Write chunk; 0 otherwise. NFSv3 READ mallocs it on every release;
- * NFSv4 READ too where the host adapter says so (ganesha 6's fsal_read2),
- * else it is told apart by its alignment. See rrp_payload.c.
+ * The READ buffers ganesha is about to allocate for this Call's data that
+ * will go to Write chunks: how many, each at most *max bytes (RNDUP(count),
+ * or less if the export caps it). The k-th Read result pairs with the k-th
+ * Write chunk, so a COMPOUND's first min(READs, Write chunks) READs count;
+ * one below RRP_PAYLOAD_MIN never takes a slot and is not counted. NFSv3
+ * READ mallocs its buffer on every release; NFSv4 READ too where the host
+ * adapter says so (ganesha 6's fsal_read2), else it comes from
+ * posix_memalign(4096). See rrp_payload.c.
  */
-static size_t read_buffer_expected(const struct rrp_req *rq)
+static unsigned int read_buffers_expected(const struct rrp_req *rq, size_t *max)
 {
 	const struct ulb_call *u = &rq->ulb;
-	bool v3 = u->vers == 3 && u->proc == ULB_NFS3_READ;
-	bool v4 = RRP_HOST_V4_READ_BY_MALLOC && u->vers == 4;
+	uint32_t paired = u->n_read_ops;
+	unsigned int n = 0;
 
-	if (!rq->scanned || !rq->call->pcl->n_write || u->prog != ULB_PROG_NFS ||
-	    u->n_read_ops != 1 || !(v3 || v4))
+	*max = 0;
+	if (!rq->scanned || u->prog != ULB_PROG_NFS ||
+	    !((u->vers == 3 && u->proc == ULB_NFS3_READ) || u->vers == 4))
 		return 0;
-	return ((size_t)u->read_ops[0].count + 3) & ~(size_t)3;
+	if (paired > rq->call->pcl->n_write)
+		paired = rq->call->pcl->n_write;
+	if (paired > ULB_MAX_READ_OPS)
+		paired = ULB_MAX_READ_OPS;
+	for (uint32_t i = 0; i < paired; i++) {
+		size_t len = ((size_t)u->read_ops[i].count + 3) & ~(size_t)3;
+
+		if (len < RRP_PAYLOAD_MIN)
+			continue;
+		n++;
+		if (len > *max)
+			*max = len;
+	}
+	return n;
 }
 
 /*
@@ -658,7 +682,8 @@ static void rrp_process(void *arg)
 	struct rrp_xprt *x = rq->x;
 	struct svc_req *req;
 	enum xprt_stat stat;
-	size_t expect;
+	unsigned int expect;
+	size_t expect_max;
 	bool lend;
 
 	atomic_fetch_add(&rrp.requests, 1);
@@ -684,20 +709,22 @@ static void rrp_process(void *arg)
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
 	/* READ allocates its data buffer on this thread, inside SVC_DECODE */
-	expect = read_buffer_expected(rq);
+	expect = read_buffers_expected(rq, &expect_max);
 	if (expect)
-		rrp_payload_expect(expect);
+		rrp_payload_expect(expect_max, expect,
+				   rq->ulb.vers == 4 && !RRP_HOST_V4_READ_BY_MALLOC);
 	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
 	lend = call->nchunk_data != 0;
 	if (lend)
 		rrp_payload_lend(call->chunk_data, call->nchunk_data, rrp_xdr_dec_at, &rq->dec);
 	stat = SVC_DECODE(req);
 	/* Only what was announced is taken back: each is a call into the
-	 * preloaded library. */
+	 * preloaded library. READ buffers not allocated (a READ that failed)
+	 * must not go to the thread's next unrelated allocation. */
 	if (lend)
 		rrp_payload_lend(NULL, 0, NULL, NULL);
 	if (expect)
-		rrp_payload_expect(0);
+		rrp_payload_expect(0, 0, false);
 	if (stat != XPRT_SUSPEND) {
 		if (req->rq_auth)
 			SVCAUTH_RELEASE(req);

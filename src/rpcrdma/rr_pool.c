@@ -97,7 +97,10 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
  * The sink pool (policy in rr_internal.h above struct rr_bigpool). Each size
  * class carves its buffers out of registrations of RR_SINK_SLAB bytes (one
  * buffer each in the largest class); a slot numbers a buffer within its
- * class, and a reference is class << RR_SINK_REF_SHIFT | slot.
+ * class, and a reference is class << RR_SINK_REF_SHIFT | slot. Slabs are
+ * mapped, as the connections' buffers are (rr_pool_init): a slab is held
+ * for the server's life, and one taken from an interposed allocator's pool
+ * would be that pool's for good (issue #32).
  */
 #define RR_SINK_SLAB (256u * 1024u)
 
@@ -186,7 +189,7 @@ void rr_big_destroy(struct rr_bigpool *bp)
 
 		for (uint32_t j = 0; k->slab && j < k->n / k->per_slab; j++) {
 			fab_mr_dereg(k->mr[j]);
-			free(k->slab[j]);
+			munmap(k->slab[j], k->size * k->per_slab);
 		}
 		free(k->next);
 		free(k->slab);
@@ -217,14 +220,16 @@ static int64_t sink_slot_get(struct fab_pd *pd, struct rr_sink_class *k, uint64_
 	{
 		uint32_t s = k->n / k->per_slab;
 		size_t len = k->size * k->per_slab;
+		void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
 
-		if (posix_memalign((void **)&k->slab[s], 4096, len))
+		if (mem == MAP_FAILED)
 			return -1;
-		if (fab_mr_reg(pd, k->slab[s], len, FAB_ACCESS_LOCAL_WRITE, &k->mr[s])) {
-			free(k->slab[s]);
-			k->slab[s] = NULL;
+		if (fab_mr_reg(pd, mem, len, FAB_ACCESS_LOCAL_WRITE, &k->mr[s])) {
+			munmap(mem, len);
 			return -1;
 		}
+		k->slab[s] = mem;
 	}
 	(*registrations)++;
 	i = k->n;

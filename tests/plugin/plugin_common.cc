@@ -54,6 +54,16 @@ std::unique_ptr<nfsc::RdmaTransport> PluginTest::rdma()
 	return t;
 }
 
+std::unique_ptr<nfsc::RdmaTransport> PluginTest::rdma_chunks()
+{
+	auto t = rdma();
+	if (t) {
+		t->policy.call_ddp = nfsc::Ddp::ALWAYS;
+		t->policy.reply_ddp = nfsc::Ddp::ALWAYS;
+	}
+	return t;
+}
+
 std::unique_ptr<nfsc::TcpTransport> PluginTest::tcp_nfs()
 {
 	std::string err;

@@ -27,6 +27,8 @@ class PluginTest : public ::testing::Test
 
 	/* connect over the soft fabric / TCP; nullptr (with a test failure) on error */
 	std::unique_ptr<nfsc::RdmaTransport> rdma();
+	/* rdma() with every DDP-eligible item through chunks, Calls and Replies */
+	std::unique_ptr<nfsc::RdmaTransport> rdma_chunks();
 	std::unique_ptr<nfsc::TcpTransport> tcp_nfs();
 	std::unique_ptr<nfsc::TcpTransport> tcp_mnt();
 	/* MOUNT v3 MNT /mem over TCP */

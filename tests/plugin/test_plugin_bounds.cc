@@ -7,6 +7,11 @@
  * from that pool too - the plugin's allocator interposer served their
  * page-aligned posix_memalign from its 1 MiB class - so a few dozen idle
  * connections left READs nothing but a bounce copy.
+ *
+ * The engine's Read sinks (WRITE data by Read chunk) are carved from 256 KiB
+ * slabs; they too once came from posix_memalign(4096), and the interposer
+ * served every such call from the pool (issue #32). With a 4 MiB pool (one
+ * 1 MiB slot) the first sink slab took the only slot READs fit in.
  */
 #include "plugin/plugin_common.h"
 
@@ -42,10 +47,8 @@ TEST_F(IdleConns, ThousandIdleConnectionsLeaveReadsZeroCopy)
 		GTEST_SKIP() << why;
 	Fh root = mount3();
 	ASSERT_FALSE(root.empty());
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c(*t);
 	Fh d, f;
 	std::string dn = unique("idle");
@@ -113,6 +116,103 @@ TEST_F(IdleConns, ThousandIdleConnectionsLeaveReadsZeroCopy)
 		Nfs3 n(*idle[i]);
 		NFS_OK(n, n.null());
 	}
+}
+
+/* A 4 MiB READ payload pool: 32 buffers of 64 KiB and one of 1 MiB. */
+class SmallPayloadPool : public PluginTest
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		options.extra_rdma = "\tPayload_Pool_MB = 4;\n";
+		PluginTest::SetUpTestSuite();
+	}
+};
+
+TEST_F(SmallPayloadPool, SinkSlabsNeverTakeReadPayloadSlots)
+{
+	Json a, b;
+	std::string why;
+	if (!stats(&a, &why))
+		GTEST_SKIP() << why;
+	Fh root = mount3();
+	ASSERT_FALSE(root.empty());
+	auto t = rdma_chunks();
+	ASSERT_TRUE(t);
+	Nfs3 c(*t);
+	Fh d, f, w;
+	std::string dn = unique("sinks");
+	NFS_OK(c, c.mkdir(root, dn, 0755, &d));
+	NFS_OK(c, c.create(d, "f", 0644, &f));
+	NFS_OK(c, c.create(d, "w", 0644, &w));
+	Bytes data = test_data(kRead, 32);
+	NFS_OK(c, c.write(f, 0, data));
+
+	/* WRITE rounds by Read chunk, a credit window in flight at a time, of
+	 * both small sink classes (4 KiB, 64 KiB): the engine grows slabs. */
+	ASSERT_TRUE(stats(&a, &why)) << why;
+	const Bytes small = test_data(4000, 1), mid = test_data(32 * 1024, 2);
+	for (int round = 0; round < 8; round++) {
+		std::vector<uint32_t> inflight;
+		uint32_t grant = t->requester().grant();
+		for (uint32_t i = 0; i < grant; i++) {
+			CallOpts o;
+			const Bytes &wd = i % 2 ? small : mid;
+			nfsxdr::Xdr x = c.write_call(w, uint64_t(i) * mid.size(), wd, &o);
+			ASSERT_EQ(o.items.size(), 1u) << "the WRITE's data is DDP-eligible";
+			int64_t xid = t->post(x.buf, o, &why);
+			ASSERT_GE(xid, 0) << why;
+			inflight.push_back(uint32_t(xid));
+		}
+		for (size_t i = 0; i < inflight.size(); i++) {
+			TransportReply r;
+			ASSERT_TRUE(t->collect(inflight[i], &r, &why)) << why;
+			ASSERT_EQ(c.write_reply(r, inflight[i], i % 2 ? small.size() : mid.size(),
+						nullptr),
+				  0)
+			    << c.err();
+		}
+	}
+	ASSERT_TRUE(stats(&b, &why)) << why;
+	EXPECT_GE(b.at("global.rdma_read_bytes") - a.at("global.rdma_read_bytes"),
+		  8.0 * (small.size() + mid.size()) * t->requester().grant() / 2)
+	    << "the WRITE data came by Read chunk";
+	double slabs = b.at("global.registrations") - a.at("global.registrations");
+	printf("WRITE rounds by Read chunk: %g registrations (sink slabs)\n", slabs);
+	ASSERT_GT(slabs, 0) << "the WRITEs made the engine register sink slabs";
+
+	/* READs of 512 KiB, NFSv3 and NFSv4.1, each needs the 1 MiB slot. */
+	Nfs4 c4(*t);
+	Fh d4, f4;
+	Stateid sid;
+	NFS_OK(c4, c4.mount());
+	NFS_OK(c4, c4.lookup_path("/mem/" + dn, &d4));
+	NFS_OK(c4, c4.open_create(d4, "v41", &f4, &sid));
+	NFS_OK(c4, c4.write(f4, sid, 0, data));
+	const int reads = 8;
+	ASSERT_TRUE(stats(&a, &why)) << why;
+	for (int i = 0; i < reads; i++) {
+		Bytes back;
+		bool eof = false;
+		if (i % 2)
+			NFS_OK(c4, c4.read(f4, sid, 0, kRead, &back, &eof));
+		else
+			NFS_OK(c, c.read(f, 0, kRead, &back, &eof));
+		ASSERT_EQ(t->last_spec.writes.size(), 1u) << "the READ asked for a Write chunk";
+		ASSERT_EQ(back.size(), size_t(kRead));
+		ASSERT_EQ(crc32c(back), crc32c(data));
+	}
+	ASSERT_TRUE(stats(&b, &why)) << why;
+	double copies = b.at("global.payload_copies") - a.at("global.payload_copies");
+	double regs = b.at("global.registrations") - a.at("global.registrations");
+	printf("%d READs of %u bytes after them: payload_copies %+.0f, registrations %+.0f\n", reads,
+	       kRead, copies, regs);
+	EXPECT_EQ(copies, 0) << "READ data bounced: sink slabs took the payload pool's slot";
+	EXPECT_EQ(regs, 0) << "READs registered memory (bounce buffers)";
+	EXPECT_GE(b.at("global.rdma_write_bytes") - a.at("global.rdma_write_bytes"),
+		  double(reads) * kRead);
+	NFS_OK(c4, c4.close(f4, sid));
+	NFS_OK(c4, c4.destroy_session());
 }
 
 } // namespace

@@ -264,7 +264,11 @@ TEST_F(Nfs4Rdma, TwoReadsInOneCompoundPairWithTwoWriteChunks)
 	NFS_OK(*c, c->write(f, sid, 0, data));
 	t->policy.reply_ddp = Ddp::ALWAYS;
 	std::vector<Bytes> got;
+	double copies0 = stat("payload_copies");
+	ASSERT_GE(copies0, 0) << "no stats socket";
 	NFS_OK(*c, c->read_multi(f, sid, {{0, 100001}, {200000, 65536}}, &got));
+	/* two READ buffers announced, both from the payload pool */
+	EXPECT_EQ(stat("payload_copies") - copies0, 0) << "a READ of the COMPOUND bounced";
 	ASSERT_EQ(got.size(), 2u);
 	ASSERT_EQ(c->last().chunks.size(), 2u);
 	EXPECT_EQ(c->last().chunks[0].size(), 100001u);

@@ -343,10 +343,8 @@ TEST_F(Robust, StatsSocketListsConnectionsWithTheirCounters)
  */
 TEST_F(Robust, PipelinedReadsAndWritesOnOneConnection)
 {
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c(*t);
 	NFS_OK(c, c.null()); /* the first reply brings the real credit grant */
 	uint32_t grant = t->requester().grant();
@@ -541,10 +539,8 @@ TEST_F(Robust, SteadyStateCounters)
 	std::string why;
 	if (!stats(&j0, &why))
 		GTEST_SKIP() << "no stats socket: " << why;
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c3(*t);
 	Nfs4 c4(*t);
 	NFS_OK(c4, c4.mount());
@@ -804,10 +800,8 @@ TEST_F(SoftOverTcp, Nfs3WriteReadThroughChunks)
 	ASSERT_EQ(srv->rdma_addr.rfind("tcp:", 0), 0u);
 	Fh root = mount3();
 	ASSERT_FALSE(root.empty());
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c(*t);
 	Fh f;
 	NFS_OK(c, c.create(root, unique("tcpfab"), 0644, &f));

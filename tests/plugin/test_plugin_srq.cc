@@ -31,10 +31,8 @@ TEST_F(SrqPlugin, Nfs3AndNfs41ThroughChunks)
 {
 	Fh root = mount3();
 	ASSERT_FALSE(root.empty());
-	auto t = rdma();
+	auto t = rdma_chunks();
 	ASSERT_TRUE(t);
-	t->policy.call_ddp = Ddp::ALWAYS;
-	t->policy.reply_ddp = Ddp::ALWAYS;
 	Nfs3 c(*t);
 	Fh d, f;
 	std::string dn = unique("srq");

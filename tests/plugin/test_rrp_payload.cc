@@ -47,7 +47,19 @@ const Arena &arena()
 	return a;
 }
 
+// A READ buffer the way ganesha 4.3's NFSv4 READ asks for it, announced
+// by the plugin: posix_memalign(4096, n).
 void *aligned(size_t n)
+{
+	void *p = nullptr;
+	rrp_payload_expect(n, 1, true);
+	EXPECT_EQ(0, posix_memalign(&p, RRP_PAYLOAD_ALIGN, n));
+	rrp_payload_expect(0, 0, false);
+	return p;
+}
+
+// The same call unannounced: the engine's sink slabs, rdma-core's queues.
+void *unannounced(size_t n)
 {
 	void *p = nullptr;
 	EXPECT_EQ(0, posix_memalign(&p, RRP_PAYLOAD_ALIGN, n));
@@ -106,6 +118,7 @@ TEST(PayloadPool, OnlyAlignedPageSizedRequestsUseTheArena)
 {
 	const Arena &a = arena();
 	void *p = nullptr;
+	rrp_payload_expect(RRP_PAYLOAD_LARGE + 1, 3, true);
 	ASSERT_EQ(0, posix_memalign(&p, 64, RRP_PAYLOAD_SMALL));
 	EXPECT_FALSE(a.has(p));
 	free(p);
@@ -116,15 +129,65 @@ TEST(PayloadPool, OnlyAlignedPageSizedRequestsUseTheArena)
 	EXPECT_FALSE(a.has(p)) << "larger than every class";
 	free(p);
 	EXPECT_EQ(EINVAL, posix_memalign(&p, 3, 64));
+	rrp_payload_expect(0, 0, false);
 	void *m = malloc(RRP_PAYLOAD_SMALL);
 	EXPECT_FALSE(a.has(m)) << "no READ announced";
 	free(m);
 }
 
+// Issue #32: the engine's 256 KiB sink slabs (posix_memalign(4096)) each
+// took a 1 MiB slot for good, and every later READ bounced. Unannounced, no
+// aligned allocation takes a slot; announced, exactly as many as announced,
+// of the kind announced, on the announcing thread only.
+TEST(PayloadPool, UnannouncedAlignedAllocationsNeverTakeASlot)
+{
+	const Arena &a = arena();
+	uint64_t s0, f0, s1, f1;
+	std::vector<void *> held;
+	held.reserve(256); // its own growth must not be the malloc announced below
+	rrp_payload_stats(&s0, &f0);
+	for (int i = 0; i < int(kSmall + kLarge) * 4; i++)
+		for (size_t n : {size_t(256 * 1024), size_t(RRP_PAYLOAD_SMALL), size_t(8192)})
+			held.push_back(unannounced(n));
+	for (void *p : held)
+		EXPECT_FALSE(a.has(p));
+	rrp_payload_stats(&s1, &f1);
+	EXPECT_EQ(s0, s1) << "an unannounced posix_memalign took a slot";
+	EXPECT_EQ(f0, f1) << "nor did it look for one";
+
+	// A malloc'd READ announced is not a posix_memalign'd one, and back.
+	rrp_payload_expect(256 * 1024, 1, false);
+	held.push_back(unannounced(256 * 1024));
+	EXPECT_FALSE(a.has(held.back()));
+	rrp_payload_expect(256 * 1024, 1, true);
+	held.push_back(malloc(256 * 1024));
+	EXPECT_FALSE(a.has(held.back()));
+	std::thread([&] { held.push_back(unannounced(256 * 1024)); }).join();
+	EXPECT_FALSE(a.has(held.back())) << "another thread's announcement";
+
+	// Two READs of a COMPOUND: two slots, then none.
+	rrp_payload_expect(256 * 1024, 2, true);
+	void *r1 = unannounced(256 * 1024), *r2 = unannounced(8192), *r3 = unannounced(8192);
+	EXPECT_TRUE(a.has(r1));
+	EXPECT_TRUE(a.has(r2));
+	EXPECT_FALSE(a.has(r3)) << "two announced, two served";
+	// A READ that failed before its buffer: cancelled, nothing is left over.
+	rrp_payload_expect(256 * 1024, 1, true);
+	rrp_payload_expect(0, 0, false);
+	void *after = unannounced(256 * 1024);
+	EXPECT_FALSE(a.has(after));
+	rrp_payload_stats(&s1, &f1);
+	EXPECT_EQ(s0 + 2, s1);
+	for (void *p : {r1, r2, r3, after})
+		free(p);
+	for (void *p : held)
+		free(p);
+}
+
 TEST(PayloadPool, AnnouncedReadTakesTheNextFittingMallocOnce)
 {
 	const Arena &a = arena();
-	rrp_payload_expect(16384);
+	rrp_payload_expect(16384, 1, false);
 	void *small = malloc(100);	// below RRP_PAYLOAD_MIN: not the READ buffer
 	void *big = malloc(32768);	// above the announced size
 	void *hit = malloc(12288);
@@ -139,12 +202,12 @@ TEST(PayloadPool, AnnouncedReadTakesTheNextFittingMallocOnce)
 	free(after);
 
 	// The announcement is per thread.
-	rrp_payload_expect(16384);
+	rrp_payload_expect(16384, 1, false);
 	void *other = nullptr;
 	std::thread([&] { other = malloc(8192); }).join();
 	EXPECT_FALSE(a.has(other));
 	free(other);
-	rrp_payload_expect(0);
+	rrp_payload_expect(0, 0, false);
 	void *cancelled = malloc(8192);
 	EXPECT_FALSE(a.has(cancelled));
 	free(cancelled);

@@ -16,8 +16,8 @@
 #define RRP_HOST_OP_CTX_EXPORT 0x80
 #define RRP_HOST_EXPORT_ID 0x1b8
 
-/* NFSv4 READ buffers: posix_memalign(4096, RNDUP(count)), told apart by the
- * alignment; NFSv3's come from malloc (rrp_payload.c). */
+/* NFSv4 READ buffers: posix_memalign(4096, RNDUP(count)); NFSv3's come from
+ * malloc. The plugin announces either kind (rrp_payload.c). */
 #define RRP_HOST_V4_READ_BY_MALLOC 0
 
 /* xdr_ops has no data-position calls: WRITE data is decoded by xdr_bytes
