@@ -169,7 +169,8 @@ int Requester::setup(const RequesterOptions &o)
 	}
 	cp.responder_resources = o.responder_resources;
 	cp.initiator_depth = o.initiator_depth;
-	cp.rnr_retry_count = 0;	/* like the Linux client: every RNR is visible */
+	/* 0 like the Linux client: every RNR is visible */
+	cp.rnr_retry_count = o.rnr_retry_count;
 	cp.retry_count = 7;
 	rc = fab_connect(fab_, ch_, o.addr.c_str(), cq_, cq_, &caps, &cp, &conn_);
 	if (rc) {
@@ -177,7 +178,7 @@ int Requester::setup(const RequesterOptions &o)
 		conn_ = nullptr;
 		return rc;
 	}
-	for (uint32_t i = 0; i < o.recv_bufs; i++) {
+	for (uint32_t i = 0; !o.hold_receives && i < o.recv_bufs; i++) {
 		rc = post_recv(i);
 		if (rc) {
 			err_ = std::string("post_recv: ") + fab_last_error();
