@@ -35,8 +35,10 @@ void rrp_config_default(struct rrp_config *c)
 	c->max_connections = 1024;
 	/* The engine's defaults (rr_config_default says why). */
 	c->max_conns_per_peer = 64;
+	c->peer_prefix_v4 = 32;
+	c->peer_prefix_v6 = 64;
 	c->handshake_timeout = 30;
-	c->idle_timeout = 0;
+	c->idle_timeout = 360;
 	c->recv_mem_budget = RRP_MEM_BUDGET_AUTO;
 	c->max_ord = 16;
 	c->workers = 8;
@@ -332,6 +334,14 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 		c->max_conns_per_peer = (uint32_t)(ret ? c->max_conns_per_peer : n);
 		return ret;
 	}
+	if (!strcasecmp(key, "Peer_Prefix_V4") || !strcasecmp(key, "Peer_Prefix_V6")) {
+		bool v4 = !strcasecmp(key, "Peer_Prefix_V4");
+		uint32_t *dst = v4 ? &c->peer_prefix_v4 : &c->peer_prefix_v6;
+
+		ret = set_range(key, v, 0, v4 ? 32 : 128, &n, line);
+		*dst = (uint32_t)(ret ? *dst : n);
+		return ret;
+	}
 	if (!strcasecmp(key, "Handshake_Timeout") || !strcasecmp(key, "Idle_Timeout")) {
 		uint32_t *dst =
 		    !strcasecmp(key, "Idle_Timeout") ? &c->idle_timeout : &c->handshake_timeout;
@@ -480,6 +490,8 @@ static const struct {
 	RRP_KEY("Inline_Threshold", inline_threshold, false),
 	RRP_KEY("Max_Connections", max_connections, false),
 	RRP_KEY("Max_Connections_Per_Peer", max_conns_per_peer, false),
+	RRP_KEY("Peer_Prefix_V4", peer_prefix_v4, false),
+	RRP_KEY("Peer_Prefix_V6", peer_prefix_v6, false),
 	RRP_KEY("Handshake_Timeout", handshake_timeout, false),
 	RRP_KEY("Idle_Timeout", idle_timeout, false),
 	RRP_KEY("Receive_Memory_Budget", recv_mem_budget, false),

@@ -24,6 +24,8 @@ struct rrp_config {
 	uint32_t inline_threshold;	/* Inline_Threshold */
 	uint32_t max_connections;	/* Max_Connections */
 	uint32_t max_conns_per_peer;	/* Max_Connections_Per_Peer; 0 = no cap */
+	uint32_t peer_prefix_v4;	/* Peer_Prefix_V4: bits naming an IPv4 peer */
+	uint32_t peer_prefix_v6;	/* Peer_Prefix_V6: bits naming an IPv6 peer */
 	uint32_t handshake_timeout;	/* Handshake_Timeout, seconds; 0 = none */
 	uint32_t idle_timeout;		/* Idle_Timeout, seconds; 0 = none */
 	/* Receive_Memory_Budget, bytes; 0 = none; RRP_MEM_BUDGET_AUTO: the

@@ -128,7 +128,8 @@ struct gsh_rdma {
 	uint16_t port;
 	uint32_t fabric;		/* index in fabric_tokens */
 	char *listen_addr, *listen_addr_v6, *soft_socket, *stats_socket, *stats_group;
-	uint32_t credits, inline_threshold, max_conns, per_peer, handshake, idle;
+	uint32_t credits, inline_threshold, max_conns, per_peer, prefix_v4, prefix_v6;
+	uint32_t handshake, idle;
 	uint32_t srq_depth, max_ord, workers, payload_mb, stats_mode;
 	uint64_t budget;
 	struct rrp_config *cfg;		/* Exclude_Exports goes straight there */
@@ -226,6 +227,8 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 	c->inline_threshold = r->inline_threshold;
 	c->max_connections = r->max_conns;
 	c->max_conns_per_peer = r->per_peer;
+	c->peer_prefix_v4 = r->prefix_v4;
+	c->peer_prefix_v6 = r->prefix_v6;
 	c->handshake_timeout = r->handshake;
 	c->idle_timeout = r->idle;
 	c->recv_mem_budget = r->budget;
@@ -372,6 +375,8 @@ static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf
 		GSH_U32("Max_Connections", max_conns, 1, 65536, d.max_connections, false),
 		GSH_U32("Max_Connections_Per_Peer", per_peer, 0, 65536, d.max_conns_per_peer,
 			true),
+		GSH_U32("Peer_Prefix_V4", prefix_v4, 0, 32, d.peer_prefix_v4, true),
+		GSH_U32("Peer_Prefix_V6", prefix_v6, 0, 128, d.peer_prefix_v6, true),
 		GSH_U32("Handshake_Timeout", handshake, 0, RR_MAX_TIMEOUT, d.handshake_timeout,
 			true),
 		GSH_U32("Idle_Timeout", idle, 0, RR_MAX_TIMEOUT, d.idle_timeout, true),
@@ -649,6 +654,8 @@ static int start_server(const char *addr, int slot)
 	ec.inline_size = rrp.cfg.inline_threshold;
 	ec.max_conns = rrp.cfg.max_connections;
 	ec.max_conns_per_peer = rrp.cfg.max_conns_per_peer;
+	ec.peer_prefix_v4 = (uint8_t)rrp.cfg.peer_prefix_v4;
+	ec.peer_prefix_v6 = (uint8_t)rrp.cfg.peer_prefix_v6;
 	ec.handshake_timeout = rrp.cfg.handshake_timeout;
 	ec.idle_timeout = rrp.cfg.idle_timeout;
 	if (rrp.cfg.recv_mem_budget != RRP_MEM_BUDGET_AUTO)

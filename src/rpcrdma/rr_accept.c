@@ -239,6 +239,19 @@ static int conn_accept(struct rr_server *srv, struct rr_conn *c)
 	return fab_accept(c->fc, &param);
 }
 
+/* What the per-peer cap counted the address by, when not the address alone. */
+static const char *peer_prefix(const struct rr_config *cfg, const uint8_t ip[16])
+{
+	static _Thread_local char s[24];
+	bool v4 = rr_ip_is_v4(ip);
+	unsigned int bits = v4 ? cfg->peer_prefix_v4 : cfg->peer_prefix_v6;
+
+	if (bits >= (v4 ? 32u : 128u))
+		return "";
+	snprintf(s, sizeof(s), "'s /%u", bits);
+	return s;
+}
+
 void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev)
 {
 	struct rr_conn *c;
@@ -247,7 +260,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	uint8_t ip[16];
 	uint32_t nrecv = 0;
 	bool ip_known;
-	char why[64];
+	char why[96];
 	int ret;
 
 	/* Refused before anything is allocated for the request. */
@@ -256,10 +269,10 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_MAX_CONNS, why);
 		goto reject;
 	}
-	ip_known = rr_admit_peer_ip(ev->conn, ip);
+	ip_known = rr_admit_peer_ip(&srv->cfg, ev->conn, ip);
 	if (ip_known && !rr_admit_peer(srv, ip)) {
-		snprintf(why, sizeof(why), "%u connections from this address already",
-			 srv->cfg.max_conns_per_peer);
+		snprintf(why, sizeof(why), "%u connections from this address%s already",
+			 srv->cfg.max_conns_per_peer, peer_prefix(&srv->cfg, ip));
 		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_PEER, why);
 		goto reject;
 	}
@@ -319,7 +332,8 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	}
 	/* The list is walked by the event thread; srv->lock guards it against
 	 * readers elsewhere (rr_server_foreach_conn). */
-	c->accepted_at = c->quiet_since = rr_now_s(); /* the handshake timeout runs */
+	/* the handshake timeout runs, and the Send timeout's clock */
+	c->accepted_at = c->quiet_since = c->send_wait_since = rr_now_s();
 	pthread_mutex_lock(&srv->lock);
 	c->next = srv->conns;
 	srv->conns = c;

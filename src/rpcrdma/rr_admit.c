@@ -3,8 +3,9 @@
  * rr_admit.c - what a peer that need not be authenticated may hold of the
  * server: connections per peer address, registered memory for all
  * connections (the budget counts receive AND send buffers), how long a
- * connection may sit without its first message or, optionally, idle, and a
- * refusal log that a peer retrying at a cap cannot flood.
+ * connection may sit without its first message, idle, or with a Send the
+ * peer never completes, and refusal and connection logs that a peer
+ * retrying or reconnecting in a loop cannot flood.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -133,12 +134,28 @@ static bool ip_key(const struct sockaddr_storage *ss, uint8_t ip[16])
 	return false;
 }
 
-bool rr_admit_peer_ip(struct fab_conn *fc, uint8_t ip[16])
+bool rr_peer_key(const struct sockaddr_storage *ss, unsigned int prefix_v4,
+		 unsigned int prefix_v6, uint8_t ip[16])
+{
+	unsigned int bits;
+
+	if (!ip_key(ss, ip))
+		return false;
+	/* A v4-mapped address is an IPv4 peer: its prefix counts after the map. */
+	bits = rr_ip_is_v4(ip) ? 96 + (prefix_v4 < 32 ? prefix_v4 : 32)
+			       : (prefix_v6 < 128 ? prefix_v6 : 128);
+	for (unsigned int i = bits / 8; i < 16; i++)
+		ip[i] &= i == bits / 8 ? (uint8_t)(0xff00u >> (bits % 8)) : 0;
+	return true;
+}
+
+bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t ip[16])
 {
 	struct sockaddr_storage remote;
 
 	memset(&remote, 0, sizeof(remote));
-	return fab_conn_addrs(fc, NULL, &remote) == 0 && ip_key(&remote, ip);
+	return fab_conn_addrs(fc, NULL, &remote) == 0 &&
+	       rr_peer_key(&remote, cfg->peer_prefix_v4, cfg->peer_prefix_v6, ip);
 }
 
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
@@ -157,95 +174,80 @@ bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
 	return true;
 }
 
-static const char *const why_name[RR_REFUSE_NWHY] = {
+static const char *const why_name[RR_RATELOG_KINDS] = {
     [RR_REFUSE_MAX_CONNS] = "connection cap",
     [RR_REFUSE_PEER] = "per-peer cap",
     [RR_REFUSE_MEM] = "memory budget",
     [RR_REFUSE_OTHER] = "other",
 };
 
+static const char *const event_name[RR_RATELOG_KINDS] = {
+    [RR_EV_CONNECTED] = "connected",
+    [RR_EV_CLOSING] = "closing",
+    [RR_EV_FREED] = "freed",
+};
+
+void rr_admit_init(struct rr_server *srv)
+{
+	rr_ratelog_init(&srv->refusals, "connection request(s) refused", why_name);
+	rr_ratelog_init(&srv->conn_events, "connection event(s)", event_name);
+}
+
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
 		     const char *detail)
 {
-	struct rr_refusals *r = &srv->refusals;
-	uint64_t now = rr_now_s();
-
 	RR_SRV_STAT_ADD(srv, conns_refused, 1);
 	if (why == RR_REFUSE_PEER)
 		RR_SRV_STAT_ADD(srv, conns_refused_peer, 1);
 	else if (why == RR_REFUSE_MEM)
 		RR_SRV_STAT_ADD(srv, conns_refused_mem, 1);
-	if (now >= r->quiet_until && !r->held) {
-		rr_log("%s: refused: %s", peer, detail);
-		r->quiet_until = now + RR_REFUSE_LOG_S;
-		return;
-	}
-	if (!r->held)
-		r->since = now;
-	r->held++;
-	r->why[why]++;
-}
-
-/* One line for the refusals held back, once their quiet period is over. */
-static void refusal_summary(struct rr_server *srv, uint64_t now)
-{
-	struct rr_refusals *r = &srv->refusals;
-	char reasons[160];
-	size_t n = 0;
-
-	if (!r->held || now < r->quiet_until)
-		return;
-	if (now < r->since)
-		now = r->since;
-	reasons[0] = 0;
-	for (int i = 0; i < RR_REFUSE_NWHY; i++)
-		if (r->why[i] && n < sizeof(reasons))
-			n += (size_t)snprintf(reasons + n, sizeof(reasons) - n, "%s%s %u",
-					      n ? ", " : "", why_name[i], r->why[i]);
-	rr_log("%u more connection request(s) refused in the last %llu s (%s)", r->held,
-	       (unsigned long long)(now > r->since ? now - r->since : 1), reasons);
-	r->held = 0;
-	memset(r->why, 0, sizeof(r->why));
-	r->quiet_until = now + RR_REFUSE_LOG_S;
+	rr_ratelog(&srv->refusals, why, "%s: refused: %s", peer, detail);
 }
 
 void rr_admit_fini(struct rr_server *srv)
 {
-	/* Refusals still held for a summary are not lost at shutdown. */
-	srv->refusals.quiet_until = 0;
-	refusal_summary(srv, rr_now_s());
+	/* Events still held for a summary are not lost at shutdown. */
+	rr_ratelog_summary(&srv->refusals, true);
+	rr_ratelog_summary(&srv->conn_events, true);
+	rr_ratelog_fini(&srv->refusals);
+	rr_ratelog_fini(&srv->conn_events);
 }
 
-/* Messages a connection has received, whatever became of them. */
-static uint64_t conn_activity(struct rr_conn *c)
+/*
+ * A Send the peer never completes: with no receive posted on its side and
+ * an RNR retry count of 7 it is retried for ever, and the connection's
+ * references with it. Sends complete in order, so no completion for
+ * send_timeout while some are out is a peer that stopped receiving.
+ */
+static bool send_stuck(const struct rr_config *cfg, struct rr_conn *c, uint64_t now)
 {
-	struct rr_counters *st = &c->st;
-
-	return atomic_load_explicit(&st->calls, memory_order_relaxed) +
-	       atomic_load_explicit(&st->dropped, memory_order_relaxed) +
-	       atomic_load_explicit(&st->bc_replies, memory_order_relaxed) +
-	       atomic_load_explicit(&st->bc_errors, memory_order_relaxed) +
-	       atomic_load_explicit(&st->err_vers_sent, memory_order_relaxed) +
-	       atomic_load_explicit(&st->err_chunk_sent, memory_order_relaxed);
+	if (!c->sends_out || c->sends_done != c->sends_done_seen) {
+		c->sends_done_seen = c->sends_done;
+		c->send_wait_since = now;
+		return false;
+	}
+	return cfg->send_timeout && now - c->send_wait_since >= cfg->send_timeout;
 }
 
 static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now)
 {
 	const struct rr_config *cfg = &srv->cfg;
-	uint64_t act = conn_activity(c);
 	char why[96];
 
-	if (act != c->act_seen) {
-		c->act_seen = act;
+	if (c->heard != c->act_seen) {
+		c->act_seen = c->heard;
 		c->had_msg = true;
 		c->quiet_since = now;
 	} else if (atomic_load(&c->refs) > 1) {
 		/* Calls or Sends in flight: the upper layer is working, the
-		 * peer waits for it. */
+		 * peer waits for it (a Send the peer holds up: send_stuck). */
 		c->quiet_since = now;
 	}
-	if (!c->had_msg && cfg->handshake_timeout &&
-	    now - c->accepted_at >= cfg->handshake_timeout) {
+	if (send_stuck(cfg, c, now)) {
+		snprintf(why, sizeof(why), "a Send without completion for %u s (no receive posted)",
+			 cfg->send_timeout);
+	} else if (!c->had_msg && cfg->handshake_timeout &&
+		   now - c->accepted_at >= cfg->handshake_timeout) {
 		snprintf(why, sizeof(why), "no first message within %u s", cfg->handshake_timeout);
 	} else if (c->had_msg && cfg->idle_timeout && now - c->quiet_since >= cfg->idle_timeout) {
 		snprintf(why, sizeof(why), "idle for %u s", cfg->idle_timeout);
@@ -258,11 +260,13 @@ static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now
 
 void rr_admit_tick(struct rr_server *srv)
 {
+	const struct rr_config *cfg = &srv->cfg;
 	uint64_t now = rr_now_s();
 
-	if (srv->cfg.handshake_timeout || srv->cfg.idle_timeout)
+	if (cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout)
 		for (struct rr_conn *c = srv->conns; c; c = c->next)
 			if (c->state != RR_CONN_CLOSING)
 				conn_timeouts(srv, c, now);
-	refusal_summary(srv, now);
+	rr_ratelog_summary(&srv->refusals, false);
+	rr_ratelog_summary(&srv->conn_events, false);
 }

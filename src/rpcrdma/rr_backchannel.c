@@ -35,7 +35,10 @@ static void bc_grant(struct rr_conn *c, uint32_t credits)
 
 void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx)
 {
-	rr_bc_answered(c);
+	/* Activity only if it answers a callback of ours: a peer sending
+	 * unasked Replies must not keep its connection from going idle. */
+	if (rr_bc_answered(c))
+		c->heard++;
 	bc_grant(c, ctx->pcl.credits);
 	if (c->srv->ops.bc_reply) {
 		RR_STAT_ADD(c, bc_replies, 1);

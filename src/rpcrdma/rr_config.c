@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * rr_config.c - the engine's defaults and bounds (the values of the Linux
- * server's that they follow: docs/linux-client-wire.md), and its log sink.
+ * server's that they follow: docs/linux-client-wire.md), its log sink, and
+ * the rate-limited logs a peer cannot flood.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -33,18 +34,89 @@ void rr_set_log_sink(void (*sink)(const char *line))
 	log_sink = sink;
 }
 
-void rr_log(const char *fmt, ...)
+static void vlog(const char *fmt, va_list ap)
 {
 	char line[512];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	if (log_sink)
 		log_sink(line);
 	else
 		fprintf(stderr, "rpcrdma: %s\n", line);
+}
+
+void rr_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void rr_ratelog_init(struct rr_ratelog *r, const char *what, const char *const *names)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	r->what = what;
+	r->names = names;
+}
+
+void rr_ratelog_fini(struct rr_ratelog *r)
+{
+	pthread_mutex_destroy(&r->lock);
+}
+
+void rr_ratelog(struct rr_ratelog *r, unsigned int kind, const char *fmt, ...)
+{
+	uint64_t now = rr_now_s();
+	bool full;
+	va_list ap;
+
+	pthread_mutex_lock(&r->lock);
+	full = now >= r->quiet_until && !r->held;
+	if (full) {
+		r->quiet_until = now + RR_REFUSE_LOG_S;
+	} else {
+		if (!r->held)
+			r->since = now;
+		r->held++;
+		r->kind[kind]++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!full)
+		return;
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
+{
+	uint64_t now = rr_now_s();
+	char kinds[160];
+	uint32_t held;
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->lock);
+	held = r->held;
+	if (!held || (now < r->quiet_until && !flush)) {
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	if (now < r->since)
+		now = r->since;
+	kinds[0] = 0;
+	for (int i = 0; i < RR_RATELOG_KINDS && r->names[i]; i++)
+		if (r->kind[i] && n < sizeof(kinds))
+			n += (size_t)snprintf(kinds + n, sizeof(kinds) - n, "%s%s %u",
+					      n ? ", " : "", r->names[i], r->kind[i]);
+	r->held = 0;
+	memset(r->kind, 0, sizeof(r->kind));
+	r->quiet_until = now + RR_REFUSE_LOG_S;
+	pthread_mutex_unlock(&r->lock);
+	rr_log("%u more %s in the last %llu s (%s)", held, r->what,
+	       (unsigned long long)(now > r->since ? now - r->since : 1), kinds);
 }
 
 void rr_config_default(struct rr_config *cfg)
@@ -63,9 +135,21 @@ void rr_config_default(struct rr_config *cfg)
 	cfg->max_conns_per_peer = 64;
 	/* The Linux client sends its first Call as soon as it is connected. */
 	cfg->handshake_timeout = 30;
-	/* None: the Linux client keeps an idle mount's connection open, and
-	 * closing it costs a reconnect at the next I/O. */
-	cfg->idle_timeout = 0;
+	/* Longer than the Linux client's own idle disconnect (xprtrdma's
+	 * RPCRDMA_IDLE_DISC_TO, 5 minutes) and four NFSv4 leases (90 s at
+	 * most: a mounted v4.1 client sends SEQUENCE within each), so it never
+	 * cuts a live client first; a peer that went quiet gives its slot
+	 * back within 6 minutes instead of never. */
+	cfg->idle_timeout = 360;
+	/* A Send the peer leaves without a completion: a live peer acks or
+	 * fails it within the RC retry timeout (seconds); longer is an RNR
+	 * retry a peer that never posts receives can make last for ever. */
+	cfg->send_timeout = 30;
+	/* One IPv6 host holds a whole /64 (SLAAC, privacy addresses); an
+	 * IPv4 address is what a host has, and a /24 is often a whole
+	 * cluster's subnet. */
+	cfg->peer_prefix_v4 = 32;
+	cfg->peer_prefix_v6 = 64;
 	cfg->recv_mem_budget = rr_mem_budget_default();
 	rr_hdr_limits_default(&cfg->limits);
 }
@@ -80,7 +164,10 @@ int rr_config_check(const struct rr_config *c)
 		return -EINVAL;
 	if (c->srq_depth && (c->srq_depth < RR_SRQ_MIN_DEPTH || c->srq_depth > RR_SRQ_MAX_DEPTH))
 		return -EINVAL;
-	if (c->handshake_timeout > RR_MAX_TIMEOUT || c->idle_timeout > RR_MAX_TIMEOUT)
+	if (c->handshake_timeout > RR_MAX_TIMEOUT || c->idle_timeout > RR_MAX_TIMEOUT ||
+	    c->send_timeout > RR_MAX_TIMEOUT)
+		return -EINVAL;
+	if (c->peer_prefix_v4 > 32 || c->peer_prefix_v6 > 128)
 		return -EINVAL;
 	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
 	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||

@@ -88,9 +88,10 @@ void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev)
 			break;
 		RR_STAT_ADD(c, conns_accepted, 1);
 		RR_STAT_ADD(c, conns_active, 1);
-		rr_log("%s: connected: credits %u, inline send %u recv %u, ord %u%s", c->peer,
-		       c->credits, c->inl.max_send, c->inl.max_recv, c->ord,
-		       c->send_w_inv ? ", send-with-invalidate" : "");
+		rr_ratelog(&c->srv->conn_events, RR_EV_CONNECTED,
+			   "%s: connected: credits %u, inline send %u recv %u, ord %u%s", c->peer,
+			   c->credits, c->inl.max_send, c->inl.max_recv, c->ord,
+			   c->send_w_inv ? ", send-with-invalidate" : "");
 		if (c->srv->ops.conn_up)
 			c->srv->ops.conn_up(c->srv->ctx, c);
 		break;
@@ -120,8 +121,9 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 	if (was == RR_CONN_CLOSING)
 		return;
 	atomic_fetch_add(&c->srv->nclosing, 1);
-	rr_log("%s: closing: %s", c->peer, why);
 	RR_STAT_ADD(c, disconnects, 1);
+	/* A peer reconnecting in a loop must not flood the log (rr_ratelog). */
+	rr_ratelog(&c->srv->conn_events, RR_EV_CLOSING, "%s: closing: %s", c->peer, why);
 	/* The event thread disconnects (rr_conn_reap), whoever noticed. */
 	rr_server_kick(c->srv);
 }
@@ -227,7 +229,8 @@ void rr_conn_reap(struct rr_server *srv)
 		pthread_mutex_unlock(&srv->lock);
 		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
 		RR_STAT_SUB(c, pinned_bytes, c->pinned);
-		rr_log("%s: connection freed", c->peer);
+		RR_SRV_STAT_ADD(srv, conns_freed, 1);
+		rr_ratelog(&srv->conn_events, RR_EV_FREED, "%s: connection freed", c->peer);
 		rr_conn_free(c);
 	}
 }

@@ -378,14 +378,24 @@ struct rr_conn {
 	bool tagged_sinks;		/* iWARP: Read sinks need remote write (rr_read.c) */
 	uint64_t recv_mem;		/* receive-buffer bytes (recv_mem_bytes) */
 	uint64_t pinned;		/* all bytes counted against the budget */
-	/* Bounds (rr_admit.c): the peer's IP address (IPv4 as v4-mapped) for
-	 * the per-peer cap, and the clock of the handshake and idle timeouts. */
+	/* Bounds (rr_admit.c): the peer's address prefix (IPv4 as v4-mapped)
+	 * for the per-peer cap, and the clocks of the handshake, idle and Send
+	 * timeouts (event thread). Only messages that do something count as
+	 * activity: Calls, answers to our callbacks; never what is dropped or
+	 * refused with an RDMA_ERROR. */
 	uint8_t peer_ip[16];
 	bool peer_known;
 	bool had_msg;			/* a first message arrived */
-	uint64_t act_seen;		/* messages counted at the last tick */
+	uint64_t heard;			/* messages that count as activity */
+	uint64_t act_seen;		/* heard at the last tick */
 	uint64_t accepted_at;		/* rr_now_s() */
 	uint64_t quiet_since;		/* rr_now_s() of the last activity */
+	/* Signalled Sends posted and not completed, completions of any Send,
+	 * and since when none completed while some were out (a peer that
+	 * never posts receives holds a Send in RNR retry for ever). */
+	uint32_t sends_out;
+	uint64_t sends_done, sends_done_seen;
+	uint64_t send_wait_since;
 	uint32_t bc_grant;		/* client's backchannel credits (RFC 8167 section 3) */
 	uint32_t bc_outstanding;	/* reverse-direction calls awaiting an answer */
 
@@ -479,29 +489,68 @@ enum rr_refuse_why {
 };
 
 /*
- * Refusals are logged one line per RR_REFUSE_LOG_S at most: the first in a
- * quiet period in full, then a count per reason once the period is over
- * (a peer retrying at the cap would otherwise flood the log).
+ * A log that a peer cannot flood (rr_config.c): per interval, the first
+ * event in full, the rest counted by kind for one summary line once the
+ * interval is over. Refused connection requests have one, connection
+ * events (connected, closing, freed) another; the counters count every
+ * event, logged or not.
  */
 #define RR_REFUSE_LOG_S 5
-struct rr_refusals {
+#define RR_RATELOG_KINDS 4
+struct rr_ratelog {
+	pthread_mutex_t lock;		/* events come from any thread */
+	const char *what;		/* "connection request(s) refused" */
+	const char *const *names;	/* [RR_RATELOG_KINDS], NULL past the last */
 	uint64_t quiet_until;		/* rr_now_s(): log in full from then on */
-	uint64_t since;			/* first refusal not logged in full */
-	uint32_t held;			/* refusals not logged in full */
-	uint32_t why[RR_REFUSE_NWHY];
+	uint64_t since;			/* first event not logged in full */
+	uint32_t held;			/* events not logged in full */
+	uint32_t kind[RR_RATELOG_KINDS];
+};
+
+void rr_ratelog_init(struct rr_ratelog *r, const char *what, const char *const *names);
+void rr_ratelog_fini(struct rr_ratelog *r);
+/* An event of @kind: log it (printf-like) if it is the interval's first,
+ * else hold it for the summary. */
+void rr_ratelog(struct rr_ratelog *r, unsigned int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* One line for the events held, once their interval is over (@flush: now). */
+void rr_ratelog_summary(struct rr_ratelog *r, bool flush);
+
+enum rr_conn_event {
+	RR_EV_CONNECTED,	/* conns_accepted */
+	RR_EV_CLOSING,		/* disconnects */
+	RR_EV_FREED,		/* conns_freed */
 };
 
 uint64_t rr_now_s(void);
-/* The peer's IP address of a connection request, for rr_admit_peer. */
-bool rr_admit_peer_ip(struct fab_conn *fc, uint8_t ip[16]);
+/* Is @ip (as rr_peer_key writes it) an IPv4 address, v4-mapped? */
+static inline bool rr_ip_is_v4(const uint8_t ip[16])
+{
+	for (int i = 0; i < 10; i++)
+		if (ip[i])
+			return false;
+	return ip[10] == 0xff && ip[11] == 0xff;
+}
+
+struct sockaddr_storage;
+/* @ss's address with all but its first @prefix_v4 (IPv4, v4-mapped) or
+ * @prefix_v6 bits zeroed; false for another family. */
+bool rr_peer_key(const struct sockaddr_storage *ss, unsigned int prefix_v4,
+		 unsigned int prefix_v6, uint8_t ip[16]);
+/* The peer of a connection request as rr_admit_peer counts it: its
+ * address's prefix (Peer_Prefix_V4 / _V6), IPv4 as v4-mapped IPv6. */
+bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t ip[16]);
 /* Event thread, srv->lock held: may @ip open one more connection? */
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16]);
 /* Event thread: count a refused connection request and log it (rate-limited). */
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
 		     const char *detail);
-/* Event thread, once a second: handshake and idle timeouts, the refusal summary. */
+/* Event thread, once a second: handshake, idle and Send timeouts, the log
+ * summaries. */
 void rr_admit_tick(struct rr_server *srv);
-/* After the event thread: log the refusals still held for a summary. */
+/* Set-up: the rate-limited logs. */
+void rr_admit_init(struct rr_server *srv);
+/* After the event thread: log the events still held for a summary. */
 void rr_admit_fini(struct rr_server *srv);
 /* Send contexts (and send buffers) of a connection with @nrecv receives. */
 uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv);
@@ -553,8 +602,9 @@ struct rr_server {
 	struct rr_srq *srq;		/* cfg.use_srq: the shared receive pool */
 	struct rr_served served;	/* what it serves with (rr_server_create) */
 
-	int timerfd;			/* once a second: timeouts, refusal summary */
-	struct rr_refusals refusals;	/* event thread */
+	int timerfd;			/* once a second: timeouts, log summaries */
+	struct rr_ratelog refusals;
+	struct rr_ratelog conn_events;
 
 	struct rr_counters st;
 

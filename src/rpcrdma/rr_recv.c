@@ -163,6 +163,7 @@ static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hd
 		if (ctx->recv_len >= RR_HDR_ERR_CHUNK_LEN)
 			err = be32_at(ctx->buf + RR_HDR_FIXED_LEN);
 		RR_STAT_ADD(c, bc_errors, 1);
+		c->heard++; /* an answer to our callback: activity */
 		rr_call_free(ctx);
 		c->srv->ops.bc_error(c->srv->ctx, c, xid, err);
 		return;
@@ -197,6 +198,7 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	}
 
 	RR_STAT_ADD(c, calls, 1);
+	c->heard++; /* activity: what is dropped or refused above is not */
 	rr_conn_get(c);
 	ctx->has_ref = true;
 	if (ctx->pcl.n_read > 0) {

@@ -132,8 +132,10 @@ static void chain_append(struct rr_send_ctx **head, struct rr_send_ctx **tail,
 static void send_posted(struct rr_conn *c, struct rr_send_ctx *s)
 {
 	s->seq = ++c->post_seq;
-	if (!s->quiet)
+	if (!s->quiet) {
+		c->sends_out++; /* its completion is awaited (rr_admit.c, send_stuck) */
 		return;
+	}
 	s->next_quiet = NULL;
 	if (c->quiet_tail)
 		c->quiet_tail->next_quiet = s;
@@ -343,8 +345,11 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	/* A flushed unsignalled Send (they complete only in error) is retired
 	 * with those before it; queued chains go out in order as room appears. */
 	quiet = s->quiet;
+	c->sends_done++;
 	post_pending(c, retire_quiet(c, s->seq) + (quiet ? 0 : s->rw.nwr));
-	if (!quiet)
+	if (!quiet) {
+		c->sends_out--;
 		rr_send_ctx_release(s);
+	}
 }
 

@@ -208,6 +208,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 	srv->kickfd = -1;
 	srv->timerfd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
+	rr_admit_init(srv);
 
 	ret = fab_channel_create(fab, &srv->ch);
 	if (ret) {
@@ -225,7 +226,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 		goto err;
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	/* Once a second: timeouts and the refusal summary (rr_admit_tick). */
+	/* Once a second: timeouts and the log summaries (rr_admit_tick). */
 	srv->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (srv->epfd < 0 || srv->kickfd < 0 || srv->timerfd < 0) {
 		ret = -errno;
@@ -265,6 +266,7 @@ err:
 		close(srv->kickfd);
 	if (srv->timerfd >= 0)
 		close(srv->timerfd);
+	rr_admit_fini(srv);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 	return ret;

@@ -54,12 +54,20 @@ struct rr_config {
 	uint64_t recv_mem_budget;
 	uint8_t max_ord;		/* cap on RDMA Reads in flight per connection */
 	uint32_t max_conns;
-	uint32_t max_conns_per_peer;	/* per peer IP address; 0: no cap */
+	uint32_t max_conns_per_peer;	/* per peer address prefix; 0: no cap */
+	/* Bits of a peer's address that name the peer for that cap
+	 * (Peer_Prefix_V4, Peer_Prefix_V6); 0: every address one peer. */
+	uint8_t peer_prefix_v4;		/* 0..32 */
+	uint8_t peer_prefix_v6;		/* 0..128 */
 	/* Seconds from the accept to the connection's first message (a
 	 * connection that never completes its handshake included); 0: none. */
 	uint32_t handshake_timeout;
-	/* Seconds without a message or a call in progress; 0: none. */
+	/* Seconds without a message that counts (a Call, an answer to a
+	 * callback: nothing dropped or refused) or a call in progress; 0: none. */
 	uint32_t idle_timeout;
+	/* Seconds a signalled Send may go without a completion (a peer with
+	 * no receive posted keeps it in RNR retry); 0: none. */
+	uint32_t send_timeout;
 	/*
 	 * Shared receive queue (Use_SRQ): receives come from one server-wide
 	 * pool instead of 2 x credits + bc_credits + recv_batch buffers per
@@ -82,8 +90,8 @@ struct rr_config {
 #define RR_MAX_TIMEOUT 86400		/* seconds: the timeouts' upper bound */
 
 /* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, the machine's
- * budget, ord 16, no SRQ, 1024 connections, 64 per peer, handshake 30 s,
- * no idle timeout. */
+ * budget, ord 16, no SRQ, 1024 connections, 64 per peer (an IPv4 address,
+ * an IPv6 /64), handshake 30 s, idle 360 s, Send 30 s. */
 void rr_config_default(struct rr_config *cfg);
 /*
  * Default Receive_Memory_Budget: an eighth of physical memory, and where the

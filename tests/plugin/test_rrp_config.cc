@@ -51,8 +51,12 @@ TEST(RrpConfig, DefaultsMatchTheSample)
 	EXPECT_EQ(c.inline_threshold, 4096u);
 	EXPECT_EQ(c.max_connections, 1024u);
 	EXPECT_EQ(c.max_conns_per_peer, 64u);
+	/* one IPv4 address, one IPv6 /64 */
+	EXPECT_EQ(c.peer_prefix_v4, 32u);
+	EXPECT_EQ(c.peer_prefix_v6, 64u);
 	EXPECT_EQ(c.handshake_timeout, 30u);
-	EXPECT_EQ(c.idle_timeout, 0u);
+	/* no peer holds a slot for ever: past the Linux client's own 5 minutes */
+	EXPECT_EQ(c.idle_timeout, 360u);
 	/* derived from the machine by the engine (rr_mem_budget_default) */
 	EXPECT_EQ(c.recv_mem_budget, RRP_MEM_BUDGET_AUTO);
 	EXPECT_FALSE(c.use_srq);
@@ -85,6 +89,8 @@ rdma {
 	Inline_Threshold = 8192;
 	Max_Connections = 10;
 	Max_Connections_Per_Peer = 3;
+	Peer_Prefix_V4 = 24;
+	peer_prefix_v6 = 56;
 	Handshake_Timeout = 7;
 	Idle_Timeout = 600;
 	Receive_Memory_Budget = 64M;
@@ -108,6 +114,8 @@ rdma {
 	EXPECT_EQ(c.inline_threshold, 8192u);
 	EXPECT_EQ(c.max_connections, 10u);
 	EXPECT_EQ(c.max_conns_per_peer, 3u);
+	EXPECT_EQ(c.peer_prefix_v4, 24u);
+	EXPECT_EQ(c.peer_prefix_v6, 56u);
 	EXPECT_EQ(c.handshake_timeout, 7u);
 	EXPECT_EQ(c.idle_timeout, 600u);
 	EXPECT_EQ(c.recv_mem_budget, 64ull << 20);
@@ -161,6 +169,8 @@ TEST(RrpConfig, BadValuesAreNamedKeyByKey)
 		{"Max_Connections_Per_Peer = 65537;", "Max_Connections_Per_Peer"},
 		{"Handshake_Timeout = 86401;", "Handshake_Timeout"},
 		{"Idle_Timeout = -1;", "Idle_Timeout"},
+		{"Peer_Prefix_V4 = 33;", "Peer_Prefix_V4"},
+		{"Peer_Prefix_V6 = 129;", "Peer_Prefix_V6"},
 		{"Credit = 4;", "Credit"}, /* a misspelt key is not silently ignored */
 		{"Exclude_Exports = 1, 65536;", "Exclude_Exports"},
 		{"Exclude_Exports = 1, two;", "Exclude_Exports"},

@@ -178,7 +178,8 @@ int Requester::setup(const RequesterOptions &o)
 	}
 	cp.responder_resources = uint8_t(std::min<uint32_t>(o.responder_resources, lim.max_rd_atom));
 	cp.initiator_depth = uint8_t(std::min<uint32_t>(o.initiator_depth, lim.max_rd_atom));
-	cp.rnr_retry_count = 0;	/* like the Linux client: every RNR is visible */
+	/* 0 like the Linux client: every RNR is visible */
+	cp.rnr_retry_count = o.rnr_retry_count;
 	cp.retry_count = 7;
 	rc = fab_connect(fab_, ch_, o.addr.c_str(), cq_, cq_, &caps, &cp, &conn_);
 	if (rc) {
@@ -186,7 +187,7 @@ int Requester::setup(const RequesterOptions &o)
 		conn_ = nullptr;
 		return rc;
 	}
-	for (uint32_t i = 0; i < o.recv_bufs; i++) {
+	for (uint32_t i = 0; !o.hold_receives && i < o.recv_bufs; i++) {
 		rc = post_recv(i);
 		if (rc) {
 			err_ = std::string("post_recv: ") + fab_last_error();

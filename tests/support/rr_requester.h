@@ -76,6 +76,10 @@ struct RequesterOptions {
 	/* receive buffer size actually posted; 0: the advertised priv.recv_size
 	 * (a test may post smaller buffers than it advertised) */
 	uint32_t recv_buf_size = 0;
+	/* RNR retries the server's Sends get (7: for ever); and none of our
+	 * receives posted, so that every Send to us waits in RNR retry. */
+	uint8_t rnr_retry_count = 0;
+	bool hold_receives = false;
 };
 
 /*

@@ -7,6 +7,7 @@
  *   rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] [--recv-mem BYTES]
  *                       [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]
  *                       [--max-per-peer N] [--handshake-timeout S] [--idle-timeout S]
+ *                       [--send-timeout S] [--peer-prefix-v4 BITS] [--peer-prefix-v6 BITS]
  *
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
@@ -53,7 +54,7 @@ enum {
 static int sig_pipe[2] = {-1, -1};
 
 /* What the upper layer saw; printed with the engine's stats. */
-static atomic_ulong log_refused_lines;
+static atomic_ulong log_refused_lines, log_lines;
 static atomic_ulong ul_calls, ul_not_delivered, ul_not_delivered_own, ul_conn_up, ul_conn_down, ul_held_released;
 
 /* --- reading the Call: a byte stream over the call's iovecs --------------- */
@@ -714,7 +715,7 @@ static void print_stats(struct rr_server *srv)
 	       F(registrations) ","
 	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) "," F(pinned_bytes) ","
 	       F(conns_refused) "," F(conns_refused_peer) "," F(conns_refused_mem) ","
-	       F(conns_timed_out) "," F(sink_bytes) ","
+	       F(conns_timed_out) "," F(conns_freed) "," F(sink_bytes) ","
 	       F(last_sink_addr) "," F(last_sink_key) ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
@@ -722,11 +723,11 @@ static void print_stats(struct rr_server *srv)
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
 	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
 	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
-	       st.conns_timed_out, st.sink_bytes, u.sink_addr, u.sink_key,
+	       st.conns_timed_out, st.conns_freed, st.sink_bytes, u.sink_addr, u.sink_key,
 	       st.credit_grant);
 #undef F
-	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,", listed,
-	       atomic_load(&log_refused_lines));
+	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,\"log_lines\":%lu,", listed,
+	       atomic_load(&log_refused_lines), atomic_load(&log_lines));
 	/* Health, and the memory regions the fabric still has registered. */
 	rr_server_health(srv, &h);
 	fab_get_stats(the_fab, &fs);
@@ -739,10 +740,12 @@ static void print_stats(struct rr_server *srv)
 	fflush(stdout);
 }
 
-/* The engine's log lines about refused connections, counted (the tests
- * bound them) and passed on to stderr as the default sink would. */
+/* The engine's log lines, all and those about refused connections,
+ * counted (the tests bound them) and passed on to stderr as the default
+ * sink would. */
 static void log_line(const char *line)
 {
+	atomic_fetch_add(&log_lines, 1);
 	if (strstr(line, "refused"))
 		atomic_fetch_add(&log_refused_lines, 1);
 	fprintf(stderr, "rpcrdma: %s\n", line);
@@ -762,7 +765,9 @@ static int usage(void)
 	fprintf(stderr, "usage: rr_test_server ADDR [--credits N] [--inline N] [--max-conns N] "
 			"[--recv-mem BYTES] [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]\n"
 			"                      [--max-per-peer N] [--handshake-timeout S] "
-			"[--idle-timeout S]\n");
+			"[--idle-timeout S]\n"
+			"                      [--send-timeout S] [--peer-prefix-v4 BITS] "
+			"[--peer-prefix-v6 BITS]\n");
 	return 2;
 }
 
@@ -807,6 +812,12 @@ int main(int argc, char **argv)
 			cfg.handshake_timeout = (uint32_t)v;
 		else if (!strcmp(argv[i], "--idle-timeout"))
 			cfg.idle_timeout = (uint32_t)v;
+		else if (!strcmp(argv[i], "--send-timeout"))
+			cfg.send_timeout = (uint32_t)v;
+		else if (!strcmp(argv[i], "--peer-prefix-v4"))
+			cfg.peer_prefix_v4 = (uint8_t)v;
+		else if (!strcmp(argv[i], "--peer-prefix-v6"))
+			cfg.peer_prefix_v6 = (uint8_t)v;
 		else if (!strcmp(argv[i], "--srq"))
 			cfg.use_srq = v != 0;
 		else if (!strcmp(argv[i], "--srq-depth"))
