@@ -632,14 +632,17 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		snprintf(budget, sizeof(budget), "%llu MiB", mib(ec->recv_mem_budget));
 	else
 		snprintf(budget, sizeof(budget), "none");
-	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s, credits %u (device "
-		"holds %u), inline %u, RDMA Read depth %u, SRQ %s, %s, memory budget %s; "
+	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s (%s; %u SGEs a Write, "
+		"%u a Read, Send With Invalidate %s), credits %u (device holds %u), inline %u, "
+		"RDMA Read depth %u, SRQ %s, %s, memory budget %s; "
 		"registered memory at most %llu MiB (connections %llu, shared receives %llu, "
 		"Read sinks %llu, READ payload pool %llu); built for %s",
-		addr, rrp.cfg.fabric, sv.device, sv.credits, sv.credits_cap, sv.inline_size,
+		addr, rrp.cfg.fabric, sv.device, sv.transport, sv.write_sge, sv.read_sge,
+		sv.send_with_inv ? "yes" : "no", sv.credits, sv.credits_cap, sv.inline_size,
 		sv.ord, sv.srq ? "on" : "off", conns, budget,
 		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
 		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), RRP_HOST_NAME);
+	rrp_memlock_fits(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes);
 }
 
 static int start_server(const char *addr, int slot)
@@ -663,6 +666,7 @@ static int start_server(const char *addr, int slot)
 	ec.use_srq = rrp.cfg.use_srq;
 	ec.srq_depth = rrp.cfg.srq_depth;
 	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
+	rrp_memlock_raise(); /* before the first registration */
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {
 		rrp_crit("cannot listen on %s (%s): %s: RDMA not served there, TCP unaffected", addr,

@@ -75,6 +75,12 @@ void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...
 #define rrp_warn(...) rrp_log_at(RRP_LOG_WARN, __func__, __VA_ARGS__)
 #define rrp_crit(...) rrp_log_at(RRP_LOG_CRIT, __func__, __VA_ARGS__)
 
+/* RLIMIT_MEMLOCK (rrp_memlock.c): raised as far as this process may, before
+ * anything is registered; false (and one line saying what to do) when it is
+ * still below @need bytes. */
+void rrp_memlock_raise(void);
+bool rrp_memlock_fits(uint64_t need);
+
 /* The stats socket (rrp_stats.c). */
 int rrp_stats_start(const char *path);
 

@@ -1332,6 +1332,139 @@ TEST(FabVerbs, NoDeviceIsCleanEnodev)
 	EXPECT_NE(std::string(fab_last_error()), "");
 }
 
+/*
+ * Each soft device profile enforces what it states (docs/devices.md): its
+ * queue sizes, SGEs per work request and per Read, Read depths, SRQ and
+ * Send With Invalidate; iWARP ones refuse a Read into a sink without remote
+ * write, as the tagged Read Response would be.
+ */
+class FabProfile : public FabConf, public ::testing::WithParamInterface<const char *>
+{
+      protected:
+	struct fab_limits lim = {};
+
+	void SetUp() override
+	{
+		FabConf::SetUp();
+		if (IsSkipped() || HasFatalFailure())
+			return;
+		if (!soft)
+			GTEST_SKIP() << "profiles are the soft provider's";
+		ASSERT_EQ(fab_soft_profile_set(fab, GetParam()), 0) << fab_last_error();
+		ASSERT_EQ(fab_soft_profile(GetParam(), &lim), 0);
+		caps = {32, 32, lim.max_send_sge, lim.max_recv_sge, nullptr};
+	}
+	void pair(uint8_t depth)
+	{
+		struct fab_conn_param p = {};
+		p.responder_resources = p.initiator_depth = depth;
+		connect_pair([]() {}, &p, &p);
+	}
+};
+
+TEST_P(FabProfile, EnforcesItsLimits)
+{
+	struct fab_limits dev, lis_lim;
+	struct fab_cq *cq = nullptr;
+	struct fab_srq *srq = nullptr;
+
+	ASSERT_EQ(fab_device_limits(fab, &dev), 0);
+	EXPECT_EQ(dev.max_send_sge, lim.max_send_sge);
+	EXPECT_EQ(dev.max_read_sge, lim.max_read_sge);
+	EXPECT_EQ(dev.max_rd_atom, lim.max_rd_atom);
+	EXPECT_EQ(dev.transport, lim.transport);
+	EXPECT_EQ(dev.send_with_inv, lim.send_with_inv);
+	EXPECT_EQ(fab_cq_create(fab, int(lim.max_cqe) + 1, &cq), -EINVAL);
+	if (lim.max_srq_wr) {
+		EXPECT_EQ(fab_srq_create(pd, lim.max_srq_wr + 1, 1, &srq), -EINVAL);
+	} else {
+		EXPECT_EQ(fab_srq_create(pd, 16, 1, &srq), -EOPNOTSUPP);
+	}
+
+	/* a Read depth beyond the device's is refused at connect */
+	struct fab_qp_caps c1 = caps;
+	struct fab_conn_param deep = {};
+	struct fab_conn *bad = nullptr;
+	deep.responder_resources = uint8_t(lim.max_rd_atom + 1);
+	listen();
+	if (lim.max_rd_atom < 254) {
+		EXPECT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &c1, &deep, &bad),
+			  -EINVAL);
+	}
+	/* a QP with one SGE more than the device's is refused */
+	c1.max_send_sge = lim.max_send_sge + 1;
+	EXPECT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &c1, nullptr, &bad), -EINVAL);
+
+	pair(uint8_t(lim.max_rd_atom < 4 ? lim.max_rd_atom : 4));
+	ASSERT_EQ(fab_conn_limits(cc, &dev), 0);
+	EXPECT_EQ(dev.max_send_sge, lim.max_send_sge);
+	ASSERT_EQ(fab_listener_limits(lis, &lis_lim), 0);
+	EXPECT_EQ(lis_lim.max_read_sge, lim.max_read_sge);
+
+	Buf remote, plain, tagged;
+	ASSERT_EQ(remote.reg(pd, 8192, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ), 0);
+	remote.fill(7);
+	ASSERT_EQ(plain.reg(fab_conn_pd(cc), 8192, FAB_ACCESS_LOCAL_WRITE), 0);
+	ASSERT_EQ(tagged.reg(fab_conn_pd(cc),
+			     8192, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE), 0);
+
+	/* one SGE more than a Read takes is refused at post */
+	std::vector<struct fab_sge> sg;
+	for (uint32_t i = 0; i <= lim.max_read_sge; i++)
+		sg.push_back(tagged.sge(i * 16, 16));
+	struct fab_send_wr wr = {};
+	wr.opcode = FAB_WR_RDMA_READ;
+	wr.sg_list = sg.data();
+	wr.num_sge = int(sg.size());
+	wr.signaled = true;
+	wr.remote_addr = remote.raddr();
+	wr.rkey = remote.mr->rkey;
+	EXPECT_EQ(fab_post_send(cc, &wr, nullptr), -EINVAL);
+
+	/* Send With Invalidate only where the device has it */
+	struct fab_sge s = tagged.sge(0, 16);
+	struct fab_send_wr inv = {};
+	inv.opcode = FAB_WR_SEND_WITH_INV;
+	inv.sg_list = &s;
+	inv.num_sge = 1;
+	inv.invalidate_rkey = remote.mr->rkey;
+	if (!lim.send_with_inv) {
+		EXPECT_EQ(fab_post_send(cc, &inv, nullptr), -EINVAL);
+	}
+
+	/* a one-SGE Read: into a local-write-only sink it works on RoCE and
+	 * fails with a remote-access error on iWARP; a tagged sink works */
+	struct fab_sge one = plain.sge(0, 4096);
+	wr.wr_id = 21;
+	wr.sg_list = &one;
+	wr.num_sge = 1;
+	ASSERT_EQ(fab_post_send(cc, &wr, nullptr), 0);
+	if (lim.transport == FAB_TRANSPORT_IWARP) {
+		expect_wc(c_scq, 21, FAB_WC_REM_ACCESS_ERR);
+		EXPECT_FALSE(plain.check(7));
+		return;
+	}
+	expect_wc(c_scq, 21, FAB_WC_SUCCESS);
+	EXPECT_TRUE(plain.check(7, 0, 4096));
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiles, FabProfile,
+			 ::testing::Values("rxe", "mlx5", "irdma", "bnxt_re", "cxgb4", "siw", "min"));
+
+TEST(FabProfileNames, UnknownProfileIsRefused)
+{
+	struct fab_fabric *f = nullptr;
+	struct fab_limits lim;
+
+	EXPECT_EQ(fab_soft_profile("nonsense", &lim), -EINVAL);
+	ASSERT_EQ(fab_open("soft", &f), 0);
+	EXPECT_EQ(fab_soft_profile_set(f, "nonsense"), -EINVAL);
+	fab_close(f);
+	setenv("RPCRDMA_SOFT_PROFILE", "nonsense", 1);
+	EXPECT_EQ(fab_open("soft", &f), -EINVAL);
+	unsetenv("RPCRDMA_SOFT_PROFILE");
+}
+
 TEST(FabOpen, UnknownProviderAndEnvDefault)
 {
 	struct fab_fabric *f = nullptr;

@@ -416,7 +416,11 @@ TEST_F(StuckSend, PeerThatNeverReceivesIsClosed)
 	EXPECT_TRUE(closed) << "a connection with a stuck Send was kept " << secs << " s";
 	if (closed)
 		printf("stuck Send: closed after %.1f s (send timeout 2 s)\n", secs);
-	EXPECT_EQ(stat_when(srv, "conns_timed_out", 1), 1u);
+	/* iWARP has no RNR retry: the Send fails at once and ends the
+	 * connection before any timer (docs/devices.md) */
+	if (rr_test_device().transport != FAB_TRANSPORT_IWARP) {
+		EXPECT_EQ(stat_when(srv, "conns_timed_out", 1), 1u);
+	}
 	EXPECT_EQ(stat_when(srv, "conns_listed", 1), 1u);
 	EXPECT_TRUE(ping(fine));
 }
