@@ -41,12 +41,10 @@ int fab_soft_fault_set(struct fab_conn *c, const struct fab_soft_fault *f);
  * provider. RPCRDMA_SOFT_PROFILE, read by fab_open("soft"), picks one for
  * the whole process ("soft", the provider's own, when unset).
  * fab_soft_profile: a profile's limits, -EINVAL for an unknown name.
- * fab_soft_profile_name: the i-th profile's name, NULL past the last.
  * fab_soft_profile_set: the fabric's profile from now on (before any
  * listener or connection: objects keep the limits they were made with).
  */
 int fab_soft_profile(const char *name, struct fab_limits *out);
-const char *fab_soft_profile_name(unsigned int i);
 int fab_soft_profile_set(struct fab_fabric *fab, const char *name);
 
 /*

@@ -714,11 +714,7 @@ fail:
 
 static int soft_device_limits(struct fab_fabric *fab, struct fab_limits *out)
 {
-	struct soft_fabric *sf = (struct soft_fabric *)fab;
-
-	pthread_mutex_lock(&sf->lock);
-	*out = sf->lim;
-	pthread_mutex_unlock(&sf->lock);
+	*out = soft_lim((struct soft_fabric *)fab);
 	return 0;
 }
 
@@ -731,13 +727,7 @@ static int soft_conn_limits(struct fab_conn *fc, struct fab_limits *out)
 {
 	struct soft_conn *c = soft_conn(fc);
 
-	if (c->has_qp) {
-		*out = c->lim;
-		return 0;
-	}
-	pthread_mutex_lock(&c->sf->lock);
-	*out = c->sf->lim;
-	pthread_mutex_unlock(&c->sf->lock);
+	*out = c->has_qp ? c->lim : soft_lim(c->sf);
 	return 0;
 }
 

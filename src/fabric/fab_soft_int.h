@@ -240,6 +240,8 @@ bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32
 		    unsigned int need);
 bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, bool write);
 bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n);
+/* The fabric's device profile now (fab_soft_profile.c). */
+struct fab_limits soft_lim(struct soft_fabric *sf);
 void soft_invalidate_rkey(struct soft_fabric *sf, uint32_t rkey);
 
 /* fab_soft_qp.c */

@@ -23,17 +23,14 @@
 int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab;
+	struct fab_limits lim = soft_lim(sf);
 	struct soft_cq *cq;
-	uint32_t max_cqe;
 
 	if (soft_present(sf))
 		return -ENODEV;
-	pthread_mutex_lock(&sf->lock);
-	max_cqe = sf->lim.max_cqe;
-	pthread_mutex_unlock(&sf->lock);
-	if (depth > (int)max_cqe)
+	if (depth > (int)lim.max_cqe)
 		return fab_set_error(-EINVAL, "soft: CQ of %d entries, device %s takes %u", depth,
-				     sf->lim.device, max_cqe);
+				     lim.device, lim.max_cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return fab_set_error(-ENOMEM, "soft: out of memory for CQ");

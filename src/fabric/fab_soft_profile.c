@@ -88,15 +88,21 @@ int fab_soft_profile(const char *name, struct fab_limits *out)
 	out->max_srq_wr = cut(out->max_srq_wr, SOFT_MAX_WR);
 	out->max_cqe = cut(out->max_cqe, SOFT_MAX_CQE);
 	out->max_rd_atom = cut(out->max_rd_atom, SOFT_MAX_RD_ATOM);
-	snprintf(out->device, sizeof(out->device), "soft (%s)", p->name);
-	if (!strcmp(p->name, "soft"))
+	if (p == profiles) /* the provider's own */
 		snprintf(out->device, sizeof(out->device), "soft");
+	else
+		snprintf(out->device, sizeof(out->device), "soft (%s)", p->name);
 	return 0;
 }
 
-const char *fab_soft_profile_name(unsigned int i)
+struct fab_limits soft_lim(struct soft_fabric *sf)
 {
-	return i < sizeof(profiles) / sizeof(profiles[0]) ? profiles[i].name : NULL;
+	struct fab_limits lim;
+
+	pthread_mutex_lock(&sf->lock);
+	lim = sf->lim;
+	pthread_mutex_unlock(&sf->lock);
+	return lim;
 }
 
 int fab_soft_profile_set(struct fab_fabric *fab, const char *name)

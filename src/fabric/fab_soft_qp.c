@@ -53,9 +53,7 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 		k.max_recv_wr = 1;
 		k.max_recv_sge = ((struct soft_srq *)k.srq)->max_sge;
 	}
-	pthread_mutex_lock(&c->sf->lock);
-	c->lim = c->sf->lim;
-	pthread_mutex_unlock(&c->sf->lock);
+	c->lim = soft_lim(c->sf);
 	if (k.max_send_wr > c->lim.max_qp_wr || k.max_recv_wr > c->lim.max_qp_wr ||
 	    k.max_send_sge > c->lim.max_send_sge || k.max_recv_sge > c->lim.max_recv_sge)
 		return fab_set_error(-EINVAL,
@@ -344,14 +342,11 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct fab_srq **out)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab_of(pd);
-	struct fab_limits lim;
+	struct fab_limits lim = soft_lim(sf);
 	struct soft_srq *q;
 
 	if (soft_present(sf))
 		return -ENODEV;
-	pthread_mutex_lock(&sf->lock);
-	lim = sf->lim;
-	pthread_mutex_unlock(&sf->lock);
 	if (!lim.max_srq_wr)
 		return fab_set_error(-EOPNOTSUPP, "soft: device %s has no shared receive queue",
 				     lim.device);

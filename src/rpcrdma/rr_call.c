@@ -15,9 +15,9 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	struct rr_server *srv = c->srv; /* after a hand-off, c may be freed any time */
 	bool had_ref = ctx->has_ref;
 
-	rr_read_unexpose(ctx); /* a call closed before its Reads went out */
 	for (unsigned int i = 0; i < ctx->nsinks; i++) {
 		if (ctx->sink[i]) {
+			rr_sink_unexpose(ctx, i); /* freed before its Reads completed */
 			rr_big_put(c->big, c, ctx->sink_ref[i]);
 			ctx->sink[i] = NULL;
 			rr_big_returned(srv);

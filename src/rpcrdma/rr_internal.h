@@ -250,6 +250,16 @@ struct rr_rw_piece {
 #define RR_RW_SGE_MAX 16
 
 /* SGEs a Write gathers on a device with @lim. */
+/* iWARP: withdraw sink @i's own remote-write registration, if it has one
+ * (rr_read.c: when its Reads complete; rr_call.c: a call freed before). */
+static inline void rr_sink_unexpose(struct rr_call_ctx *ctx, unsigned int i)
+{
+	if (ctx->sink_mr[i]) {
+		fab_mr_dereg(ctx->sink_mr[i]);
+		ctx->sink_mr[i] = NULL;
+	}
+}
+
 static inline uint32_t rr_write_sge(const struct fab_limits *lim)
 {
 	return lim->max_send_sge < RR_RW_SGE_MAX ? lim->max_send_sge : RR_RW_SGE_MAX;
@@ -694,8 +704,6 @@ void rr_call_put(struct rr_call_ctx *ctx);
 /* read stages */
 void rr_read_start(struct rr_call_ctx *ctx);
 void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc);
-/* iWARP: withdraw the sinks' remote-write registrations (any thread). */
-void rr_read_unexpose(struct rr_call_ctx *ctx);
 void rr_read_pump(struct rr_conn *c);
 
 /* reply build (rr_reply.c) */

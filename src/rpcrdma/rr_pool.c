@@ -100,7 +100,7 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
  * class, and a reference is class << RR_SINK_REF_SHIFT | slot. Slabs are
  * mapped, as the connections' buffers are (rr_pool_init): a slab is held
  * for the server's life, and one taken from an interposed allocator's pool
- * would be that pool's for good (issue #32).
+ * would be that pool's for good (docs/memory.md).
  */
 #define RR_SINK_SLAB (256u * 1024u)
 

@@ -40,16 +40,6 @@ static bool expose_sink(struct rr_call_ctx *ctx, unsigned int i)
 	return true;
 }
 
-void rr_read_unexpose(struct rr_call_ctx *ctx)
-{
-	for (unsigned int i = 0; i < ctx->nsinks; i++) {
-		if (ctx->sink_mr[i]) {
-			fab_mr_dereg(ctx->sink_mr[i]);
-			ctx->sink_mr[i] = NULL;
-		}
-	}
-}
-
 /* Sinks sized to each chunk (rr_internal.h: the pool's classes and each
  * connection's share); false leaves the call queued until one comes back. */
 static bool alloc_sinks(struct rr_call_ctx *ctx)
@@ -250,8 +240,8 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 		return;
 	}
 	if (ctx->reads_done == ctx->reads_total) {
-		if (c->tagged_sinks)
-			rr_read_unexpose(ctx);
+		for (unsigned int i = 0; c->tagged_sinks && i < ctx->nsinks; i++)
+			rr_sink_unexpose(ctx, i);
 		if (assemble(ctx)) {
 			uint32_t xid = ctx->pcl.xid;
 
