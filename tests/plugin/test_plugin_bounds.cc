@@ -25,7 +25,36 @@ namespace
 constexpr int kIdle = 1000;
 constexpr uint32_t kRead = 512 * 1024;
 
-class IdleConns : public PluginTest
+/* A file of kRead bytes in a fresh folder, written over NFSv3 through a
+ * connection that offers Read and Write chunks. */
+struct ChunkedFile {
+	std::unique_ptr<RdmaTransport> t;
+	std::unique_ptr<Nfs3> c;
+	std::string dn;
+	Fh d, f;
+	Bytes data;
+};
+
+class BoundsTest : public PluginTest
+{
+      protected:
+	void chunked_file(const char *folder, int seed, ChunkedFile *out)
+	{
+		Fh root = mount3();
+		ASSERT_FALSE(root.empty());
+		out->t = rdma_chunks();
+		ASSERT_TRUE(out->t);
+		out->c.reset(new Nfs3(*out->t));
+		Nfs3 &c = *out->c;
+		out->dn = unique(folder);
+		NFS_OK(c, c.mkdir(root, out->dn, 0755, &out->d));
+		NFS_OK(c, c.create(out->d, "f", 0644, &out->f));
+		out->data = test_data(kRead, seed);
+		NFS_OK(c, c.write(out->f, 0, out->data));
+	}
+};
+
+class IdleConns : public BoundsTest
 {
       protected:
 	static void SetUpTestSuite()
@@ -45,17 +74,13 @@ TEST_F(IdleConns, ThousandIdleConnectionsLeaveReadsZeroCopy)
 	std::string why;
 	if (!stats(&j, &why))
 		GTEST_SKIP() << why;
-	Fh root = mount3();
-	ASSERT_FALSE(root.empty());
-	auto t = rdma_chunks();
-	ASSERT_TRUE(t);
-	Nfs3 c(*t);
-	Fh d, f;
-	std::string dn = unique("idle");
-	NFS_OK(c, c.mkdir(root, dn, 0755, &d));
-	NFS_OK(c, c.create(d, "f", 0644, &f));
-	Bytes data = test_data(kRead, 25);
-	NFS_OK(c, c.write(f, 0, data));
+	ChunkedFile cf;
+	ASSERT_NO_FATAL_FAILURE(chunked_file("idle", 25, &cf));
+	auto &t = cf.t;
+	Nfs3 &c = *cf.c;
+	const Fh &f = cf.f;
+	const std::string &dn = cf.dn;
+	const Bytes &data = cf.data;
 
 	/* The idle ones: each connects and makes one NULL call (a connection
 	 * that never sends is closed after Handshake_Timeout), then stays. */
@@ -119,7 +144,7 @@ TEST_F(IdleConns, ThousandIdleConnectionsLeaveReadsZeroCopy)
 }
 
 /* A 4 MiB READ payload pool: 32 buffers of 64 KiB and one of 1 MiB. */
-class SmallPayloadPool : public PluginTest
+class SmallPayloadPool : public BoundsTest
 {
       protected:
 	static void SetUpTestSuite()
@@ -135,18 +160,15 @@ TEST_F(SmallPayloadPool, SinkSlabsNeverTakeReadPayloadSlots)
 	std::string why;
 	if (!stats(&a, &why))
 		GTEST_SKIP() << why;
-	Fh root = mount3();
-	ASSERT_FALSE(root.empty());
-	auto t = rdma_chunks();
-	ASSERT_TRUE(t);
-	Nfs3 c(*t);
-	Fh d, f, w;
-	std::string dn = unique("sinks");
-	NFS_OK(c, c.mkdir(root, dn, 0755, &d));
-	NFS_OK(c, c.create(d, "f", 0644, &f));
-	NFS_OK(c, c.create(d, "w", 0644, &w));
-	Bytes data = test_data(kRead, 32);
-	NFS_OK(c, c.write(f, 0, data));
+	ChunkedFile cf;
+	ASSERT_NO_FATAL_FAILURE(chunked_file("sinks", 32, &cf));
+	auto &t = cf.t;
+	Nfs3 &c = *cf.c;
+	const Fh &f = cf.f;
+	const std::string &dn = cf.dn;
+	const Bytes &data = cf.data;
+	Fh w;
+	NFS_OK(c, c.create(cf.d, "w", 0644, &w));
 
 	/* WRITE rounds by Read chunk, a credit window in flight at a time, of
 	 * both small sink classes (4 KiB, 64 KiB): the engine grows slabs. */
