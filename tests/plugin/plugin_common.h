@@ -12,6 +12,7 @@
 #include <string>
 
 #include "plugin/ganesha_server.h"
+#include "support/rr_device_profile.h"
 #include "support/nfs_client.h"
 
 namespace rrplug

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "plugin/ganesha_server.h"
+#include "support/rr_device_profile.h"
 #include "support/nfs_client.h"
 
 namespace rrplug
@@ -281,7 +282,8 @@ TEST_F(PluginConfig, CreditsAboveTheDeviceCapAreRefusedAtStartUp)
 	o.extra_rdma = "\tReceive_Memory_Budget = 0;\n"; /* no budget shrinking the grant */
 	Run r = run(o);
 	EXPECT_FALSE(r.served);
-	auto e = lines_with(r.log, "Credits 16384: device soft holds at most ");
+	auto e = lines_with(r.log, std::string("Credits 16384: device ") + rr_test_device().device +
+					   " holds at most ");
 	ASSERT_EQ(e.size(), 1u) << r.log;
 	EXPECT_NE(e[0].find(":CRIT :rpcrdma: cannot listen on unix:"), std::string::npos) << e[0];
 	EXPECT_TRUE(lines_with(r.log, "listening on").empty()) << r.log;

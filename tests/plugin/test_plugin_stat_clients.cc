@@ -147,7 +147,7 @@ TEST_F(StatClients, TwoClientsOfDifferentNfsVersions)
 	EXPECT_LE(cap, 16384);
 	const Json *set = server->get("settings");
 	ASSERT_TRUE(set && set->get("device"));
-	EXPECT_EQ(set->get("device")->str, "soft");
+	EXPECT_EQ(set->get("device")->str, rr_test_device().device);
 	EXPECT_GE(j.at("server.uptime_s"), 0);
 	EXPECT_GE(j.at("global.conns_refused"), 0);
 	EXPECT_GE(j.at("global.conns_failed"), 0);
