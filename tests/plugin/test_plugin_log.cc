@@ -100,7 +100,8 @@ TEST_F(PluginLog, LogBlockLoweringDispatchHidesThem)
 	usleep(300000);
 	std::string log = slurp(g.dir + "/ganesha.log");
 	EXPECT_FALSE(lines_with(log, "NFS SERVER INITIALIZED").empty()) << g.logs();
-	EXPECT_TRUE(lines_with(log, "rpcrdma:").empty()) << g.logs();
+	/* events only: a WARN (RLIMIT_MEMLOCK on an iWARP device) still shows */
+	EXPECT_TRUE(lines_with(log, ":EVENT :rpcrdma:").empty()) << g.logs();
 	EXPECT_TRUE(lines_with(slurp(g.dir + "/stderr.log"), "rpcrdma: NFS over RDMA").empty())
 	    << g.logs();
 	g.stop();

@@ -642,8 +642,13 @@ TEST_F(Robust, SteadyStateCounters)
 		RecordProperty(tag + "_registrations_per_io", std::to_string(regs / ios));
 		RecordProperty(tag + "_payload_copies_per_io", std::to_string(copies / ios));
 		EXPECT_EQ(calls, ios) << names[k];
-		EXPECT_EQ(regs, 0)
-		    << names[k] << ": registrations per I/O in steady state must be 0";
+		/* iWARP: each WRITE's Read chunk sink is registered for its
+		 * Read alone (docs/devices.md); elsewhere none per I/O */
+		bool tagged = rr_test_device().transport == FAB_TRANSPORT_IWARP &&
+			      (k == W3 || k == W4);
+		EXPECT_EQ(regs, tagged ? ios : 0)
+		    << names[k] << ": registrations per I/O in steady state on "
+		    << rr_test_device_name();
 		EXPECT_EQ(copies, 0) << names[k]
 				     << ": the plugin must not copy payload (READ data is "
 					"written from the FSAL's buffer, WRITE data read into place)";
