@@ -144,6 +144,10 @@ TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
  * unchanged. The key comes from the server-side hook (the engine never
  * advertises one; on the soft fabric keys are small numbers, but a wrong
  * guess kills the guesser's QP, so guessing needs a connection per try).
+ * Under an iWARP profile (ctest -L 'profile-(cxgb4|siw)') the key is the
+ * sink's own remote-writable registration, the STag the client saw in the
+ * Read: replayed after its Read completed, and from another connection, it
+ * must fail the same way (docs/devices.md).
  */
 TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 {
