@@ -57,6 +57,13 @@ int fab_soft_profile_set(struct fab_fabric *fab, const char *name);
 int fab_soft_device_remove(struct fab_fabric *fab);
 int fab_soft_device_restore(struct fab_fabric *fab);
 
+/*
+ * Reader and writer threads running now over all of this fabric's
+ * connections: an idle connection has none (fab_soft_idle.c;
+ * RPCRDMA_SOFT_IDLE_MS, default 500, is how long "idle" takes).
+ */
+unsigned int fab_soft_io_threads(struct fab_fabric *fab);
+
 #ifdef __cplusplus
 }
 #endif

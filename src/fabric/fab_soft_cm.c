@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -267,7 +268,15 @@ static struct soft_conn *conn_alloc(struct soft_fabric *sf, struct soft_channel 
 	c->ch = ch;
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* the I/O threads' idle waits are timed on the monotonic clock */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_lock(&sf->lock);
 	c->fault = sf->fault;
 	pthread_mutex_unlock(&sf->lock);
@@ -294,19 +303,6 @@ static void conn_free(struct soft_conn *c)
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-static int start_threads(struct soft_conn *c)
-{
-	if (pthread_create(&c->reader, NULL, soft_reader, c))
-		return -EAGAIN;
-	if (pthread_create(&c->writer, NULL, soft_writer, c)) {
-		shutdown(c->fd, SHUT_RDWR);
-		pthread_join(c->reader, NULL);
-		return -EAGAIN;
-	}
-	c->threads = true;
-	return 0;
 }
 
 static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const void *pdata,
@@ -432,7 +428,7 @@ static int soft_connect(struct fab_fabric *fab, struct fab_channel *fch, const c
 	 * its Sends toward that side; ours governs how long Sends to us wait. */
 	c->peer_rnr_retry = param ? param->rnr_retry_count : 0;
 	c->state = SOFT_S_CONNECTING;
-	rc = start_threads(c);
+	rc = soft_io_start(c);
 	if (rc) {
 		conn_free(c);
 		return fab_set_error(rc, "soft: cannot start connection threads");
@@ -473,7 +469,7 @@ static int soft_accept(struct fab_conn *fc, const struct fab_conn_param *param)
 	c->state = SOFT_S_EST;
 	soft_cm_deliver_locked(c, FAB_CM_ESTABLISHED, 0, NULL, 0, 0, 0);
 	pthread_mutex_unlock(&c->lock);
-	rc = start_threads(c);
+	rc = soft_io_start(c);
 	if (rc) {
 		c->state = SOFT_S_CLOSED;
 		return fab_set_error(rc, "soft: cannot start connection threads");
@@ -523,10 +519,8 @@ static void soft_conn_destroy(struct fab_conn *fc)
 	pthread_mutex_unlock(&c->lock);
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_RDWR);
-	if (c->threads) {
-		pthread_join(c->reader, NULL);
-		pthread_join(c->writer, NULL);
-	}
+	soft_watch_forget(c);
+	soft_io_wait_stopped(c);
 	channel_forget(c->ch, c);
 	if (c->has_qp) {
 		soft_cq_forget(c->scq, c);
@@ -924,6 +918,7 @@ static void soft_close(struct fab_fabric *fab)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab;
 
+	soft_watch_fini(sf);
 	pthread_mutex_destroy(&sf->lock);
 	pthread_mutex_destroy(&sf->reg_lock);
 	free(sf->mrs);
@@ -948,6 +943,10 @@ int fab_soft_open(struct fab_fabric **out)
 	sf->pd->fab = &sf->base;
 	pthread_mutex_init(&sf->lock, NULL);
 	pthread_mutex_init(&sf->reg_lock, NULL);
+	if (soft_watch_init(sf)) {
+		soft_close(&sf->base);
+		return fab_set_error(-EAGAIN, "soft: cannot start the idle watcher");
+	}
 	if (env && *env) {
 		rc = fab_soft_fault_parse(env, &sf->fault);
 		if (rc) {

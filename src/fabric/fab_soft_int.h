@@ -58,6 +58,16 @@ struct soft_hdr {
 	uint32_t c;
 };
 
+/* The thread that waits on idle connections' sockets (fab_soft_idle.c). */
+struct soft_watch {
+	pthread_mutex_t lock; /* taken before a conn's lock, never after */
+	pthread_cond_t cond;
+	int epfd, wakefd;
+	uint64_t seq; /* batches handled */
+	bool started, stop;
+	pthread_t thread;
+};
+
 struct soft_fabric {
 	struct fab_fabric base;
 	pthread_mutex_t lock; /* MR table, default fault */
@@ -74,6 +84,8 @@ struct soft_fabric {
 	struct soft_listener *listeners;
 	struct soft_conn *conns;
 	_Atomic bool removed;
+	struct soft_watch watch;
+	unsigned int idle_ms; /* a reader or writer with nothing to do this long ends */
 };
 
 /* -ENODEV while the simulated device is removed. */
@@ -218,7 +230,8 @@ struct soft_conn {
 	uint64_t tx_bytes, tx_wrs;
 	uint8_t peer_rnr_retry; /* our own rnr_retry_count: IB CM hands it to the peer, so it is
 				 * how long the peer's Sends wait for our receives */
-	pthread_t reader, writer;
+	/* Reader and writer threads run on demand (fab_soft_idle.c). */
+	bool io_started, reader_on, writer_on, watched;
 	struct soft_conn *reg_next, **reg_prev; /* sf->conns */
 	bool dev_removed, dev_removed_req;	/* fab_soft_device_remove chose it (reg_lock) */
 };
@@ -266,6 +279,24 @@ bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sg
 void *soft_reader(void *arg);
 void *soft_writer(void *arg);
 int soft_io_full(int fd, void *buf, size_t len, bool rd);
+/* The link is gone and no reader will come (c->lock held): as the reader's end. */
+void soft_reader_gone_locked(struct soft_conn *c);
+
+/* fab_soft_idle.c */
+int soft_watch_init(struct soft_fabric *sf);
+void soft_watch_fini(struct soft_fabric *sf);
+/* Start a connected conn's reader (and its writer when work is queued). */
+int soft_io_start(struct soft_conn *c);
+/* Work for the writer may be queued (c->lock held): wake or start it. */
+void soft_wake_locked(struct soft_conn *c);
+/* Called by an I/O thread with nothing to do (c->lock held): true = end now. */
+bool soft_writer_idle_locked(struct soft_conn *c);
+bool soft_reader_idle_locked(struct soft_conn *c);
+void soft_io_ended_locked(struct soft_conn *c, bool reader);
+/* After c->stop: the watcher forgets c; then wait until its threads ended. */
+void soft_watch_forget(struct soft_conn *c);
+void soft_io_wait_stopped(struct soft_conn *c);
+unsigned int soft_idle_ms(const struct soft_fabric *sf);
 
 /* fab_soft_cm.c */
 void soft_event_push(struct soft_channel *ch, const struct fab_cm_event *ev);

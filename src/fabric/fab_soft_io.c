@@ -184,6 +184,22 @@ static void check_drop_locked(struct soft_conn *c)
 	}
 }
 
+/* Sleep until woken or idle_ms pass (c->lock held); true: they passed. */
+static bool idle_wait_locked(struct soft_conn *c)
+{
+	unsigned int ms = soft_idle_ms(c->sf);
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return pthread_cond_timedwait(&c->cond, &c->lock, &t) == ETIMEDOUT;
+}
+
 void *soft_writer(void *arg)
 {
 	struct soft_conn *c = arg;
@@ -245,8 +261,12 @@ void *soft_writer(void *arg)
 			soft_sq_progress_locked(c);
 			continue;
 		}
-		pthread_cond_wait(&c->cond, &c->lock);
+		if (idle_wait_locked(c) && soft_writer_idle_locked(c)) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL; /* soft_wake_locked starts another when work comes */
+		}
 	}
+	soft_io_ended_locked(c, false);
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
@@ -424,14 +444,19 @@ static bool is_answer(uint8_t type)
 	return type == SOFT_ACK || type == SOFT_NAK || type == SOFT_READ_RESP;
 }
 
-static int read_hdr(int fd, struct soft_hdr *h)
+static void hdr_decode(struct soft_hdr *h)
 {
-	if (soft_io_full(fd, h, sizeof(*h), true))
-		return -1;
 	h->len = le32toh(h->len);
 	h->a = le64toh(h->a);
 	h->b = le32toh(h->b);
 	h->c = le32toh(h->c);
+}
+
+static int read_hdr(int fd, struct soft_hdr *h)
+{
+	if (soft_io_full(fd, h, sizeof(*h), true))
+		return -1;
+	hdr_decode(h);
 	return 0;
 }
 
@@ -631,7 +656,7 @@ static int rx_cm(struct soft_conn *c, const struct soft_hdr *h)
 		soft_cm_deliver_locked(c, FAB_CM_REJECTED, -ECONNREFUSED, pd, (uint8_t)h->len, 0,
 				       0);
 	}
-	pthread_cond_broadcast(&c->cond);
+	soft_wake_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -671,6 +696,35 @@ static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h)
 	}
 }
 
+/*
+ * The next header, at a message boundary: 1 read, 0 nothing came for
+ * idle_ms, -1 the link is gone. The first try does not wait, so a busy
+ * link pays no extra system call.
+ */
+static int read_next_hdr(struct soft_conn *c, struct soft_hdr *h)
+{
+	ssize_t n = recv(c->fd, h, sizeof(*h), MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
+		int r = poll(&p, 1, (int)soft_idle_ms(c->sf));
+
+		if (r == 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		n = 0;
+	} else if (n < 0 && errno == EINTR) {
+		n = 0;
+	} else if (n <= 0) {
+		return -1;
+	}
+	if (soft_io_full(c->fd, (char *)h + n, sizeof(*h) - (size_t)n, true))
+		return -1;
+	hdr_decode(h);
+	return 1;
+}
+
 void *soft_reader(void *arg)
 {
 	struct soft_conn *c = arg;
@@ -678,17 +732,38 @@ void *soft_reader(void *arg)
 	int rc = 0;
 
 	while (rc == 0) {
+		int got;
+
 		/* Only this thread parks requests and runs them. */
 		if (c->park_head) {
 			rc = rx_parked(c);
 			continue;
 		}
-		if (read_hdr(c->fd, &h))
+		got = read_next_hdr(c, &h);
+		if (got < 0)
 			break;
+		if (got == 0) {
+			bool idle;
+
+			pthread_mutex_lock(&c->lock);
+			idle = soft_reader_idle_locked(c);
+			pthread_mutex_unlock(&c->lock);
+			if (idle)
+				return NULL; /* the watcher starts another on the next bytes */
+			continue;
+		}
 		rc = rx_dispatch(c, &h);
 	}
 	/* EOF, error or protocol violation: the link is gone. */
 	pthread_mutex_lock(&c->lock);
+	soft_reader_gone_locked(c);
+	soft_io_ended_locked(c, true);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+void soft_reader_gone_locked(struct soft_conn *c)
+{
 	park_drop_locked(c);
 	c->dead = true;
 	shutdown(c->fd, SHUT_RDWR);
@@ -700,6 +775,4 @@ void *soft_reader(void *arg)
 		c->state = SOFT_S_CLOSED;
 	}
 	soft_qp_error_locked(c, false);
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
 }

@@ -195,7 +195,7 @@ void soft_qp_error_locked(struct soft_conn *c, bool tell_peer)
 	}
 	soft_sq_progress_locked(c);
 	soft_rq_flush_locked(c);
-	pthread_cond_broadcast(&c->cond);
+	soft_wake_locked(c);
 }
 
 void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uint32_t n, void *addr)
@@ -232,7 +232,7 @@ void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uin
 	it->n = n;
 	it->addr = addr;
 	c->ctl_n++;
-	pthread_cond_broadcast(&c->cond);
+	soft_wake_locked(c);
 }
 
 int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr **bad)
@@ -293,7 +293,7 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 		*bad = wr;
 	if (c->qp_err)
 		soft_sq_progress_locked(c);
-	pthread_cond_broadcast(&c->cond);
+	soft_wake_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -332,7 +332,7 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 	if (rc && bad)
 		*bad = wr;
 	soft_rq_flush_locked(c);
-	pthread_cond_broadcast(&c->cond); /* a reader may wait out an RNR */
+	soft_wake_locked(c); /* a reader may wait out an RNR */
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <set>
+#include <vector>
 
 #ifdef FAB_WITH_VERBS
 #include <netdb.h>
@@ -1025,6 +1028,107 @@ TEST_F(FabConf, StatsCountReceivesAndRegistrations)
 	EXPECT_EQ(b.recv_bytes - a.recv_bytes, 300u);
 	EXPECT_EQ(b.wr_posted[FAB_WR_SEND] - a.wr_posted[FAB_WR_SEND], 1u);
 	EXPECT_EQ(b.bytes[FAB_WR_SEND] - a.bytes[FAB_WR_SEND], 300u);
+}
+
+/* Threads of this process, as the kernel lists them. */
+static unsigned int process_threads()
+{
+	unsigned int n = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	if (!d)
+		return 0;
+	while (struct dirent *e = readdir(d))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Until the process runs at most @max threads, or 10 s pass. */
+static unsigned int settle_threads(unsigned int max)
+{
+	unsigned int n = process_threads();
+
+	for (int i = 0; i < 1000 && n > max; i++) {
+		usleep(10000);
+		n = process_threads();
+	}
+	return n;
+}
+
+/*
+ * The soft provider stands in for an RNIC, which runs no thread per QP: an
+ * idle connection must hold none either (fab_soft_idle.c), or a test of
+ * 10,000 connections measures the fabric. Idle connections still carry
+ * every kind of work and still hear their peer leave.
+ */
+TEST_F(FabConf, IdleConnectionsHoldNoThread)
+{
+	if (!soft)
+		GTEST_SKIP() << "soft provider property";
+	const unsigned int kConns = 200;
+	Buf sb, cb, remote;
+	std::vector<struct fab_conn *> scs, ccs;
+	struct fab_conn_param def = {};
+	struct fab_cm_event ev;
+
+	def.responder_resources = 4;
+	def.initiator_depth = 4;
+	listen();
+	/* The listener's thread is running; one more may come: the idle watcher. */
+	unsigned int base = process_threads();
+	for (unsigned int i = 0; i < kConns; i++) {
+		struct fab_conn *c, *s;
+
+		ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c_scq, c_rcq, &caps, &def, &c), 0)
+		    << fab_last_error();
+		ccs.push_back(c);
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+		s = ev.conn;
+		scs.push_back(s);
+		ASSERT_EQ(fab_conn_create_qp(s, s_scq, s_rcq, &caps), 0) << fab_last_error();
+		ASSERT_EQ(fab_accept(s, &def), 0) << fab_last_error();
+		ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &ev));
+		ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+	}
+	unsigned int idle = settle_threads(base + 1);
+	EXPECT_LE(idle, base + 1) << kConns << " idle connection pairs hold threads";
+
+	/* Sends, Writes and Reads on a connection that went idle. */
+	ASSERT_EQ(sb.reg(pd, 4096, kAll), 0);
+	ASSERT_EQ(remote.reg(pd, 65536, kAll), 0);
+	ASSERT_EQ(cb.reg(fab_conn_pd(ccs[7]), 65536, kAll), 0);
+	ASSERT_EQ(post_one_recv(scs[7], sb, 0, 4096, 1), 0);
+	cb.fill(4);
+	ASSERT_EQ(post_one_send(ccs[7], FAB_WR_RDMA_WRITE, cb, 0, 65536, 2, false, remote.raddr(),
+				remote.mr->rkey),
+		  0);
+	ASSERT_EQ(post_one_send(ccs[7], FAB_WR_SEND, cb, 0, 100, 3), 0);
+	expect_wc(s_rcq, 1, FAB_WC_SUCCESS);
+	expect_wc(c_scq, 3, FAB_WC_SUCCESS);
+	EXPECT_TRUE(remote.check(4));
+	remote.fill(6);
+	ASSERT_EQ(post_one_send(ccs[7], FAB_WR_RDMA_READ, cb, 0, 65536, 4, true, remote.raddr(),
+				remote.mr->rkey),
+		  0);
+	expect_wc(c_scq, 4, FAB_WC_SUCCESS);
+	EXPECT_TRUE(cb.check(6));
+	/* ... and the server answering on its own idle connection. */
+	ASSERT_EQ(post_one_recv(ccs[9], cb, 0, 4096, 5), 0);
+	ASSERT_EQ(post_one_send(scs[9], FAB_WR_SEND, sb, 0, 64, 6), 0);
+	expect_wc(c_rcq, 5, FAB_WC_SUCCESS);
+	expect_wc(s_scq, 6, FAB_WC_SUCCESS);
+
+	/* Idle again; a peer leaving is still heard. */
+	EXPECT_LE(settle_threads(base + 1), base + 1);
+	ASSERT_EQ(fab_disconnect(ccs[11]), 0);
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_DISCONNECTED, &ev));
+	EXPECT_EQ(ev.conn, scs[11]);
+	for (auto *c : ccs)
+		fab_conn_destroy(c);
+	for (auto *c : scs)
+		fab_conn_destroy(c);
+	EXPECT_EQ(fab_soft_io_threads(fab), 0u);
 }
 
 /* Both sides pull and push megabytes at each other at once: nobody may stall. */
