@@ -17,8 +17,10 @@
  * needs would exceed what is left of the memory budget. Each connection
  * keeps credits + bc_credits + recv_batch receives posted and as many again
  * for calls in progress, so a requester within its grant never meets an
- * empty receive queue, and a send buffer for each of them and a few more
- * (rr_conn_nsends). The budget counts both: both are registered.
+ * empty receive queue. Its send buffers are counted as they are made: the
+ * reserve now, more as Replies need them (rr_send.c), up to one for each
+ * receive and a few more (rr_conn_nsends). The budget counts both: both
+ * are registered.
  */
 static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *pinned)
 {
@@ -34,15 +36,15 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *
 				    ? cfg->recv_mem_budget - srv->recv_mem_used
 				    : 0;
 
-		if (rr_conn_pinned(cfg, 1, own_recv) > left)
+		if (rr_conn_pinned_at_accept(cfg, 1, own_recv) > left)
 			return 0;
-		if (rr_conn_pinned(cfg, credits, own_recv) > left) {
+		if (rr_conn_pinned_at_accept(cfg, credits, own_recv) > left) {
 			uint32_t lo = 1, hi = credits; /* fits at lo, not at hi */
 
 			while (hi - lo > 1) {
 				uint32_t mid = lo + (hi - lo) / 2;
 
-				if (rr_conn_pinned(cfg, mid, own_recv) <= left)
+				if (rr_conn_pinned_at_accept(cfg, mid, own_recv) <= left)
 					lo = mid;
 				else
 					hi = mid;
@@ -51,7 +53,7 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *
 		}
 	}
 	*nrecv = 2 * credits + fixed;
-	*pinned = rr_conn_pinned(cfg, credits, own_recv);
+	*pinned = rr_conn_pinned_at_accept(cfg, credits, own_recv);
 	return credits;
 }
 
@@ -97,36 +99,14 @@ static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t 
 	return 0;
 }
 
-/* Send buffers and contexts: one per receive and RR_QUIET_SENDS more for
- * replies, the rest the reverse direction's reserve. */
-static int conn_send_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+/* Send buffers and contexts: the reverse direction's and the reserve now
+ * (their bytes were counted with the grant), the rest as Replies need them,
+ * up to one per receive and RR_QUIET_SENDS more (rr_send.c). */
+static int conn_send_buffers(struct rr_conn *c)
 {
-	int ret;
+	uint64_t pinned;
 
-	ret = rr_pool_init(&c->send_pool, c->pd, srv->cfg.inline_size, c->nsends,
-			   FAB_ACCESS_LOCAL_WRITE);
-	if (ret)
-		return ret;
-	RR_STAT_ADD(c, registrations, 1);
-	c->sends = calloc(c->nsends, sizeof(*c->sends));
-	if (!c->sends)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < c->nsends; i++) {
-		struct rr_send_ctx *s = &c->sends[i];
-
-		rr_rw_init(&s->rw, s->wr_small, RR_SEND_SMALL_WR, s->sge_small, RR_SEND_SMALL_SGE);
-		s->conn = c;
-		s->hdr = rr_pool_get(&c->send_pool);
-		s->bc = i >= nrecv + RR_QUIET_SENDS;
-		if (s->bc) {
-			s->next_free = c->free_bc_sends;
-			c->free_bc_sends = s;
-		} else {
-			s->next_free = c->free_sends;
-			c->free_sends = s;
-		}
-	}
-	return 0;
+	return rr_send_chunk_add(c, c->nsends_bc + RR_SEND_RESERVE, c->nsends_bc, &pinned);
 }
 
 /* The CQ and QP on the connection's device (a host may have several), the
@@ -165,6 +145,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
 	c->nsends = rr_conn_nsends(cfg, nrecv);
+	c->nsends_bc = rr_conn_nsends_bc(cfg);
 	c->sq_depth = rr_conn_sq_depth(c->nsends, c->ord, c->write_sge);
 	c->sq_avail = c->sq_depth;
 	/* A client within its grant holds no more than the per-connection mode posts. */
@@ -176,7 +157,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 		return -ENOMEM;
 	ret = conn_recv_buffers(srv, c, nrecv);
 	if (!ret)
-		ret = conn_send_buffers(srv, c, nrecv);
+		ret = conn_send_buffers(c);
 	if (!ret)
 		ret = conn_queues(srv, c, nrecv);
 	if (ret)

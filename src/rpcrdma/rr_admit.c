@@ -60,13 +60,16 @@ uint64_t rr_mem_budget_default(void)
 	return budget ? budget : 1;
 }
 
-uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv)
+uint32_t rr_conn_nsends_bc(const struct rr_config *cfg)
 {
 	/* A reverse-direction call's Send may complete after its answer: twice
 	 * the backchannel grant we provision keeps callbacks from waiting. */
-	uint32_t nbc = 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
+	return 2 * (cfg->bc_credits ? cfg->bc_credits : 1);
+}
 
-	return nrecv + RR_QUIET_SENDS + nbc;
+uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv)
+{
+	return nrecv + RR_QUIET_SENDS + rr_conn_nsends_bc(cfg);
 }
 
 uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord, uint32_t write_sge)
@@ -110,6 +113,16 @@ uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_
 {
 	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
 	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends(cfg, nrecv));
+
+	if (own_recv)
+		bytes += rr_pool_bytes(cfg->inline_size, nrecv);
+	return bytes;
+}
+
+uint64_t rr_conn_pinned_at_accept(const struct rr_config *cfg, uint32_t credits, bool own_recv)
+{
+	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
+	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends_bc(cfg) + RR_SEND_RESERVE);
 
 	if (own_recv)
 		bytes += rr_pool_bytes(cfg->inline_size, nrecv);

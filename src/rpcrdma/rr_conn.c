@@ -66,12 +66,8 @@ void rr_conn_free(struct rr_conn *c)
 		fab_cq_destroy(c->cq);
 	}
 	rr_pool_fini(&c->recv_pool);
-	rr_pool_fini(&c->send_pool);
+	rr_send_chunks_free(c);
 	free(c->calls);
-	for (uint32_t i = 0; c->sends && i < c->nsends; i++) {
-		rr_rw_fini(&c->sends[i].rw);
-	}
-	free(c->sends);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -329,7 +329,8 @@ int rr_rw_post(struct rr_conn *c, struct fab_send_wr *first, struct fab_send_wr 
 
 struct rr_send_ctx {
 	struct rr_conn *conn;
-	uint8_t *hdr;			/* conn->send_pool: header + inline body */
+	uint8_t *hdr;			/* its chunk's pool: header + inline body */
+	uint32_t lkey;			/* of hdr */
 	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* sink pool buffers */
 	uint32_t bounce_ref[RR_PCL_MAX_WRITE_CHUNKS + 1];
 	unsigned int nbounce;
@@ -349,6 +350,23 @@ struct rr_send_ctx {
 	struct fab_sge sge_small[RR_SEND_SMALL_SGE];
 	struct rr_send_ctx *next_free;
 };
+
+/*
+ * A connection's send contexts come in chunks, each with its buffers in one
+ * registration (rr_send_grow, rr_send.c): the first holds the reverse
+ * direction's and RR_SEND_RESERVE more, made at accept; the rest are made
+ * as Replies in flight need them, within the budget, up to nsends. An idle
+ * connection keeps only its first chunk, as svcrdma keeps only the send
+ * contexts a transport has used.
+ */
+struct rr_send_chunk {
+	struct rr_send_chunk *next;
+	struct rr_pool pool;
+	uint32_t n;
+	struct rr_send_ctx ctx[];
+};
+
+#define RR_SEND_RESERVE 8u
 
 /* ---- connections (rr_conn.c) ---- */
 
@@ -410,12 +428,17 @@ struct rr_conn {
 	uint32_t bc_outstanding;	/* reverse-direction calls awaiting an answer */
 
 	struct rr_pool recv_pool;
-	struct rr_pool send_pool;
 	struct rr_call_ctx *calls;	/* nrecv contexts */
-	struct rr_send_ctx *sends;
+	struct rr_send_chunk *send_chunks;	/* newest first (event thread) */
 	struct rr_send_ctx *free_sends;		/* event thread */
 	struct rr_send_ctx *free_bc_sends;	/* reverse-direction calls (lock) */
-	uint32_t nsends;			/* replies' + the reverse direction's */
+	uint32_t nsends;			/* at most: replies' + the reverse direction's */
+	uint32_t nsends_bc;			/* the reverse direction's, all in the first chunk */
+	uint32_t sends_made;			/* replies' contexts made so far */
+	/* Replies waiting for a send context the budget could not give yet:
+	 * they go, in order, as this connection's Sends complete (event thread). */
+	struct rr_handoff *ctx_wait_head, *ctx_wait_tail;	/* through rep_link */
+	bool ctx_wait_draining;			/* rr_send_ctx_wait_run: the head goes first */
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
 	struct rr_call_ctx *free_calls;			/* not posted (event thread) */
 	/* Calls given back by other threads: a lock-free stack that
@@ -564,9 +587,13 @@ void rr_admit_init(struct rr_server *srv);
 void rr_admit_fini(struct rr_server *srv);
 /* Send contexts (and send buffers) of a connection with @nrecv receives. */
 uint32_t rr_conn_nsends(const struct rr_config *cfg, uint32_t nrecv);
-/* What one connection with @credits pins: its send buffers, and its receive
- * buffers when it has its own (@own_recv). */
+/* The reverse direction's send contexts: made with the first chunk. */
+uint32_t rr_conn_nsends_bc(const struct rr_config *cfg);
+/* What one connection with @credits pins at most: all its send buffers,
+ * and its receive buffers when it has its own (@own_recv). */
 uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_recv);
+/* What it pins when accepted: the first send chunk instead of all. */
+uint64_t rr_conn_pinned_at_accept(const struct rr_config *cfg, uint32_t credits, bool own_recv);
 /* Send queue entries of a connection with @nsends contexts, Read depth @ord,
  * on a device whose Writes gather @write_sge pieces. */
 uint32_t rr_conn_sq_depth(uint32_t nsends, uint32_t ord, uint32_t write_sge);
@@ -713,6 +740,20 @@ void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act);
 /* A send context of @c's, reset, with a connection reference; NULL when none
  * is free. Event thread, except a reverse-direction call's (@bc). */
 struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc);
+/* A chunk of @n send contexts, @nbc of them the reverse direction's, with
+ * @pinned bytes registered for them (accept: the first; rr_send_ctx_get:
+ * more). */
+int rr_send_chunk_add(struct rr_conn *c, uint32_t n, uint32_t nbc, uint64_t *pinned);
+void rr_send_chunks_free(struct rr_conn *c);
+/* The lkey of [@addr, @addr + @len) when it lies in a send buffer. */
+bool rr_send_lkey(const struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey);
+/* Event thread: a send context is free or could be made now. */
+bool rr_send_ctx_ready(struct rr_conn *c);
+/* Replies that waited for a send context go now (event thread). */
+void rr_send_ctx_wait_run(struct rr_conn *c);
+/* Event thread: no send context now and none may be made (budget); the
+ * Reply described in @ctx's rep_* waits for one of this connection's. */
+void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx);
 /* Give a send context back with what it holds (bounce buffers, the caller's
  * memory, the call, its connection reference). */
 void rr_send_ctx_release(struct rr_send_ctx *s);

@@ -257,7 +257,10 @@ static ssize_t reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
 static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t len)
 {
 	struct rr_conn *c = s->conn;
-	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS;
+	/* Unsignalled Sends hold their contexts until a later completion:
+	 * never more than half, so a signalled one can always go. */
+	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS &&
+		     2 * (c->quiet_out + 1) <= c->sends_made;
 	struct fab_send_wr *send = rr_send_wr(s, len);
 	uint32_t rkey;
 
@@ -365,6 +368,35 @@ static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 	return true;
 }
 
+/* A Reply's description, kept in its call until it is built (not the
+ * bytes, which stay the caller's until done). */
+static void reply_keep(struct rr_call_ctx *ctx, const struct iovec *iov, int iovcnt,
+		       const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+{
+	if (!plan)
+		plan = &no_spans;
+	if (iovcnt < 0 || iovcnt > RR_REPLY_MAX_IOV || plan->nspans > RR_PCL_MAX_WRITE_CHUNKS) {
+		ctx->rep_iovcnt = 0;
+		ctx->rep_plan.nspans = 0;
+		ctx->rep_plan.deliverable = false;
+	} else {
+		/* A few entries each: element copies, not memcpy calls. */
+		if (iov != ctx->rep_iov)
+			for (int i = 0; i < iovcnt; i++)
+				ctx->rep_iov[i] = iov[i];
+		ctx->rep_iovcnt = iovcnt;
+		/* the spans in use only: a plan has room for every Write chunk */
+		if (plan != &ctx->rep_plan) {
+			ctx->rep_plan.nspans = plan->nspans;
+			ctx->rep_plan.deliverable = plan->deliverable;
+			for (unsigned int i = 0; i < plan->nspans; i++)
+				ctx->rep_plan.spans[i] = plan->spans[i];
+		}
+	}
+	ctx->rep_done = done;
+	ctx->rep_arg = done_arg;
+}
+
 static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		     const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
 {
@@ -383,11 +415,14 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	}
 	if (!a.plan->deliverable || !plan_valid(&ctx->pcl, a.plan, a.total))
 		goto undeliverable;
-	s = rr_send_ctx_get(c, false);
+	/* Behind Replies that wait for a send context, in order; or the
+	 * budget has no room for another context now: wait for one of this
+	 * connection's own to come back (rr_send.c). */
+	s = c->ctx_wait_head && !c->ctx_wait_draining ? NULL : rr_send_ctx_get(c, false);
 	if (!s) {
-		reply_drop(ctx, done, done_arg);
-		rr_conn_close(c, "no send context");
-		return -ENOMEM;
+		reply_keep(ctx, iov, iovcnt, plan, done, done_arg);
+		rr_send_ctx_wait(c, ctx);
+		return 0;
 	}
 	if (!reply_build(s, &a)) {
 		/* Nothing was posted: drop the chain, answer ERR_CHUNK instead. */
@@ -429,25 +464,7 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	 * the caller's until done) and let the event thread build and post
 	 * it - no other thread may post (rr_on_event_thread says why).
 	 */
-	if (!plan)
-		plan = &no_spans;
-	if (iovcnt < 0 || iovcnt > RR_REPLY_MAX_IOV || plan->nspans > RR_PCL_MAX_WRITE_CHUNKS) {
-		ctx->rep_iovcnt = 0;
-		ctx->rep_plan.nspans = 0;
-		ctx->rep_plan.deliverable = false;
-	} else {
-		/* A few entries each: element copies, not memcpy calls. */
-		for (int i = 0; i < iovcnt; i++)
-			ctx->rep_iov[i] = iov[i];
-		ctx->rep_iovcnt = iovcnt;
-		/* the spans in use only: a plan has room for every Write chunk */
-		ctx->rep_plan.nspans = plan->nspans;
-		ctx->rep_plan.deliverable = plan->deliverable;
-		for (unsigned int i = 0; i < plan->nspans; i++)
-			ctx->rep_plan.spans[i] = plan->spans[i];
-	}
-	ctx->rep_done = done;
-	ctx->rep_arg = done_arg;
+	reply_keep(ctx, iov, iovcnt, plan, done, done_arg);
 	/* Once pushed, the event thread may send it and release the call's
 	 * reference: the kick's own keeps the connection until it is queued. */
 	rr_conn_get(c);
@@ -456,9 +473,42 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	return 0;
 }
 
+void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
+{
+	ctx->rep_link.next = NULL;
+	if (c->ctx_wait_tail)
+		c->ctx_wait_tail->next = &ctx->rep_link;
+	else
+		c->ctx_wait_head = &ctx->rep_link;
+	c->ctx_wait_tail = &ctx->rep_link;
+	RR_STAT_ADD(c, send_ctx_waits, 1);
+}
+
+void rr_send_ctx_wait_run(struct rr_conn *c)
+{
+	c->ctx_wait_draining = true;
+	while (c->ctx_wait_head) {
+		struct rr_call_ctx *q = RR_CONTAINER_OF(c->ctx_wait_head, struct rr_call_ctx, rep_link);
+
+		/* a closing connection drops them all (reply_now) */
+		if (c->state != RR_CONN_CLOSING && !rr_send_ctx_ready(c))
+			break;
+		c->ctx_wait_head = q->rep_link.next;
+		if (!c->ctx_wait_head)
+			c->ctx_wait_tail = NULL;
+		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
+			  q->rep_arg);
+	}
+	c->ctx_wait_draining = false;
+}
+
 void rr_send_run_deferred(struct rr_conn *c)
 {
-	struct rr_handoff *h = rr_handoff_take(&c->rep_stack);
+	struct rr_handoff *h;
+
+	if (c->ctx_wait_head)
+		rr_send_ctx_wait_run(c);
+	h = rr_handoff_take(&c->rep_stack);
 
 	/* oldest first: Replies go in the order they were handed in, in one
 	 * post (rr_send_post_batch) */

@@ -182,10 +182,8 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 		*lkey = c->recv_pool.mr->lkey;
 		return true;
 	}
-	if (rr_pool_owns(&c->send_pool, addr, len)) {
-		*lkey = c->send_pool.mr->lkey;
+	if (rr_send_lkey(c, addr, len, lkey))
 		return true;
-	}
 	return rr_big_lkey(c->big, addr, len, lkey); /* buffer by buffer: last */
 }
 

@@ -415,6 +415,15 @@ static unsigned int list_len(const struct rr_send_ctx *s)
 	return n;
 }
 
+static unsigned int send_chunks(const struct rr_conn *c)
+{
+	unsigned int n = 0;
+
+	for (const struct rr_send_chunk *ch = c->send_chunks; ch; ch = ch->next)
+		n++;
+	return n;
+}
+
 /*
  * Between inputs the connection must be as new: every receive context free
  * or posted with no sink, every send context back, no reference but the
@@ -445,7 +454,10 @@ static void idle_check(struct rr_conn *c)
 	CHECK(!c->read_head && !c->pend_head && !c->batch_head && c->reads_in_flight == 0);
 	CHECK(!atomic_load(&c->rep_stack) && !atomic_load(&c->offthread_sends));
 	CHECK(c->sq_avail == c->sq_depth && F.sq_posted == F.sq_retired);
-	CHECK(list_len(c->free_sends) == c->nsends - nbc && list_len(c->free_bc_sends) == nbc);
+	/* every context made is back (more than the reserve once a burst
+	 * needed them: rr_send.c), none beyond nsends, no Reply waiting */
+	CHECK(list_len(c->free_sends) == c->sends_made && list_len(c->free_bc_sends) == nbc);
+	CHECK(c->nsends_bc == nbc && c->sends_made <= c->nsends - nbc && !c->ctx_wait_head);
 	for (uint32_t i = 0; i < c->nrecv; i++) {
 		const struct rr_call_ctx *x = &c->calls[i];
 
@@ -454,7 +466,7 @@ static void idle_check(struct rr_conn *c)
 		posted += x->state == RR_CALL_POSTED;
 	}
 	CHECK(posted == c->posted && posted == F.nrq);
-	check_pools(2); /* the connection's receive and send pools */
+	check_pools(1 + send_chunks(c)); /* the connection's receive pool and send chunks */
 }
 
 void rrf_run(const uint8_t *data, size_t size, enum rrf_mode mode)

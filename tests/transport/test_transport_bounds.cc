@@ -3,8 +3,8 @@
  * What an unauthenticated peer may hold of the engine (rr_admit.c):
  * connections per peer address (or prefix), a connection that never sends
  * its first message, goes idle, sends only junk or never completes our
- * Sends, the memory budget counting send buffers as well as receive
- * buffers, and refused connections and connection events counted and
+ * Sends, the memory budget counting send buffers (made as Replies need
+ * them) as well as receive buffers, and refused connections and connection events counted and
  * logged without a line per attempt. Peers that differ by address: the soft
  * fabric binds RPCRDMA_SOFT_SOURCE_ADDR (all of 127/8 is loopback).
  */
@@ -154,13 +154,37 @@ TEST_F(Idle, IdleConnectionIsClosedBusyOneIsNot)
 }
 
 /*
- * Budget: room for two default connections' receive buffers (138 x 4 KiB
- * each) and a page, not for their send buffers (150 x 4 KiB each) as well.
- * Counting receive buffers only, both got the full grant; counting all
- * registered memory, the first gets less and the second is refused.
+ * Send buffers are counted against the budget as they are made (rr_send.c):
+ * a connection is admitted with its receive buffers and its first send
+ * chunk (the reverse direction's contexts and RR_SEND_RESERVE, 8, more:
+ * (2 x bc_credits + 8) x 4 KiB with the defaults' bc_credits 2), and makes
+ * more only while its Replies in flight need them and the budget has room.
+ * Receive buffers: 2 x 64 + 2 + 8 = 138 x 4 KiB per default connection.
  */
-constexpr uint64_t kRecvBytes = 138 * 4096, kSendBytes = 150 * 4096;
-constexpr uint64_t kBudget = 2 * kRecvBytes + 4096;
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kRecvBytes = 138 * kPage, kReserveBytes = 12 * kPage;
+/* Room for one connection and 6 contexts past its reserve, not for a second. */
+constexpr uint64_t kBudget = kRecvBytes + kReserveBytes + 6 * kPage;
+
+/* @n calls at once, answered by workers together 50 ms later (so their
+ * Replies are built in one batch: as many send contexts at once), each
+ * answer checked. */
+void burst(Requester *a, uint32_t n, uint32_t seed)
+{
+	std::mt19937 rng(seed);
+	std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+	for (uint32_t i = 0; i < n; i++) {
+		auto d = random_bytes(rng, 100 + rng() % 3000);
+		TestCall c = call_delay(a->next_xid(), 50, d);
+		ASSERT_GE(a->post(c.rpc, CallSpec()), 0);
+		inflight.push_back({c.xid, d});
+	}
+	for (auto &p : inflight) {
+		Reply r;
+		ASSERT_TRUE(a->wait(p.first, &r)) << a->last_error();
+		EXPECT_TRUE(opaque_result(r, p.first, p.second));
+	}
+}
 
 class BudgetCountsSends : public TransportTest {
       protected:
@@ -170,40 +194,77 @@ class BudgetCountsSends : public TransportTest {
 	}
 };
 
-TEST_F(BudgetCountsSends, RefusesEarlierThanReceiveBuffersAlone)
+TEST_F(BudgetCountsSends, ContextsPastTheReserveWaitForTheBudget)
 {
 	auto a = try_connect(srv.addr());
 	ASSERT_TRUE(a);
 	ASSERT_TRUE(ping(a.get()));
-	EXPECT_LT(a->grant(), 64u) << "the first connection's send buffers were not counted";
-	EXPECT_GE(a->grant(), 1u);
-	auto b = try_connect(srv.addr());
-	EXPECT_FALSE(b) << "a second connection fit a budget its send buffers exceed";
-	b.reset();
+	EXPECT_EQ(a->grant(), 64u) << "receives and the reserve fit: the full grant";
 	auto st = srv.stats();
-	EXPECT_EQ(st["conns_refused_mem"], 1u);
+	EXPECT_EQ(st["recv_mem_bytes"], kRecvBytes);
+	EXPECT_EQ(st["pinned_bytes"], kRecvBytes + kReserveBytes) << "more than the reserve made idle";
+	/* Its whole grant at once: more Replies in flight than the budget has
+	 * send buffers for. They wait for the connection's own contexts, none
+	 * is dropped, the connection stays up. */
+	for (uint32_t round = 0; round < 4; round++)
+		burst(a.get(), a->grant(), round);
+	st = srv.stats();
 	EXPECT_LE(st["pinned_bytes"], kBudget);
-	/* what is pinned is receive and send buffers, the latter more than half */
-	EXPECT_GT(st["pinned_bytes"], st["recv_mem_bytes"]);
-	EXPECT_GE(st["pinned_bytes"] - st["recv_mem_bytes"], st["pinned_bytes"] / 2);
-	/* the admitted connection works at its whole grant at once */
-	std::mt19937 rng(4);
-	std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
-	for (uint32_t i = 0; i < a->grant(); i++) {
-		auto d = random_bytes(rng, 100 + rng() % 3000);
-		TestCall c = call_data(a->next_xid(), RRT_PROC_ECHO, d);
-		ASSERT_GE(a->post(c.rpc, CallSpec()), 0);
-		inflight.push_back({c.xid, d});
-	}
-	for (auto &p : inflight) {
-		Reply r;
-		ASSERT_TRUE(a->wait(p.first, &r));
-		EXPECT_TRUE(opaque_result(r, p.first, p.second));
-	}
+	EXPECT_GT(st["send_ctx_grown"], 0u);
+	EXPECT_GT(st["send_ctx_waits"], 0u) << "the budget never held a Reply back";
+	EXPECT_EQ(st["dropped"], 0u);
+	auto b = try_connect(srv.addr());
+	EXPECT_FALSE(b) << "a second connection fit a budget the first one's buffers fill";
+	b.reset();
+	EXPECT_EQ(srv.stats()["conns_refused_mem"], 1u);
+	EXPECT_TRUE(ping(a.get()));
 	a.reset();
 	/* everything comes back when it leaves */
 	EXPECT_EQ(stat_when(srv, "pinned_bytes", 0), 0u);
-	(void)kSendBytes;
+}
+
+class SendContexts : public TransportTest {
+      protected:
+	SendContexts()
+	{
+		sopts.args = {"--srq", "1"};
+	}
+};
+
+/*
+ * With the shared receive pool, what an idle connection registers is its
+ * first send chunk: within 64 KiB (issue #33's target), however many
+ * credits it was granted. A busy one makes more, and keeps them.
+ */
+TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
+{
+	std::vector<std::unique_ptr<Requester>> conns;
+	for (int i = 0; i < 8; i++) {
+		conns.push_back(try_connect(srv.addr()));
+		ASSERT_TRUE(conns.back());
+		ASSERT_TRUE(ping(conns.back().get()));
+	}
+	auto st = srv.stats();
+	/* recv_mem_bytes: the shared receive pool's */
+	uint64_t per_conn = (st["pinned_bytes"] - st["recv_mem_bytes"]) / conns.size();
+	EXPECT_EQ(per_conn, kReserveBytes);
+	EXPECT_LE(per_conn, 64u * 1024);
+	EXPECT_EQ(st["send_ctx_grown"], 0u);
+	burst(conns[3].get(), conns[3]->grant(), 9);
+	st = srv.stats();
+	EXPECT_GT(st["send_ctx_grown"], 0u);
+	EXPECT_EQ(st["send_ctx_waits"], 0u) << "no budget: nothing waits";
+	uint64_t sends = st["pinned_bytes"] - st["recv_mem_bytes"], grown = st["send_ctx_grown"];
+	EXPECT_GT(sends, conns.size() * kReserveBytes);
+	/* kept: a second burst makes none */
+	burst(conns[3].get(), conns[3]->grant(), 10);
+	st = srv.stats();
+	EXPECT_EQ(st["send_ctx_grown"], grown);
+	EXPECT_EQ(st["pinned_bytes"] - st["recv_mem_bytes"], sends);
+	conns.clear();
+	EXPECT_EQ(stat_when(srv, "conns_active", 0), 0u);
+	st = srv.stats();
+	EXPECT_EQ(st["pinned_bytes"], st["recv_mem_bytes"]) << "send buffers outlived their connections";
 }
 
 class RefusalLog : public TransportTest {
