@@ -297,6 +297,35 @@ TEST_F(Exports, Nfs4RelabelledHandleRefused)
 	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
 }
 
+/*
+ * SECINFO of the excluded export's junction answers what LOOKUP answers,
+ * NFS4ERR_NOENT: over RDMA the export is not there. SECINFO_NO_NAME (the
+ * current FH's own flavors) never gets that far: PUTFH of its handle is
+ * refused first. Over TCP SECINFO lists its flavors.
+ */
+TEST_F(Exports, Nfs4SecinfoHidesTheExcludedJunction)
+{
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh root, off_tcp, g;
+	std::vector<uint32_t> fl;
+	NFS_OK(rc, rc.lookup_path("/", &root));
+	EXPECT_EQ(rc.lookup(root, "off", &g), NFS4ERR_NOENT) << rc.err();
+	EXPECT_EQ(rc.secinfo(root, "off", &fl), NFS4ERR_NOENT) << rc.err();
+	NFS_OK(rc, rc.secinfo(root, "mem", &fl));
+	EXPECT_FALSE(fl.empty());
+	NFS_OK(tc, tc.secinfo(root, "off", &fl));
+	EXPECT_FALSE(fl.empty());
+	NFS_OK(tc, tc.lookup_path("/off", &off_tcp));
+	EXPECT_EQ(rc.secinfo_no_name(off_tcp, 0, &fl), NFS4ERR_ACCESS) << rc.err();
+	/* ganesha's own answers over TCP for an export whose Transports refuse
+	 * TCP: the same */
+	EXPECT_EQ(tc.secinfo(root, "udp", &fl), NFS4ERR_NOENT) << tc.err();
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
 /* ganesha's own refusal of a transport (TCP, by `Transports = UDP;`): the
  * answers the plugin gives over RDMA for an excluded export. */
 TEST_F(Exports, GaneshaRefusesATransportTheSameWay)
