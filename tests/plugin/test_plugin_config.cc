@@ -307,7 +307,9 @@ TEST_F(PluginConfig, SighupAppliesExcludeExports)
 	nfsc::Fh off1 = off;
 	off1.b[2] = 0;
 	off1.b[3] = 1;
-	EXPECT_EQ(c.getattr(off1, &a), 70) << "NFS3ERR_STALE: " << c.err();
+	int st = c.getattr(off1, &a);
+	/* NFS3ERR_STALE; BADHANDLE when export 1 is FSAL VFS (RR_TEST_FSAL=VFS) */
+	EXPECT_TRUE(st == 70 || st == 10001) << st << " " << c.err();
 	EXPECT_EQ(c.getattr(on, &a), 0) << c.err();
 	EXPECT_TRUE(lines_with(slurp(g.dir + "/ganesha.log"), "reload: RDMA settings changed").empty())
 	    << g.logs();
