@@ -441,10 +441,16 @@ std::string make_dir(const std::string &base)
 	return b.data();
 }
 
+/* Where the VFS exports' directories go: RR_TEST_VFS_BASE, else the test's
+ * working directory (in the build tree: ganesha 5.9 and 6.5 refuse a VFS
+ * export on tmpfs, which /tmp is in the release roots). */
 std::string vfs_base()
 {
 	const char *base = getenv("RR_TEST_VFS_BASE");
-	return base ? base : "/tmp";
+	if (base)
+		return base;
+	char cwd[4096];
+	return getcwd(cwd, sizeof(cwd)) ? cwd : "/tmp";
 }
 
 class ExportsVfs : public PluginTest
@@ -472,6 +478,10 @@ class ExportsVfs : public PluginTest
 	}
 	void SetUp() override
 	{
+		/* ganesha 5.9 and 6.5 refuse a VFS export on tmpfs (a CONFIG line) */
+		if (!srv && skip_why.empty() && dirs.size() == 2 && dirs[1].rfind("/dev/shm/", 0) == 0 &&
+		    start_err.find("rejected the generated config") != std::string::npos)
+			GTEST_SKIP() << "this ganesha does not export a tmpfs folder: " << start_err;
 		PluginTest::SetUp();
 		if (IsSkipped() || HasFatalFailure())
 			return;
