@@ -212,9 +212,38 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The exports sharing an excluded export's file system are named in the
+ * log at start-up and after a reload, by a scan of every Export_Id. */
+static atomic_bool scan_pending = true;
+
 void rrp_exports_refresh(void)
 {
+	atomic_store(&scan_pending, true);
 	atomic_store(&excl.next_ms, 0);
+}
+
+static int excl_find(struct fsid f);
+static void log_shared(uint16_t id, int shared);
+
+static void scan_shared(void)
+{
+	unsigned int id;
+
+	for (id = 0; id < RRP_EXPORT_ID_COUNT; id++) {
+		void *e, *root;
+		int shared;
+
+		if (rrp_config_export_excluded(&rrp.cfg, (uint16_t)id))
+			continue;
+		e = rrp_real->get_gsh_export((uint16_t)id);
+		if (!e)
+			continue;
+		root = export_root(e);
+		shared = root ? excl_find(obj_fsid(root)) : -1;
+		if (shared >= 0)
+			log_shared((uint16_t)id, shared);
+		rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__, (char *)__func__);
+	}
 }
 
 static void excl_refresh(long long now)
@@ -230,7 +259,7 @@ static void excl_refresh(long long now)
 	}
 	atomic_fetch_add_explicit(&excl.seq, 1, memory_order_acq_rel); /* odd: writing */
 	for (w = 0; w < RRP_EXPORT_ID_COUNT / 64; w++) {
-		uint64_t bits = rrp.cfg.exclude_exports[w];
+		uint64_t bits = __atomic_load_n(&rrp.cfg.exclude_exports[w], __ATOMIC_RELAXED);
 
 		while (bits) {
 			uint16_t id = (uint16_t)(w * 64 + __builtin_ctzll(bits));
@@ -268,17 +297,24 @@ static void excl_refresh(long long now)
 	atomic_store_explicit(&excl.overflow, over, memory_order_relaxed);
 	atomic_fetch_add_explicit(&excl.seq, 1, memory_order_acq_rel); /* even: done */
 	atomic_store(&excl.next_ms, now + 1000);
+	/* at start-up the roots may not be set yet: scan once they are */
+	if (n && atomic_exchange(&scan_pending, false))
+		scan_shared();
 	pthread_mutex_unlock(&excl.lock);
 }
 
+void rrp_exports_start(void)
+{
+	if (rrp.cfg.n_exclude_exports && rrp_real->get_gsh_export && rrp_real->put_gsh_export)
+		excl_refresh(now_ms());
+}
+
 /* The excluded export whose root is on file system @f, or -1. */
-static int excl_on(struct fsid f)
+static int excl_find(struct fsid f)
 {
 	unsigned int seq, n, i;
 	int found;
 
-	if (now_ms() >= atomic_load_explicit(&excl.next_ms, memory_order_relaxed))
-		excl_refresh(now_ms());
 	do {
 		seq = atomic_load_explicit(&excl.seq, memory_order_acquire);
 		found = atomic_load_explicit(&excl.overflow, memory_order_relaxed) ? 0 : -1;
@@ -290,6 +326,25 @@ static int excl_on(struct fsid f)
 		atomic_thread_fence(memory_order_acquire);
 	} while ((seq & 1) || seq != atomic_load_explicit(&excl.seq, memory_order_relaxed));
 	return found;
+}
+
+static int excl_on(struct fsid f)
+{
+	long long now = now_ms();
+
+	if (now >= atomic_load_explicit(&excl.next_ms, memory_order_relaxed))
+		excl_refresh(now);
+	return excl_find(f);
+}
+
+static void log_shared(uint16_t id, int shared)
+{
+	if (!(__atomic_fetch_or(&excl.logged[id / 8], (uint8_t)(1u << (id % 8)), __ATOMIC_RELAXED) &
+	      (1u << (id % 8))))
+		rrp_log("Export_Id %u shares its file system with Export_Id %d, which "
+			"Exclude_Exports keeps off RDMA: no handle of Export_Id %u is served "
+			"over RDMA either (a handle does not say where in a file system it points)",
+			id, shared, id);
 }
 
 /*
@@ -316,12 +371,7 @@ static bool object_allowed(SVCXPRT *xprt, void *obj)
 	shared = excl_on(f);
 	if (shared < 0 || shared == id)
 		return shared < 0;
-	if (!(__atomic_fetch_or(&excl.logged[id / 8], (uint8_t)(1u << (id % 8)), __ATOMIC_RELAXED) &
-	      (1u << (id % 8))))
-		rrp_log("Export_Id %u shares its file system with Export_Id %d, which "
-			"Exclude_Exports keeps off RDMA: no handle of Export_Id %u is served "
-			"over RDMA either (a handle does not say where in a file system it points)",
-			id, shared, id);
+	log_shared(id, shared);
 	rrp_xprt_note_refused_handle(xprt, id, "the export shares its file system with an excluded one");
 	return false;
 }

@@ -788,6 +788,7 @@ void rrp_plugin_start(void)
 	}
 	if (rrp.cfg.stats_socket[0])
 		rrp_stats_start(rrp.cfg.stats_socket);
+	rrp_exports_start();
 }
 
 /* The why, made safe to print inside a JSON string. */

@@ -585,10 +585,12 @@ class ExportsVfsShared : public ExportsVfs
 
 TEST_F(ExportsVfsShared, Nfs3RelabelledHandleRefused)
 {
+	/* said at start-up, before ganesha serves */
+	std::string logs = srv->logs();
+	size_t said = logs.find("Export_Id 1 shares its file system with Export_Id 2");
+	EXPECT_NE(said, std::string::npos) << logs;
+	EXPECT_LT(said, logs.find("NFS SERVER INITIALIZED")) << logs;
 	nfs3_relabelled(NFS3ERR_STALE);
-	EXPECT_NE(srv->logs().find("Export_Id 1 shares its file system with Export_Id 2"),
-		  std::string::npos)
-	    << srv->logs();
 }
 
 TEST_F(ExportsVfsShared, Nfs4RelabelledHandleRefused)
