@@ -44,6 +44,9 @@
  * one, since a handle does not say where in the file system it points
  * (README, Exclude_Exports). A refused handle is NFS3ERR_STALE /
  * NFS4ERR_STALE: not a handle of that export.
+ * Not covered: pNFS data-server handles, which ganesha resolves by the data
+ * server's id with the FSAL's ds_permissions and make_ds_handle, reaching
+ * neither hook (README says so).
  */
 #include <dlfcn.h>
 #include <errno.h>
