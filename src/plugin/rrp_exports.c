@@ -138,8 +138,7 @@ struct rrp_fsal_status {
 };
 #define RRP_ERR_FSAL_STALE 151
 
-typedef struct rrp_fsal_status (*create_handle_fn)(void *exp, void *desc, void **obj,
-						    void *attrs);
+typedef struct rrp_fsal_status (*create_handle_fn)(void *exp, void *desc, void **obj, void *attrs);
 
 static void *load_ptr(const void *base, size_t off)
 {
@@ -203,9 +202,9 @@ static struct {
 	atomic_uint n;
 	atomic_bool overflow; /* more than EXCL_FS_MAX: every export shares */
 	_Atomic uint64_t major[EXCL_FS_MAX], minor[EXCL_FS_MAX];
-	_Atomic uint16_t id[EXCL_FS_MAX]; /* an excluded export on it, for the log */
+	_Atomic uint16_t id[EXCL_FS_MAX];	 /* an excluded export on it, for the log */
 	uint8_t logged[RRP_EXPORT_ID_COUNT / 8]; /* allowed exports said to share */
-} excl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} excl = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static long long now_ms(void)
 {
@@ -249,6 +248,25 @@ static void scan_shared(void)
 	}
 }
 
+/* Add file system @f of excluded export @id to the table being written. */
+static void excl_add(struct fsid f, uint16_t id, unsigned int *n, bool *over)
+{
+	unsigned int i;
+
+	for (i = 0; i < *n; i++)
+		if (atomic_load_explicit(&excl.major[i], memory_order_relaxed) == f.major &&
+		    atomic_load_explicit(&excl.minor[i], memory_order_relaxed) == f.minor)
+			return;
+	if (*n == EXCL_FS_MAX) {
+		*over = true;
+		return;
+	}
+	atomic_store_explicit(&excl.major[*n], f.major, memory_order_relaxed);
+	atomic_store_explicit(&excl.minor[*n], f.minor, memory_order_relaxed);
+	atomic_store_explicit(&excl.id[*n], id, memory_order_relaxed);
+	(*n)++;
+}
+
 static void excl_refresh(long long now)
 {
 	unsigned int n = 0, w;
@@ -264,36 +282,16 @@ static void excl_refresh(long long now)
 	for (w = 0; w < RRP_EXPORT_ID_COUNT / 64; w++) {
 		uint64_t bits = __atomic_load_n(&rrp.cfg.exclude_exports[w], __ATOMIC_RELAXED);
 
-		while (bits) {
+		for (; bits; bits &= bits - 1) {
 			uint16_t id = (uint16_t)(w * 64 + __builtin_ctzll(bits));
 			void *e = rrp_real->get_gsh_export(id);
-			void *root;
+			void *root = e ? export_root(e) : NULL;
 
-			bits &= bits - 1;
-			if (!e)
-				continue;
-			root = export_root(e);
-			if (root) {
-				struct fsid f = obj_fsid(root);
-				unsigned int i;
-
-				for (i = 0; i < n; i++)
-					if (atomic_load_explicit(&excl.major[i], memory_order_relaxed) ==
-						    f.major &&
-					    atomic_load_explicit(&excl.minor[i], memory_order_relaxed) ==
-						    f.minor)
-						break;
-				if (i == n && n < EXCL_FS_MAX) {
-					atomic_store_explicit(&excl.major[n], f.major, memory_order_relaxed);
-					atomic_store_explicit(&excl.minor[n], f.minor, memory_order_relaxed);
-					atomic_store_explicit(&excl.id[n], id, memory_order_relaxed);
-					n++;
-				} else if (i == n) {
-					over = true;
-				}
-			}
-			rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__,
-						 (char *)__func__);
+			if (root)
+				excl_add(obj_fsid(root), id, &n, &over);
+			if (e)
+				rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__,
+							 (char *)__func__);
 		}
 	}
 	atomic_store_explicit(&excl.n, n, memory_order_relaxed);
@@ -368,14 +366,16 @@ static bool object_allowed(SVCXPRT *xprt, void *obj)
 	f = obj_fsid(root);
 	memcpy(&id, (uint8_t *)exp + RRP_HOST_EXPORT_ID, sizeof(id));
 	if (!fsid_eq(obj_fsid(obj), f)) {
-		rrp_xprt_note_refused_handle(xprt, id, "its object is not on the export's file system");
+		rrp_xprt_note_refused_handle(xprt, id,
+					     "its object is not on the export's file system");
 		return false;
 	}
 	shared = excl_on(f);
 	if (shared < 0 || shared == id)
 		return shared < 0;
 	log_shared(id, shared);
-	rrp_xprt_note_refused_handle(xprt, id, "the export shares its file system with an excluded one");
+	rrp_xprt_note_refused_handle(xprt, id,
+				     "the export shares its file system with an excluded one");
 	return false;
 }
 
@@ -389,13 +389,12 @@ static struct rrp_fsal_status create_handle(void *exp, void *desc, void **obj, v
 	SVCXPRT *xprt = rdma_call;
 	void (*put_ref)(void *obj);
 
-	if (st.major || !xprt || !*obj || !rrp.cfg.n_exclude_exports ||
-	    object_allowed(xprt, *obj))
+	if (st.major || !xprt || !*obj || !rrp.cfg.n_exclude_exports || object_allowed(xprt, *obj))
 		return st;
 	put_ref = load_ptr(load_ptr(*obj, RRP_HOST_OBJ_OPS), RRP_HOST_OBJ_OPS_PUT_REF);
 	put_ref(*obj);
 	*obj = NULL;
-	return (struct rrp_fsal_status){ RRP_ERR_FSAL_STALE, ESTALE };
+	return (struct rrp_fsal_status){RRP_ERR_FSAL_STALE, ESTALE};
 }
 
 /* Is @fn in libganesha_nfsd (where MDCACHE is)? */
