@@ -218,8 +218,11 @@ static long long now_ms(void)
  * log at start-up and after a reload, by a scan of every Export_Id. */
 static atomic_bool scan_pending = true;
 
+static atomic_bool ids_stale;
+
 void rrp_exports_refresh(void)
 {
+	atomic_store(&ids_stale, true);
 	atomic_store(&scan_pending, true);
 	atomic_store(&excl.next_ms, 0);
 }
@@ -267,9 +270,42 @@ static void excl_add(struct fsid f, uint16_t id, unsigned int *n, bool *over)
 	(*n)++;
 }
 
+/* The excluded Export_Ids as a list, made again after a reload: a refresh
+ * need not walk the whole set (RRP_EXPORT_ID_COUNT bits). */
+#define EXCL_IDS_MAX 256
+static uint16_t excl_ids[EXCL_IDS_MAX];
+static unsigned int n_excl_ids; /* > EXCL_IDS_MAX: walk the set */
+static atomic_bool ids_stale = true;
+
+static void excl_list(void)
+{
+	unsigned int w;
+
+	n_excl_ids = 0;
+	for (w = 0; w < RRP_EXPORT_ID_COUNT / 64; w++) {
+		uint64_t bits = __atomic_load_n(&rrp.cfg.exclude_exports[w], __ATOMIC_RELAXED);
+
+		for (; bits; bits &= bits - 1, n_excl_ids++)
+			if (n_excl_ids < EXCL_IDS_MAX)
+				excl_ids[n_excl_ids] = (uint16_t)(w * 64 + __builtin_ctzll(bits));
+	}
+}
+
+/* Excluded export @id's root file system into the table being written. */
+static void excl_read(uint16_t id, unsigned int *n, bool *over)
+{
+	void *e = rrp_real->get_gsh_export(id);
+	void *root = e ? export_root(e) : NULL;
+
+	if (root)
+		excl_add(obj_fsid(root), id, n, over);
+	if (e)
+		rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__, (char *)__func__);
+}
+
 static void excl_refresh(long long now)
 {
-	unsigned int n = 0, w;
+	unsigned int n = 0, i;
 	bool over = false;
 
 	if (pthread_mutex_trylock(&excl.lock))
@@ -278,21 +314,16 @@ static void excl_refresh(long long now)
 		pthread_mutex_unlock(&excl.lock);
 		return;
 	}
+	if (atomic_exchange(&ids_stale, false))
+		excl_list();
 	atomic_fetch_add_explicit(&excl.seq, 1, memory_order_acq_rel); /* odd: writing */
-	for (w = 0; w < RRP_EXPORT_ID_COUNT / 64; w++) {
-		uint64_t bits = __atomic_load_n(&rrp.cfg.exclude_exports[w], __ATOMIC_RELAXED);
-
-		for (; bits; bits &= bits - 1) {
-			uint16_t id = (uint16_t)(w * 64 + __builtin_ctzll(bits));
-			void *e = rrp_real->get_gsh_export(id);
-			void *root = e ? export_root(e) : NULL;
-
-			if (root)
-				excl_add(obj_fsid(root), id, &n, &over);
-			if (e)
-				rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__,
-							 (char *)__func__);
-		}
+	if (n_excl_ids <= EXCL_IDS_MAX) {
+		for (i = 0; i < n_excl_ids; i++)
+			excl_read(excl_ids[i], &n, &over);
+	} else {
+		for (i = 0; i < RRP_EXPORT_ID_COUNT; i++)
+			if (rrp_config_export_excluded(&rrp.cfg, (uint16_t)i))
+				excl_read((uint16_t)i, &n, &over);
 	}
 	atomic_store_explicit(&excl.n, n, memory_order_relaxed);
 	atomic_store_explicit(&excl.overflow, over, memory_order_relaxed);
