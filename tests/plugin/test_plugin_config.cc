@@ -10,6 +10,7 @@
 
 #include <regex>
 #include <csignal>
+#include <filesystem>
 #include <unistd.h>
 #include <sstream>
 #include <string>
@@ -321,6 +322,8 @@ TEST_F(PluginConfig, SighupAppliesExcludeExports)
 	EXPECT_EQ(c.getattr(off, &a), 0) << c.err();
 	t.reset();
 	g.stop();
+	if (!HasFailure()) /* kept (RR_KEEP_TMP) for a failure only */
+		std::filesystem::remove_all(g.last_dir);
 }
 
 /*
