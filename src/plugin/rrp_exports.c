@@ -218,7 +218,12 @@ static long long now_ms(void)
  * log at start-up and after a reload, by a scan of every Export_Id. */
 static atomic_bool scan_pending = true;
 
-static atomic_bool ids_stale;
+/* The excluded Export_Ids as a list, made again after a reload: a refresh
+ * need not walk the whole set (RRP_EXPORT_ID_COUNT bits). */
+#define EXCL_IDS_MAX 256
+static uint16_t excl_ids[EXCL_IDS_MAX];
+static unsigned int n_excl_ids; /* > EXCL_IDS_MAX: walk the set */
+static atomic_bool ids_stale = true;
 
 void rrp_exports_refresh(void)
 {
@@ -269,13 +274,6 @@ static void excl_add(struct fsid f, uint16_t id, unsigned int *n, bool *over)
 	atomic_store_explicit(&excl.id[*n], id, memory_order_relaxed);
 	(*n)++;
 }
-
-/* The excluded Export_Ids as a list, made again after a reload: a refresh
- * need not walk the whole set (RRP_EXPORT_ID_COUNT bits). */
-#define EXCL_IDS_MAX 256
-static uint16_t excl_ids[EXCL_IDS_MAX];
-static unsigned int n_excl_ids; /* > EXCL_IDS_MAX: walk the set */
-static atomic_bool ids_stale = true;
 
 static void excl_list(void)
 {
