@@ -32,6 +32,8 @@
 # $RPCRDMA_BUILD (default build/).
 # Quick mode (CI) takes about two minutes; full mode a few. Every figure is a
 # median or a ratio measured in the same run; nothing here asserts a time.
+# RPCRDMA_BENCH_RDMA_EXTRA adds keys to the RDMA block (e.g. "Exclude_Exports = 99;"
+# to measure the check of every handle that setting turns on).
 # Exit status: non-zero when a run failed (an error reply, a zero credit
 # grant, a protocol violation, a stall), never because of a figure.
 set -u
@@ -135,6 +137,7 @@ EXPORT {
 RDMA {
 	Enable = true; Fabric = soft; Soft_Socket = $1/rdma.sock; Credits = $3;
 	Stats_Socket = $1/stats.sock;
+	${RPCRDMA_BENCH_RDMA_EXTRA:-}
 }
 LOG { Default_Log_Level = EVENT; }
 EOF

@@ -50,7 +50,8 @@ struct rrp_config {
 /* Is Export_Id @id in Exclude_Exports? */
 static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16_t id)
 {
-	return c->exclude_exports[id / 64] >> (id % 64) & 1;
+	/* a reload stores the words whole (rrp_plugin.c) */
+	return __atomic_load_n(&c->exclude_exports[id / 64], __ATOMIC_RELAXED) >> (id % 64) & 1;
 }
 
 #define RRP_MEM_BUDGET_AUTO UINT64_MAX

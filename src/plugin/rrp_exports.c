@@ -26,10 +26,34 @@
  *    when the request came over RDMA; ganesha turns that into
  *    NFS4ERR_NOENT on LOOKUP and leaves the entry out of READDIR, as for an
  *    export a client may not see.
+ * Both decide by the Export_Id in the handle, which the client wrote: a
+ * handle of an excluded export relabelled with an allowed Export_Id gets
+ * past them, and ganesha resolves it through the allowed export anyway
+ * (MDCACHE finds any object it holds by the FSAL's bytes alone; FSAL MEM
+ * looks a handle up among all its exports' objects; FSAL VFS accepts any
+ * object of a file system the export claims). So the object a handle
+ * resolves to is checked too, whatever the Export_Id: each export's
+ * exp_ops.create_handle (MDCACHE's, the same for every export) is wrapped
+ * the first time the plugin sees the export, and over RDMA the object it
+ * returns must (A) be on the file system of the export's root (the fsid
+ * ganesha's FSAL gave the object: the device for VFS, the creating
+ * export for MEM) and (B) that file system must not be the root's of an
+ * excluded export. What (A) refuses beside relabelled handles: objects on a
+ * file system mounted below an allowed export's root. What (B) refuses: every
+ * object of an allowed export that shares its file system with an excluded
+ * one, since a handle does not say where in the file system it points
+ * (README, Exclude_Exports). A refused handle is NFS3ERR_STALE /
+ * NFS4ERR_STALE: not a handle of that export.
+ * Not covered: pNFS data-server handles, which ganesha resolves by the data
+ * server's id with the FSAL's ds_permissions and make_ds_handle, reaching
+ * neither hook (README says so).
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugin/rrp_exports.h"
 #include "plugin/rrp_host.h"
@@ -79,38 +103,23 @@ bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, 
 /* The transport of the NFSv3 Call this thread hands to ganesha, until its
  * export is looked up; NULL otherwise. */
 static _Thread_local SVCXPRT *v3_dispatch __attribute__((tls_model("initial-exec")));
+/* The transport of any Call this thread hands to ganesha, for the check of
+ * the objects its handles resolve to; NULL otherwise. */
+static _Thread_local SVCXPRT *rdma_call __attribute__((tls_model("initial-exec")));
 
 void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg)
 {
 	v3_dispatch = names_export(msg) ? xprt : NULL;
+	rdma_call = xprt;
 }
 
 void rrp_exports_dispatch_end(void)
 {
 	v3_dispatch = NULL;
+	rdma_call = NULL;
 }
 
-/*
- * Hook of libganesha_nfsd's struct gsh_export *get_gsh_export(uint16_t),
- * which it calls through its PLT (interposed by rrp_preload.c). The NFSv3
- * dispatcher's lookup of the Call's export is the first call during an
- * armed dispatch; later ones (and every other thread's) pass through.
- */
-void *rrp_exports_get_gsh_export(uint16_t id)
-{
-	SVCXPRT *xprt = v3_dispatch;
-
-	if (xprt) {
-		v3_dispatch = NULL;
-		if (rrp_config_export_excluded(&rrp.cfg, id)) {
-			rrp_xprt_note_refused(xprt, id, "NFSv3");
-			return NULL;
-		}
-	}
-	return rrp_real->get_gsh_export(id);
-}
-
-/* ---- NFSv4: ganesha's export check, interposed ------------------------ */
+/* ---- the object a handle resolves to ---------------------------------- */
 
 /* This thread's ganesha op_ctx (a TLS pointer of libganesha_nfsd). */
 static void *op_ctx_now(void)
@@ -122,12 +131,379 @@ static void *op_ctx_now(void)
 	return slot ? *slot : NULL;
 }
 
+/* fsal_status_t and the FSAL errors of fsal_types.h */
+struct rrp_fsal_status {
+	int major;
+	int minor;
+};
+#define RRP_ERR_FSAL_STALE 151
+
+typedef struct rrp_fsal_status (*create_handle_fn)(void *exp, void *desc, void **obj, void *attrs);
+
+static void *load_ptr(const void *base, size_t off)
+{
+	void *p;
+
+	memcpy(&p, (const uint8_t *)base + off, sizeof(p));
+	return p;
+}
+
+struct fsid {
+	uint64_t major, minor;
+};
+
+static struct fsid obj_fsid(const void *obj)
+{
+	struct fsid f;
+
+	memcpy(&f, (const uint8_t *)obj + RRP_HOST_OBJ_FSID, sizeof(f));
+	return f;
+}
+
+static bool fsid_eq(struct fsid a, struct fsid b)
+{
+	return a.major == b.major && a.minor == b.minor;
+}
+
+/* Logged once each: the layout does not hold, an export cannot be wrapped. */
+static atomic_flag root_bad_logged = ATOMIC_FLAG_INIT;
+static atomic_flag wrap_bad_logged = ATOMIC_FLAG_INIT;
+
+/* An export's root object, when its layout is the one expected. */
+static void *export_root(void *gexp)
+{
+	void *root = load_ptr(gexp, RRP_HOST_EXPORT_ROOT_OBJ);
+	uint32_t type;
+
+	if (!root)
+		return NULL;
+	memcpy(&type, (uint8_t *)root + RRP_HOST_OBJ_TYPE, sizeof(type));
+	if (type != RRP_HOST_OBJ_DIRECTORY) {
+		if (!atomic_flag_test_and_set(&root_bad_logged))
+			rrp_log("ganesha's export root objects are not those of %s: with "
+				"Exclude_Exports set, no handle is served over RDMA",
+				RRP_HOST_NAME);
+		return NULL;
+	}
+	return root;
+}
+
+/*
+ * The file systems of the excluded exports' roots, read again at most once
+ * a second (and at once after a reload), so that an export added or moved
+ * (DBus AddExport, SIGHUP) counts within a second; a seqlock lets the
+ * checks read them without a lock.
+ */
+#define EXCL_FS_MAX 64
+static struct {
+	pthread_mutex_t lock;
+	atomic_uint seq;
+	atomic_llong next_ms; /* refresh due at this CLOCK_MONOTONIC_COARSE ms */
+	atomic_uint n;
+	atomic_bool overflow; /* more than EXCL_FS_MAX: every export shares */
+	_Atomic uint64_t major[EXCL_FS_MAX], minor[EXCL_FS_MAX];
+	_Atomic uint16_t id[EXCL_FS_MAX];	 /* an excluded export on it, for the log */
+	uint8_t logged[RRP_EXPORT_ID_COUNT / 8]; /* allowed exports said to share */
+} excl = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The exports sharing an excluded export's file system are named in the
+ * log at start-up and after a reload, by a scan of every Export_Id. */
+static atomic_bool scan_pending = true;
+
+/* The excluded Export_Ids as a list, made again after a reload: a refresh
+ * need not walk the whole set (RRP_EXPORT_ID_COUNT bits). */
+#define EXCL_IDS_MAX 256
+static uint16_t excl_ids[EXCL_IDS_MAX];
+static unsigned int n_excl_ids; /* > EXCL_IDS_MAX: walk the set */
+static atomic_bool ids_stale = true;
+
+void rrp_exports_refresh(void)
+{
+	atomic_store(&ids_stale, true);
+	atomic_store(&scan_pending, true);
+	atomic_store(&excl.next_ms, 0);
+}
+
+static int excl_find(struct fsid f);
+static void log_shared(uint16_t id, int shared);
+
+static void scan_shared(void)
+{
+	unsigned int id;
+
+	for (id = 0; id < RRP_EXPORT_ID_COUNT; id++) {
+		void *e, *root;
+		int shared;
+
+		if (rrp_config_export_excluded(&rrp.cfg, (uint16_t)id))
+			continue;
+		e = rrp_real->get_gsh_export((uint16_t)id);
+		if (!e)
+			continue;
+		root = export_root(e);
+		shared = root ? excl_find(obj_fsid(root)) : -1;
+		if (shared >= 0)
+			log_shared((uint16_t)id, shared);
+		rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__, (char *)__func__);
+	}
+}
+
+/* Add file system @f of excluded export @id to the table being written. */
+static void excl_add(struct fsid f, uint16_t id, unsigned int *n, bool *over)
+{
+	unsigned int i;
+
+	for (i = 0; i < *n; i++)
+		if (atomic_load_explicit(&excl.major[i], memory_order_relaxed) == f.major &&
+		    atomic_load_explicit(&excl.minor[i], memory_order_relaxed) == f.minor)
+			return;
+	if (*n == EXCL_FS_MAX) {
+		*over = true;
+		return;
+	}
+	atomic_store_explicit(&excl.major[*n], f.major, memory_order_relaxed);
+	atomic_store_explicit(&excl.minor[*n], f.minor, memory_order_relaxed);
+	atomic_store_explicit(&excl.id[*n], id, memory_order_relaxed);
+	(*n)++;
+}
+
+static void excl_list(void)
+{
+	unsigned int w;
+
+	n_excl_ids = 0;
+	for (w = 0; w < RRP_EXPORT_ID_COUNT / 64; w++) {
+		uint64_t bits = __atomic_load_n(&rrp.cfg.exclude_exports[w], __ATOMIC_RELAXED);
+
+		for (; bits; bits &= bits - 1, n_excl_ids++)
+			if (n_excl_ids < EXCL_IDS_MAX)
+				excl_ids[n_excl_ids] = (uint16_t)(w * 64 + __builtin_ctzll(bits));
+	}
+}
+
+/* Excluded export @id's root file system into the table being written. */
+static void excl_read(uint16_t id, unsigned int *n, bool *over)
+{
+	void *e = rrp_real->get_gsh_export(id);
+	void *root = e ? export_root(e) : NULL;
+
+	if (root)
+		excl_add(obj_fsid(root), id, n, over);
+	if (e)
+		rrp_real->put_gsh_export(e, false, (char *)__FILE__, __LINE__, (char *)__func__);
+}
+
+static void excl_refresh(long long now)
+{
+	unsigned int n = 0, i;
+	bool over = false;
+
+	if (pthread_mutex_trylock(&excl.lock))
+		return; /* another thread refreshes: use what is there */
+	if (now < atomic_load(&excl.next_ms)) {
+		pthread_mutex_unlock(&excl.lock);
+		return;
+	}
+	if (atomic_exchange(&ids_stale, false))
+		excl_list();
+	atomic_fetch_add_explicit(&excl.seq, 1, memory_order_acq_rel); /* odd: writing */
+	if (n_excl_ids <= EXCL_IDS_MAX) {
+		for (i = 0; i < n_excl_ids; i++)
+			excl_read(excl_ids[i], &n, &over);
+	} else {
+		for (i = 0; i < RRP_EXPORT_ID_COUNT; i++)
+			if (rrp_config_export_excluded(&rrp.cfg, (uint16_t)i))
+				excl_read((uint16_t)i, &n, &over);
+	}
+	atomic_store_explicit(&excl.n, n, memory_order_relaxed);
+	atomic_store_explicit(&excl.overflow, over, memory_order_relaxed);
+	atomic_fetch_add_explicit(&excl.seq, 1, memory_order_acq_rel); /* even: done */
+	atomic_store(&excl.next_ms, now + 1000);
+	/* at start-up the roots may not be set yet: scan once they are */
+	if (n && atomic_exchange(&scan_pending, false))
+		scan_shared();
+	pthread_mutex_unlock(&excl.lock);
+}
+
+void rrp_exports_start(void)
+{
+	if (rrp.cfg.n_exclude_exports && rrp_real->get_gsh_export && rrp_real->put_gsh_export)
+		excl_refresh(now_ms());
+}
+
+/* The excluded export whose root is on file system @f, or -1. */
+static int excl_find(struct fsid f)
+{
+	unsigned int seq, n, i;
+	int found;
+
+	do {
+		seq = atomic_load_explicit(&excl.seq, memory_order_acquire);
+		found = atomic_load_explicit(&excl.overflow, memory_order_relaxed) ? 0 : -1;
+		n = atomic_load_explicit(&excl.n, memory_order_relaxed);
+		for (i = 0; i < n && found < 0; i++)
+			if (atomic_load_explicit(&excl.major[i], memory_order_relaxed) == f.major &&
+			    atomic_load_explicit(&excl.minor[i], memory_order_relaxed) == f.minor)
+				found = atomic_load_explicit(&excl.id[i], memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+	} while ((seq & 1) || seq != atomic_load_explicit(&excl.seq, memory_order_relaxed));
+	return found;
+}
+
+static int excl_on(struct fsid f)
+{
+	long long now = now_ms();
+
+	if (now >= atomic_load_explicit(&excl.next_ms, memory_order_relaxed))
+		excl_refresh(now);
+	return excl_find(f);
+}
+
+static void log_shared(uint16_t id, int shared)
+{
+	if (!(__atomic_fetch_or(&excl.logged[id / 8], (uint8_t)(1u << (id % 8)), __ATOMIC_RELAXED) &
+	      (1u << (id % 8))))
+		rrp_log("Export_Id %u shares its file system with Export_Id %d, which "
+			"Exclude_Exports keeps off RDMA: no handle of Export_Id %u is served "
+			"over RDMA either (a handle does not say where in a file system it points)",
+			id, shared, id);
+}
+
+/*
+ * May an RDMA Call reach @obj, which a handle resolved to through op_ctx's
+ * export? Its export's Export_Id was checked already (not excluded).
+ */
+static bool object_allowed(SVCXPRT *xprt, void *obj)
+{
+	uint8_t *ctx = op_ctx_now();
+	void *exp = ctx ? load_ptr(ctx, RRP_HOST_OP_CTX_EXPORT) : NULL;
+	void *root = exp ? export_root(exp) : NULL;
+	struct fsid f;
+	uint16_t id;
+	int shared;
+
+	if (!root)
+		return false;
+	f = obj_fsid(root);
+	memcpy(&id, (uint8_t *)exp + RRP_HOST_EXPORT_ID, sizeof(id));
+	if (!fsid_eq(obj_fsid(obj), f)) {
+		rrp_xprt_note_refused_handle(xprt, id,
+					     "its object is not on the export's file system");
+		return false;
+	}
+	shared = excl_on(f);
+	if (shared < 0 || shared == id)
+		return shared < 0;
+	log_shared(id, shared);
+	rrp_xprt_note_refused_handle(xprt, id,
+				     "the export shares its file system with an excluded one");
+	return false;
+}
+
+static _Atomic(create_handle_fn) real_create_handle;
+
+/* MDCACHE's create_handle, wrapped: see the top of this file. */
+static struct rrp_fsal_status create_handle(void *exp, void *desc, void **obj, void *attrs)
+{
+	create_handle_fn real = atomic_load_explicit(&real_create_handle, memory_order_relaxed);
+	struct rrp_fsal_status st = real(exp, desc, obj, attrs);
+	SVCXPRT *xprt = rdma_call;
+	void (*put_ref)(void *obj);
+
+	if (st.major || !xprt || !*obj || !rrp.cfg.n_exclude_exports || object_allowed(xprt, *obj))
+		return st;
+	put_ref = load_ptr(load_ptr(*obj, RRP_HOST_OBJ_OPS), RRP_HOST_OBJ_OPS_PUT_REF);
+	put_ref(*obj);
+	*obj = NULL;
+	return (struct rrp_fsal_status){RRP_ERR_FSAL_STALE, ESTALE};
+}
+
+/* Is @fn in libganesha_nfsd (where MDCACHE is)? */
+static bool in_ganesha(void *fn)
+{
+	Dl_info a, b;
+
+	return fn && dladdr(fn, &a) && dladdr((void *)rrp_real->get_gsh_export, &b) &&
+	       a.dli_fbase == b.dli_fbase;
+}
+
+/*
+ * Wrap the create_handle of ganesha export @gexp (struct gsh_export *):
+ * false when it cannot be, and then no handle of it is served over RDMA.
+ */
+static bool wrap_export(void *gexp)
+{
+	uint8_t *fexp = load_ptr(gexp, RRP_HOST_EXPORT_FSAL_EXPORT);
+	create_handle_fn *slot, cur, real;
+
+	if (!fexp)
+		return false;
+	slot = (create_handle_fn *)(fexp + RRP_HOST_FSAL_EXPORT_CREATE_HANDLE);
+	cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (cur == create_handle)
+		return true;
+	real = atomic_load(&real_create_handle);
+	if (!real && in_ganesha((void *)cur)) {
+		atomic_compare_exchange_strong(&real_create_handle, &real, cur);
+		real = atomic_load(&real_create_handle);
+	}
+	if (!real || cur != real) {
+		if (!atomic_flag_test_and_set(&wrap_bad_logged))
+			rrp_log("an export's create_handle is not MDCACHE's of %s: with "
+				"Exclude_Exports set, such exports are refused over RDMA",
+				RRP_HOST_NAME);
+		return false;
+	}
+	__atomic_compare_exchange_n(slot, &cur, create_handle, false, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * Hook of libganesha_nfsd's struct gsh_export *get_gsh_export(uint16_t),
+ * which it calls through its PLT (interposed by rrp_preload.c). The NFSv3
+ * dispatcher's lookup of the Call's export is the first call during an
+ * armed dispatch; later ones (and every other thread's) pass through.
+ */
+void *rrp_exports_get_gsh_export(uint16_t id)
+{
+	SVCXPRT *xprt = v3_dispatch;
+	void *exp;
+
+	if (xprt) {
+		v3_dispatch = NULL;
+		if (rrp_config_export_excluded(&rrp.cfg, id)) {
+			rrp_xprt_note_refused(xprt, id, "NFSv3");
+			return NULL;
+		}
+	}
+	exp = rrp_real->get_gsh_export(id);
+	if (exp && rrp.cfg.n_exclude_exports && !wrap_export(exp) && xprt) {
+		rrp_real->put_gsh_export(exp, false, (char *)__FILE__, __LINE__, (char *)__func__);
+		return NULL;
+	}
+	return exp;
+}
+
+/* ---- NFSv4: ganesha's export check, interposed ------------------------ */
+
 enum layout { LAYOUT_UNKNOWN, LAYOUT_OK, LAYOUT_BAD };
 
 /*
  * The offsets of rrp_host.h, checked once: the export op_ctx names must be
- * the one get_gsh_export() finds by the Export_Id read from it. An export
- * removed meanwhile leaves the question open for the next call.
+ * the one get_gsh_export() finds by the Export_Id read from it. An Export_Id
+ * read as 0 proves nothing (a wrong offset reading 0 in the pseudo root
+ * finds the pseudo root): that request is decided by the lookup, and the
+ * question stays open for an export whose Export_Id is not 0. An export
+ * removed meanwhile also leaves it open.
  */
 static enum layout layout_check(void *exp, uint16_t id)
 {
@@ -165,7 +541,7 @@ static bool v4_export_allowed(SVCXPRT *xprt)
 	l = atomic_load_explicit(&layout, memory_order_relaxed);
 	if (l == LAYOUT_UNKNOWN) {
 		l = layout_check(exp, id);
-		if (l != LAYOUT_UNKNOWN)
+		if (l == LAYOUT_BAD || (l == LAYOUT_OK && id != 0))
 			atomic_store_explicit(&layout, l, memory_order_relaxed);
 	}
 	if (l == LAYOUT_BAD) {
@@ -181,7 +557,8 @@ static bool v4_export_allowed(SVCXPRT *xprt)
 		rrp_xprt_note_refused(xprt, id, "NFSv4");
 		return false;
 	}
-	return true;
+	/* the objects its handles resolve to are checked too */
+	return wrap_export(exp);
 }
 
 /* Hook of libganesha_nfsd's nfsstat4 nfs4_export_check_access(struct

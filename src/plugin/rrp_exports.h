@@ -34,5 +34,12 @@ int rrp_exports_check_access(struct svc_req *req);
 
 /* rrp_xprt.c: one log line per connection for its first refusal. */
 void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what);
+void rrp_xprt_note_refused_handle(SVCXPRT *xprt, uint16_t id, const char *why);
+
+/* Read the excluded exports' file systems again at the next check (after a
+ * reload). */
+void rrp_exports_refresh(void);
+/* At start-up: read them, and name the exports that share one (logged). */
+void rrp_exports_start(void);
 
 #endif

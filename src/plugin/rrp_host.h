@@ -12,6 +12,9 @@
  *   RRP_HOST_NAME, RRP_HOST_GANESHA_SONAME  the release, for the guard
  *   RRP_HOST_OP_CTX_EXPORT, RRP_HOST_EXPORT_ID  ganesha's private layout the
  *                                     export checks read (rrp_exports.c)
+ *   RRP_HOST_EXPORT_ROOT_OBJ ... RRP_HOST_OBJ_DIRECTORY  the export, FSAL
+ *                                     export and object members the check
+ *                                     of a resolved handle reads
  *   RRP_HOST_V4_READ_BY_MALLOC        NFSv4 READ buffers come from malloc,
  *                                     not posix_memalign (rrp_payload.c)
  *   RRP_HOST_XDR_DEC_EXTRA_OPS        xdr_ops members this ntirpc adds

@@ -17,6 +17,7 @@
 #include <syslog.h>
 
 #include "fabric/fab.h"
+#include "plugin/rrp_exports.h"
 #include "plugin/rrp_gsh.h"
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_payload.h"
@@ -516,12 +517,37 @@ static bool tree_is_ours(void *tree)
 	return tree && p && *p && !strcmp(config_path(), *p);
 }
 
-/* SIGHUP: ganesha rereads its LOG and EXPORT blocks, not ours. Say so when
- * the RDMA settings in the file are not the ones served. */
+/*
+ * A reload's Exclude_Exports takes effect at once: ganesha rereads its
+ * EXPORT blocks at the same reload, and an export newly excluded must not
+ * stay reachable until a restart. Each word of the set is stored whole, so
+ * a check reads an Export_Id as either set or not; a Call already past its
+ * check finishes.
+ */
+static bool apply_exclusions(const struct rrp_config *n)
+{
+	unsigned int w;
+
+	if (!memcmp(rrp.cfg.exclude_exports, n->exclude_exports, sizeof(n->exclude_exports)))
+		return false;
+	for (w = 0; w < RRP_EXPORT_ID_COUNT / 64; w++)
+		__atomic_store_n(&rrp.cfg.exclude_exports[w], n->exclude_exports[w],
+				 __ATOMIC_RELAXED);
+	__atomic_store_n(&rrp.cfg.n_exclude_exports, n->n_exclude_exports, __ATOMIC_RELEASE);
+	rrp_exports_refresh();
+	rrp_log("reload: Exclude_Exports of %s applied: %u Export_Id%s kept off RDMA",
+		config_path(), n->n_exclude_exports, n->n_exclude_exports == 1 ? "" : "s");
+	return true;
+}
+
+/* SIGHUP: ganesha rereads its LOG and EXPORT blocks, not ours. Apply
+ * Exclude_Exports; say so when the other RDMA settings in the file are not
+ * the ones served. */
 static void reload_check(void *tree, const struct gsh_conf *g)
 {
 	struct rrp_config *n = malloc(sizeof(*n));
 	char keys[256];
+	bool applied = false;
 	int ret;
 
 	if (!n)
@@ -532,6 +558,8 @@ static void reload_check(void *tree, const struct gsh_conf *g)
 		n->enable = false;
 		ret = 0;
 	}
+	if (!ret && !config_result)
+		applied = apply_exclusions(n);
 	if (ret)
 		rrp_warn("reload: the RDMA block in %s is invalid (the CONFIG lines); RDMA goes "
 			 "on as it started until ganesha restarts",
@@ -544,7 +572,7 @@ static void reload_check(void *tree, const struct gsh_conf *g)
 		rrp_warn("reload: RDMA settings changed in %s (%s): they take effect when "
 			 "ganesha restarts; RDMA goes on with the ones it started with",
 			 config_path(), keys);
-	else
+	else if (!applied)
 		rrp_log_at(RRP_LOG_INFO, __func__, "reload: RDMA settings unchanged");
 	free(n);
 }
@@ -760,6 +788,7 @@ void rrp_plugin_start(void)
 	}
 	if (rrp.cfg.stats_socket[0])
 		rrp_stats_start(rrp.cfg.stats_socket);
+	rrp_exports_start();
 }
 
 /* The why, made safe to print inside a JSON string. */

@@ -519,6 +519,17 @@ void rrp_xprt_note_refused(SVCXPRT *xprt, uint16_t id, const char *what)
 		"(logged once per connection)", x->peer, what, id);
 }
 
+void rrp_xprt_note_refused_handle(SVCXPRT *xprt, uint16_t id, const char *why)
+{
+	struct rrp_xprt *x = XP(xprt);
+
+	if (atomic_flag_test_and_set(&x->refusal_logged))
+		return;
+	rrp_log("%s: refused a handle through Export_Id %u over RDMA: %s (Exclude_Exports; "
+		"logged once per connection)",
+		x->peer, id, why);
+}
+
 bool rrp_is_our_xprt(SVCXPRT *xprt)
 {
 	return xprt && xprt->xp_ops && xprt->xp_ops->xp_recv == x_recv;

@@ -15,6 +15,12 @@
 #include "plugin/plugin_common.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace nfsc;
 
@@ -25,6 +31,37 @@ namespace
 
 constexpr int NFS4ERR_NOENT = 2;
 constexpr int NFS4ERR_ACCESS = 13;
+constexpr int NFS3ERR_NOENT = 2;
+constexpr int NFS3ERR_STALE = 70;
+constexpr int NFS4ERR_STALE = 70;
+constexpr int ERR_BADHANDLE = 10001; /* NFS3ERR_ and NFS4ERR_BADHANDLE */
+
+/* A relabelled handle refused: STALE, or BADHANDLE where export 1 is of
+ * another FSAL than the handle (RR_TEST_FSAL=VFS) and ganesha says so. */
+::testing::AssertionResult refused(int status)
+{
+	if (status == 70 || status == ERR_BADHANDLE)
+		return ::testing::AssertionSuccess();
+	return ::testing::AssertionFailure() << "status " << status << ", not STALE (70) or BADHANDLE";
+}
+
+/*
+ * @fh with another Export_Id: ganesha's handles (nfs_fh.h, the same for
+ * NFSv3 and v4) are a version byte 0x43, a flags byte, then the Export_Id in
+ * network order; what follows is the FSAL's and is left as it is.
+ */
+Fh relabel(const Fh &fh, uint16_t id)
+{
+	Fh r = fh;
+	EXPECT_GE(r.b.size(), 4u);
+	EXPECT_EQ(r.b.size() >= 1 ? r.b[0] : 0, 0x43);
+	if (r.b.size() >= 4) {
+		r.b[2] = uint8_t(id >> 8);
+		r.b[3] = uint8_t(id);
+	}
+	return r;
+}
+
 
 class Exports : public PluginTest
 {
@@ -182,6 +219,123 @@ TEST_F(Exports, Nfs4RefusedOverRdmaOnlyForTheExcludedExport)
 	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
 }
 
+/*
+ * A handle of the excluded export relabelled with the allowed one's
+ * Export_Id (issue #32): ganesha resolves it through the allowed export
+ * (MDCACHE finds the object by the FSAL's bytes, FSAL MEM among all its
+ * exports' objects), so the plugin checks the object it resolves to. Over
+ * RDMA every call on such a handle is NFS3ERR_STALE and does nothing; the
+ * allowed export's own handles still work.
+ */
+TEST_F(Exports, Nfs3RelabelledHandleRefused)
+{
+	Fh off = mnt("/off"), on = mnt("/mem");
+	ASSERT_FALSE(off.empty());
+	ASSERT_FALSE(on.empty());
+	Nfs3 tc(*tt), rc(*rt);
+	std::string name = unique("secret");
+	Fh f;
+	NFS_OK(tc, tc.create(off, name, 0644, &f));
+	Bytes data = test_data(4000, 9);
+	NFS_OK(tc, tc.write(f, 0, data));
+
+	Fh off1 = relabel(off, 1), f1 = relabel(f, 1);
+	Attr a;
+	EXPECT_TRUE(refused(rc.getattr(off1, &a))) << rc.err();
+	EXPECT_TRUE(refused(rc.getattr(f1, &a))) << rc.err();
+	Fh g;
+	EXPECT_TRUE(refused(rc.lookup(off1, name, &g))) << rc.err();
+	Bytes back;
+	bool eof = false;
+	EXPECT_TRUE(refused(rc.read(f1, 0, 4000, &back, &eof))) << rc.err();
+	EXPECT_TRUE(back.empty());
+	std::string made = unique("made");
+	EXPECT_TRUE(refused(rc.create(off1, made, 0644, &g))) << rc.err();
+	EXPECT_TRUE(refused(rc.write(f1, 0, test_data(100, 1)))) << rc.err();
+
+	/* nothing happened in the excluded export */
+	EXPECT_EQ(tc.lookup(off, made, &g), NFS3ERR_NOENT) << tc.err();
+	NFS_OK(tc, tc.read(f, 0, 4000, &back, &eof));
+	EXPECT_EQ(crc32c(back), crc32c(data));
+	/* the allowed export's own handles, on the same connection */
+	NFS_OK(rc, rc.getattr(on, &a));
+	EXPECT_EQ(a.type, 2u);
+	NFS_OK(rc, rc.create(on, name, 0644, &g));
+	NFS_OK(rc, rc.remove(on, name));
+	NFS_OK(tc, tc.remove(off, name));
+}
+
+/* The same over NFSv4.1: PUTFH of the relabelled handle, then GETATTR,
+ * LOOKUP, OPEN or READ, is NFS4ERR_STALE. */
+TEST_F(Exports, Nfs4RelabelledHandleRefused)
+{
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh off, on, f;
+	Stateid sid;
+	NFS_OK(tc, tc.lookup_path("/off", &off));
+	std::string name = unique("secret4");
+	NFS_OK(tc, tc.open_create(off, name, &f, &sid));
+	Bytes data = test_data(3000, 5);
+	NFS_OK(tc, tc.write(f, sid, 0, data));
+	NFS_OK(tc, tc.close(f, sid));
+
+	Fh off1 = relabel(off, 1), f1 = relabel(f, 1);
+	Attr a;
+	EXPECT_TRUE(refused(rc.getattr(off1, &a))) << rc.err();
+	EXPECT_TRUE(refused(rc.getattr(f1, &a))) << rc.err();
+	Fh g;
+	EXPECT_TRUE(refused(rc.lookup(off1, name, &g))) << rc.err();
+	Stateid rsid;
+	EXPECT_TRUE(refused(rc.open(off1, name, 1, &g, &rsid))) << rc.err();
+	Bytes back;
+	bool eof = false;
+	Stateid anon; /* the anonymous stateid: all zeros */
+	EXPECT_TRUE(refused(rc.read(f1, anon, 0, 3000, &back, &eof))) << rc.err();
+	EXPECT_TRUE(back.empty());
+	std::string made = unique("made4");
+	EXPECT_TRUE(refused(rc.open_create(off1, made, &g, &rsid))) << rc.err();
+	EXPECT_EQ(tc.lookup(off, made, &g), NFS4ERR_NOENT) << tc.err();
+
+	/* the allowed export's own handles */
+	NFS_OK(rc, rc.lookup_path("/mem", &on));
+	NFS_OK(rc, rc.getattr(on, &a));
+	EXPECT_EQ(a.type, 2u);
+	NFS_OK(tc, tc.remove(off, name));
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
+/*
+ * SECINFO of the excluded export's junction answers what LOOKUP answers,
+ * NFS4ERR_NOENT: over RDMA the export is not there. SECINFO_NO_NAME (the
+ * current FH's own flavors) never gets that far: PUTFH of its handle is
+ * refused first. Over TCP SECINFO lists its flavors.
+ */
+TEST_F(Exports, Nfs4SecinfoHidesTheExcludedJunction)
+{
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh root, off_tcp, g;
+	std::vector<uint32_t> fl;
+	NFS_OK(rc, rc.lookup_path("/", &root));
+	EXPECT_EQ(rc.lookup(root, "off", &g), NFS4ERR_NOENT) << rc.err();
+	EXPECT_EQ(rc.secinfo(root, "off", &fl), NFS4ERR_NOENT) << rc.err();
+	NFS_OK(rc, rc.secinfo(root, "mem", &fl));
+	EXPECT_FALSE(fl.empty());
+	NFS_OK(tc, tc.secinfo(root, "off", &fl));
+	EXPECT_FALSE(fl.empty());
+	NFS_OK(tc, tc.lookup_path("/off", &off_tcp));
+	EXPECT_EQ(rc.secinfo_no_name(off_tcp, 0, &fl), NFS4ERR_ACCESS) << rc.err();
+	/* ganesha's own answers over TCP for an export whose Transports refuse
+	 * TCP: the same */
+	EXPECT_EQ(tc.secinfo(root, "udp", &fl), NFS4ERR_NOENT) << tc.err();
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
 /* ganesha's own refusal of a transport (TCP, by `Transports = UDP;`): the
  * answers the plugin gives over RDMA for an excluded export. */
 TEST_F(Exports, GaneshaRefusesATransportTheSameWay)
@@ -267,6 +421,204 @@ TEST_F(ExportsRoot, PseudoRootOffRdma)
 	NFS_OK(c3, c3.getattr(r3, &a));
 	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
 	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
+/*
+ * FSAL VFS: export 1 and the excluded export 2 (/off) in directories of
+ * their own, on one file system (ExportsVfsShared) or on two
+ * (ExportsVfsApart: export 2 on /dev/shm, a tmpfs). ganesha resolves a
+ * relabelled handle through export 1 whenever MDCACHE holds the object or
+ * the file system is one export 1 claims.
+ */
+std::string make_dir(const std::string &base)
+{
+	std::string t = base + "/rrexcl.XXXXXX";
+	std::vector<char> b(t.begin(), t.end());
+	b.push_back('\0');
+	if (!mkdtemp(b.data()))
+		return "";
+	chmod(b.data(), 0777);
+	return b.data();
+}
+
+/* Where the VFS exports' directories go: RR_TEST_VFS_BASE, else the test's
+ * working directory (in the build tree: ganesha 5.9 and 6.5 refuse a VFS
+ * export on tmpfs, which /tmp is in the release roots). */
+std::string vfs_base()
+{
+	const char *base = getenv("RR_TEST_VFS_BASE");
+	if (base)
+		return base;
+	char cwd[4096];
+	return getcwd(cwd, sizeof(cwd)) ? cwd : "/tmp";
+}
+
+class ExportsVfs : public PluginTest
+{
+      protected:
+	static void set_up(const std::string &dir1, const std::string &dir2)
+	{
+		dirs = {dir1, dir2};
+		options = GaneshaOptions();
+		options.vfs_dir = dir1;
+		options.extra_rdma = "\tExclude_Exports = 2;\n";
+		options.extra_blocks = "EXPORT {\n\tExport_Id = 2;\n\tPath = " + dir2 +
+				       ";\n\tPseudo = /off;\n\tAccess_Type = RW;\n"
+				       "\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
+				       "\tFSAL { Name = VFS; }\n}\n";
+		PluginTest::SetUpTestSuite();
+	}
+	static void TearDownTestSuite()
+	{
+		PluginTest::TearDownTestSuite();
+		for (const std::string &d : dirs)
+			if (!d.empty())
+				std::filesystem::remove_all(d);
+		options = GaneshaOptions();
+	}
+	void SetUp() override
+	{
+		/* ganesha 5.9 and 6.5 refuse a VFS export on tmpfs (a CONFIG line) */
+		if (!srv && skip_why.empty() && dirs.size() == 2 && dirs[1].rfind("/dev/shm/", 0) == 0 &&
+		    start_err.find("rejected the generated config") != std::string::npos)
+			GTEST_SKIP() << "this ganesha does not export a tmpfs folder: " << start_err;
+		PluginTest::SetUp();
+		if (IsSkipped() || HasFatalFailure())
+			return;
+		tt = tcp_nfs();
+		ASSERT_TRUE(tt);
+		rt = rdma();
+		ASSERT_TRUE(rt);
+		auto m = tcp_mnt();
+		ASSERT_TRUE(m);
+		Mount3 m3(*m);
+		if (m3.mnt("/off", &off) != 0)
+			GTEST_SKIP() << "ganesha does not export " << options.extra_blocks
+				     << " here: " << m3.err();
+		ASSERT_EQ(m3.mnt("/mem", &on), 0) << m3.err();
+	}
+	/*
+	 * NFSv3 over RDMA on export 2's handles relabelled with Export_Id 1:
+	 * NFS3ERR_STALE for each call, nothing done; export 1's own root gets
+	 * @own_status.
+	 */
+	void nfs3_relabelled(int own_status)
+	{
+		Nfs3 tc(*tt), rc(*rt);
+		std::string name = unique("secret");
+		Fh f;
+		NFS_OK(tc, tc.create(off, name, 0644, &f));
+		Bytes data = test_data(5000, 11);
+		NFS_OK(tc, tc.write(f, 0, data));
+
+		Fh off1 = relabel(off, 1), f1 = relabel(f, 1);
+		Attr a;
+		EXPECT_EQ(rc.getattr(off1, &a), NFS3ERR_STALE) << rc.err();
+		Fh g;
+		EXPECT_EQ(rc.lookup(off1, name, &g), NFS3ERR_STALE) << rc.err();
+		Bytes back;
+		bool eof = false;
+		EXPECT_EQ(rc.read(f1, 0, 5000, &back, &eof), NFS3ERR_STALE) << rc.err();
+		EXPECT_TRUE(back.empty());
+		std::string made = unique("made");
+		EXPECT_EQ(rc.create(off1, made, 0644, &g), NFS3ERR_STALE) << rc.err();
+		EXPECT_EQ(tc.lookup(off, made, &g), NFS3ERR_NOENT) << tc.err();
+
+		EXPECT_EQ(rc.getattr(on, &a), own_status) << rc.err();
+		NFS_OK(tc, tc.getattr(on, &a));
+		NFS_OK(tc, tc.remove(off, name));
+	}
+	/* The same over NFSv4.1. */
+	void nfs4_relabelled(int own_status)
+	{
+		Nfs4 tc(*tt), rc(*rt);
+		NFS_OK(tc, tc.mount());
+		NFS_OK(rc, rc.mount());
+		Fh off4, f;
+		Stateid sid;
+		NFS_OK(tc, tc.lookup_path("/off", &off4));
+		std::string name = unique("secret4");
+		NFS_OK(tc, tc.open_create(off4, name, &f, &sid));
+		Bytes data = test_data(3000, 6);
+		NFS_OK(tc, tc.write(f, sid, 0, data));
+		NFS_OK(tc, tc.close(f, sid));
+
+		Fh off1 = relabel(off4, 1), f1 = relabel(f, 1);
+		Attr a;
+		EXPECT_EQ(rc.getattr(f1, &a), NFS4ERR_STALE) << rc.err();
+		Fh g;
+		EXPECT_EQ(rc.lookup(off1, name, &g), NFS4ERR_STALE) << rc.err();
+		Stateid rsid;
+		EXPECT_EQ(rc.open(off1, name, 1, &g, &rsid), NFS4ERR_STALE) << rc.err();
+		Bytes back;
+		bool eof = false;
+		Stateid anon;
+		EXPECT_EQ(rc.read(f1, anon, 0, 3000, &back, &eof), NFS4ERR_STALE) << rc.err();
+		EXPECT_TRUE(back.empty());
+
+		Fh on4;
+		NFS_OK(tc, tc.lookup_path("/mem", &on4));
+		EXPECT_EQ(rc.getattr(on4, &a), own_status) << rc.err();
+		NFS_OK(tc, tc.remove(off4, name));
+		EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+		EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+	}
+	static std::vector<std::string> dirs;
+	std::unique_ptr<TcpTransport> tt;
+	std::unique_ptr<RdmaTransport> rt;
+	Fh off, on;
+};
+std::vector<std::string> ExportsVfs::dirs;
+
+/* One file system: a handle does not say where in it an object is, so no
+ * handle of export 1 is served over RDMA either (README, Exclude_Exports),
+ * and the log says why once. TCP serves both. */
+class ExportsVfsShared : public ExportsVfs
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		std::string base = vfs_base();
+		set_up(make_dir(base), make_dir(base));
+	}
+};
+
+TEST_F(ExportsVfsShared, Nfs3RelabelledHandleRefused)
+{
+	/* said at start-up, before ganesha serves */
+	std::string logs = srv->logs();
+	size_t said = logs.find("Export_Id 1 shares its file system with Export_Id 2");
+	EXPECT_NE(said, std::string::npos) << logs;
+	EXPECT_LT(said, logs.find("NFS SERVER INITIALIZED")) << logs;
+	nfs3_relabelled(NFS3ERR_STALE);
+}
+
+TEST_F(ExportsVfsShared, Nfs4RelabelledHandleRefused)
+{
+	nfs4_relabelled(NFS4ERR_STALE);
+}
+
+/* Two file systems: export 1 is served over RDMA as ever (the plugin's
+ * check does not over-refuse); export 2's objects are not, through export
+ * 1's Export_Id - FSAL VFS refuses those itself too (its wire_to_host
+ * accepts only file systems the export claims), on the old plugin as well. */
+class ExportsVfsApart : public ExportsVfs
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		set_up(make_dir(vfs_base()), make_dir("/dev/shm"));
+	}
+};
+
+TEST_F(ExportsVfsApart, Nfs3RelabelledHandleRefused)
+{
+	nfs3_relabelled(0);
+}
+
+TEST_F(ExportsVfsApart, Nfs4RelabelledHandleRefused)
+{
+	nfs4_relabelled(0);
 }
 
 } // namespace

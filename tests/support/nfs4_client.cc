@@ -475,6 +475,62 @@ int Nfs4::lookup(const Fh &dir, const std::string &name, Fh *out)
 	END(*d);
 }
 
+/* secinfo4<> (RFC 8881 section 18.29.2): flavor, and for RPCSEC_GSS (6)
+ * an oid, a qop and a service */
+static int decode_secinfo(Dec &d, std::vector<uint32_t> *flavors)
+{
+	uint32_t n = d.u32();
+	flavors->clear();
+	for (uint32_t i = 0; i < n && d.ok() && i < 64; i++) {
+		uint32_t f = d.u32();
+		flavors->push_back(f);
+		if (f == 6) {
+			d.opaque(64);
+			d.u32();
+			d.u32();
+		}
+	}
+	return d.ok() ? 0 : E_RPC;
+}
+
+int Nfs4::secinfo(const Fh &dir, const std::string &name, std::vector<uint32_t> *flavors)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(dir.b);
+	op(c, nfsxdr::SECINFO);
+	c.x.string(name);
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	RES(*d, nfsxdr::PUTFH);
+	RES(*d, nfsxdr::SECINFO);
+	if (decode_secinfo(*d, flavors))
+		return fail(d->why());
+	END(*d);
+}
+
+int Nfs4::secinfo_no_name(const Fh &fh, uint32_t style, std::vector<uint32_t> *flavors)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(fh.b);
+	op(c, nfsxdr::SECINFO_NO_NAME);
+	c.x.u32(style);
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	RES(*d, nfsxdr::PUTFH);
+	RES(*d, nfsxdr::SECINFO_NO_NAME);
+	if (decode_secinfo(*d, flavors))
+		return fail(d->why());
+	END(*d);
+}
+
 int Nfs4::getattr(const Fh &fh, Attr *a)
 {
 	Comp c;

@@ -354,6 +354,10 @@ class Nfs4 : public Client
 	int readdir_once(const Fh &dir, uint64_t cookie, uint32_t maxcount,
 			 std::vector<DirEntry> *out, bool *eof);
 	int remove(const Fh &dir, const std::string &name);
+	/* PUTFH + SECINFO @name (RFC 8881 section 18.29): the flavors offered */
+	int secinfo(const Fh &dir, const std::string &name, std::vector<uint32_t> *flavors);
+	/* PUTFH + SECINFO_NO_NAME @style (0 CURRENT_FH, 1 PARENT; section 18.45) */
+	int secinfo_no_name(const Fh &fh, uint32_t style, std::vector<uint32_t> *flavors);
 
 	uint64_t clientid() const
 	{

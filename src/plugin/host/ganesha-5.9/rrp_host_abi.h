@@ -17,6 +17,20 @@
 #define RRP_HOST_OP_CTX_EXPORT 0x80
 #define RRP_HOST_EXPORT_ID 0x1b8
 
+/* What the export checks read of the object a handle resolves to
+ * (rrp_exports.c; from 5.9's headers, the same as 4.3's; checked at run time): struct gsh_export's
+ * exp_root_obj and fsal_export, struct fsal_export's exp_ops.create_handle,
+ * struct fsal_obj_handle's obj_ops, type and fsid, fsal_obj_ops' put_ref,
+ * and object_file_type_t's DIRECTORY. */
+#define RRP_HOST_EXPORT_ROOT_OBJ 0x98
+#define RRP_HOST_EXPORT_FSAL_EXPORT 0xc8
+#define RRP_HOST_FSAL_EXPORT_CREATE_HANDLE 0x68
+#define RRP_HOST_OBJ_OPS 0x20
+#define RRP_HOST_OBJ_OPS_PUT_REF 0x8
+#define RRP_HOST_OBJ_TYPE 0x60
+#define RRP_HOST_OBJ_FSID 0x68
+#define RRP_HOST_OBJ_DIRECTORY 7
+
 /* NFSv4 READ buffers: posix_memalign(4096, RNDUP(count)); NFSv3's come from
  * malloc. The plugin announces either kind (rrp_payload.c). */
 #define RRP_HOST_V4_READ_BY_MALLOC 0

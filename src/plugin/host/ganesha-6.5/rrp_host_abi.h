@@ -17,6 +17,22 @@
 #define RRP_HOST_OP_CTX_EXPORT 0x80
 #define RRP_HOST_EXPORT_ID 0x1c0
 
+/* What the export checks read of the object a handle resolves to
+ * (rrp_exports.c; read off Debian's 6.5 library: nfs_export_get_root_entry,
+ * set_op_context_export and the wire_to_host / create_handle calls through
+ * exp_ops, the same as 4.3's; checked at run time): struct gsh_export's
+ * exp_root_obj and fsal_export, struct fsal_export's exp_ops.create_handle,
+ * struct fsal_obj_handle's obj_ops, type and fsid, fsal_obj_ops' put_ref,
+ * and object_file_type_t's DIRECTORY. */
+#define RRP_HOST_EXPORT_ROOT_OBJ 0x98
+#define RRP_HOST_EXPORT_FSAL_EXPORT 0xc8
+#define RRP_HOST_FSAL_EXPORT_CREATE_HANDLE 0x68
+#define RRP_HOST_OBJ_OPS 0x20
+#define RRP_HOST_OBJ_OPS_PUT_REF 0x8
+#define RRP_HOST_OBJ_TYPE 0x60
+#define RRP_HOST_OBJ_FSID 0x68
+#define RRP_HOST_OBJ_DIRECTORY 7
+
 /* fsal_read2() allocates every READ buffer (NFSv3 and v4) with plain
  * gsh_malloc(count) when the FSAL does not bring its own: the plugin says
  * when one is coming (rrp_payload_expect) for v4 as for v3. */
