@@ -477,8 +477,12 @@ struct rr_srq {
 	struct rr_call_ctx *free_calls;
 };
 
-/* The pool for a connection on @pd, made on first use; NULL: per-connection receives. */
+/* The pool for a connection on @pd, made on first use (its first chunk
+ * only); NULL: per-connection receives. Before the connection's grant. */
 struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd);
+/* After the grant: the pool grows to one client's window, within what the
+ * budget has left. */
+void rr_srq_fit(struct rr_server *srv);
 /* Event thread: post every free pool buffer, growing the pool when it runs low. */
 void rr_srq_refill(struct rr_server *srv);
 /* Any thread: a pool buffer is free again (posted at the next refill). */
