@@ -154,6 +154,7 @@ int rr_server_fit_device(struct rr_server *srv)
 	sv->write_sge = rr_write_sge(&lim);
 	sv->read_sge = lim.max_read_sge;
 	sv->send_with_inv = lim.send_with_inv;
+	sv->memlock_charged = lim.memlock_charged;
 	if (cfg->max_ord > lim.max_rd_atom)
 		cfg->max_ord = (uint8_t)lim.max_rd_atom;
 	sv->credits_cap = rr_credits_cap(cfg, &lim);

@@ -254,6 +254,7 @@ struct rr_served {
 	uint64_t mem_conns;		/* connections' buffers, within the budget */
 	uint64_t mem_srq;		/* the shared receive pool at its bound */
 	uint64_t mem_sinks;		/* Read sinks, per device */
+	bool memlock_charged;		/* registrations count against RLIMIT_MEMLOCK, root or not */
 };
 void rr_server_served(struct rr_server *srv, struct rr_served *out);
 
