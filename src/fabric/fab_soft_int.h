@@ -74,6 +74,7 @@ struct soft_fabric {
 	struct soft_listener *listeners;
 	struct soft_conn *conns;
 	_Atomic bool removed;
+	bool memlock;	/* RPCRDMA_SOFT_MEMLOCK at open: registrations charged */
 };
 
 /* -ENODEV while the simulated device is removed. */

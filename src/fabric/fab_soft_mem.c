@@ -165,7 +165,7 @@ int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out)
  */
 static _Atomic uint64_t soft_pinned_pages;
 
-static int memlock_charge(const void *addr, size_t len, uint64_t *pages)
+static int memlock_charge(struct soft_fabric *sf, const void *addr, size_t len, uint64_t *pages)
 {
 	uintptr_t first = (uintptr_t)addr & ~(uintptr_t)4095;
 	uint64_t n = ((uintptr_t)addr + len - first + 4095) / 4096;
@@ -173,7 +173,7 @@ static int memlock_charge(const void *addr, size_t len, uint64_t *pages)
 	uint64_t now;
 
 	*pages = 0;
-	if (!soft_memlock_charged())
+	if (!sf->memlock)
 		return 0;
 	now = atomic_fetch_add(&soft_pinned_pages, n) + n;
 	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
@@ -205,7 +205,7 @@ int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, 
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return fab_set_error(-ENOMEM, "soft: out of memory for MR");
-	if (memlock_charge(addr, len, &mr->pinned_pages)) {
+	if (memlock_charge(sf, addr, len, &mr->pinned_pages)) {
 		free(mr);
 		return -ENOMEM;
 	}
