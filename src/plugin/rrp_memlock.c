@@ -82,8 +82,8 @@ void rrp_memlock_say(const char *addr, const char *device, uint64_t limit, uint6
 			 "memlock=-1 for its container",
 			 head, served, mib_up(need));
 	else
-		rrp_crit("%s: too small to serve within (one connection and the Read sinks' "
-			 "shared part need %llu MiB): RDMA not served there, TCP unaffected; give "
+		rrp_crit("%s: too small to serve within (one connection and its Read sinks "
+			 "need %llu MiB): RDMA not served there, TCP unaffected; give "
 			 "ganesha at least %llu MiB: LimitMEMLOCK=infinity in its systemd drop-in "
 			 "(the package's does), ulimit -l unlimited before starting it, or "
 			 "--ulimit memlock=-1 for its container",

@@ -649,10 +649,16 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), RRP_HOST_NAME);
 }
 
-/* What a listener's settings may register: the start-up line's sum. */
+/* What a listener's settings may register: the start-up line's sum, and on
+ * iWARP the sinks once more (each Read registers its sink again while it is
+ * in flight, and the kernel counts those pages again). */
 static uint64_t reg_need(const struct rr_served *sv, uint64_t payload)
 {
-	return sv->mem_conns + sv->mem_srq + sv->mem_sinks + payload;
+	uint64_t sinks = sv->mem_sinks;
+
+	if (!strcmp(sv->transport, "iWARP"))
+		sinks *= 2;
+	return sv->mem_conns + sv->mem_srq + sinks + payload;
 }
 
 /* Registrations the listeners started so far may make (both count: each
@@ -663,7 +669,8 @@ static uint64_t locked_planned;
  * The settings against RLIMIT_MEMLOCK where it binds (rrp_memlock.c): a
  * limit registrations would pass fails them one connection at a time, so
  * the listener is made again with Max_Connections, Receive_Memory_Budget,
- * the shared pool's bound and the READ payload pool scaled down together
+ * the shared pool's bound, the Read sinks' bound (sink_mem_max) and the
+ * READ payload pool scaled down together
  * until all it may register fits (7/8 of what is left: a margin for the
  * parts that do not scale), and one line says so; or, when not even one
  * connection fits, RDMA is not served there. 0 or -ENOMEM; @ec, @sv and
@@ -675,8 +682,8 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 	uint64_t limit = rrp_memlock_limit(sv, !strcmp(rrp.cfg.fabric, "soft"));
 	uint64_t need = reg_need(sv, *payload), first_need = need, left;
 	struct rr_config want = *ec;
-	uint64_t want_payload = *payload;
-	char served[160];
+	uint64_t want_payload = *payload, want_sinks = sv->mem_sinks;
+	char served[200];
 	int ret;
 
 	if (limit == UINT64_MAX || need <= limit - (limit < locked_planned ? limit : locked_planned))
@@ -699,6 +706,10 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 
 			ec->srq_depth = d < RR_SRQ_MIN_DEPTH ? RR_SRQ_MIN_DEPTH : (uint32_t)d;
 		}
+		/* the engine keeps what one connection needs (rr_big_bound_bytes) */
+		ec->sink_mem_max = sv->mem_sinks * num / den;
+		if (ec->sink_mem_max == 0)
+			ec->sink_mem_max = 1;
 		/* whole 2 MiB: one 1 MiB buffer in each half, else none */
 		*payload = (*payload * num / den) & ~(uint64_t)((2u << 20) - 1);
 		rr_server_destroy(rrp.srv[slot]);
@@ -722,11 +733,11 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 		return -ENOMEM;
 	}
 	snprintf(served, sizeof(served),
-		 "Max_Connections %u, Receive_Memory_Budget %llu MiB, Payload_Pool_MB %llu "
-		 "(set: %u, %llu MiB, %llu)",
+		 "Max_Connections %u, Receive_Memory_Budget %llu MiB, Payload_Pool_MB %llu, "
+		 "Read sinks %llu MiB (set: %u, %llu MiB, %llu, %llu MiB)",
 		 ec->max_conns, mib(ec->recv_mem_budget), (unsigned long long)(*payload >> 20),
-		 want.max_conns, mib(want.recv_mem_budget),
-		 (unsigned long long)(want_payload >> 20));
+		 mib(sv->mem_sinks), want.max_conns, mib(want.recv_mem_budget),
+		 (unsigned long long)(want_payload >> 20), mib(want_sinks));
 	rrp_memlock_say(addr, sv->device, limit, first_need, need, served);
 fits:
 	locked_planned += need;
