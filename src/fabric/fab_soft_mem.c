@@ -182,8 +182,7 @@ static int memlock_charge(struct soft_fabric *sf, const void *addr, size_t len, 
 		return fab_set_error(-ENOMEM,
 				     "soft: registering %zu bytes: %llu pages locked would pass "
 				     "RLIMIT_MEMLOCK (%llu bytes): Cannot allocate memory",
-				     len, (unsigned long long)now,
-				     (unsigned long long)rl.rlim_cur);
+				     len, (unsigned long long)now, (unsigned long long)rl.rlim_cur);
 	}
 	*pages = n;
 	return 0;

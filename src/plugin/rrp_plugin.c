@@ -670,11 +670,10 @@ static uint64_t locked_planned;
  * limit registrations would pass fails them one connection at a time, so
  * the listener is made again with Max_Connections, Receive_Memory_Budget,
  * the shared pool's bound, the Read sinks' bound (sink_mem_max) and the
- * READ payload pool scaled down together
- * until all it may register fits (7/8 of what is left: a margin for the
- * parts that do not scale), and one line says so; or, when not even one
- * connection fits, RDMA is not served there. 0 or -ENOMEM; @ec, @sv and
- * @payload are the settings served.
+ * READ payload pool scaled down together until all it may register fits
+ * (7/8 of what is left: a margin for the parts that do not scale), and one
+ * line says so; or, when not even one connection fits, RDMA is not served
+ * there. 0 or -ENOMEM; @ec, @sv and @payload are the settings served.
  */
 static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct rr_served *sv,
 		       uint64_t *payload)

@@ -361,9 +361,9 @@ struct at_dir_op {
 	int dfd;
 	int fd;
 	const char *name;
-	bool bind;	/* else connect */
-	int ret;	/* 0 or -errno */
-	const char *what;	/* the call that failed */
+	bool bind;	  /* else connect */
+	int ret;	  /* 0 or -errno */
+	const char *what; /* the call that failed */
 };
 
 static void *at_dir_main(void *arg)

@@ -144,7 +144,7 @@ struct sink_shape {
 	unsigned int nsmall;
 	uint32_t small_slabs[sizeof(sink_class_slabs) / sizeof(sink_class_slabs[0])];
 	uint32_t shared;
-	uint32_t big_max;	/* the full-size class's slots */
+	uint32_t big_max; /* the full-size class's slots */
 	uint32_t prealloc;
 };
 
@@ -167,8 +167,8 @@ static void sink_shape(const struct rr_config *cfg, struct sink_shape *s)
 	if (!cfg->sink_mem_max)
 		return;
 	min_shared = cfg->limits.max_read_chunks > RR_SINK_RESERVE_BIG
-			     ? cfg->limits.max_read_chunks - RR_SINK_RESERVE_BIG
-			     : 1;
+			 ? cfg->limits.max_read_chunks - RR_SINK_RESERVE_BIG
+			 : 1;
 	fixed = (uint64_t)s->big * (reserve + min_shared) + (uint64_t)RR_SINK_SLAB * s->nsmall;
 	left = cfg->sink_mem_max > fixed ? cfg->sink_mem_max - fixed : 0;
 	for (unsigned int i = 0; i < s->nsmall; i++) {
@@ -179,7 +179,8 @@ static void sink_shape(const struct rr_config *cfg, struct sink_shape *s)
 		s->small_slabs[i] = 1 + (uint32_t)more;
 		left -= more * RR_SINK_SLAB;
 	}
-	s->shared = min_shared + (uint32_t)(left / s->big < RR_BIG_MAX ? left / s->big : RR_BIG_MAX);
+	s->shared =
+	    min_shared + (uint32_t)(left / s->big < RR_BIG_MAX ? left / s->big : RR_BIG_MAX);
 	if (s->shared > RR_BIG_MAX)
 		s->shared = RR_BIG_MAX;
 	s->big_max = s->shared + reserve;
