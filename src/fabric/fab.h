@@ -241,6 +241,13 @@ struct fab_limits {
 	 * remote-access error. An empty receive queue is fatal (no RNR retry).
 	 */
 	enum fab_transport transport;
+	/*
+	 * Registrations are charged against RLIMIT_MEMLOCK whatever the
+	 * process's capabilities: soft-iWARP (siw_umem_get) does, where
+	 * ib_umem_get lets CAP_IPC_LOCK pass (docs/devices.md, "Registered
+	 * memory and RLIMIT_MEMLOCK").
+	 */
+	bool memlock_charged;
 	char device[64];		/* "mlx5_0", "2 devices (mlx5_0 ...)", "soft" */
 };
 

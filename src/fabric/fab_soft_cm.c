@@ -961,6 +961,7 @@ int fab_soft_open(struct fab_fabric **out)
 		soft_close(&sf->base);
 		return rc;
 	}
+	sf->memlock = sf->lim.memlock_charged;
 	*out = &sf->base;
 	return 0;
 }

@@ -86,6 +86,7 @@ struct soft_fabric {
 	_Atomic bool removed;
 	struct soft_watch watch;
 	unsigned int idle_ms; /* a reader or writer with nothing to do this long ends */
+	bool memlock;	/* RPCRDMA_SOFT_MEMLOCK at open: registrations charged */
 };
 
 /* -ENODEV while the simulated device is removed. */
@@ -104,6 +105,7 @@ struct soft_mr {
 	struct fab_fabric *fab;
 	struct fab_mr pub;
 	bool valid; /* false after a remote invalidate */
+	uint64_t pinned_pages; /* charged to RLIMIT_MEMLOCK (RPCRDMA_SOFT_MEMLOCK) */
 };
 
 struct soft_cq {
@@ -246,6 +248,8 @@ int soft_cq_poll(struct fab_cq *cq, struct fab_wc *wc, int n);
 void soft_cq_push(struct soft_cq *cq, const struct fab_wc *wc);
 void soft_cq_forget(struct soft_cq *cq, struct soft_conn *c);
 int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out);
+/* RPCRDMA_SOFT_MEMLOCK: registrations charged to RLIMIT_MEMLOCK (fab_soft_mem.c). */
+bool soft_memlock_charged(void);
 int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
 		struct fab_mr **out);
 void soft_mr_dereg(struct fab_mr *mr);

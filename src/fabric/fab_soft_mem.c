@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -155,6 +157,37 @@ int soft_pd_get(struct fab_fabric *fab, struct fab_pd **out)
 	return 0;
 }
 
+/*
+ * Pages registered by this process, as the kernel's mm->pinned_vm: each
+ * registration counts its pages again, and one past RLIMIT_MEMLOCK fails
+ * with ENOMEM, as ibv_reg_mr does on siw (siw_umem_get). Only with
+ * RPCRDMA_SOFT_MEMLOCK=1 (soft_memlock_charged).
+ */
+static _Atomic uint64_t soft_pinned_pages;
+
+static int memlock_charge(struct soft_fabric *sf, const void *addr, size_t len, uint64_t *pages)
+{
+	uintptr_t first = (uintptr_t)addr & ~(uintptr_t)4095;
+	uint64_t n = ((uintptr_t)addr + len - first + 4095) / 4096;
+	struct rlimit rl;
+	uint64_t now;
+
+	*pages = 0;
+	if (!sf->memlock)
+		return 0;
+	now = atomic_fetch_add(&soft_pinned_pages, n) + n;
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    now > rl.rlim_cur / 4096) {
+		atomic_fetch_sub(&soft_pinned_pages, n);
+		return fab_set_error(-ENOMEM,
+				     "soft: registering %zu bytes: %llu pages locked would pass "
+				     "RLIMIT_MEMLOCK (%llu bytes): Cannot allocate memory",
+				     len, (unsigned long long)now, (unsigned long long)rl.rlim_cur);
+	}
+	*pages = n;
+	return 0;
+}
+
 int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, struct fab_mr **out)
 {
 	struct soft_fabric *sf = (struct soft_fabric *)fab_of(pd);
@@ -171,6 +204,10 @@ int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, 
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return fab_set_error(-ENOMEM, "soft: out of memory for MR");
+	if (memlock_charge(sf, addr, len, &mr->pinned_pages)) {
+		free(mr);
+		return -ENOMEM;
+	}
 	pthread_mutex_lock(&sf->lock);
 	for (idx = 1; idx < sf->nmrs && sf->mrs[idx]; idx++)
 		;
@@ -180,6 +217,7 @@ int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, 
 
 		if (n > (1u << 24) || !(t = realloc(sf->mrs, n * sizeof(*t)))) {
 			pthread_mutex_unlock(&sf->lock);
+			atomic_fetch_sub(&soft_pinned_pages, mr->pinned_pages);
 			free(mr);
 			return fab_set_error(-ENOMEM, "soft: MR table full");
 		}
@@ -212,6 +250,7 @@ void soft_mr_dereg(struct fab_mr *pub)
 	sf->mrs[pub->rkey >> 8] = NULL;
 	pthread_mutex_unlock(&sf->lock);
 	fab_count(&sf->base.cnt.deregistrations, 1);
+	atomic_fetch_sub(&soft_pinned_pages, mr->pinned_pages);
 	free(mr);
 }
 

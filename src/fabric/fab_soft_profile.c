@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fabric/fab_soft_int.h"
@@ -64,6 +65,19 @@ static const struct soft_profile {
 	PROFILE("min", FAB_TRANSPORT_ROCE, 16 * KI, 64 * KI, 0, 1, 1, 1, 1, 0, false),
 };
 
+/*
+ * RPCRDMA_SOFT_MEMLOCK=1: every registration is charged against
+ * RLIMIT_MEMLOCK, as siw charges it (root or not), whatever the profile.
+ * Off by default: the suites' figures are those of a process with
+ * CAP_IPC_LOCK on a device that honours it.
+ */
+bool soft_memlock_charged(void)
+{
+	const char *e = getenv("RPCRDMA_SOFT_MEMLOCK");
+
+	return e && e[0] == '1';
+}
+
 static uint32_t cut(uint32_t v, uint32_t max)
 {
 	return v < max ? v : max;
@@ -88,6 +102,7 @@ int fab_soft_profile(const char *name, struct fab_limits *out)
 	out->max_srq_wr = cut(out->max_srq_wr, SOFT_MAX_WR);
 	out->max_cqe = cut(out->max_cqe, SOFT_MAX_CQE);
 	out->max_rd_atom = cut(out->max_rd_atom, SOFT_MAX_RD_ATOM);
+	out->memlock_charged = soft_memlock_charged();
 	if (p == profiles) /* the provider's own */
 		snprintf(out->device, sizeof(out->device), "soft");
 	else

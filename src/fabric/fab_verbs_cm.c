@@ -528,6 +528,7 @@ static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool f
 	d.max_inline = 0; /* a QP's inline size is known only once made; Sends here never inline */
 	if (d.transport == FAB_TRANSPORT_IWARP && d.max_read_sge > 1)
 		d.max_read_sge = 1; /* one tagged sink per Read on the wire */
+	d.memlock_charged = !strncmp(ibv_get_device_name(ctx->device), "siw", 3);
 	if (first) {
 		memcpy(d.device, out->device, sizeof(d.device)); /* the caller's name stays */
 		*out = d;
@@ -542,6 +543,7 @@ static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool f
 		if (have[i] < *dst[i])
 			*dst[i] = have[i];
 	out->send_with_inv = out->send_with_inv && d.send_with_inv;
+	out->memlock_charged = out->memlock_charged || d.memlock_charged;
 	/* iWARP's rules are the stricter: they hold if any device needs them */
 	if (d.transport == FAB_TRANSPORT_IWARP)
 		out->transport = FAB_TRANSPORT_IWARP;

@@ -623,13 +623,18 @@ static enum xprt_stat listener_stat(SVCXPRT *xprt)
 static void *payload_base;
 static size_t payload_len;
 
-/* Half the pool in 64 KiB buffers, half in 1 MiB ones (see rrp_payload.c). */
-static void payload_pool_init(void)
+static bool payload_done;
+
+/* Half the pool in 64 KiB buffers, half in 1 MiB ones (see rrp_payload.c);
+ * once, at the first listener, which may have made it smaller (memlock_fit). */
+static void payload_pool_init(uint64_t bytes)
 {
-	size_t bytes = (size_t)rrp.cfg.payload_pool_mb << 20;
 	size_t small = bytes / 2 / RRP_PAYLOAD_SMALL;
 	size_t large = bytes / 2 / RRP_PAYLOAD_LARGE;
 
+	if (payload_done)
+		return;
+	payload_done = true;
 	if (!bytes || rrp_payload_init(small, large, &payload_base, &payload_len))
 		payload_len = 0;
 }
@@ -670,10 +675,100 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		sv.ord, sv.srq ? "on" : "off", conns, budget,
 		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
 		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), RRP_HOST_NAME);
-	/* The soft provider pins nothing, except where its iWARP profiles stand
-	 * for siw, which charges every registration */
-	if (strcmp(rrp.cfg.fabric, "soft") || !strcmp(sv.transport, "iWARP"))
-		rrp_memlock_fits(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes);
+}
+
+/* What a listener's settings may register: the start-up line's sum, and on
+ * iWARP the sinks once more (each Read registers its sink again while it is
+ * in flight, and the kernel counts those pages again). */
+static uint64_t reg_need(const struct rr_served *sv, uint64_t payload)
+{
+	uint64_t sinks = sv->mem_sinks;
+
+	if (!strcmp(sv->transport, "iWARP"))
+		sinks *= 2;
+	return sv->mem_conns + sv->mem_srq + sinks + payload;
+}
+
+/* Registrations the listeners started so far may make (both count: each
+ * registers the payload pool and its own buffers). */
+static uint64_t locked_planned;
+
+/*
+ * The settings against RLIMIT_MEMLOCK where it binds (rrp_memlock.c): a
+ * limit registrations would pass fails them one connection at a time, so
+ * the listener is made again with Max_Connections, Receive_Memory_Budget,
+ * the shared pool's bound, the Read sinks' bound (sink_mem_max) and the
+ * READ payload pool scaled down together until all it may register fits
+ * (7/8 of what is left: a margin for the parts that do not scale), and one
+ * line says so; or, when not even one connection fits, RDMA is not served
+ * there. 0 or -ENOMEM; @ec, @sv and @payload are the settings served.
+ */
+static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct rr_served *sv,
+		       uint64_t *payload)
+{
+	uint64_t limit = rrp_memlock_limit(sv, !strcmp(rrp.cfg.fabric, "soft"));
+	uint64_t need = reg_need(sv, *payload), first_need = need, left;
+	struct rr_config want = *ec;
+	uint64_t want_payload = *payload, want_sinks = sv->mem_sinks;
+	char served[200];
+	int ret;
+
+	if (limit == UINT64_MAX || need <= limit - (limit < locked_planned ? limit : locked_planned))
+		goto fits;
+	left = limit > locked_planned ? limit - locked_planned : 0;
+	for (int tries = 0; tries < 6 && need > left; tries++) {
+		uint64_t num = left - left / 8, den = need;
+		uint64_t conns = sv->mem_conns;
+
+		ec->max_conns = (uint32_t)((uint64_t)ec->max_conns * num / den);
+		if (ec->max_conns == 0)
+			ec->max_conns = 1;
+		if (ec->max_conns_per_peer > ec->max_conns)
+			ec->max_conns_per_peer = ec->max_conns;
+		ec->recv_mem_budget = conns * num / den;
+		if (ec->recv_mem_budget == 0)
+			ec->recv_mem_budget = 1;
+		if (ec->use_srq) {
+			uint64_t d = sv->mem_srq / ec->inline_size * num / den;
+
+			ec->srq_depth = d < RR_SRQ_MIN_DEPTH ? RR_SRQ_MIN_DEPTH : (uint32_t)d;
+		}
+		/* the engine keeps what one connection needs (rr_big_bound_bytes) */
+		ec->sink_mem_max = sv->mem_sinks * num / den;
+		if (ec->sink_mem_max == 0)
+			ec->sink_mem_max = 1;
+		/* whole 2 MiB: one 1 MiB buffer in each half, else none */
+		*payload = (*payload * num / den) & ~(uint64_t)((2u << 20) - 1);
+		rr_server_destroy(rrp.srv[slot]);
+		rrp.srv[slot] = NULL;
+		ret = rr_server_create(rrp.fab, addr, ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
+		if (ret) {
+			rrp.srv[slot] = NULL;
+			break;
+		}
+		rr_server_served(rrp.srv[slot], sv);
+		need = reg_need(sv, *payload);
+	}
+	if (!rrp.srv[slot] || need > left) {
+		rrp_memlock_say(addr, sv->device, limit, first_need, need, NULL);
+		snprintf(rrp.start_why[slot], sizeof(rrp.start_why[slot]),
+			 "RLIMIT_MEMLOCK %llu MiB: too small for one RDMA connection",
+			 (unsigned long long)(limit >> 20));
+		if (rrp.srv[slot])
+			rr_server_destroy(rrp.srv[slot]);
+		rrp.srv[slot] = NULL;
+		return -ENOMEM;
+	}
+	snprintf(served, sizeof(served),
+		 "Max_Connections %u, Receive_Memory_Budget %llu MiB, Payload_Pool_MB %llu, "
+		 "Read sinks %llu MiB (set: %u, %llu MiB, %llu, %llu MiB)",
+		 ec->max_conns, mib(ec->recv_mem_budget), (unsigned long long)(*payload >> 20),
+		 mib(sv->mem_sinks), want.max_conns, mib(want.recv_mem_budget),
+		 (unsigned long long)(want_payload >> 20), mib(want_sinks));
+	rrp_memlock_say(addr, sv->device, limit, first_need, need, served);
+fits:
+	locked_planned += need;
+	return 0;
 }
 
 static int start_server(const char *addr, int slot)
@@ -681,6 +776,7 @@ static int start_server(const char *addr, int slot)
 	struct rr_config ec;
 	struct rr_served sv;
 	size_t registered = 0;
+	uint64_t payload;
 	int ret;
 
 	rr_config_default(&ec);
@@ -707,6 +803,13 @@ static int start_server(const char *addr, int slot)
 		rrp.srv[slot] = NULL;
 		return ret;
 	}
+	/* Nothing is registered yet: the limit is met here, not per connection. */
+	payload = payload_done ? payload_len : (uint64_t)rrp.cfg.payload_pool_mb << 20;
+	rr_server_served(rrp.srv[slot], &sv);
+	ret = memlock_fit(addr, slot, &ec, &sv, &payload);
+	if (ret)
+		return ret;
+	payload_pool_init(payload);
 	if (payload_len) {
 		ret = rr_server_add_region(rrp.srv[slot], payload_base, payload_len);
 		if (ret)
@@ -768,7 +871,6 @@ void rrp_plugin_start(void)
 	rrp.listener.xp_type = XPRT_RDMA_RENDEZVOUS;
 	rrp.listener.xp_fd = -1;
 
-	payload_pool_init();
 	rrp.nworkers = rrp.cfg.workers;
 	rrp.workers = calloc(rrp.nworkers, sizeof(*rrp.workers));
 	for (unsigned int i = 0; rrp.workers && i < rrp.nworkers; i++)

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,8 +39,10 @@
 #define RRP_STATS_SNAP_TRIES 4
 
 static int listen_fd = -1;
-/* The socket we bound, removed at exit only while it is still that one. */
-static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+/* The socket we bound (@sock_name in the directory held open as @sock_dfd),
+ * removed at exit only while it is still that one. */
+static int sock_dfd = -1;
+static char sock_name[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static dev_t sock_dev;
 static ino_t sock_ino;
 /* When the plugin started serving (rrp_stats_start), for uptime_s. */
@@ -345,25 +348,87 @@ static void *stats_thread(void *arg)
 	}
 }
 
-/* Is a listener answering at @path? 1 yes, 0 stale (ECONNREFUSED), -errno. */
-static int socket_live(const char *path)
+/*
+ * A unix socket's bind or connect by @name inside the directory @dfd, never
+ * by its whole path: the path was checked through @dfd (stats_open), and
+ * resolving it again would follow whatever a component above now names.
+ * AF_UNIX has no bindat/connectat, so a short-lived thread of our own takes
+ * a private working directory (unshare(CLONE_FS): cwd and umask become its
+ * own, the process's stay as they are), fchdir()s to @dfd and uses the bare
+ * name (docs/threading.md, "The stats socket's directory").
+ */
+struct at_dir_op {
+	int dfd;
+	int fd;
+	const char *name;
+	bool bind;	  /* else connect */
+	int ret;	  /* 0 or -errno */
+	const char *what; /* the call that failed */
+};
+
+static void *at_dir_main(void *arg)
 {
+	struct at_dir_op *op = arg;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", op->name);
+	op->ret = 0;
+	if (unshare(CLONE_FS)) {
+		op->what = "unshare(CLONE_FS)";
+	} else if (fchdir(op->dfd)) {
+		op->what = "fchdir";
+	} else if (op->bind) {
+		/* The node is created 0600 from the start: Linux gives it the
+		 * socket inode's mode less the umask, so fchmod before bind, and
+		 * a umask (this thread's alone) that allows no more. */
+		fchmod(op->fd, 0600);
+		umask(0177);
+		if (bind(op->fd, (struct sockaddr *)&sa, sizeof(sa)))
+			op->what = "bind";
+	} else if (connect(op->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		op->what = "connect";
+	}
+	if (op->what)
+		op->ret = -errno;
+	return NULL;
+}
+
+static int at_dir(struct at_dir_op *op)
+{
+	pthread_t t;
 	int ret;
 
-	if (fd < 0)
+	op->what = NULL;
+	ret = pthread_create(&t, NULL, at_dir_main, op);
+	if (ret) {
+		op->what = "pthread_create";
+		return op->ret = -ret;
+	}
+	pthread_join(t, NULL);
+	return op->ret;
+}
+
+/* Is a listener answering at @name in @dfd? 1 yes, 0 stale (ECONNREFUSED),
+ * -errno (@what the call that failed). */
+static int socket_live(int dfd, const char *name, const char **what)
+{
+	struct at_dir_op op = {.dfd = dfd, .name = name};
+	int ret;
+
+	op.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (op.fd < 0) {
+		*what = "socket";
 		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	}
 	/* non-blocking: a full backlog (EAGAIN) still means someone listens */
-	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (ret && errno == ECONNREFUSED)
+	ret = at_dir(&op);
+	if (ret == -ECONNREFUSED)
 		ret = 0;
-	else if (ret && errno != EAGAIN && errno != EINPROGRESS)
-		ret = -errno;
+	else if (ret && ret != -EAGAIN && ret != -EINPROGRESS)
+		*what = op.what;
 	else
 		ret = 1;
-	close(fd);
+	close(op.fd);
 	return ret;
 }
 
@@ -380,9 +445,9 @@ static void stats_remove(void)
 	struct stat st;
 
 	/* only our own socket: never a later instance's, never anything else */
-	if (sock_path[0] && !lstat(sock_path, &st) && S_ISSOCK(st.st_mode) &&
-	    st.st_dev == sock_dev && st.st_ino == sock_ino)
-		unlink(sock_path);
+	if (sock_dfd >= 0 && !fstatat(sock_dfd, sock_name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISSOCK(st.st_mode) && st.st_dev == sock_dev && st.st_ino == sock_ino)
+		unlinkat(sock_dfd, sock_name, 0);
 }
 
 /*
@@ -451,6 +516,9 @@ static int stats_set_access(int dfd, const char *name, char *why, size_t whylen)
  * Nothing but a stale socket is ever removed from @path, nothing is created
  * through a symlink, and the directory must be one only root (or we) can
  * change: otherwise another user could swap the path between our checks.
+ * Every step after the directory's open goes through that open directory,
+ * the liveness probe and the bind included (at_dir): a component above it
+ * renamed meanwhile changes nothing.
  */
 static int stats_open(const char *path, char *why, size_t whylen)
 {
@@ -458,9 +526,11 @@ static int stats_open(const char *path, char *why, size_t whylen)
 	char dir[sizeof(sa.sun_path)];
 	const char *name = path;
 	char *slash;
+	struct at_dir_op bop = {0};
+	const char *what = "";
 	struct stat st;
 	int dfd, fd = -1, ret;
-	mode_t old, dir_mode = 0;
+	mode_t dir_mode = 0;
 
 	if (!path[0] || strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(why, whylen, "empty or longer than %zu bytes", sizeof(sa.sun_path) - 1);
@@ -517,14 +587,14 @@ static int stats_open(const char *path, char *why, size_t whylen)
 			snprintf(why, whylen, "something other than a socket is there (left alone)");
 			goto out;
 		}
-		live = socket_live(path);
+		live = socket_live(dfd, name, &what);
 		if (live) {
 			ret = live > 0 ? -EADDRINUSE : live;
 			if (live > 0)
 				snprintf(why, whylen, "held by a live instance");
 			else
-				snprintf(why, whylen, "a socket is there (left alone): %s",
-					 strerror(-live));
+				snprintf(why, whylen, "a socket is there (left alone): %s: %s",
+					 what, strerror(-live));
 			goto out;
 		}
 		/* stale: its listener is gone (a crash, SIGKILL) */
@@ -545,20 +615,13 @@ static int stats_open(const char *path, char *why, size_t whylen)
 		snprintf(why, whylen, "socket: %s", strerror(errno));
 		goto out;
 	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	/*
-	 * The node is created 0600 from the start: Linux gives it the socket
-	 * inode's mode less the umask, so fchmod before bind, and a umask that
-	 * allows no more (ganesha runs with 0000). The umask is the process's:
-	 * a file another thread creates meanwhile is only made stricter.
-	 */
-	fchmod(fd, 0600);
-	old = umask(0177);
-	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
+	bop.dfd = dfd;
+	bop.fd = fd;
+	bop.name = name;
+	bop.bind = true;
+	ret = at_dir(&bop);
 	if (ret) {
-		ret = -errno;
-		snprintf(why, whylen, "bind: %s", strerror(errno));
+		snprintf(why, whylen, "%s: %s", bop.what, strerror(-ret));
 		goto out;
 	}
 	/* bind does not follow a symlink: what is there now is our socket */
@@ -585,10 +648,10 @@ static int stats_open(const char *path, char *why, size_t whylen)
 		unlinkat(dfd, name, 0);
 		goto out;
 	}
-	snprintf(sock_path, sizeof(sock_path), "%s", path);
+	snprintf(sock_name, sizeof(sock_name), "%s", name);
 	sock_dev = st.st_dev;
 	sock_ino = st.st_ino;
-	close(dfd);
+	sock_dfd = dfd; /* held for stats_remove */
 	return fd;
 out:
 	if (fd >= 0)

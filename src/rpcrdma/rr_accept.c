@@ -22,14 +22,12 @@
  * receive and a few more (rr_conn_nsends). The budget counts both: both
  * are registered.
  */
-static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *pinned)
+static uint32_t grant_credits(struct rr_server *srv, bool own_recv, uint32_t *nrecv,
+			      uint64_t *pinned)
 {
 	const struct rr_config *cfg = &srv->cfg;
 	uint32_t fixed = cfg->bc_credits + cfg->recv_batch;
 	uint32_t credits = cfg->credits;
-	/* With the shared pool a connection has no receive buffers of its own:
-	 * the pool is counted as it grows (rr_srq.c). */
-	bool own_recv = !cfg->use_srq;
 
 	if (cfg->recv_mem_budget) {
 		uint64_t left = cfg->recv_mem_budget > srv->recv_mem_used
@@ -57,19 +55,33 @@ static uint32_t grant_credits(struct rr_server *srv, uint32_t *nrecv, uint64_t *
 	return credits;
 }
 
+/*
+ * With Use_SRQ, whether this connection draws from the shared pool: the
+ * pool is made on the first connection's device, and one that cannot be
+ * made or grown within the budget, or a connection on another device, means
+ * receives of its own. Decided before the grant, so that those buffers are
+ * charged to the budget at admission like any connection's (conn_grant).
+ */
+static void conn_pick_srq(struct rr_server *srv, struct rr_conn *c)
+{
+	if (!srv->cfg.use_srq)
+		return;
+	c->srq = rr_srq_for(srv, c->pd);
+	if (!c->srq)
+		rr_log("%s: no shared receive queue here, receives of its own", c->peer);
+}
+
 /* Receive buffers and call contexts of its own, unless the connection uses
- * the shared receive pool (then counted against the budget here). */
+ * the shared receive pool (conn_pick_srq); either way already counted
+ * against the budget (conn_grant). */
 static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 {
 	const struct rr_config *cfg = &srv->cfg;
-	uint64_t bytes;
 	int ret;
 
-	if (cfg->use_srq) {
-		c->srq = rr_srq_for(srv, c->pd);
-		if (c->srq)
-			return 0;
-		rr_log("%s: no shared receive queue here, receives of its own", c->peer);
+	if (c->srq) {
+		rr_srq_fit(srv);
+		return 0;
 	}
 	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);
 	if (ret)
@@ -85,17 +97,6 @@ static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t 
 		c->calls[i].next = c->free_calls;
 		c->free_calls = &c->calls[i];
 	}
-	if (!cfg->use_srq)
-		return 0;
-	/* Counted here, not at the grant: only now is it known. */
-	bytes = rr_pool_bytes(cfg->inline_size, nrecv);
-	c->recv_mem = bytes;
-	c->pinned += bytes;
-	pthread_mutex_lock(&srv->lock);
-	srv->recv_mem_used += bytes;
-	pthread_mutex_unlock(&srv->lock);
-	RR_STAT_ADD(c, recv_mem_bytes, bytes);
-	RR_STAT_ADD(c, pinned_bytes, bytes);
 	return 0;
 }
 
@@ -151,9 +152,8 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	/* A client within its grant holds no more than the per-connection mode posts. */
 	c->srq_held_max = nrecv;
 
-	c->pd = fab_conn_pd(c->fc);
 	c->big = rr_server_bigpool(srv, c->pd);
-	if (!c->pd || !c->big)
+	if (!c->big)
 		return -ENOMEM;
 	ret = conn_recv_buffers(srv, c, nrecv);
 	if (!ret)
@@ -174,7 +174,7 @@ static bool conn_grant(struct rr_server *srv, struct rr_conn *c, uint32_t *nrecv
 	uint64_t pinned = 0;
 
 	pthread_mutex_lock(&srv->lock);
-	c->credits = grant_credits(srv, nrecv, &pinned);
+	c->credits = grant_credits(srv, !c->srq, nrecv, &pinned);
 	/* Until the client's first reverse-direction Reply states its grant,
 	 * one callback at a time (RFC 8166 section 3.3.3, by analogy). */
 	c->bc_grant = 1;
@@ -182,7 +182,7 @@ static bool conn_grant(struct rr_server *srv, struct rr_conn *c, uint32_t *nrecv
 		c->pinned = pinned;
 		srv->recv_mem_used += pinned;
 		/* With the shared pool a connection has no receive buffers of its own. */
-		if (!srv->cfg.use_srq)
+		if (!c->srq)
 			c->recv_mem = rr_pool_bytes(srv->cfg.inline_size, *nrecv);
 	}
 	pthread_mutex_unlock(&srv->lock);
@@ -294,6 +294,12 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		goto free_reject;
 	}
 
+	c->pd = fab_conn_pd(c->fc);
+	if (!c->pd) {
+		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER, "no protection domain");
+		goto free_reject;
+	}
+	conn_pick_srq(srv, c);
 	if (!conn_grant(srv, c, &nrecv)) {
 		rr_admit_refuse(srv, c->peer, RR_REFUSE_MEM, "receive memory budget exhausted");
 		goto free_reject;

@@ -130,15 +130,16 @@ struct rr_bigpool {
 	size_t buf_size;		/* the largest class: one chunk plus an XDR pad */
 	uint64_t reserve;		/* bytes each connection may always hold */
 	int64_t shared_cap;		/* bytes held beyond reserves, all connections */
+	uint32_t prealloc;		/* full-size buffers registered when made */
 	_Atomic int64_t shared_used;
 	unsigned int nclass;
 	struct rr_sink_class cls[RR_SINK_CLASSES];	/* ascending sizes */
 };
 
 struct rr_conn;
-struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, uint32_t max_conns);
+struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg);
 /* The most bytes one device's sink pool can register. */
-uint64_t rr_big_bound_bytes(uint64_t max_chunk_bytes, uint32_t max_conns);
+uint64_t rr_big_bound_bytes(const struct rr_config *cfg);
 void rr_big_destroy(struct rr_bigpool *bp);
 /* Event thread: register up to @n full-size buffers ahead of use. */
 void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations);
@@ -500,8 +501,12 @@ struct rr_srq {
 	struct rr_call_ctx *free_calls;
 };
 
-/* The pool for a connection on @pd, made on first use; NULL: per-connection receives. */
+/* The pool for a connection on @pd, made on first use (its first chunk
+ * only); NULL: per-connection receives. Before the connection's grant. */
 struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd);
+/* After the grant: the pool grows to one client's window, within what the
+ * budget has left. */
+void rr_srq_fit(struct rr_server *srv);
 /* Event thread: post every free pool buffer, growing the pool when it runs low. */
 void rr_srq_refill(struct rr_server *srv);
 /* Any thread: a pool buffer is free again (posted at the next refill). */

@@ -130,49 +130,97 @@ static size_t big_buf_size(uint64_t max_chunk_bytes)
 	return (max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
 }
 
-/* Full-size buffers: the shared part, every connection's reserve, and the
- * ones registered up front (rr_server_bigpool). */
-static uint32_t big_max_bufs(uint32_t max_conns)
+/*
+ * A device's sink pool: slabs of each small class, full-size buffers in the
+ * shared part, and those registered up front. By default the shared part is
+ * RR_BIG_MAX and the up-front ones come on top; under sink_mem_max the
+ * shared part is at least what one connection needs beyond its reserve for
+ * a whole Call's chunks, the small classes one slab each, and what is left
+ * goes a quarter to the small classes, the rest to the shared part; the
+ * up-front ones come out of the shared part.
+ */
+struct sink_shape {
+	size_t big;
+	unsigned int nsmall;
+	uint32_t small_slabs[sizeof(sink_class_slabs) / sizeof(sink_class_slabs[0])];
+	uint32_t shared;
+	uint32_t big_max; /* the full-size class's slots */
+	uint32_t prealloc;
+};
+
+static void sink_shape(const struct rr_config *cfg, struct sink_shape *s)
 {
-	return RR_BIG_MAX + RR_SINK_RESERVE_BIG * max_conns + RR_BIG_PREALLOC;
+	uint32_t reserve = RR_SINK_RESERVE_BIG * cfg->max_conns;
+	uint32_t min_shared;
+	uint64_t fixed, left;
+
+	memset(s, 0, sizeof(*s));
+	s->big = big_buf_size(cfg->limits.max_chunk_bytes);
+	while (s->nsmall < sizeof(sink_class_size) / sizeof(sink_class_size[0]) &&
+	       sink_class_size[s->nsmall] < s->big) {
+		s->small_slabs[s->nsmall] = sink_class_slabs[s->nsmall];
+		s->nsmall++;
+	}
+	s->shared = RR_BIG_MAX;
+	s->prealloc = RR_BIG_PREALLOC;
+	s->big_max = RR_BIG_MAX + reserve + RR_BIG_PREALLOC;
+	if (!cfg->sink_mem_max)
+		return;
+	min_shared = cfg->limits.max_read_chunks > RR_SINK_RESERVE_BIG
+			 ? cfg->limits.max_read_chunks - RR_SINK_RESERVE_BIG
+			 : 1;
+	fixed = (uint64_t)s->big * (reserve + min_shared) + (uint64_t)RR_SINK_SLAB * s->nsmall;
+	left = cfg->sink_mem_max > fixed ? cfg->sink_mem_max - fixed : 0;
+	for (unsigned int i = 0; i < s->nsmall; i++) {
+		uint64_t more = left / 4 / s->nsmall / RR_SINK_SLAB;
+
+		if (more > sink_class_slabs[i] - 1)
+			more = sink_class_slabs[i] - 1;
+		s->small_slabs[i] = 1 + (uint32_t)more;
+		left -= more * RR_SINK_SLAB;
+	}
+	s->shared =
+	    min_shared + (uint32_t)(left / s->big < RR_BIG_MAX ? left / s->big : RR_BIG_MAX);
+	if (s->shared > RR_BIG_MAX)
+		s->shared = RR_BIG_MAX;
+	s->big_max = s->shared + reserve;
+	s->prealloc = s->shared < RR_BIG_PREALLOC ? s->shared : RR_BIG_PREALLOC;
 }
 
-uint64_t rr_big_bound_bytes(uint64_t max_chunk_bytes, uint32_t max_conns)
+uint64_t rr_big_bound_bytes(const struct rr_config *cfg)
 {
-	size_t big = big_buf_size(max_chunk_bytes);
-	uint64_t bytes = (uint64_t)big * big_max_bufs(max_conns);
+	struct sink_shape s;
+	uint64_t bytes;
 
-	for (unsigned int i = 0; i < sizeof(sink_class_size) / sizeof(sink_class_size[0]); i++)
-		if (sink_class_size[i] < big)
-			bytes += (uint64_t)RR_SINK_SLAB * sink_class_slabs[i];
+	sink_shape(cfg, &s);
+	bytes = (uint64_t)s.big * s.big_max;
+	for (unsigned int i = 0; i < s.nsmall; i++)
+		bytes += (uint64_t)RR_SINK_SLAB * s.small_slabs[i];
 	return bytes;
 }
 
-struct rr_bigpool *rr_big_create(struct fab_pd *pd, uint64_t max_chunk_bytes, uint32_t max_conns)
+struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
 {
 	struct rr_bigpool *bp = calloc(1, sizeof(*bp));
-	size_t big;
+	struct sink_shape s;
 	int ret = 0;
 
 	if (!bp)
 		return NULL;
+	sink_shape(cfg, &s);
 	bp->pd = pd;
-	big = big_buf_size(max_chunk_bytes);
-	bp->buf_size = big;
-	for (unsigned int i = 0; i < sizeof(sink_class_size) / sizeof(sink_class_size[0]); i++) {
+	bp->buf_size = s.big;
+	for (unsigned int i = 0; i < s.nsmall && !ret; i++) {
 		size_t sz = sink_class_size[i];
 
-		if (sz >= big)
-			break;
 		ret = sink_class_init(&bp->cls[bp->nclass++], sz, RR_SINK_SLAB / (uint32_t)sz,
-				      sink_class_slabs[i]);
-		if (ret)
-			break;
+				      s.small_slabs[i]);
 	}
 	if (!ret)
-		ret = sink_class_init(&bp->cls[bp->nclass++], big, 1, big_max_bufs(max_conns));
-	bp->reserve = RR_SINK_RESERVE_BIG * big;
-	bp->shared_cap = (int64_t)(RR_BIG_MAX * big);
+		ret = sink_class_init(&bp->cls[bp->nclass++], s.big, 1, s.big_max);
+	bp->reserve = RR_SINK_RESERVE_BIG * s.big;
+	bp->shared_cap = (int64_t)((uint64_t)s.shared * s.big);
+	bp->prealloc = s.prealloc;
 	if (ret) {
 		rr_big_destroy(bp);
 		return NULL;

@@ -96,7 +96,7 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 		if (srv->bigpools[i]->pd == pd)
 			bp = srv->bigpools[i];
 	if (!bp && srv->nbigpools < sizeof(srv->bigpools) / sizeof(srv->bigpools[0])) {
-		bp = rr_big_create(pd, srv->cfg.limits.max_chunk_bytes, srv->cfg.max_conns);
+		bp = rr_big_create(pd, &srv->cfg);
 		if (bp) {
 			srv->bigpools[srv->nbigpools++] = bp;
 			created = true;
@@ -111,7 +111,7 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd)
 		 */
 		uint64_t regs = 0;
 
-		rr_big_prealloc(bp, RR_BIG_PREALLOC, &regs);
+		rr_big_prealloc(bp, bp->prealloc, &regs);
 		atomic_fetch_add(&srv->st.registrations, regs);
 	}
 	return bp;
@@ -154,6 +154,7 @@ int rr_server_fit_device(struct rr_server *srv)
 	sv->write_sge = rr_write_sge(&lim);
 	sv->read_sge = lim.max_read_sge;
 	sv->send_with_inv = lim.send_with_inv;
+	sv->memlock_charged = lim.memlock_charged;
 	if (cfg->max_ord > lim.max_rd_atom)
 		cfg->max_ord = (uint8_t)lim.max_rd_atom;
 	sv->credits_cap = rr_credits_cap(cfg, &lim);
@@ -176,7 +177,7 @@ int rr_server_fit_device(struct rr_server *srv)
 	if (srq_bufs > lim.max_srq_wr)
 		srq_bufs = lim.max_srq_wr;
 	sv->mem_srq = cfg->use_srq ? rr_pool_bytes(cfg->inline_size, (uint32_t)srq_bufs) : 0;
-	sv->mem_sinks = rr_big_bound_bytes(cfg->limits.max_chunk_bytes, cfg->max_conns);
+	sv->mem_sinks = rr_big_bound_bytes(cfg);
 	return 0;
 }
 

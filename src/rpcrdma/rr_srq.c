@@ -145,13 +145,8 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 	uint32_t depth;
 	int ret;
 
-	if (q) {
-		if (q->pd != pd)
-			return NULL;
-		if (srq_fit_window(q))
-			rr_srq_refill(srv);
-		return q;
-	}
+	if (q)
+		return q->pd == pd ? q : NULL;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return NULL;
@@ -198,9 +193,14 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 		rr_log("shared receive queue: its bound (%u) is below one client's window (%llu): "
 		       "clients will wait on RNR retries",
 		       q->bound, (unsigned long long)srq_window(&srv->cfg));
-	srq_fit_window(q);
 	rr_srq_refill(srv);
 	return q;
+}
+
+void rr_srq_fit(struct rr_server *srv)
+{
+	if (srq_fit_window(srv->srq))
+		rr_srq_refill(srv);
 }
 
 /* Post a list of free contexts; those that could not be posted go back. */

@@ -79,6 +79,15 @@ struct rr_config {
 	 */
 	bool use_srq;
 	uint32_t srq_depth;		/* 0 or RR_SRQ_MIN_DEPTH..RR_SRQ_MAX_DEPTH (SRQ_Depth) */
+	/*
+	 * Bytes one device's Read sink pool may register; 0: its default shape
+	 * (docs/memory.md). The shared part and the small classes shrink to fit,
+	 * never below every connection's reserve and, for one connection, a
+	 * whole Call's chunks (rr_big_bound_bytes says what it came to). For a
+	 * registered-memory limit (the plugin's RLIMIT_MEMLOCK fit); a Read that
+	 * finds no sink waits for one, as it does at the default bound.
+	 */
+	uint64_t sink_mem_max;
 	struct rr_hdr_limits limits;
 };
 
@@ -254,6 +263,7 @@ struct rr_served {
 	uint64_t mem_conns;		/* connections' buffers, within the budget */
 	uint64_t mem_srq;		/* the shared receive pool at its bound */
 	uint64_t mem_sinks;		/* Read sinks, per device */
+	bool memlock_charged;		/* registrations count against RLIMIT_MEMLOCK, root or not */
 };
 void rr_server_served(struct rr_server *srv, struct rr_served *out);
 

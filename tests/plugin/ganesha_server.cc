@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -352,6 +353,11 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 			size_t eq = e.find('=');
 			if (eq != std::string::npos)
 				setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+		}
+		if (o.memlock) {
+			struct rlimit rl = {o.memlock, o.memlock};
+			if (setrlimit(RLIMIT_MEMLOCK, &rl))
+				_exit(126);
 		}
 		execl(gan.c_str(), "ganesha.nfsd", "-F", "-f", conf.c_str(), "-L", logf.c_str(),
 		      "-p", pidf.c_str(), static_cast<char *>(nullptr));

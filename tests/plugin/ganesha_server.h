@@ -43,6 +43,9 @@ struct GaneshaOptions {
 	 * ganesha's environment (e.g. for such a library) */
 	std::string preload_first;
 	std::vector<std::string> env;
+	/* non-zero: ganesha's RLIMIT_MEMLOCK, soft and hard (bytes), set in the
+	 * launcher as a unit's LimitMEMLOCK= or ulimit -l would */
+	uint64_t memlock = 0;
 };
 
 class GaneshaServer

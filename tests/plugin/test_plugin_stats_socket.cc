@@ -12,10 +12,14 @@
  *   - the socket is 0600 from the start and gone after a clean stop;
  *   - Stats_Socket_Mode and Stats_Socket_Group are applied (a process of
  *     that group, not root, can read the socket; one of another cannot),
- *     and a bad value of either is reported with its line, RDMA not served.
+ *     and a bad value of either is reported with its line, RDMA not served;
+ *   - a path component swapped for a symlink after the directory was checked
+ *     moves neither the liveness probe nor the bind out of that directory.
  */
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <sys/fanotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,7 +30,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -478,6 +484,182 @@ static bool other_group(gid_t *gid, std::string *name)
 }
 
 /* Stats_Socket_Mode = 0660 without a group: the mode as asked, root's group. */
+/*
+ * Holds every open of a directory (a fanotify permission event) until it has
+ * run @swap, once, on the first: the plugin's open of Stats_Socket's
+ * directory is the check, so @swap runs between the check and the bind.
+ * Needs CAP_SYS_ADMIN (fanotify_init); arm() says why not.
+ */
+class OpenGate
+{
+      public:
+	bool arm(const std::string &dir, std::function<void()> swap, std::string *why)
+	{
+		fan_ = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+		if (fan_ < 0) {
+			*why = std::string("fanotify_init: ") + strerror(errno);
+			return false;
+		}
+		if (fanotify_mark(fan_, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD,
+				  dir.c_str())) {
+			*why = std::string("fanotify_mark: ") + strerror(errno);
+			return false;
+		}
+		t_ = std::thread([this, swap] { serve(swap); });
+		return true;
+	}
+	bool fired() const
+	{
+		return fired_;
+	}
+	~OpenGate()
+	{
+		stop_ = true;
+		if (t_.joinable())
+			t_.join();
+		if (fan_ >= 0)
+			close(fan_);
+	}
+
+      private:
+	void serve(const std::function<void()> &swap)
+	{
+		alignas(fanotify_event_metadata) char buf[4096];
+
+		while (!stop_) {
+			pollfd p = {fan_, POLLIN, 0};
+			if (poll(&p, 1, 100) <= 0)
+				continue;
+			ssize_t n = read(fan_, buf, sizeof(buf));
+			auto *m = reinterpret_cast<fanotify_event_metadata *>(buf);
+			for (; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n)) {
+				if (!fired_) {
+					swap();
+					fired_ = true;
+				}
+				fanotify_response r = {m->fd, FAN_ALLOW};
+				if (write(fan_, &r, sizeof(r)) != sizeof(r)) {
+					/* the open then fails: the test sees it */
+				}
+				close(m->fd);
+			}
+		}
+	}
+	int fan_ = -1;
+	std::thread t_;
+	std::atomic<bool> stop_{false}, fired_{false};
+};
+
+/*
+ * base/p/run (checked: root's, 0700) holds Stats_Socket; base/q/run is the
+ * elsewhere. Once the plugin has opened base/p/run, base/p becomes a symlink
+ * to q: resolving the whole path again would lead to base/q/run.
+ */
+struct SwapDirs {
+	OwnDir d;
+	std::string a, b, a_after, path;
+	bool make()
+	{
+		if (d.path.empty())
+			return false;
+		a = d.path + "/p/run";
+		b = d.path + "/q/run";
+		a_after = d.path + "/p.orig/run";
+		path = a + "/stats.sock";
+		return !mkdir((d.path + "/p").c_str(), 0700) && !mkdir(a.c_str(), 0700) &&
+		       !mkdir((d.path + "/q").c_str(), 0700) && !mkdir(b.c_str(), 0700);
+	}
+	void swap() const
+	{
+		if (rename((d.path + "/p").c_str(), (d.path + "/p.orig").c_str()) ||
+		    symlink("q", (d.path + "/p").c_str()))
+			perror("swap");
+	}
+};
+
+static bool listen_at(const std::string &path, int *fd)
+{
+	sockaddr_un sun = {};
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path.c_str());
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return *fd >= 0 && !bind(*fd, reinterpret_cast<sockaddr *>(&sun), sizeof(sun)) &&
+	       !listen(*fd, 1);
+}
+
+/* The bind stays in the checked directory: nothing is made elsewhere. */
+TEST_F(StatsSocket, SwappedComponentDoesNotMoveTheBind)
+{
+	SwapDirs s;
+	ASSERT_TRUE(s.make());
+	OpenGate gate;
+	std::string why;
+	if (!gate.arm(s.a, [&] { s.swap(); }, &why))
+		GTEST_SKIP() << "holding the directory's open needs CAP_SYS_ADMIN: " << why;
+
+	GaneshaServer g;
+	std::string err;
+	ASSERT_TRUE(start_at(g, s.path, &err)) << err;
+	ASSERT_TRUE(gate.fired()) << "the plugin never opened " << s.a;
+	struct stat st;
+	EXPECT_NE(lstat((s.b + "/stats.sock").c_str(), &st), 0)
+	    << "a node was made in the directory the path was swapped to";
+	ASSERT_EQ(lstat((s.a_after + "/stats.sock").c_str(), &st), 0) << g.logs();
+	EXPECT_TRUE(S_ISSOCK(st.st_mode));
+	EXPECT_EQ(st.st_mode & 077, 0u);
+	Json j;
+	std::string raw;
+	EXPECT_TRUE(nfsc::read_stats(s.a_after + "/stats.sock", &j, &raw, &err)) << err;
+	EXPECT_TRUE(rdma_null(g.rdma_addr, 5000, &err)) << err;
+	g.stop();
+	EXPECT_NE(lstat((s.a_after + "/stats.sock").c_str(), &st), 0)
+	    << "a clean stop leaves the socket";
+}
+
+/*
+ * The liveness probe of a stale socket in the checked directory stays there:
+ * a live listener where the swapped path now leads must neither be probed
+ * (it would make the plugin refuse, "held by a live instance") nor touched.
+ */
+TEST_F(StatsSocket, SwappedComponentDoesNotMoveTheProbe)
+{
+	SwapDirs s;
+	ASSERT_TRUE(s.make());
+	int stale = -1, live = -1;
+	ASSERT_TRUE(listen_at(s.path, &stale));
+	close(stale); /* the node stays, nobody listens: ECONNREFUSED */
+	ASSERT_TRUE(listen_at(s.b + "/stats.sock", &live));
+	struct stat b0;
+	ASSERT_EQ(lstat((s.b + "/stats.sock").c_str(), &b0), 0);
+	OpenGate gate;
+	std::string why;
+	if (!gate.arm(s.a, [&] { s.swap(); }, &why)) {
+		close(live);
+		GTEST_SKIP() << "holding the directory's open needs CAP_SYS_ADMIN: " << why;
+	}
+
+	GaneshaServer g;
+	std::string err;
+	ASSERT_TRUE(start_at(g, s.path, &err)) << err;
+	ASSERT_TRUE(gate.fired()) << "the plugin never opened " << s.a;
+	Json j;
+	std::string raw;
+	bool ok = false;
+	for (int i = 0; i < 50 && !ok; i++) {
+		ok = nfsc::read_stats(s.a_after + "/stats.sock", &j, &raw, &err);
+		if (!ok)
+			usleep(100000);
+	}
+	EXPECT_TRUE(ok) << err << "\n" << g.logs();
+	EXPECT_EQ(slurp(g.dir + "/ganesha.log").find("stats socket " + s.path + " refused"),
+		  std::string::npos)
+	    << g.logs();
+	struct stat b1;
+	ASSERT_EQ(lstat((s.b + "/stats.sock").c_str(), &b1), 0);
+	EXPECT_EQ(b1.st_ino, b0.st_ino) << "the other directory's socket was replaced";
+	close(live);
+}
+
 TEST_F(StatsSocket, ModeApplied)
 {
 	OwnDir d;

@@ -825,6 +825,8 @@ int main(int argc, char **argv)
 			cfg.srq_depth = (uint32_t)v;
 		else if (!strcmp(argv[i], "--max-chunk"))
 			cfg.limits.max_chunk_bytes = (uint32_t)v; /* also sizes the big buffers */
+		else if (!strcmp(argv[i], "--sink-mem"))
+			cfg.sink_mem_max = (uint64_t)v;
 		else
 			return usage();
 	}

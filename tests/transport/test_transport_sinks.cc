@@ -137,6 +137,56 @@ TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
 }
 
 /*
+ * sink_mem_max (the plugin sets it to fit RLIMIT_MEMLOCK): the shared part
+ * shrinks to what the bytes leave after every connection's reserve. With 8
+ * connections of 20 KiB full-size sinks and room for 10 in the shared part
+ * (2 for one whole Call's 4 chunks beyond its reserve, and 8 more), four
+ * hoarders together hold no more than that part and their reserves, and a
+ * fifth connection is still served from its reserve.
+ */
+class SinksCapped : public Sinks
+{
+      protected:
+	static constexpr uint64_t kBig = 20480;
+	static constexpr uint64_t kSlab = 256 * 1024; /* the 4 KiB class's one slab */
+	static constexpr uint64_t kShared = 10;
+	static constexpr uint64_t kCap = kBig * (8 * 2 + 2) + kSlab + 8 * kBig;
+	SinksCapped()
+	{
+		sopts.args = {"--max-chunk", "16384", "--max-conns", "8", "--sink-mem",
+			      std::to_string(kCap)};
+	}
+};
+
+TEST_F(SinksCapped, HoardersStayWithinTheCapOthersServed)
+{
+	std::vector<Requester *> hoarders;
+	for (int i = 0; i < 4; i++) {
+		Requester *h = connect();
+		ASSERT_TRUE(h);
+		ASSERT_TRUE(ping(h));
+		hoarders.push_back(h);
+	}
+	Requester *e = connect();
+	ASSERT_TRUE(e);
+	ASSERT_TRUE(ping(e));
+	uint64_t before = srv.stats()["ul_calls"];
+	for (Requester *h : hoarders)
+		for (uint32_t i = 0; i < 32; i++)
+			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
+			    << h->last_error();
+	uint64_t held = ul_calls_settled(before) - before;
+	EXPECT_GT(held, 0u);
+	EXPECT_LE(held, (kShared + 4 * 2) / 4) << "more calls' sinks than the cap holds";
+	EXPECT_LE(srv.stats()["sink_bytes"], (kShared + 4 * 2) * kBig);
+
+	other_connection_served(e, 8000, 12000);
+	EXPECT_TRUE(ping(e));
+	for (Requester *h : hoarders)
+		EXPECT_TRUE(h->connected()) << "a connection over the cap is only made to wait";
+}
+
+/*
  * A sink is registered for local write only: the RDMA Read response is the
  * only thing that writes it. Another client that learned (or guessed) a
  * sink's key and address and RDMA-Writes there must fail with a remote

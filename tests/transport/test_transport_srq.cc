@@ -246,5 +246,70 @@ TEST_F(SrqFallback, ConnectionsPostTheirOwnReceives)
 	EXPECT_GT(st["recv_mem_bytes"], 0u) << "receives are the connections' own";
 }
 
-} // namespace
+/*
+ * Use_SRQ with a budget too small for the shared pool once the first
+ * connection's send buffers are counted: that connection falls back to
+ * receives of its own, and under every profile (with or without an SRQ)
+ * those must be charged to the budget at admission, like any connection's.
+ * Credits 8: 38 send buffers (155,648 B), 26 receives (106,496 B) a
+ * connection at the full grant; the budget holds the sends and half a page.
+ * Whatever is admitted stays within the budget and serves its whole grant;
+ * the rest is refused at admission (conns_refused_mem), never admitted and
+ * then failed (conns_failed).
+ */
+constexpr uint64_t kTightBudget = 38 * 4096 + 2048;
 
+class SrqBudget : public TransportTest {
+      protected:
+	SrqBudget()
+	{
+		sopts.args = {"--srq", "1", "--credits", "8", "--recv-mem",
+			      std::to_string(kTightBudget)};
+	}
+};
+
+TEST_F(SrqBudget, FallbackReceivesChargedAtAdmission)
+{
+	std::mt19937 rng{8168};
+	std::vector<Requester *> in;
+	int refused = 0;
+
+	for (int i = 0; i < 3; i++) {
+		RequesterOptions o;
+		o.addr = srv.addr();
+		o.connect_timeout_ms = 3000;
+		std::string err;
+		auto r = Requester::connect(o, &err);
+		if (!r) {
+			refused++;
+			continue;
+		}
+		reqs.push_back(std::move(r));
+		in.push_back(reqs.back().get());
+	}
+	ASSERT_GE(in.size(), 1u) << "the budget holds one connection at a smaller grant";
+	EXPECT_GE(refused, 1);
+	auto st = srv.stats();
+	EXPECT_LE(st["pinned_bytes"], kTightBudget) << "registered past Receive_Memory_Budget";
+	EXPECT_EQ(st["conns_refused_mem"], uint64_t(refused)) << "refusals not at admission";
+	EXPECT_EQ(st["conns_failed"], 0u) << "admitted, then failed";
+	/* each admitted connection at its whole grant at once */
+	for (Requester *q : in) {
+		std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+		EXPECT_GE(q->grant(), 1u);
+		for (uint32_t i = 0; i < q->grant(); i++) {
+			auto d = random_bytes(rng, 100 + rng() % 3000);
+			TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, d);
+			ASSERT_GE(q->post(c.rpc, CallSpec()), 0);
+			inflight.push_back({c.xid, d});
+		}
+		for (auto &p : inflight) {
+			Reply r;
+			ASSERT_TRUE(q->wait(p.first, &r, 20000)) << q->last_error();
+			EXPECT_TRUE(opaque_result(r, p.first, p.second));
+		}
+	}
+	EXPECT_LE(srv.stats()["pinned_bytes"], kTightBudget);
+}
+
+} // namespace
