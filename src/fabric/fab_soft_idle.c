@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "fabric/fab_soft_int.h"
@@ -66,8 +67,14 @@ void soft_wake_locked(struct soft_conn *c)
 
 int soft_io_start(struct soft_conn *c)
 {
+	struct timeval tv = {.tv_sec = c->sf->idle_ms / 1000,
+			     .tv_usec = (long)(c->sf->idle_ms % 1000) * 1000};
 	int rc;
 
+	/* A reader's wait for the next message ends after idle_ms
+	 * (read_next_hdr); inside a message it reads on (soft_io_full). */
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -errno;
 	pthread_mutex_lock(&c->lock);
 	c->io_started = true;
 	c->reader_on = true;

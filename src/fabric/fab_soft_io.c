@@ -34,7 +34,9 @@ int soft_io_full(int fd, void *buf, size_t len, bool rd)
 	while (len) {
 		ssize_t n = rd ? recv(fd, p, len, 0) : send(fd, p, len, MSG_NOSIGNAL);
 
-		if (n < 0 && errno == EINTR)
+		/* EAGAIN: a connected socket's receive timeout (soft_io_start);
+		 * inside a message the rest is on its way */
+		if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 			continue;
 		if (n <= 0)
 			return -1;
@@ -698,27 +700,19 @@ static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h)
 
 /*
  * The next header, at a message boundary: 1 read, 0 nothing came for
- * idle_ms, -1 the link is gone. The first try does not wait, so a busy
- * link pays no extra system call.
+ * idle_ms (the socket's receive timeout, set by soft_io_start: one system
+ * call per header, as before), -1 the link is gone.
  */
 static int read_next_hdr(struct soft_conn *c, struct soft_hdr *h)
 {
-	ssize_t n = recv(c->fd, h, sizeof(*h), MSG_DONTWAIT);
+	ssize_t n = recv(c->fd, h, sizeof(*h), 0);
 
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		struct pollfd p = {.fd = c->fd, .events = POLLIN};
-		int r = poll(&p, 1, (int)soft_idle_ms(c->sf));
-
-		if (r == 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -1;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (n < 0 && errno == EINTR)
 		n = 0;
-	} else if (n < 0 && errno == EINTR) {
-		n = 0;
-	} else if (n <= 0) {
+	else if (n <= 0)
 		return -1;
-	}
 	if (soft_io_full(c->fd, (char *)h + n, sizeof(*h) - (size_t)n, true))
 		return -1;
 	hdr_decode(h);

@@ -439,7 +439,6 @@ struct rr_conn {
 	/* Replies waiting for a send context the budget could not give yet:
 	 * they go, in order, as this connection's Sends complete (event thread). */
 	struct rr_handoff *ctx_wait_head, *ctx_wait_tail;	/* through rep_link */
-	bool ctx_wait_draining;			/* rr_send_ctx_wait_run: the head goes first */
 	struct rr_call_ctx *read_head, *read_tail;	/* waiting for reads (event thread) */
 	struct rr_call_ctx *free_calls;			/* not posted (event thread) */
 	/* Calls given back by other threads: a lock-free stack that
@@ -752,10 +751,6 @@ int rr_send_chunk_add(struct rr_conn *c, uint32_t n, uint32_t nbc, uint64_t *pin
 void rr_send_chunks_free(struct rr_conn *c);
 /* The lkey of [@addr, @addr + @len) when it lies in a send buffer. */
 bool rr_send_lkey(const struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey);
-/* Event thread: a send context is free or could be made now. */
-bool rr_send_ctx_ready(struct rr_conn *c);
-/* Replies that waited for a send context go now (event thread). */
-void rr_send_ctx_wait_run(struct rr_conn *c);
 /* Event thread: no send context now and none may be made (budget); the
  * Reply described in @ctx's rep_* waits for one of this connection's. */
 void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx);

@@ -418,7 +418,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	/* Behind Replies that wait for a send context, in order; or the
 	 * budget has no room for another context now: wait for one of this
 	 * connection's own to come back (rr_send.c). */
-	s = c->ctx_wait_head && !c->ctx_wait_draining ? NULL : rr_send_ctx_get(c, false);
+	s = c->ctx_wait_head ? NULL : rr_send_ctx_get(c, false);
 	if (!s) {
 		reply_keep(ctx, iov, iovcnt, plan, done, done_arg);
 		rr_send_ctx_wait(c, ctx);
@@ -484,31 +484,17 @@ void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
 	RR_STAT_ADD(c, send_ctx_waits, 1);
 }
 
-void rr_send_ctx_wait_run(struct rr_conn *c)
-{
-	c->ctx_wait_draining = true;
-	while (c->ctx_wait_head) {
-		struct rr_call_ctx *q = RR_CONTAINER_OF(c->ctx_wait_head, struct rr_call_ctx, rep_link);
-
-		/* a closing connection drops them all (reply_now) */
-		if (c->state != RR_CONN_CLOSING && !rr_send_ctx_ready(c))
-			break;
-		c->ctx_wait_head = q->rep_link.next;
-		if (!c->ctx_wait_head)
-			c->ctx_wait_tail = NULL;
-		reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
-			  q->rep_arg);
-	}
-	c->ctx_wait_draining = false;
-}
-
 void rr_send_run_deferred(struct rr_conn *c)
 {
-	struct rr_handoff *h;
+	struct rr_handoff *h = rr_handoff_take(&c->rep_stack);
 
-	if (c->ctx_wait_head)
-		rr_send_ctx_wait_run(c);
-	h = rr_handoff_take(&c->rep_stack);
+	/* Replies that waited for a send context go first, in order; from
+	 * the first that finds none again, the rest wait again behind it. */
+	if (c->ctx_wait_head) {
+		c->ctx_wait_tail->next = h;
+		h = c->ctx_wait_head;
+		c->ctx_wait_head = c->ctx_wait_tail = NULL;
+	}
 
 	/* oldest first: Replies go in the order they were handed in, in one
 	 * post (rr_send_post_batch) */

@@ -124,10 +124,6 @@ static bool send_grow(struct rr_conn *c)
 	return false;
 }
 
-bool rr_send_ctx_ready(struct rr_conn *c)
-{
-	return c->free_sends || send_grow(c);
-}
 
 struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
 {
