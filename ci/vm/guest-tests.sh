@@ -1,16 +1,16 @@
 #!/bin/sh
 # The NFS test list, run inside the VM against one server and one NFS version:
 #   guest-tests.sh SERVER VERS PROTO EXPORT_DIR
-#     SERVER      label for the results (knfsd, ganesha, ganesha-tcp)
+#     SERVER      label for the results (knfsd, ganesha, ganesha-tcp, ganesha-srq; -siw on siw0)
 #     VERS        3 | 4.1 | 4.2
 #     PROTO       rdma (port 20049) | tcp (port 2049)
 #     EXPORT_DIR  the exported directory as the guest sees it (the server side; used only to
 #                 pre-populate the big directory and to clean up)
-# The client mounts 192.168.77.1:/export. Each test runs as its own process under timeout and
+# The client mounts $NFS_IP:/export (default 192.168.77.1, rxe0's; siw0's for the siw columns). Each test runs as its own process under timeout and
 # prints "RESULT SERVER VERS TEST pass|fail SECONDS [note]". Sizes are small: TCG does ~20 MB/s.
 #   guest-tests.sh --one TEST ...   (internal) run one test
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-IP=192.168.77.1
+IP=${NFS_IP:-192.168.77.1}
 TESTS="mount rw_1m rw_odd small_files symlink readdir_big rsize_4k race_2mounts remount"
 up() { cut -d' ' -f1 /proc/uptime; }
 secs() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
