@@ -12,7 +12,7 @@
 #                          RPCRDMA_ROOTS (default /var/cache/rpcrdma-roots, ci/release-root.sh)
 #      RPCRDMA_BUILD_DIR   build dir (default: build/ in the repo; trixie: build-trixie/)
 #      RPCRDMA_VM_WORK     cache/work dir (default: ci/vm/work; trixie: ci/vm/work/trixie)
-#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 2400, bench 3000)
+#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 3000, also bench)
 #      RPCRDMA_VM_VERSIONS NFS versions (default "3 4.1 4.2")
 #      RPCRDMA_VM_GANESHA_TCP  control run of the list against ganesha's own TCP transport (tells
 #                          ganesha/config trouble from plugin trouble): 1 (default) NFSv4.1 only,
@@ -62,7 +62,7 @@ trixie)		# Debian 13: kernel 6.12, ganesha 6.5, the guest's programs from the tr
 esac
 export RPCRDMA_VM_RELEASE=$RELEASE RPCRDMA_VM_WORK=$W
 BUILDDIR=$(cd "$BUILDDIR" 2>/dev/null && pwd || echo "$BUILDDIR")
-GT=2400
+GT=3000
 # the bench with its TCP controls runs 24 cells of about a minute each
 [ "${RPCRDMA_VM_ONLY:-}" = bench ] && GT=3000
 GT=${RPCRDMA_VM_TIMEOUT:-$GT}
