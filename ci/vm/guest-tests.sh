@@ -127,9 +127,13 @@ t_rsize_4k() { # rsize=wsize=4096: 1 MiB + odd tail through 4 KiB chunks
 	dd if=/dev/urandom of=/tmp/ref4 bs=1k count=1100 2>/dev/null
 	head -c 70001 /tmp/ref4 > /tmp/ref4b
 	cp /tmp/ref4 /mnt4k/f4k && cp /tmp/ref4b /mnt4k/f4kb || die "write"
-	drop; do_umount /mnt4k; do_mount /mnt4k "rsize=4096,wsize=4096,nosharecache"
+	drop; do_umount /mnt4k
+	# the server's copy first: tells a WRITE that stored wrong bytes from a READ that returns them
+	same /tmp/ref4 "$EXPORT_DIR/f4k" "1100 KiB as stored (WRITE path)"
+	same /tmp/ref4b "$EXPORT_DIR/f4kb" "70001 bytes as stored (WRITE path)"
+	do_mount /mnt4k "rsize=4096,wsize=4096,nosharecache"
 	cat /mnt4k/f4k > /tmp/b4 && cat /mnt4k/f4kb > /tmp/b4b || die "read"
-	same /tmp/ref4 /tmp/b4 "1100 KiB"; same /tmp/ref4b /tmp/b4b "70001 bytes"
+	same /tmp/ref4 /tmp/b4 "1100 KiB read back (READ path)"; same /tmp/ref4b /tmp/b4b "70001 bytes read back (READ path)"
 	rm -f /mnt4k/f4k /mnt4k/f4kb /tmp/ref4* /tmp/b4*
 	do_umount /mnt4k
 }

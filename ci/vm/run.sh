@@ -83,7 +83,8 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	KV=${KERNEL##*/vmlinuz-}
 	case ${SIWKO:-} in
 	"") SIW_MODULE=none
-	    SIW_WHY=$(cat "$W/siw-$KV/unavailable" 2>/dev/null || echo "RPCRDMA_VM_SIW=0") ;;
+	    SIW_WHY=$(cat "$W/siw-$KV/unavailable" 2>/dev/null || echo "not built")
+	    [ "${RPCRDMA_VM_SIW:-1}" = 0 ] && SIW_WHY="RPCRDMA_VM_SIW=0" ;;
 	*/kernel-*) SIW_MODULE="siw.ko of the kernel package"; SIW_WHY="" ;;
 	*) SIW_MODULE="siw.ko $(cat "$W/siw-$KV/origin" 2>/dev/null)"; SIW_WHY="" ;;
 	esac
