@@ -8,11 +8,16 @@
 # and ganesha+rpcrdma up side by side (knfsd on 2049/20049, ganesha on 2050/20050).
 #   4. device removal under ganesha + rpcrdma (guest-devrm.sh), unless GANESHA_DEVRM=0;
 #      VM_ONLY=devrm runs only the setup and 4.
+#   5. soft-iWARP: siw0 on dummy2, 192.168.79.1 (when the initramfs has siw.ko, SIW_MODULE), then on
+#      it 1-3 again: the fabric suite, knfsd, ganesha + rpcrdma and its Use_SRQ run, the server
+#      labels ending in -siw. After 4, so that nothing of the rxe parts changes; VM_ONLY=siw runs
+#      only the setups and 5, VM_ONLY=fabric the two fabric suites, VM_SIW=0 skips 5.
 # Every result is a line "RESULT <server> <vers> <test> <pass|fail|na> <seconds> [note]" in
 # /out/results (and on the console); ci/vm/run.sh turns them into the table.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 HERE=$(dirname "$0")
 IP=192.168.77.1
+SIW_IP=192.168.79.1
 VERSIONS=${VM_VERSIONS:-3 4.1 4.2}
 H=/hostroot
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -51,47 +56,90 @@ chroot_setup() {
 }
 chroot_setup
 
-# rdma_cm + the rxe provider as seen by host-built programs (host libs through the chroot):
+# rdma_cm + the device's provider as seen by host-built programs (host libs through the chroot):
 # a loopback rping, so a failing fabric suite can be told apart from a broken environment.
-t0=$(up)
-timeout -s KILL 60 chroot $H rping -s -a $IP -p 7471 -C 3 > /tmp/rping_s.log 2>&1 &
-rs=$!
-# the server may take a while to listen on a loaded host (libraries come over 9p): retry
-for k in 1 2 3 4 5 6 7 8 9 10; do
-	sleep 1
-	timeout -s KILL 30 chroot $H rping -c -a $IP -p 7471 -C 3 -v > /tmp/rping_c.log 2>&1 && break
-done
-if wait $rs && grep -q 'ping data' /tmp/rping_c.log; then
-	result setup - host_rping pass "$(secs $t0)"
-else
-	cat /tmp/rping_s.log /tmp/rping_c.log
-	result setup - host_rping fail "$(secs $t0)" "rping from the host root over rxe0 failed"
-fi
+rping_check() { # LABEL ADDR DEVICE
+	t0=$(up)
+	timeout -s KILL 60 chroot $H rping -s -a $2 -p 7471 -C 3 > /tmp/rping_s.log 2>&1 &
+	rs=$!
+	# the server may take a while to listen on a loaded host (libraries come over 9p): retry
+	for k in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 1
+		timeout -s KILL 30 chroot $H rping -c -a $2 -p 7471 -C 3 -v > /tmp/rping_c.log 2>&1 && break
+	done
+	if wait $rs && grep -q 'ping data' /tmp/rping_c.log; then
+		result setup - $1 pass "$(secs $t0)"
+	else
+		cat /tmp/rping_s.log /tmp/rping_c.log
+		result setup - $1 fail "$(secs $t0)" "rping from the host root over $3 failed"
+	fi
+}
+rping_check host_rping $IP rxe0
 
 # ---------------------------------------------------------------- part 1: fabric conformance
 step fabric
 FAB=$BUILDDIR/tests/fabric/test_fabric_conformance
-if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ]; then
-	: # the bench measures NFS; the fabric suite is the interop run's job
-elif [ -x "$H$FAB" ]; then
+fabric_suite() { # LABEL ADDR [MEMLOCK]: the suite on the device of ADDR, to /out/LABEL.log
+	if [ ! -x "$H$FAB" ]; then
+		result $1 verbs conformance na 0 "no $FAB"
+		return
+	fi
 	t0=$(up)
-	timeout -s KILL 300 chroot $H env RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=$IP RPCRDMA_FABRIC_DEBUG=1 \
-		"$FAB" --gtest_output=xml:/tmp/fabric.xml ${VM_FABRIC_FILTER:+--gtest_filter=$VM_FABRIC_FILTER} \
-		> /out/fabric.log 2>&1
+	# MEMLOCK: the suite's RLIMIT_MEMLOCK (siw charges every registration to it, root or not,
+	# and the bulk case registers 16 MiB; ganesha's plugin raises its own, the suite does not)
+	( [ -z "${3:-}" ] || ulimit -l $3
+	  exec timeout -s KILL 300 chroot $H env RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=$2 RPCRDMA_FABRIC_DEBUG=1 \
+		"$FAB" --gtest_output=xml:/tmp/$1.xml ${VM_FABRIC_FILTER:+--gtest_filter=$VM_FABRIC_FILTER} ) \
+		> /out/$1.log 2>&1
 	rc=$?
-	cp $H/tmp/fabric.xml /out/fabric.xml 2>/dev/null
-	tail -30 /out/fabric.log
-	cnt() { grep "^\[ *$1 *\] [A-Za-z]" /out/fabric.log | awk '{print $4}' | sort -u | wc -l; }
-	tot=$(sed -n 's/^\[==========\] Running \([0-9]*\) test.*/\1/p' /out/fabric.log | head -1)
+	cp $H/tmp/$1.xml /out/$1.xml 2>/dev/null
+	tail -30 /out/$1.log
+	cnt() { grep "^\[ *$1 *\] [A-Za-z]" /out/$2.log | awk '{print $4}' | sort -u | wc -l; }
+	tot=$(sed -n 's/^\[==========\] Running \([0-9]*\) test.*/\1/p' /out/$1.log | head -1)
 	if [ $rc = 0 ]; then st=pass; else st=fail; fi
-	result fabric verbs conformance $st "$(secs $t0)" \
-		"rc=$rc tests=${tot:-?} ok=$(cnt OK) failed=$(cnt FAILED) skipped=$(cnt SKIPPED)"
+	result $1 verbs conformance $st "$(secs $t0)" \
+		"rc=$rc tests=${tot:-?} ok=$(cnt OK $1) failed=$(cnt FAILED $1) skipped=$(cnt SKIPPED $1)"
+}
+if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ] || [ "${VM_ONLY:-}" = siw ]; then
+	: # the bench measures NFS; the fabric suite is the interop run's job
 else
-	result fabric verbs conformance na 0 "no $FAB"
+	fabric_suite fabric $IP
 fi
 
-# RPCRDMA_VM_ONLY=fabric (run.sh): only the setup and part 1
+# part 5 (soft-iWARP), defined here, run after part 4 or alone (VM_ONLY=siw, VM_ONLY=fabric)
+siw_setup() {
+	step siw
+	t0=$(up)
+	if [ "${SIW_MODULE:-none}" = none ]; then
+		result setup - siw0 na 0 "no siw.ko for this kernel: ${SIW_WHY:-not built}"
+		return 1
+	fi
+	if ! modprobe siw; then
+		result setup - siw0 fail "$(secs $t0)" "modprobe siw ($SIW_MODULE) failed"
+		return 1
+	fi
+	# siw0 alone: the rxe parts are done, and the fabric suite's buffers, CQs and PD are the
+	# first device's (one device per process, as a server machine has), which on a VM with rxe0
+	# still there would not be siw0's
+	for d in $(rdma link show 2>/dev/null | sed -n 's|^link \(rxe[0-9]*\)/.*|\1|p'); do
+		timeout -s KILL 30 rdma link delete $d || echo "FAIL rdma link delete $d"
+	done
+	# a netdev of its own: rdma_cm finds a device by the netdev of the address it resolves, and
+	# dummy0 is rxe0's (dummy1 is the device-removal part's rxe1)
+	ip link add dummy2 type dummy; ip addr add $SIW_IP/24 dev dummy2
+	ip link set dummy2 mtu ${VM_MTU:-1500} up
+	if rdma link add siw0 type siw netdev dummy2 && ibv_devices | grep -q siw0; then
+		result setup - siw0 pass "$(secs $t0)" "$SIW_MODULE; $(ibv_devinfo -d siw0 |
+			grep -oE "(transport|active_mtu):.*" | tr -s " \t\n" " ")"
+	else
+		result setup - siw0 fail "$(secs $t0)" "rdma link add siw0 type siw netdev dummy2 failed"
+		return 1
+	fi
+	rping_check siw_rping $SIW_IP siw0
+}
 if [ "${VM_ONLY:-}" = fabric ]; then
+	# RPCRDMA_VM_ONLY=fabric (run.sh): only the setups and the fabric suites
+	[ "${VM_SIW:-1}" != 0 ] && siw_setup && fabric_suite fabric-siw $SIW_IP unlimited
 	step done
 	dmesg > /out/dmesg.txt
 	echo "GUEST-MAIN-DONE"
@@ -131,14 +179,15 @@ knfsd_stop() {
 	killall rpcbind 2>/dev/null; sleep 1
 	umount /export
 }
-if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != devrm ]; then
+knfsd_list() { # LABEL: the list against knfsd, every version
 	knfsd_start
 	for V in $VERSIONS; do
-		step "knfsd v$V"
-		sh $HERE/guest-tests.sh knfsd $V rdma /export
+		step "$1 v$V"
+		sh $HERE/guest-tests.sh $1 $V rdma /export
 	done
 	knfsd_stop
-fi
+}
+case "${VM_ONLY:-}" in bench|devrm|siw) ;; *) knfsd_list knfsd ;; esac
 
 # ---------------------------------------------------------------- part 3: ganesha + rpcrdma
 PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
@@ -161,6 +210,8 @@ ganesha_start() {
 	fi
 	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
 	t0=$(up)
+	# where this run's lines begin in ganesha's log (each start appends to it)
+	glog0=$(wc -c < $H/tmp/ganesha.log 2>/dev/null || echo 0)
 	# LD_PRELOAD only when given; the plugin's counters come from its Stats_Socket
 	# bounded by the guest's own limit (the bench's 24 cells outlast any fixed one on a slow host)
 	timeout -s KILL "${GUEST_TIMEOUT:-1200}" chroot $H env ${pre:+LD_PRELOAD=$pre} \
@@ -182,6 +233,11 @@ ganesha_start() {
 		sleep 1
 	done
 	if [ $ok = 1 ]; then
+		# RLIMIT_MEMLOCK as the harness left it (never raised here) and as ganesha has it now,
+		# after the plugin's start-up (docs/devices.md: it raises what it may)
+		p=$(pidof ganesha.nfsd | awk '{print $1}')
+		echo "memlock: harness $(ulimit -l) kB; ganesha now: $(awk '/^Max locked memory/{print $4, $5, $6}' \
+			/proc/$p/limits 2>/dev/null) (soft, hard, units)" > /out/$label.memlock
 		if [ $proto = rdma ] && ! rdma resource show cm_id 2>/dev/null | grep -qi "listen.*:$GANESHA_RDMA_PORT"; then
 			result $label - start pass "$(secs $t0)" "but no rdma_cm listener on :$GANESHA_RDMA_PORT"
 		else
@@ -197,7 +253,7 @@ ganesha_stop() { # LABEL: counters, SIGTERM, logs to /out/LABEL.*
 	step "ganesha-stop $label"
 	rdma resource show cm_id 2>/dev/null | grep -i listen
 	# the plugin's counters (one JSON object from its stats socket), before it stops
-	[ -S $H/run/rpcrdma/stats.sock ] && timeout 10 chroot $H python3 -c '
+	[ -S $H/run/rpcrdma/stats.sock ] && timeout 30 chroot $H python3 -c '
 import json, socket
 s = socket.socket(socket.AF_UNIX); s.connect("/run/rpcrdma/stats.sock"); d = b""
 while True:
@@ -213,6 +269,11 @@ print("plugin:", " ".join("%s=%s" % kv for kv in sorted(j["plugin"].items())))' 
 	kill -9 $gpid 2>/dev/null; wait $gpid 2>/dev/null
 	cp $H/tmp/ganesha.log /out/$label.log 2>/dev/null
 	grep -iE 'rpcrdma|rdma' $H/tmp/ganesha.log 2>/dev/null | grep -iE 'stat|count' > /out/$label.counters
+	# the plugin's start-up: its listening line (device, transport, limits), the Use_SRQ
+	# fallback, the memlock line, a listener or registration refused
+	tail -c +$((${glog0:-0} + 1)) $H/tmp/ganesha.log 2>/dev/null |
+		grep -E 'NFS over RDMA listening|Use_SRQ:|RLIMIT_MEMLOCK|cannot listen|cannot register|setup failed' |
+		head -8 > /out/$label.startup
 	killall rpcbind 2>/dev/null; sleep 1
 	grep -q " $H/tmp/export " /proc/mounts && umount $H/tmp/export
 	rm -rf $H/tmp/export $H/var/lib/nfs/ganesha/*
@@ -245,7 +306,7 @@ if [ "${VM_ONLY:-}" = bench ]; then
 	[ -f "$H$PLUGIN" ] && ganesha_stop ganesha
 	knfsd_stop
 fi
-if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != devrm ] && [ "${GANESHA_CONTROL:-1}" != 0 ]; then
+if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != devrm ] && [ "${VM_ONLY:-}" != siw ] && [ "${GANESHA_CONTROL:-1}" != 0 ]; then
 	# the control runs one version unless asked for all (its job: ganesha + config work here)
 	all=$VERSIONS
 	case " $VERSIONS " in *" 4.1 "*) VERSIONS=4.1 ;; *) VERSIONS=${VERSIONS%% *} ;; esac
@@ -253,7 +314,7 @@ if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != devrm ] && [ "${GANESHA_CO
 	run_ganesha ganesha-tcp tcp ""
 	VERSIONS=$all
 fi
-if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ]; then
+if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ] || [ "${VM_ONLY:-}" = siw ]; then
 	:
 elif [ -f "$H$PLUGIN" ]; then
 	run_ganesha ganesha rdma "$PLUGIN"
@@ -270,7 +331,7 @@ else
 fi
 
 # ---------------------------------------------------------------- part 4: device removal
-if [ "${VM_ONLY:-}" != bench ] && { [ "${VM_ONLY:-}" = devrm ] || [ "${GANESHA_DEVRM:-1}" != 0 ]; }; then
+if [ "${VM_ONLY:-}" != bench ] && [ "${VM_ONLY:-}" != siw ] && { [ "${VM_ONLY:-}" = devrm ] || [ "${GANESHA_DEVRM:-1}" != 0 ]; }; then
 	if [ -f "$H$PLUGIN" ]; then
 		. $HERE/guest-devrm.sh
 		devrm_all
@@ -279,8 +340,28 @@ if [ "${VM_ONLY:-}" != bench ] && { [ "${VM_ONLY:-}" = devrm ] || [ "${GANESHA_D
 	fi
 fi
 
+# ---------------------------------------------------------------- part 5: soft-iWARP
+# The same suite and list on siw0: knfsd, ganesha + rpcrdma listening on siw0's address only (so
+# its start-up line is siw0's), and Use_SRQ, which iWARP turns into per-connection receives (one
+# line in ganesha's log). Every version on each, Use_SRQ too. ganesha starts as in part 3: root,
+# the memlock limit the guest gives every process (the plugin raises what it may).
+if [ "${VM_SIW:-1}" != 0 ] && { [ -z "${VM_ONLY:-}" ] || [ "${VM_ONLY:-}" = siw ]; } && siw_setup; then
+	fabric_suite fabric-siw $SIW_IP unlimited
+	export NFS_IP=$SIW_IP
+	knfsd_list knfsd-siw
+	if [ -f "$H$PLUGIN" ]; then
+		LA="s|Fabric = verbs;|Fabric = verbs; Listen_Addr = $SIW_IP;|"
+		run_ganesha ganesha-siw rdma "$PLUGIN" "$LA"
+		[ "${GANESHA_SRQ:-1}" != 0 ] &&
+			run_ganesha ganesha-srq-siw rdma "$PLUGIN" "$LA; s|Fabric = verbs;|Fabric = verbs; Use_SRQ = true;|"
+	else
+		result ganesha-siw - start na 0 "no $PLUGIN"
+	fi
+	unset NFS_IP
+fi
+
 step done
-dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server' | grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding' \
+dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|siw|nfs: server' | grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding' \
 	> /out/dmesg-errors.txt
 dmesg > /out/dmesg.txt
 echo "GUEST-MAIN-DONE"

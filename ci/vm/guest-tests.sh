@@ -1,16 +1,16 @@
 #!/bin/sh
 # The NFS test list, run inside the VM against one server and one NFS version:
 #   guest-tests.sh SERVER VERS PROTO EXPORT_DIR
-#     SERVER      label for the results (knfsd, ganesha, ganesha-tcp)
+#     SERVER      label for the results (knfsd, ganesha, ganesha-tcp, ganesha-srq; -siw on siw0)
 #     VERS        3 | 4.1 | 4.2
 #     PROTO       rdma (port 20049) | tcp (port 2049)
 #     EXPORT_DIR  the exported directory as the guest sees it (the server side; used only to
 #                 pre-populate the big directory and to clean up)
-# The client mounts 192.168.77.1:/export. Each test runs as its own process under timeout and
+# The client mounts $NFS_IP:/export (default 192.168.77.1, rxe0's; siw0's for the siw columns). Each test runs as its own process under timeout and
 # prints "RESULT SERVER VERS TEST pass|fail SECONDS [note]". Sizes are small: TCG does ~20 MB/s.
 #   guest-tests.sh --one TEST ...   (internal) run one test
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-IP=192.168.77.1
+IP=${NFS_IP:-192.168.77.1}
 TESTS="mount rw_1m rw_odd small_files symlink readdir_big rsize_4k race_2mounts remount"
 up() { cut -d' ' -f1 /proc/uptime; }
 secs() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
@@ -127,9 +127,13 @@ t_rsize_4k() { # rsize=wsize=4096: 1 MiB + odd tail through 4 KiB chunks
 	dd if=/dev/urandom of=/tmp/ref4 bs=1k count=1100 2>/dev/null
 	head -c 70001 /tmp/ref4 > /tmp/ref4b
 	cp /tmp/ref4 /mnt4k/f4k && cp /tmp/ref4b /mnt4k/f4kb || die "write"
-	drop; do_umount /mnt4k; do_mount /mnt4k "rsize=4096,wsize=4096,nosharecache"
+	drop; do_umount /mnt4k
+	# the server's copy first: tells a WRITE that stored wrong bytes from a READ that returns them
+	same /tmp/ref4 "$EXPORT_DIR/f4k" "1100 KiB as stored (WRITE path)"
+	same /tmp/ref4b "$EXPORT_DIR/f4kb" "70001 bytes as stored (WRITE path)"
+	do_mount /mnt4k "rsize=4096,wsize=4096,nosharecache"
 	cat /mnt4k/f4k > /tmp/b4 && cat /mnt4k/f4kb > /tmp/b4b || die "read"
-	same /tmp/ref4 /tmp/b4 "1100 KiB"; same /tmp/ref4b /tmp/b4b "70001 bytes"
+	same /tmp/ref4 /tmp/b4 "1100 KiB read back (READ path)"; same /tmp/ref4b /tmp/b4b "70001 bytes read back (READ path)"
 	rm -f /mnt4k/f4k /mnt4k/f4kb /tmp/ref4* /tmp/b4*
 	do_umount /mnt4k
 }

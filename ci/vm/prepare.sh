@@ -1,10 +1,12 @@
 #!/bin/bash
 # Build (or reuse) the VM's kernel and initramfs under ci/vm/work/.
-#   ci/vm/prepare.sh            -> prints "KERNEL=... INITRD=..." on its last line
+#   ci/vm/prepare.sh            -> prints "KERNEL=... INITRD=... SIWKO=..." on its last line
 # The kernel is Debian 12's own (apt-get download linux-image-<version>, never installed on the
 # host); knfsd's user-space tools come from nfs-kernel-server the same way. Everything else
 # (busybox, rpcbind, mount.nfs, iproute2, rdma) is copied from the host, with its ldd libraries.
 # Outputs are cached: the kernel per version, the initramfs per hash of its inputs.
+# Soft-iWARP's siw.ko, which Debian's kernel packages do not ship, is built for the kernel by
+# ci/vm/siw-module.sh and cached beside it (RPCRDMA_VM_SIW=0: no siw).
 # RPCRDMA_VM_RELEASE=trixie: the same from Debian 13 instead: kernel 6.12 and nfs-kernel-server
 # downloaded with the trixie root's apt lists, every other program and library copied from that
 # root (RPCRDMA_ROOTS, default /var/cache/rpcrdma-roots, made by ci/release-root.sh trixie).
@@ -70,12 +72,21 @@ if [ ! -f "$KDIR/.done2" ]; then
 	touch "$KDIR/.done2"
 fi
 
+# 1b. soft-iWARP: the kernel's siw.ko, or one built for it from Debian's linux-source (cached per
+# kernel version; none when it cannot be had: the VM then shows siw as not available)
+SIWKO=""
+if [ "${RPCRDMA_VM_SIW:-1}" != 0 ]; then
+	SIWKO=$(APT_OPTS="${APTO[*]}" "$HERE/siw-module.sh" "$KV" "$KDIR" \
+		"$(ls "$W"/debs/${KPKG}_*.deb 2>/dev/null | tail -1)" | tail -1)
+fi
+
 # 2. knfsd user space (download only)
 (cd "$W/debs" && ls nfs-kernel-server_*.deb >/dev/null 2>&1 || apt-get "${APTO[@]}" download -q nfs-kernel-server 2>&1 | grep -v unsandboxed >&2 || true)
 NKS=$(ls "$W"/debs/nfs-kernel-server_*.deb | tail -1)
 
 # 3. initramfs, keyed by its inputs
 KEY=$( (echo "$KV"; basename "$NKS"; cat "$HERE/init" "$HERE/prepare.sh"; "$SRC/bin/busybox" 2>&1 | head -1
+	[ -z "$SIWKO" ] || sha256sum < "$SIWKO"
 	dpkg-query ${SRC:+--admindir=$SRC/var/lib/dpkg} -W rdma-core ibverbs-providers nfs-common rpcbind iproute2 \
 		2>/dev/null) | sha256sum | cut -c1-16)
 INITRD=$W/initrd-$KEY.cpio
@@ -93,6 +104,14 @@ if [ ! -f "$INITRD" ]; then
 	      nfsd nfsv3 nfsv4 dummy"
 	# ganesha 6.5's FSAL VFS refuses to export a tmpfs: its export is an ext4 on a RAM disk
 	[ -z "$SRC" ] || MODS="$MODS brd ext4"
+	# siw: the kernel's own module, or the one built out of tree, which goes to updates/ and
+	# brings its dependencies (modinfo: ib_core, libcrc32c) by name
+	case $SIWKO in
+	"") ;;
+	"$KDIR"/*) MODS="$MODS siw" ;;
+	*) MODS="$MODS libcrc32c"
+	   mkdir -p "$R/lib/modules/$KV/updates"; cp "$SIWKO" "$R/lib/modules/$KV/updates/siw.ko" ;;
+	esac
 	for m in $MODS; do modprobe -d "$KDIR" -S "$KV" --show-depends $m; done |
 		awk '$1=="insmod"{print $2}' | sort -u | while read -r f; do
 			rel=${f#$KDIR/lib/modules/$KV/}
@@ -114,6 +133,11 @@ if [ ! -f "$INITRD" ]; then
 	cp -L "$(in_src /lib/x86_64-linux-gnu/libgcc_s.so.1)" $R/usr/lib/x86_64-linux-gnu/
 	cp -L $PROV $R/usr/lib/x86_64-linux-gnu/libibverbs/
 	cp "$SRC/etc/libibverbs.d/rxe.driver" $R/etc/libibverbs.d/
+	if [ -n "$SIWKO" ]; then
+		cp -L "$(in_src /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so)" \
+			$R/usr/lib/x86_64-linux-gnu/libibverbs/
+		cp "$SRC/etc/libibverbs.d/siw.driver" $R/etc/libibverbs.d/
+	fi
 	ln -sf /usr/sbin/mount.nfs $R/sbin/mount.nfs; ln -sf /usr/sbin/modprobe $R/sbin/modprobe
 	cp "$SRC/etc/netconfig" "$SRC/etc/services" "$SRC/etc/protocols" $R/etc/
 	printf '%s\n' 'root:x:0:0::/root:/bin/sh' '_rpc:x:102:65534::/run/rpcbind:/bin/false' \
@@ -128,4 +152,4 @@ if [ ! -f "$INITRD" ]; then
 	# keep only the newest few initramfs images
 	ls -t "$W"/initrd-*.cpio | tail -n +4 | xargs -r rm -f
 fi
-echo "KERNEL=$KDIR/boot/vmlinuz-$KV INITRD=$INITRD"
+echo "KERNEL=$KDIR/boot/vmlinuz-$KV INITRD=$INITRD SIWKO=$SIWKO"

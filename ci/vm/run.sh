@@ -1,7 +1,8 @@
 #!/bin/bash
-# Interop VM suite (issue #6): one qemu (TCG) boot of Debian's kernel with Soft-RoCE (rdma_rxe),
-# running (1) the fabric conformance suite on the verbs provider, (2) the NFS test list against
-# knfsd over RDMA (reference), (3) the same list against ganesha + librpcrdma_ganesha.so, then
+# Interop VM suite (issue #6): one qemu boot (KVM where the host has it, else TCG) of Debian's kernel
+# with Soft-RoCE (rdma_rxe), running (1) the fabric conformance suite on the verbs provider, (2) the
+# NFS test list against knfsd over RDMA (reference), (3) the same list against ganesha +
+# librpcrdma_ganesha.so, (4) device removal, (5) 1-3 again on soft-iWARP (siw, issue #36), then
 # prints a results table. See ci/vm/README.md.
 #
 # Usage: ci/vm/run.sh                  one release (RPCRDMA_VM_RELEASE, default bookworm)
@@ -11,13 +12,17 @@
 #                          RPCRDMA_ROOTS (default /var/cache/rpcrdma-roots, ci/release-root.sh)
 #      RPCRDMA_BUILD_DIR   build dir (default: build/ in the repo; trixie: build-trixie/)
 #      RPCRDMA_VM_WORK     cache/work dir (default: ci/vm/work; trixie: ci/vm/work/trixie)
-#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 1500, bench 3000)
+#      RPCRDMA_VM_TIMEOUT  seconds for the whole guest run (default 3000, also bench)
 #      RPCRDMA_VM_VERSIONS NFS versions (default "3 4.1 4.2")
 #      RPCRDMA_VM_GANESHA_TCP  control run of the list against ganesha's own TCP transport (tells
 #                          ganesha/config trouble from plugin trouble): 1 (default) NFSv4.1 only,
 #                          all = every version, 0 = skip
 #      RPCRDMA_VM_TEST_TIMEOUT seconds per test (default 240)
-#      RPCRDMA_VM_ONLY=fabric  run only the rxe setup and part 1 (the fabric suite), skip the NFS parts
+#      RPCRDMA_VM_ONLY=fabric  run only the rxe and siw setups and the fabric suite on each, skip the NFS parts
+#      RPCRDMA_VM_ONLY=siw     run only the setups and part 5 (siw: fabric suite, knfsd, ganesha, Use_SRQ)
+#      RPCRDMA_VM_SIW=0    no soft-iWARP (part 5): siw.ko is then not built either
+#      RPCRDMA_VM_ACCEL    kvm or tcg (default: kvm when /dev/kvm opens and the host's KVM is
+#                          hardware-assisted, kvm_intel or kvm_amd; tcg otherwise)
 #      RPCRDMA_VM_ONLY=bench   instead of 1-3: the throughput bench (guest-bench.sh), knfsd vs
 #                          ganesha+rpcrdma, versions "3 4.1" unless RPCRDMA_VM_VERSIONS says;
 #                          RPCRDMA_VM_BENCH_ROUNDS (3), RPCRDMA_VM_BENCH_MB (dd file, 64),
@@ -37,7 +42,8 @@
 #                          gives 4096, as jumbo-frame RoCE fabrics run); the rxe0 row shows it
 #      RPCRDMA_VM_REPORT_ONLY=1  no boot: print the table of the last run (ci/vm/work/out)
 # Exit: 0 if the rxe setup and every knfsd test pass, the fabric suite passes (or is not built),
-# and no test passes on knfsd but fails on ganesha+rpcrdma; 1 otherwise.
+# and no test passes on knfsd but fails on ganesha+rpcrdma; the same on siw0 when siw.ko is there
+# (siw "not available", e.g. no linux-source to build it from, is no failure); 1 otherwise.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -56,7 +62,7 @@ trixie)		# Debian 13: kernel 6.12, ganesha 6.5, the guest's programs from the tr
 esac
 export RPCRDMA_VM_RELEASE=$RELEASE RPCRDMA_VM_WORK=$W
 BUILDDIR=$(cd "$BUILDDIR" 2>/dev/null && pwd || echo "$BUILDDIR")
-GT=1500
+GT=3000
 # the bench with its TCP controls runs 24 cells of about a minute each
 [ "${RPCRDMA_VM_ONLY:-}" = bench ] && GT=3000
 GT=${RPCRDMA_VM_TIMEOUT:-$GT}
@@ -72,6 +78,31 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	eval "$("$HERE/prepare.sh" | tail -1)" || { echo "run.sh: prepare failed"; exit 1; }
 	[ -f "${KERNEL:-}" ] && [ -f "${INITRD:-}" ] || { echo "run.sh: no kernel/initrd"; exit 1; }
 	T1=$(date +%s)
+	# what the guest's siw columns rest on: the kernel's module, one built by siw-module.sh, or
+	# none and why (quotes dropped: the guest sources these lines)
+	KV=${KERNEL##*/vmlinuz-}
+	case ${SIWKO:-} in
+	"") SIW_MODULE=none
+	    SIW_WHY=$(cat "$W/siw-$KV/unavailable" 2>/dev/null || echo "not built")
+	    [ "${RPCRDMA_VM_SIW:-1}" = 0 ] && SIW_WHY="RPCRDMA_VM_SIW=0" ;;
+	*/kernel-*) SIW_MODULE="siw.ko of the kernel package"; SIW_WHY="" ;;
+	*) SIW_MODULE="siw.ko $(cat "$W/siw-$KV/origin" 2>/dev/null)"; SIW_WHY="" ;;
+	esac
+	SIW_MODULE=$(echo "$SIW_MODULE" | tr -d "'\n"); SIW_WHY=$(echo "$SIW_WHY" | tr -d "'\n")
+	# KVM only where it is hardware-assisted: a /dev/kvm of a nested paravirtual hypervisor
+	# (kvm_pvm) opens but cannot run a stock kernel (qemu aborts on -cpu host, hangs otherwise)
+	ACCEL=${RPCRDMA_VM_ACCEL:-auto}
+	if [ "$ACCEL" = auto ]; then
+		ACCEL=tcg
+		if [ -r /dev/kvm ] && [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then
+			ACCEL=kvm
+		fi
+	fi
+	case $ACCEL in
+	kvm) QACCEL=(-accel kvm -cpu host) ;;
+	tcg) QACCEL=(-accel tcg,thread=multi -cpu max) ;;
+	*) echo "run.sh: RPCRDMA_VM_ACCEL=$ACCEL (kvm, tcg)"; exit 2 ;;
+	esac
 
 	rm -rf "$OUT"; mkdir -p "$OUT"
 	cat > "$OUT/env" <<-EOF
@@ -94,7 +125,11 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
 	VM_MTU=${RPCRDMA_VM_MTU:-1500}
+	VM_SIW=${RPCRDMA_VM_SIW:-1}
+	SIW_MODULE='$SIW_MODULE'
+	SIW_WHY='$SIW_WHY'
 	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_MTU
+	export VM_SIW SIW_MODULE SIW_WHY
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
@@ -103,7 +138,9 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	# emulated MMIO read, which no real machine charges. The TSC, as on real hardware, unless
 	# RPCRDMA_VM_CLOCK=hpet (the old behaviour, for comparison).
 	CLOCK="guest clock HPET (clock_gettime is a system call)"
-	if [ "${RPCRDMA_VM_CLOCK:-tsc}" = tsc ]; then
+	if [ $ACCEL = kvm ]; then
+		CLOCK="guest clock kvm-clock"
+	elif [ "${RPCRDMA_VM_CLOCK:-tsc}" = tsc ]; then
 		APPEND="$APPEND tsc=reliable clocksource=tsc"
 		CLOCK="guest clock TSC (tsc=reliable: clock_gettime stays in the vDSO, as on real hardware)"
 	fi
@@ -112,7 +149,7 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	# ("IO-APIC + timer doesn't work!", seen here at load 14): the check is for real boards
 	[ "$RELEASE" = bookworm ] || APPEND="$APPEND no_timer_check"
 	echo "== interop VM ($RELEASE): kernel $(basename "$KERNEL"), build dir $BUILDDIR, guest programs from $SHARE (log: $OUT/vm.log)"
-	echo "guest $(basename "$KERNEL") under qemu TCG -smp 2, $CLOCK; $(host_info) at start" \
+	echo "guest $(basename "$KERNEL") under qemu ${ACCEL^^} -smp 2, $CLOCK; $(host_info) at start" \
 		> "$OUT/host-info"
 	CON=(-nographic)
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] || CON=(-display none -serial "file:$OUT/vm.log" -monitor none)
@@ -127,7 +164,7 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 		mkdir -p "$SHARE$REPO"
 		NS=(unshare --mount --propagation private sh -c "$BIND && exec \"\$@\"" sh)
 	fi
-	timeout -s KILL $((GT + 120)) "${NS[@]}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
+	timeout -s KILL $((GT + 120)) "${NS[@]}" qemu-system-x86_64 "${QACCEL[@]}" -m 2048 -smp 2 \
 		-no-reboot -nic none "${CON[@]}" \
 		-virtfs local,path="$SHARE",mount_tag=host0,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,path="$OUT",mount_tag=out0,security_model=none,multidevs=remap \
@@ -147,24 +184,42 @@ fail=0; why=()
 get() { # server vers test -> "status secs"
 	awk -v s="$1" -v v="$2" -v t="$3" '$1==s && $2==v && $3==t {print $4, $5; f=1; exit} END{if(!f) print "-", ""}' "$R"
 }
+CW=16	# a cell's width
 cell() { local st secs; read -r st secs <<<"$(get "$@")"
-	if [ "$st" = - ]; then printf '%-18s' "n-a"; else printf '%-18s' "$st ${secs}s"; fi; }
+	if [ "$st" = - ]; then printf "%-${CW}s" "n-a"; else printf "%-${CW}s" "$st ${secs}s"; fi; }
+notes() { awk -v s="$1" -v t="$2" '$1==s && $3==t {for (i = 6; i <= NF; i++) printf " %s", $i; exit}' "$R"; }
+siw_on=0	# siw0 came up: its columns count like rxe0's
+[ "$(get setup - siw0 | cut -d' ' -f1)" = pass ] && siw_on=1
 
 echo
 echo "================ interop VM results ================"
-printf '%-28s %s%s\n' "rxe0 setup" "$(cell setup - rxe0)" \
-	"$(awk '$1=="setup" && $3=="rxe0" {for (i = 6; i <= NF; i++) printf " %s", $i}' "$R")"
+printf '%-28s %s%s\n' "rxe0 setup" "$(cell setup - rxe0)" "$(notes setup rxe0)"
 printf '%-28s %s\n' "rping via host root (chroot)" "$(cell setup - host_rping)"
-read -r st secs note <<<"$(awk '$1=="fabric"{print $4, $5; exit}' "$R")"
-fnote=$(awk '$1=="fabric"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
-case "${st:-}" in
-pass) printf '%-28s %s\n' "fabric conformance (verbs)" "pass ${secs}s  $fnote" ;;
-fail) printf '%-28s %s\n' "fabric conformance (verbs)" "FAIL ${secs}s  $fnote"; fail=1; why+=("fabric suite failed")
-      echo "    failed: $(grep -a '^\[  FAILED  \] [A-Za-z]' "$OUT/fabric.log" | awk '{print $4}' | sort -u | tr '\n' ' ')"
-      grep -aE 'Segmentation|Abort|terminate called' "$OUT/fabric.log" | head -3 | sed 's/^/    /'
-      echo "    (full log: $OUT/fabric.log)" ;;
-*) if [ "${RPCRDMA_VM_ONLY:-}" = devrm ]; then printf '%-28s %s\n' "fabric conformance (verbs)" "not run (RPCRDMA_VM_ONLY=devrm)"
-   else printf '%-28s %s\n' "fabric conformance (verbs)" "not available  ${fnote}"; fi ;;
+fabric_row() { # LABEL TITLE: the fabric suite's row; a failure fails the run
+	local st secs fnote
+	read -r st secs <<<"$(awk -v l="$1" '$1==l{print $4, $5; exit}' "$R")"
+	fnote=$(notes "$1" conformance)
+	case "${st:-}" in
+	pass) printf '%-28s %s\n' "$2" "pass ${secs}s $fnote" ;;
+	fail) printf '%-28s %s\n' "$2" "FAIL ${secs}s $fnote"; fail=1; why+=("$2 failed")
+	      echo "    failed: $(grep -a '^\[  FAILED  \] [A-Za-z]' "$OUT/$1.log" | awk '{print $4}' | sort -u | tr '\n' ' ')"
+	      grep -aE 'Segmentation|Abort|terminate called' "$OUT/$1.log" | head -3 | sed 's/^/    /'
+	      echo "    (full log: $OUT/$1.log)" ;;
+	*) case "${RPCRDMA_VM_ONLY:-}" in
+	   devrm|bench) printf '%-28s %s\n' "$2" "not run (RPCRDMA_VM_ONLY=$RPCRDMA_VM_ONLY)" ;;
+	   *) printf '%-28s %s\n' "$2" "not available $fnote" ;;
+	   esac ;;
+	esac
+}
+[ "${RPCRDMA_VM_ONLY:-}" = siw ] || fabric_row fabric "fabric conformance (verbs)"
+# siw0: "not available" (no module for this kernel) is said, and is no failure
+case "$(get setup - siw0 | cut -d' ' -f1)" in
+pass) printf '%-28s %s%s\n' "siw0 setup" "$(cell setup - siw0)" "$(notes setup siw0)"
+      printf '%-28s %s\n' "rping over siw0 (chroot)" "$(cell setup - siw_rping)"
+      fabric_row fabric-siw "fabric conformance on siw0" ;;
+fail) printf '%-28s %s%s\n' "siw0 setup" "FAIL" "$(notes setup siw0)"; fail=1; why+=("siw0 setup failed") ;;
+na) printf '%-28s %s%s\n' "siw0 setup" "not available:" "$(notes setup siw0)" ;;
+*) case "${RPCRDMA_VM_ONLY:-}" in devrm|bench) ;; *) printf '%-28s %s\n' "siw0 setup" "not run" ;; esac ;;
 esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
 
@@ -173,7 +228,8 @@ finish() {
 	echo
 	echo "time: prepare $((T1 - T0))s, VM $((T2 - T1))s, total $(( $(date +%s) - T0 ))s"
 	if [ $fail = 0 ]; then echo "INTEROP VM: PASS"; exit 0; fi
-	echo "INTEROP VM: FAIL"; for w in "${why[@]}"; do echo "  - $w"; done
+	echo "INTEROP VM: FAIL"; for w in "${why[@]:0:25}"; do echo "  - $w"; done
+	[ ${#why[@]} -le 25 ] || echo "  - ... and $(( ${#why[@]} - 25 )) more"
 	exit 1
 }
 # part 4: device removal (guest-devrm.sh); a failing check fails the run, "na" does not
@@ -203,54 +259,95 @@ fi
 COLS="knfsd ganesha"
 grep -q "^ganesha-tcp " "$R" && COLS="knfsd ganesha-tcp ganesha"
 grep -q "^ganesha-srq " "$R" && COLS="$COLS ganesha-srq"
-declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp (ctl)"
-	[ganesha-srq]="rpcrdma Use_SRQ")
-gst=$(get ganesha - start | cut -d' ' -f1)
-gnote=$(awk '$1=="ganesha" && $3=="start"{for(i=6;i<=NF;i++) printf "%s ", $i; exit}' "$R")
-case "$gst" in
-pass) printf '%-28s %s\n' "ganesha+rpcrdma start" "pass $gnote" ;;
-fail) printf '%-28s %s\n' "ganesha+rpcrdma start" "FAIL $gnote"
-      tail -8 "$OUT/ganesha.log" 2>/dev/null | sed 's/^/    /' ;;
-*) printf '%-28s %s\n' "ganesha+rpcrdma" "not available  $gnote" ;;
-esac
+[ "${RPCRDMA_VM_ONLY:-}" = siw ] && COLS=""
+SCOLS=""
+if [ $siw_on = 1 ]; then
+	SCOLS="knfsd-siw ganesha-siw"
+	grep -q "^ganesha-srq-siw " "$R" && SCOLS="$SCOLS ganesha-srq-siw"
+fi
+declare -A HDR=([knfsd]="knfsd/rdma" [ganesha]="ganesha+rpcrdma" [ganesha-tcp]="ganesha/tcp ctl"
+	[ganesha-srq]="rpcrdma Use_SRQ" [knfsd-siw]="knfsd/rdma" [ganesha-siw]="ganesha+rpcrdma"
+	[ganesha-srq-siw]="rpcrdma Use_SRQ")
+start_row() { # LABEL TITLE: whether ganesha came up; not starting fails the run
+	local st note
+	st=$(get "$1" - start | cut -d' ' -f1)
+	note=$(notes "$1" start)
+	case "$st" in
+	pass) printf '%-28s %s\n' "$2 start" "pass$note" ;;
+	fail) printf '%-28s %s\n' "$2 start" "FAIL$note"; fail=1; why+=("$2 did not start")
+	      tail -8 "$OUT/$1.log" 2>/dev/null | sed 's/^/    /' ;;
+	na) printf '%-28s %s\n' "$2" "not available$note" ;;
+	esac
+}
+for c in $COLS $SCOLS; do
+	case $c in ganesha|ganesha-srq|ganesha-siw|ganesha-srq-siw)
+		start_row $c "$(case $c in *siw) echo "siw0 ";; esac)${HDR[$c]}" ;;
+	esac
+done
+[ "${RPCRDMA_VM_ONLY:-}" = fabric ] && COLS="" SCOLS=""
 echo
-printf '%-6s %-14s' vers test; for c in $COLS; do printf '%-18s' "${HDR[$c]}"; done; echo
-VERS=$(awk '$1=="knfsd"{print $2}' "$R" | awk '!s[$0]++')
+n=0; for c in $COLS; do n=$((n + 1)); done
+if [ -n "$SCOLS" ]; then
+	printf '%-21s' ""
+	[ -n "$COLS" ] && printf "%-$((n * CW))s" "| rxe0 (Soft-RoCE)"
+	echo "| siw0 (soft-iWARP)"
+fi
+[ -n "$COLS$SCOLS" ] && printf '%-6s %-14s' vers test
+for c in $COLS; do printf "%-${CW}s" "${HDR[$c]}"; done
+for c in $SCOLS; do printf "%-${CW}s" "${HDR[$c]}"; done; [ -n "$COLS$SCOLS" ] && echo
+VERS=$(awk '$1=="knfsd" || $1=="knfsd-siw" {print $2}' "$R" | awk '!s[$0]++')
 [ -n "$VERS" ] || VERS=$VERSIONS
-TESTS=$(awk '$1=="knfsd"{print $3}' "$R" | awk '!s[$0]++')
+TESTS=$(awk '$1=="knfsd" || $1=="knfsd-siw" {print $3}' "$R" | awk '!s[$0]++')
 [ -n "$TESTS" ] || [ "${RPCRDMA_VM_ONLY:-}" = fabric ] || { fail=1; why+=("no knfsd results at all (VM or guest broke; see $OUT/vm.log.txt)"); }
-npass=0; ntot=0
+st() { get "$@" | cut -d' ' -f1; }
+declare -A NP NT
+[ -n "$COLS$SCOLS" ] || VERS=""
 for v in $VERS; do for t in $TESTS; do
 	printf '%-6s %-14s' "$v" "$t"
-	for c in $COLS; do cell "$c" "$v" "$t"; done; echo
-	k=$(get knfsd "$v" "$t" | cut -d' ' -f1); g=$(get ganesha "$v" "$t" | cut -d' ' -f1)
-	ntot=$((ntot + 1)); [ "$k" = pass ] && npass=$((npass + 1))
-	[ "$k" = pass ] || { fail=1; why+=("knfsd v$v $t: $k"); }
-	[ "$k" = pass ] && [ "$g" = fail ] && { fail=1; why+=("ganesha+rpcrdma v$v $t fails where knfsd passes"); }
-	g=$(get ganesha-srq "$v" "$t" | cut -d' ' -f1)
-	[ "$k" = pass ] && [ "$g" = fail ] && { fail=1; why+=("ganesha+rpcrdma (Use_SRQ) v$v $t fails where knfsd passes"); }
+	for c in $COLS $SCOLS; do cell "$c" "$v" "$t"; done; echo
+	# the same rule on each device: every knfsd test passes, and nothing that passes on knfsd
+	# fails on ganesha+rpcrdma, with or without Use_SRQ
+	for dev in rxe siw; do
+		if [ $dev = rxe ]; then sfx=""; [ -n "$COLS" ] || continue
+		else sfx=-siw; [ $siw_on = 1 ] || continue; fi
+		k=$(st knfsd$sfx "$v" "$t")
+		NT[$dev]=$(( ${NT[$dev]:-0} + 1 )); [ "$k" = pass ] && NP[$dev]=$(( ${NP[$dev]:-0} + 1 ))
+		[ "$k" = pass ] || { fail=1; why+=("knfsd${sfx:+ on siw0} v$v $t: $k"); }
+		[ "$k" = pass ] && [ "$(st ganesha$sfx "$v" "$t")" = fail ] &&
+			{ fail=1; why+=("ganesha+rpcrdma${sfx:+ on siw0} v$v $t fails where knfsd passes"); }
+		[ "$k" = pass ] && [ "$(st ganesha-srq$sfx "$v" "$t")" = fail ] &&
+			{ fail=1; why+=("ganesha+rpcrdma (Use_SRQ)${sfx:+ on siw0} v$v $t fails where knfsd passes"); }
+	done
 done; done
-echo "knfsd: $npass/$ntot pass"
-[ "$(get ganesha-srq - start | cut -d' ' -f1)" = fail ] && { fail=1; why+=("ganesha+rpcrdma with Use_SRQ did not start"); }
+[ -n "${NT[rxe]:-}" ] && echo "knfsd on rxe0: ${NP[rxe]:-0}/${NT[rxe]} pass"
+[ -n "${NT[siw]:-}" ] && echo "knfsd on siw0: ${NP[siw]:-0}/${NT[siw]} pass"
 if [[ $COLS == *ganesha-tcp* ]]; then
 	bad=$(awk '$1=="ganesha-tcp" && $4!="pass"' "$R" | wc -l)
 	[ "$bad" = 0 ] || echo "note: the ganesha/tcp control has $bad non-passing rows (ganesha or config trouble," \
 		"not the RDMA transport; log: $OUT/ganesha-tcp.log); it does not change the exit status"
 fi
 # why each failing row failed (the guest's "[test] FAIL: ..." line just before its RESULT line)
-reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail" && $2!="fabric") print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
+reasons=$(awk '/^  \[[a-z_0-9]+\] (FAIL|killed)/{r=r $0 " "} /^RESULT /{if($5=="fail" && $2!~/^fabric/) print "  " $2 " v" $3 " " $4 ":" (r==""?" " ($7==""?"(no reason printed)":$7):substr(r,1,300)); r=""}' \
 	"$OUT/guest.log" 2>/dev/null | sed 's/  \[[a-z_0-9]*\]//g')
 [ -n "$reasons" ] && { echo; echo "-- failures (details: $OUT/guest.log)"; echo "$reasons" | head -40; }
-for c in ganesha-tcp ganesha ganesha-srq; do
+for c in ganesha-tcp ganesha ganesha-srq ganesha-siw ganesha-srq-siw; do
 	[ -s "$OUT/$c.stats" ] && { echo; echo "-- $c: plugin counters ($OUT/$c.stats)"; cat "$OUT/$c.stats"; }
 	[ -s "$OUT/$c.counters" ] && { echo; echo "-- $c: counter lines from the ganesha log"; cat "$OUT/$c.counters"; }
+done
+# the plugin's start-up lines (device, transport, limits; Use_SRQ's fallback; memlock) as
+# ganesha logged them, and RLIMIT_MEMLOCK as the harness left it and as ganesha had it running
+for c in ganesha ganesha-srq ganesha-siw ganesha-srq-siw; do
+	[ -s "$OUT/$c.startup" ] || [ -s "$OUT/$c.memlock" ] || continue
+	echo; echo "-- $c: start-up lines from the ganesha log ($OUT/$c.log)"
+	sed 's/^/  /' "$OUT/$c.startup" 2>/dev/null
+	sed 's/^/  /' "$OUT/$c.memlock" 2>/dev/null
 done
 devrm_report
 echo
 if [ -s "$OUT/dmesg-errors.txt" ]; then
-	echo "-- dmesg (xprtrdma/svcrdma/rxe lines mentioning errors; all: $OUT/dmesg.txt)"
+	echo "-- dmesg (xprtrdma/svcrdma/rxe/siw lines mentioning errors; all: $OUT/dmesg.txt)"
 	head -40 "$OUT/dmesg-errors.txt"
 else
-	echo "-- dmesg: no xprtrdma/svcrdma/rxe error lines"
+	echo "-- dmesg: no xprtrdma/svcrdma/rxe/siw error lines"
 fi
 finish

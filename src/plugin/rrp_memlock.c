@@ -21,7 +21,9 @@
 #include "plugin/rrp_plugin.h"
 
 /* As high as this process may set it: unlimited with CAP_SYS_RESOURCE (root,
- * a package's LimitMEMLOCK=infinity), else up to the hard limit. */
+ * a package's LimitMEMLOCK=infinity), else up to the hard limit. The
+ * preloaded library did the same before ganesha's main (rrp_preload.c), while
+ * ganesha still had CAP_SYS_RESOURCE; this covers a core loaded otherwise. */
 void rrp_memlock_raise(void)
 {
 	struct rlimit rl;

@@ -8,7 +8,8 @@
  *  - the interposed ntirpc and ganesha entry points (rrp_interpose.h), each
  *    forwarding to the core's hook or to the real function;
  *  - the allocator calls of the READ payload arena (rrp_payload.c);
- *  - the version guard (rrp_version.c).
+ *  - the version guard (rrp_version.c);
+ *  - RLIMIT_MEMLOCK raised before ganesha's main (raise_memlock below).
  * The first interposed call (svc_init, early in ganesha's start) checks the
  * versions, then dlopen()s librpcrdma_core.so from this library's own folder
  * and attaches it. Whatever fails is one log line, and every call then goes
@@ -20,6 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <syslog.h>
 
 #include "plugin/rrp_interpose.h"
@@ -76,6 +78,29 @@ static int core_path(char *out, size_t len)
 			RRP_CORE_SONAME) >= (int)len
 		       ? -1
 		       : 0;
+}
+
+/*
+ * Registered memory is pinned memory, and siw charges it to RLIMIT_MEMLOCK
+ * even for root (docs/devices.md). ganesha drops CAP_SYS_RESOURCE early in
+ * its start (nfs_init.c, lower_my_caps), long before the core registers
+ * anything, and from then on the limit can rise no further than its hard
+ * limit. So it is raised here, while the process may: to unlimited with
+ * CAP_SYS_RESOURCE, else to the hard limit. The core tries again at start-up
+ * and says what is still missing.
+ */
+static __attribute__((constructor)) void raise_memlock(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	if (!setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY}))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
 }
 
 static const struct rrp_shim shim = {
