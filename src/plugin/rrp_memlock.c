@@ -18,25 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "plugin/rrp_memlock.h"
 #include "plugin/rrp_plugin.h"
-
-/* As high as this process may set it: unlimited with CAP_SYS_RESOURCE (root,
- * a package's LimitMEMLOCK=infinity), else up to the hard limit. The
- * preloaded library did the same before ganesha's main (rrp_preload.c), while
- * ganesha still had CAP_SYS_RESOURCE; this covers a core loaded otherwise. */
-void rrp_memlock_raise(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	if (!setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY}))
-		return;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_MEMLOCK, &rl);
-	}
-}
 
 /* CAP_IPC_LOCK lifts the limit for devices that ask ib_umem_get. */
 static bool cap_ipc_lock(void)

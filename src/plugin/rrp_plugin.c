@@ -21,6 +21,7 @@
 #include "plugin/rrp_gsh.h"
 #include "plugin/rrp_host.h"
 #include "plugin/rrp_payload.h"
+#include "plugin/rrp_memlock.h"
 #include "plugin/rrp_plugin.h"
 
 struct rrp_plugin rrp;

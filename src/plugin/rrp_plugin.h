@@ -75,11 +75,10 @@ void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...
 #define rrp_warn(...) rrp_log_at(RRP_LOG_WARN, __func__, __VA_ARGS__)
 #define rrp_crit(...) rrp_log_at(RRP_LOG_CRIT, __func__, __VA_ARGS__)
 
-/* RLIMIT_MEMLOCK (rrp_memlock.c): raised as far as this process may, before
- * anything is registered; the limit the listener @sv's registrations meet
+/* RLIMIT_MEMLOCK (rrp_memlock.c; raised by rrp_memlock.h's rrp_memlock_raise
+ * before anything is registered): the limit the listener @sv's registrations meet
  * (UINT64_MAX where none binds); and the one line when the settings do not
  * fit it: @served the smaller settings served, or NULL when nothing fits. */
-void rrp_memlock_raise(void);
 uint64_t rrp_memlock_limit(const struct rr_served *sv, bool soft);
 void rrp_memlock_say(const char *addr, const char *device, uint64_t limit, uint64_t need,
 		     uint64_t least, const char *served);

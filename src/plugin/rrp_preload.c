@@ -25,6 +25,7 @@
 #include <syslog.h>
 
 #include "plugin/rrp_interpose.h"
+#include "plugin/rrp_memlock.h"
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_version.h"
 
@@ -60,7 +61,7 @@ static void resolve_real(void)
 	RRP_INTERPOSED(RRP_RESOLVE)
 #undef RRP_RESOLVE
 	real_calls.put_gsh_export =
-		(void (*)(void *, bool, char *, int, char *))dlsym(RTLD_NEXT, "_put_gsh_export");
+	    (void (*)(void *, bool, char *, int, char *))dlsym(RTLD_NEXT, "_put_gsh_export");
 }
 
 /* librpcrdma_core.so beside this library. */
@@ -76,8 +77,8 @@ static int core_path(char *out, size_t len)
 		return snprintf(out, len, "%s", RRP_CORE_SONAME) >= (int)len ? -1 : 0;
 	return snprintf(out, len, "%.*s/%s", (int)(slash - self.dli_fname), self.dli_fname,
 			RRP_CORE_SONAME) >= (int)len
-		       ? -1
-		       : 0;
+		   ? -1
+		   : 0;
 }
 
 /*
@@ -91,23 +92,14 @@ static int core_path(char *out, size_t len)
  */
 static __attribute__((constructor)) void raise_memlock(void)
 {
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	if (!setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY}))
-		return;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_MEMLOCK, &rl);
-	}
+	rrp_memlock_raise();
 }
 
 static const struct rrp_shim shim = {
-	.real = &real_calls,
-	.payload_init = rrp_payload_init,
-	.payload_expect = rrp_payload_expect,
-	.payload_lend = rrp_payload_lend,
+    .real = &real_calls,
+    .payload_init = rrp_payload_init,
+    .payload_expect = rrp_payload_expect,
+    .payload_lend = rrp_payload_lend,
 };
 
 static void load(void)
@@ -141,11 +133,11 @@ static void load(void)
 	hooks = core_hooks;
 }
 
-#define RRP_FORWARD(ret, name, params, args)                                                  \
-	EXPORTED ret name params                                                              \
-	{                                                                                     \
-		pthread_once(&load_once, load);                                               \
-		return (hooks.name ? hooks.name : real_calls.name) args;                      \
+#define RRP_FORWARD(ret, name, params, args)                                                       \
+	EXPORTED ret name params                                                                   \
+	{                                                                                          \
+		pthread_once(&load_once, load);                                                    \
+		return (hooks.name ? hooks.name : real_calls.name)args;                            \
 	}
 RRP_INTERPOSED(RRP_FORWARD)
 #undef RRP_FORWARD

@@ -370,8 +370,10 @@ static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 
 /* A Reply's description, kept in its call until it is built (not the
  * bytes, which stay the caller's until done). */
-static void reply_keep(struct rr_call_ctx *ctx, const struct iovec *iov, int iovcnt,
-		       const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
+static inline __attribute__((always_inline)) void reply_keep(struct rr_call_ctx *ctx,
+							     const struct iovec *iov, int iovcnt,
+							     const struct rr_reply_plan *plan,
+							     rr_reply_done_fn done, void *done_arg)
 {
 	if (!plan)
 		plan = &no_spans;
@@ -380,21 +382,29 @@ static void reply_keep(struct rr_call_ctx *ctx, const struct iovec *iov, int iov
 		ctx->rep_plan.nspans = 0;
 		ctx->rep_plan.deliverable = false;
 	} else {
-		/* A few entries each: element copies, not memcpy calls. */
-		if (iov != ctx->rep_iov)
-			for (int i = 0; i < iovcnt; i++)
-				ctx->rep_iov[i] = iov[i];
+		/* A few entries each: element copies, not memcpy calls (onto
+		 * themselves, harmlessly, for a Reply that waited before). */
+		for (int i = 0; i < iovcnt; i++)
+			ctx->rep_iov[i] = iov[i];
 		ctx->rep_iovcnt = iovcnt;
 		/* the spans in use only: a plan has room for every Write chunk */
-		if (plan != &ctx->rep_plan) {
-			ctx->rep_plan.nspans = plan->nspans;
-			ctx->rep_plan.deliverable = plan->deliverable;
-			for (unsigned int i = 0; i < plan->nspans; i++)
-				ctx->rep_plan.spans[i] = plan->spans[i];
-		}
+		ctx->rep_plan.nspans = plan->nspans;
+		ctx->rep_plan.deliverable = plan->deliverable;
+		for (unsigned int i = 0; i < plan->nspans; i++)
+			ctx->rep_plan.spans[i] = plan->spans[i];
 	}
 	ctx->rep_done = done;
 	ctx->rep_arg = done_arg;
+}
+
+/* No send context for it now: the Reply waits (out of line, as it is rare). */
+static __attribute__((noinline, cold)) void reply_wait(struct rr_call_ctx *ctx,
+						       const struct iovec *iov, int iovcnt,
+						       const struct rr_reply_plan *plan,
+						       rr_reply_done_fn done, void *done_arg)
+{
+	reply_keep(ctx, iov, iovcnt, plan, done, done_arg);
+	rr_send_ctx_wait(ctx->conn, ctx);
 }
 
 static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
@@ -420,8 +430,7 @@ static int reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	 * connection's own to come back (rr_send.c). */
 	s = c->ctx_wait_head ? NULL : rr_send_ctx_get(c, false);
 	if (!s) {
-		reply_keep(ctx, iov, iovcnt, plan, done, done_arg);
-		rr_send_ctx_wait(c, ctx);
+		reply_wait(ctx, iov, iovcnt, plan, done, done_arg);
 		return 0;
 	}
 	if (!reply_build(s, &a)) {

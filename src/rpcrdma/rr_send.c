@@ -78,12 +78,13 @@ bool rr_send_lkey(const struct rr_conn *c, const void *addr, size_t len, uint32_
 }
 
 /*
- * Event thread, free list empty: make more contexts, as many again as
+ * Event thread, free list empty (out of line: the per-call path only
+ * tests the list): make more contexts, as many again as
  * there are (a burst that needed them will likely come back), within
  * nsends and within what the budget has left. False when none may be made
  * now.
  */
-static bool send_grow(struct rr_conn *c)
+static __attribute__((noinline, cold)) bool send_grow(struct rr_conn *c)
 {
 	struct rr_server *srv = c->srv;
 	uint32_t max = c->nsends - c->nsends_bc;
@@ -123,7 +124,6 @@ static bool send_grow(struct rr_conn *c)
 	}
 	return false;
 }
-
 
 struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
 {
@@ -445,10 +445,12 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	if (wc->status != FAB_WC_SUCCESS) {
 		if (wc->status == FAB_WC_RNR_RETRY_EXC_ERR)
 			RR_STAT_ADD(c, rnr_disconnects, 1);
-		rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR ? "RDMA Write/Send: remote access error"
-				 : wc->status == FAB_WC_RNR_RETRY_EXC_ERR  ? "client had no receive posted (RNR)"
-				 : wc->status == FAB_WC_WR_FLUSH_ERR	    ? "Send flushed (QP in error)"
-									    : "Send failed");
+		rr_conn_close(c, wc->status == FAB_WC_REM_ACCESS_ERR
+				     ? "RDMA Write/Send: remote access error"
+				 : wc->status == FAB_WC_RNR_RETRY_EXC_ERR
+				     ? "client had no receive posted (RNR)"
+				 : wc->status == FAB_WC_WR_FLUSH_ERR ? "Send flushed (QP in error)"
+								     : "Send failed");
 	}
 	/* A failed unsignalled Write carries no context; its chain's Send
 	 * completes (flushed) and releases everything. */
@@ -466,4 +468,3 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 		rr_send_ctx_release(s);
 	}
 }
-

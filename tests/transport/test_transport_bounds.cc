@@ -234,7 +234,8 @@ class SendContexts : public TransportTest {
 /*
  * With the shared receive pool, what an idle connection registers is its
  * first send chunk: within 64 KiB (issue #33's target), however many
- * credits it was granted. A busy one makes more, and keeps them.
+ * credits it was granted. A busy one makes more, keeps them, and never
+ * more than its bound.
  */
 TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
 {
@@ -254,13 +255,17 @@ TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
 	st = srv.stats();
 	EXPECT_GT(st["send_ctx_grown"], 0u);
 	EXPECT_EQ(st["send_ctx_waits"], 0u) << "no budget: nothing waits";
-	uint64_t sends = st["pinned_bytes"] - st["recv_mem_bytes"], grown = st["send_ctx_grown"];
+	uint64_t sends = st["pinned_bytes"] - st["recv_mem_bytes"];
 	EXPECT_GT(sends, conns.size() * kReserveBytes);
-	/* kept: a second burst makes none */
-	burst(conns[3].get(), conns[3]->grant(), 10);
+	/* Kept while the connection lives (how many a burst needs depends on
+	 * how the workers' answers batch), never past one per receive and
+	 * RR_QUIET_SENDS more and the reverse direction's: 150 x 4 KiB. */
+	for (uint32_t round = 0; round < 3; round++)
+		burst(conns[3].get(), conns[3]->grant(), 10 + round);
 	st = srv.stats();
-	EXPECT_EQ(st["send_ctx_grown"], grown);
-	EXPECT_EQ(st["pinned_bytes"] - st["recv_mem_bytes"], sends);
+	EXPECT_GE(st["pinned_bytes"] - st["recv_mem_bytes"], sends);
+	EXPECT_LE(st["pinned_bytes"] - st["recv_mem_bytes"],
+		  (conns.size() - 1) * kReserveBytes + 150 * kPage);
 	conns.clear();
 	EXPECT_EQ(stat_when(srv, "conns_active", 0), 0u);
 	st = srv.stats();
