@@ -186,11 +186,21 @@ void burst(Requester *a, uint32_t n, uint32_t seed)
 	}
 }
 
+/*
+ * Every completion the server's fabric delivers waits 5 ms (a fault the
+ * soft fabric offers): a burst's Calls arrive first and the ACKs of its
+ * Replies queue behind them, so Replies are built while none of their
+ * Sends has completed - as many send contexts at once as the burst, on any
+ * machine and build, not only when the workers' answers happen to batch.
+ */
+constexpr const char *kSlowCompletions = "delay_us=5000";
+
 class BudgetCountsSends : public TransportTest {
       protected:
 	BudgetCountsSends()
 	{
 		sopts.args = {"--recv-mem", std::to_string(kBudget)};
+		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
 	}
 };
 
@@ -228,6 +238,7 @@ class SendContexts : public TransportTest {
 	SendContexts()
 	{
 		sopts.args = {"--srq", "1"};
+		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
 	}
 };
 
