@@ -87,22 +87,21 @@ int soft_io_start(struct soft_conn *c)
 	return rc ? -EAGAIN : 0;
 }
 
-bool soft_writer_idle_locked(struct soft_conn *c)
-{
-	if (writer_has_work_locked(c) && !c->stop)
-		return false;
-	c->writer_on = false;
-	pthread_cond_broadcast(&c->cond); /* soft_io_wait_stopped */
-	return true;
-}
-
 void soft_io_ended_locked(struct soft_conn *c, bool reader)
 {
 	if (reader)
 		c->reader_on = false;
 	else
 		c->writer_on = false;
-	pthread_cond_broadcast(&c->cond);
+	pthread_cond_broadcast(&c->cond); /* soft_io_wait_stopped */
+}
+
+bool soft_writer_idle_locked(struct soft_conn *c)
+{
+	if (writer_has_work_locked(c) && !c->stop)
+		return false;
+	soft_io_ended_locked(c, false);
+	return true;
 }
 
 void soft_io_wait_stopped(struct soft_conn *c)

@@ -40,6 +40,35 @@ static std::vector<std::string> lines_with(const std::string &text, const std::s
 }
 
 /*
+ * ganesha started with RLIMIT_MEMLOCK at @limit and registrations charged
+ * against it (@ready_line: the log line to wait for, if any). Its log in
+ * *@log; the one RLIMIT_MEMLOCK line, checked to name the limit (@is) and
+ * the three ways to give more, in *@line.
+ */
+static void start_limited(GaneshaServer &g, uint64_t limit, const char *ready_line, const char *is,
+			  std::string *log, std::string *line)
+{
+	GaneshaOptions o;
+	std::string err;
+
+	o.memlock = limit;
+	o.env.push_back("RPCRDMA_SOFT_MEMLOCK=1");
+	if (ready_line)
+		o.ready_line = ready_line;
+	ASSERT_TRUE(g.start(o, &err)) << err;
+	*log = slurp(g.dir + "/ganesha.log") + slurp(g.dir + "/stderr.log");
+
+	auto said = lines_with(*log, "RLIMIT_MEMLOCK");
+	ASSERT_EQ(said.size(), 1u) << *log;
+	*line = said[0];
+	printf("the line: %s\n", line->c_str());
+	EXPECT_NE(line->find(is), std::string::npos) << *line;
+	EXPECT_NE(line->find("LimitMEMLOCK=infinity"), std::string::npos) << *line;
+	EXPECT_NE(line->find("ulimit -l unlimited"), std::string::npos) << *line;
+	EXPECT_NE(line->find("--ulimit memlock=-1"), std::string::npos) << *line;
+}
+
+/*
  * A limit below what one connection and its Read sinks need: RDMA is refused
  * at start, in one line, the stats socket's health saying why, no connection
  * admitted and then failed, TCP served.
@@ -49,26 +78,14 @@ TEST(Memlock, TooSmallRefusedAtStartInOneLine)
 	std::string why;
 	if (!GaneshaServer::available(&why))
 		GTEST_SKIP() << "plugin tests need ganesha and the plugin: " << why;
-	GaneshaOptions o;
-	o.memlock = kTooSmall;
-	o.env.push_back("RPCRDMA_SOFT_MEMLOCK=1");
-	o.ready_line = "RLIMIT_MEMLOCK";
 	GaneshaServer g;
-	std::string err;
-	ASSERT_TRUE(g.start(o, &err)) << err;
-	std::string log = slurp(g.dir + "/ganesha.log") + slurp(g.dir + "/stderr.log");
+	std::string err, log, line;
 
 	/* exactly one line, naming the limit, the need and the ways to give it */
-	auto said = lines_with(log, "RLIMIT_MEMLOCK");
-	ASSERT_EQ(said.size(), 1u) << log;
-	const std::string &line = said[0];
-	printf("the line: %s\n", line.c_str());
-	EXPECT_NE(line.find("RLIMIT_MEMLOCK is 2 MiB"), std::string::npos) << line;
+	ASSERT_NO_FATAL_FAILURE(
+	    start_limited(g, kTooSmall, "RLIMIT_MEMLOCK", "RLIMIT_MEMLOCK is 2 MiB", &log, &line));
 	EXPECT_NE(line.find("would register up to"), std::string::npos) << line;
 	EXPECT_NE(line.find("RDMA not served there, TCP unaffected"), std::string::npos) << line;
-	EXPECT_NE(line.find("LimitMEMLOCK=infinity"), std::string::npos) << line;
-	EXPECT_NE(line.find("ulimit -l unlimited"), std::string::npos) << line;
-	EXPECT_NE(line.find("--ulimit memlock=-1"), std::string::npos) << line;
 	EXPECT_TRUE(lines_with(log, "NFS over RDMA listening").empty()) << log;
 
 	/* the stats socket says why */
@@ -119,23 +136,12 @@ TEST(Memlock, ServedWithinTheLimit)
 	if (rr_test_device().transport == FAB_TRANSPORT_IWARP)
 		GTEST_SKIP() << "device profile " << rr_test_device_name()
 			     << ": per-Read sink registrations need more than 6 MiB";
-	GaneshaOptions o;
-	o.memlock = kMemlock;
-	o.env.push_back("RPCRDMA_SOFT_MEMLOCK=1");
 	GaneshaServer g;
-	std::string err;
-	ASSERT_TRUE(g.start(o, &err)) << err;
-	std::string log = slurp(g.dir + "/ganesha.log") + slurp(g.dir + "/stderr.log");
+	std::string err, log, line;
 
-	auto said = lines_with(log, "RLIMIT_MEMLOCK");
-	ASSERT_EQ(said.size(), 1u) << log;
-	const std::string &line = said[0];
-	printf("the line: %s\n", line.c_str());
-	EXPECT_NE(line.find("RLIMIT_MEMLOCK is 6 MiB"), std::string::npos) << line;
+	ASSERT_NO_FATAL_FAILURE(
+	    start_limited(g, kMemlock, nullptr, "RLIMIT_MEMLOCK is 6 MiB", &log, &line));
 	EXPECT_NE(line.find("serving within it with Max_Connections"), std::string::npos) << line;
-	EXPECT_NE(line.find("LimitMEMLOCK=infinity"), std::string::npos) << line;
-	EXPECT_NE(line.find("ulimit -l unlimited"), std::string::npos) << line;
-	EXPECT_NE(line.find("--ulimit memlock=-1"), std::string::npos) << line;
 
 	Json j;
 	std::string raw;
