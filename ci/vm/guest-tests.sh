@@ -11,7 +11,7 @@
 #   guest-tests.sh --one TEST ...   (internal) run one test
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 IP=${NFS_IP:-192.168.77.1}
-TESTS="mount rw_1m rw_odd small_files symlink readdir_big rsize_4k race_2mounts remount"
+TESTS=${VM_TESTS:-"mount rw_1m rw_odd small_files symlink readdir_big rsize_4k race_2mounts remount"}
 up() { cut -d' ' -f1 /proc/uptime; }
 secs() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
 note() { echo "  [$T] $*"; }
@@ -31,7 +31,28 @@ do_umount() { grep -q " $1 nfs" /proc/mounts || return 0; timeout -s KILL 60 umo
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 sum() { md5sum < "$1" | cut -d' ' -f1; }
 same() { # FILE_A FILE_B what
-	[ "$(sum "$1")" = "$(sum "$2")" ] || die "$3: checksum differs ($1 vs $2)"
+	[ "$(sum "$1")" = "$(sum "$2")" ] || { wrong_pages "$1" "$2"; die "$3: checksum differs ($1 vs $2)"; }
+}
+wrong_pages() { # EXPECTED GOT: which 4 KiB pages differ, and what was read in their place
+	cmp -l "$1" "$2" 2>/dev/null | awk -v T="$T" '
+	{ p = int(($1 - 1) / 4096); if (!(p in n)) { first[p] = $1 - 1; order[++k] = p }
+	  n[p]++; last[p] = $1 - 1; if ($3 != 0) nz[p] = 1 }
+	END { printf "  [%s] %d pages of 4 KiB differ\n", T, k
+	  for (i = 1; i <= k && i <= 12; i++) { p = order[i]
+	    printf "  [%s] page %d: %d bytes differ, +%d to +%d%s\n", T, p, n[p],
+	      first[p] - 4096 * p, last[p] - 4096 * p, (p in nz) ? "" : ", read as zeros" } }' > /tmp/wrong
+	cat /tmp/wrong
+	# a wrong page that is another page of the file: which one
+	for p in $(awk '$2 == "page" {sub(":", "", $3); print $3}' /tmp/wrong | head -4); do
+		got=$(dd if="$2" bs=4096 skip=$p count=1 2>/dev/null | md5sum | cut -d' ' -f1)
+		i=0; n=$(( ($(wc -c < "$1") + 4095) / 4096 ))
+		while [ $i -lt $n ]; do
+			[ "$(dd if="$1" bs=4096 skip=$i count=1 2>/dev/null | md5sum | cut -d' ' -f1)" = "$got" ] &&
+				{ note "page $p holds the bytes of page $i"; break; }
+			i=$((i + 1))
+		done
+	done
+	grep "xprt:" /proc/self/mountstats | sed "s/^/  [$T] mountstats /"
 }
 # xprtrdma counters of /mnt's transport (/proc/self/mountstats "xprt: rdma" line):
 # field 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count.

@@ -36,6 +36,7 @@
 #      RPCRDMA_VM_ONLY=devrm   run only the rxe setup and part 4 (device removal under ganesha+rpcrdma)
 #      RPCRDMA_VM_DEVRM=0  skip part 4 in a full run
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
+#      RPCRDMA_VM_TESTS    only these tests of the list, "mount" first (e.g. "mount rsize_4k")
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
 #      RPCRDMA_VM_CLOCK=hpet  the guest's clocksource as TCG leaves it (default tsc, see APPEND)
 #      RPCRDMA_VM_MTU      MTU of the dummy netdev under rxe0 (default 1500: RoCE MTU 1024; 9000
@@ -124,11 +125,12 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	VM_TEST_TIMEOUT=${RPCRDMA_VM_TEST_TIMEOUT:-240}
 	VM_ONLY='${RPCRDMA_VM_ONLY:-}'
 	VM_FABRIC_FILTER='${RPCRDMA_VM_FABRIC_FILTER:-}'
+	VM_TESTS='${RPCRDMA_VM_TESTS:-}'
 	VM_MTU=${RPCRDMA_VM_MTU:-1500}
 	VM_SIW=${RPCRDMA_VM_SIW:-1}
 	SIW_MODULE='$SIW_MODULE'
 	SIW_WHY='$SIW_WHY'
-	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_MTU
+	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_TESTS VM_MTU
 	export VM_SIW SIW_MODULE SIW_WHY
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF

@@ -77,6 +77,7 @@ void fab_get_stats(const struct fab_fabric *fab, struct fab_stats *out)
 	out->recv_bytes = atomic_load(&c->recv_bytes);
 	out->registrations = atomic_load(&c->registrations);
 	out->deregistrations = atomic_load(&c->deregistrations);
+	out->unsignalled_page_wrs = atomic_load(&c->unsignalled_page_wrs);
 }
 
 int fab_channel_create(struct fab_fabric *fab, struct fab_channel **out)

@@ -248,6 +248,14 @@ struct fab_limits {
 	 * memory and RLIMIT_MEMLOCK").
 	 */
 	bool memlock_charged;
+	/*
+	 * An unsignalled Send's or RDMA Write's bytes may be read from memory
+	 * after a later work request has completed: soft-iWARP hands such a
+	 * work request's pages to TCP without a copy (siw_qp_prepare_tx), so
+	 * memory reused once the chain's Send completes can go out changed
+	 * (docs/devices.md, "Unsignalled work requests on siw").
+	 */
+	bool unsignalled_zero_copy;
 	char device[64];		/* "mlx5_0", "2 devices (mlx5_0 ...)", "soft" */
 };
 
@@ -259,7 +267,14 @@ struct fab_stats {
 	uint64_t recv_bytes;
 	uint64_t registrations;		/* fab_mr_reg calls that succeeded */
 	uint64_t deregistrations;
+	/* unsignalled Sends and RDMA Writes of FAB_ZERO_COPY_MIN bytes or more:
+	 * what soft-iWARP sends without a copy (unsignalled_zero_copy) */
+	uint64_t unsignalled_page_wrs;
 };
+
+/* The size from which siw transmits an unsignalled work request's pages
+ * without a copy (its SENDPAGE_THRESH, one page) */
+#define FAB_ZERO_COPY_MIN 4096u
 
 /* --- provider ----------------------------------------------------------- */
 

@@ -71,6 +71,7 @@ struct fab_counters {
 	atomic_uint_fast64_t recv_bytes;
 	atomic_uint_fast64_t registrations;
 	atomic_uint_fast64_t deregistrations;
+	atomic_uint_fast64_t unsignalled_page_wrs;
 };
 
 /* Head of every opened provider; providers embed it first. */
@@ -110,6 +111,8 @@ static inline void fab_count_send(struct fab_fabric *fab, const struct fab_send_
 		fab_count(&fab->cnt.wr_posted[wr->opcode], 1);
 		fab_count(&fab->cnt.bytes[wr->opcode], len);
 	}
+	if (!wr->signaled && wr->opcode != FAB_WR_RDMA_READ && len >= FAB_ZERO_COPY_MIN)
+		fab_count(&fab->cnt.unsignalled_page_wrs, 1);
 }
 
 extern const struct fab_ops fab_soft_ops;

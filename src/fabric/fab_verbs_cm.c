@@ -506,6 +506,10 @@ static uint32_t vb_attr(int v)
 	return v > 0 ? (uint32_t)v : 0;
 }
 
+/* soft-iWARP's vendor id, "bmt" (the kernel's siw.h): its unsignalled work
+ * requests go to TCP without a copy (fab_limits.unsignalled_zero_copy) */
+#define SIW_VENDOR_ID 0x626d74
+
 /* Fold one device's attributes into @out (the first sets them): each limit
  * the smaller, each feature only if every device has it. */
 static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool first)
@@ -529,6 +533,7 @@ static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool f
 	if (d.transport == FAB_TRANSPORT_IWARP && d.max_read_sge > 1)
 		d.max_read_sge = 1; /* one tagged sink per Read on the wire */
 	d.memlock_charged = !strncmp(ibv_get_device_name(ctx->device), "siw", 3);
+	d.unsignalled_zero_copy = a.vendor_id == SIW_VENDOR_ID;
 	if (first) {
 		memcpy(d.device, out->device, sizeof(d.device)); /* the caller's name stays */
 		*out = d;
@@ -544,6 +549,7 @@ static int vb_limits_add(struct ibv_context *ctx, struct fab_limits *out, bool f
 			*dst[i] = have[i];
 	out->send_with_inv = out->send_with_inv && d.send_with_inv;
 	out->memlock_charged = out->memlock_charged || d.memlock_charged;
+	out->unsignalled_zero_copy = out->unsignalled_zero_copy || d.unsignalled_zero_copy;
 	/* iWARP's rules are the stricter: they hold if any device needs them */
 	if (d.transport == FAB_TRANSPORT_IWARP)
 		out->transport = FAB_TRANSPORT_IWARP;

@@ -260,10 +260,16 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 	/* Unsignalled Sends hold their contexts until a later completion:
 	 * never more than half, so a signalled one can always go. */
 	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS &&
-		     2 * (c->quiet_out + 1) <= c->sends_made;
-	struct fab_send_wr *send = rr_send_wr(s, len);
+		     2 * (c->quiet_out + 1) <= c->sends_made && !c->signal_every_wr;
+	struct fab_send_wr *send;
 	uint32_t rkey;
 
+	/* siw reads an unsignalled Write's pages when TCP sends them, which
+	 * may be after the Send completes and the caller reuses its memory:
+	 * signalled, they are copied as they are posted (docs/devices.md). */
+	for (uint32_t i = 0; c->signal_every_wr && i < s->rw.nwr; i++)
+		s->rw.wr[i].signaled = true;
+	send = rr_send_wr(s, len);
 	if (!send)
 		return false;
 	send->signaled = !quiet;

@@ -733,9 +733,9 @@ static void print_stats(struct rr_server *srv)
 	rr_server_health(srv, &h);
 	fab_get_stats(the_fab, &fs);
 	printf("\"serving\":%d,\"device_removals\":%" PRIu64 ",\"relisten_tries\":%" PRIu64
-	       ",\"fab_mrs_live\":%" PRIu64 ",",
+	       ",\"fab_mrs_live\":%" PRIu64 ",\"fab_unsignalled_page_wrs\":%" PRIu64 ",",
 	       h.serving ? 1 : 0, h.device_removals, h.relisten_tries,
-	       fs.registrations - fs.deregistrations);
+	       fs.registrations - fs.deregistrations, fs.unsignalled_page_wrs);
 	print_upper(&u);
 	printf("}\n");
 	fflush(stdout);

@@ -595,6 +595,44 @@ TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
 	EXPECT_EQ(srv.stats()["fab_mrs_live"], live) << "a sink's registration outlived its Reads";
 }
 
+/*
+ * docs/devices.md, "Unsignalled work requests on siw": soft-iWARP sends an
+ * unsignalled Write's or Send's pages to TCP without a copy, so the bytes
+ * may leave after the chain's Send has completed and its memory is reused.
+ * Where the device does that, every work request of a Reply of a page or
+ * more is signalled (copied when posted); elsewhere Writes stay unsignalled.
+ */
+TEST_F(Shapes, UnsignalledPagesOnlyWhereTheDeviceCopiesThem)
+{
+	uint64_t before = srv.stats()["fab_unsignalled_page_wrs"];
+	uint64_t quiet = srv.stats()["sends_unsignalled"];
+
+	for (int i = 0; i < 8; i++) {
+		CallSpec rd;
+		rd.mode = CallSpec::READ;
+		rd.writes.push_back({{16384, 16384}, true});
+		echo(random_bytes(rng, 20000), rd);
+		TestCall c = call_source(q->next_xid(), 50000, 4);
+		CallSpec rc;
+		rc.reply = {65536};
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, rc, &r));
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
+		CallSpec plain;
+		echo(random_bytes(rng, 64), plain);
+	}
+	uint64_t pages = srv.stats()["fab_unsignalled_page_wrs"] - before;
+
+	if (rr_test_device().unsignalled_zero_copy) {
+		EXPECT_EQ(pages, 0u) << "unsignalled work requests of a page or more on "
+				     << rr_test_device_name();
+		EXPECT_EQ(srv.stats()["sends_unsignalled"], quiet);
+	} else {
+		/* the same calls do post them where the copy is the device's */
+		EXPECT_GE(pages, 16u) << rr_test_device_name();
+	}
+}
+
 TEST_F(Shapes, ServerStatsCountShapes)
 {
 	auto before = srv.stats();
