@@ -103,8 +103,8 @@ int fab_soft_profile(const char *name, struct fab_limits *out)
 	out->max_cqe = cut(out->max_cqe, SOFT_MAX_CQE);
 	out->max_rd_atom = cut(out->max_rd_atom, SOFT_MAX_RD_ATOM);
 	out->memlock_charged = soft_memlock_charged();
-	/* siw's zero-copy transmit of unsignalled work requests, which this
-	 * provider plays (fab_soft_io.c, soft_late_gather) */
+	/* siw's zero-copy transmit of unsignalled work requests: said, so the
+	 * engine's rule runs here; this provider copies when it sends */
 	out->unsignalled_zero_copy = !strcmp(p->name, "siw");
 	if (p == profiles) /* the provider's own */
 		snprintf(out->device, sizeof(out->device), "soft");
