@@ -422,6 +422,50 @@ TEST_F(FabConf, BadRkeyIsRemoteAccessError)
 	expect_wc(c_scq, 2, FAB_WC_WR_FLUSH_ERR);
 }
 
+/*
+ * What the transport's iWARP Read sinks rely on (docs/devices.md, "iWARP"):
+ * a sink registered with remote write for its Read, and deregistered when
+ * the Read completes, takes no Write afterwards. The peer saw the sink's
+ * STag in the Read Request (iWARP carries it on the wire) and replays it:
+ * the Write fails and the sink keeps the bytes its Read placed.
+ */
+TEST_F(FabConf, SinkStagDeadAfterItsRead)
+{
+	Buf src, sink, replay;
+
+	connect_pair();
+	ASSERT_EQ(src.reg(pd, 8192, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ), 0);
+	src.fill(3);
+	ASSERT_EQ(sink.reg(fab_conn_pd(cc), 8192,
+			   FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE),
+		  0);
+	struct fab_sge sg = sink.sge(0, 8192);
+	struct fab_send_wr wr = {};
+	wr.wr_id = 21;
+	wr.opcode = FAB_WR_RDMA_READ;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.signaled = true;
+	wr.remote_addr = src.raddr();
+	wr.rkey = src.mr->rkey;
+	ASSERT_EQ(fab_post_send(cc, &wr, nullptr), 0);
+	expect_wc(c_scq, 21, FAB_WC_SUCCESS);
+	ASSERT_TRUE(sink.check(3));
+
+	uint32_t stag = sink.mr->rkey;
+	fab_mr_dereg(sink.mr);
+	sink.mr = nullptr;
+	ASSERT_EQ(replay.reg(fab_conn_pd(sc), 4096, kAll), 0);
+	replay.fill(9);
+	ASSERT_EQ(post_one_send(sc, FAB_WR_RDMA_WRITE, replay, 0, 512, 22, true, sink.raddr(), stag),
+		  0);
+	if (iwarp)
+		expect_connection_ends(); /* TERMINATE, see expect_remote_error */
+	else
+		expect_wc(s_scq, 22, FAB_WC_REM_ACCESS_ERR);
+	EXPECT_TRUE(sink.check(3)) << "a Write by a withdrawn STag changed the sink";
+}
+
 TEST_F(FabConf, OutOfBoundsIsRemoteAccessError)
 {
 	Buf target, src;
