@@ -12,7 +12,7 @@
  * client sees the data before the Send (RC ordering); rr_send.c posts the
  * chain. A Reply that is the Send alone goes unsignalled when it may
  * (RR_QUIET_SENDS). Send With Invalidate is used when the client allows it
- * and exactly one rkey appears in the call. Error replies are built here too.
+ * and exactly one rkey appears in the call. Error replies: rr_reply_error.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -36,28 +36,6 @@ struct reply_args {
 };
 
 static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
-
-void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act)
-{
-	struct rr_send_ctx *s = rr_send_ctx_get(c, false);
-	struct fab_send_wr *wr;
-	ssize_t len;
-
-	if (!s) {
-		RR_STAT_ADD(c, dropped, 1);
-		return;
-	}
-	if (act == RR_ACT_ERR_VERS) {
-		len = rr_hdr_encode_err_vers(s->hdr, c->srv->cfg.inline_size, xid, c->credits);
-		RR_STAT_ADD(c, err_vers_sent, 1);
-	} else {
-		len = rr_hdr_encode_err_chunk(s->hdr, c->srv->cfg.inline_size, xid, c->credits);
-		RR_STAT_ADD(c, err_chunk_sent, 1);
-	}
-	wr = rr_send_wr(s, (uint32_t)len); /* error replies are never invalidating */
-	wr->signaled = true;
-	rr_send_post(c, s);
-}
 
 /* A registered bounce buffer of ours, as one piece of @len bytes. */
 static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece *pc)
@@ -486,17 +464,6 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	rr_handoff_push(&c->rep_stack, &ctx->rep_link);
 	rr_conn_kick(c);
 	return 0;
-}
-
-void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
-{
-	ctx->rep_link.next = NULL;
-	if (c->ctx_wait_tail)
-		c->ctx_wait_tail->next = &ctx->rep_link;
-	else
-		c->ctx_wait_head = &ctx->rep_link;
-	c->ctx_wait_tail = &ctx->rep_link;
-	RR_STAT_ADD(c, send_ctx_waits, 1);
 }
 
 void rr_send_run_deferred(struct rr_conn *c)

@@ -468,3 +468,16 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 		rr_send_ctx_release(s);
 	}
 }
+
+/* A Reply that found no send context waits, in order, for one of its
+ * connection's own (rr_send_run_deferred takes these first). */
+void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
+{
+	ctx->rep_link.next = NULL;
+	if (c->ctx_wait_tail)
+		c->ctx_wait_tail->next = &ctx->rep_link;
+	else
+		c->ctx_wait_head = &ctx->rep_link;
+	c->ctx_wait_tail = &ctx->rep_link;
+	RR_STAT_ADD(c, send_ctx_waits, 1);
+}
