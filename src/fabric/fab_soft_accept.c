@@ -80,7 +80,7 @@ static bool pending_read(struct soft_listener *l, struct soft_pending *p)
 		p->got += (size_t)n;
 		want = wanted(p);
 	}
-	if (want < 0)
+	if (want < 0 || atomic_load(&l->dead)) /* junk; or no device since the accept */
 		goto drop;
 	/* The connection's own I/O blocks (with the timeouts soft_io_start sets). */
 	fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) & ~O_NONBLOCK);
