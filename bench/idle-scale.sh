@@ -13,13 +13,30 @@
 # the total. Needs 2 file descriptors per connection in the engine (socket,
 # completion channel) and as many in the clients: the script raises its
 # soft RLIMIT_NOFILE to the hard one and says so when that is too small.
+#
+# STORM=1: a reconnect storm instead (bench/RESULTS.md G). Every client
+# process sends its PER_PEER connection requests at once (nfsbench --storm,
+# all processes starting at the same wall-clock second) and makes one NULL
+# call on each as soon as it is up. The row gives what the engine admitted
+# and refused by cause (its counters), what the clients saw, the time from
+# the first request to the last first Reply and the longest connect-to-
+# established. MAX_CONNS and PER_PEER_CAP set Max_Connections and
+# Max_Connections_Per_Peer (defaults: the total, and no per-peer cap).
+# Columns: mode | Max_Connections / per-peer cap | N | admitted (engine) |
+# up (clients) | refused (Max_Connections / per-peer / memory) | refused
+# seen by clients | clients failed or unanswered | conns_failed /
+# conns_timed_out | first Replies | first request to last first Reply |
+# max connect-to-established | max connect-to-refused | requests sent in |
+# listen overflows (host) | clients' errors.
+# ENG: another bench_engine binary (before/after in one run); KEEP=1 keeps
+# the work directory.
 set -u
 B=${1:?build dir}
 PEERS=${2:?peers}
 PER=${3:?connections per peer}
 MODE=${4:-srq}
 BUDGET=${5:-}
-ENG=$B/bench/nfsbench/bench_engine
+ENG=${ENG:-$B/bench/nfsbench/bench_engine} # ENG=: another build's, to compare
 NB=$B/bench/nfsbench/nfsbench
 N=$((PEERS * PER))
 W=$(mktemp -d /tmp/idle-scale.XXXXXX)
@@ -33,7 +50,8 @@ if [ "$(ulimit -n)" -lt "$need" ]; then
 	exit 1
 fi
 
-args=(--max-conns $((N + 16)) --max-per-peer 0)
+STORM=${STORM:-0}
+args=(--max-conns "${MAX_CONNS:-$((N + 16))}" --max-per-peer "${PER_PEER_CAP:-0}")
 [ "$MODE" = srq ] && args+=(--srq 1)
 [ -n "$BUDGET" ] && args+=(--budget "$BUDGET")
 "$ENG" "tcp:127.0.0.1:$PORT" "${args[@]}" >"$W/eng.out" 2>"$W/eng.err" &
@@ -52,15 +70,25 @@ snap() { # snap FILE: one JSON line from the engine
 }
 snap "$W/s0.json"
 
+# The kernel's count of streams dropped at a full accept queue (the listen
+# backlog), host-wide: storm rows show its change.
+overflows() { nstat -az TcpExtListenOverflows 2>/dev/null | awk '/ListenOverflows/ {print $2}'; }
+ov0=$(overflows)
 t0=$(date +%s.%N)
 cps=()
+start_at=$(($(date +%s) + 3)) # storm: every process loaded and waiting by then
 for p in $(seq "$PEERS"); do
+	if [ "$STORM" = 1 ]; then
+		mode_args=(--storm "$PER" --start-at "$start_at")
+	else
+		mode_args=(--idle "$PER")
+	fi
 	RPCRDMA_SOFT_SOURCE_ADDR=127.0.0.$((p + 1)) "$NB" --rdma "tcp:127.0.0.1:$PORT" \
-		--idle "$PER" --hold "$HOLD" >"$W/c$p.out" 2>"$W/c$p.err" &
+		"${mode_args[@]}" --hold "$HOLD" >"$W/c$p.out" 2>"$W/c$p.err" &
 	cps+=($!)
 done
 for _ in $(seq 6000); do
-	done_n=$(cat "$W"/c*.out 2>/dev/null | grep -c idle_conns)
+	done_n=$(cat "$W"/c*.out 2>/dev/null | grep -c '"idle_conns"\|"storm"')
 	[ "$done_n" -ge "$PEERS" ] && break
 	alive=0
 	for c in "${cps[@]}"; do kill -0 "$c" 2>/dev/null && alive=1; done
@@ -68,6 +96,7 @@ for _ in $(seq 6000); do
 	sleep 0.1
 done
 t1=$(date +%s.%N)
+ov1=$(overflows)
 sleep 2 # the soft fabric's I/O threads end after 500 ms idle
 snap "$W/s1.json"
 kill "${cps[@]}" 2>/dev/null
@@ -75,6 +104,32 @@ wait "${cps[@]}" 2>/dev/null
 kill "$ep" 2>/dev/null
 wait "$ep" 2>/dev/null
 
+if [ "$STORM" = 1 ]; then
+	python3 - "$W" "$MODE" "$N" "${MAX_CONNS:-$((N + 16))}" "${PER_PEER_CAP:-0}" \
+		"${ov0:-}" "${ov1:-}" <<'EOF'
+import json, sys, glob
+w, mode, n, maxc, cap = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+ov = str(int(sys.argv[7]) - int(sys.argv[6])) if sys.argv[6] and sys.argv[7] else "-"
+a = json.load(open(w + "/s0.json")); b = json.load(open(w + "/s1.json"))
+d = lambda k: b[k] - a[k]
+cli = [json.loads(l) for f in glob.glob(w + "/c*.out") for l in open(f) if l.startswith("{")]
+s = lambda k: sum(c[k] for c in cli)
+peer, mem, ref = d("conns_refused_peer"), d("conns_refused_mem"), d("conns_refused")
+t_first = min(c["t_first_req"] for c in cli)
+t_last = max(c["t_last_reply"] for c in cli)
+hs = max(c["max_handshake_up"] for c in cli)
+hr = max(c["max_handshake_refused"] for c in cli)
+errs = sorted({c["error"] for c in cli if c["error"]})
+print(f"| {mode} | {maxc} / {cap if cap != '0' else 'none'} | {n:,} | {d('conns_accepted'):,} "
+      f"| {s('up'):,} | {ref:,} ({ref - peer - mem:,} / {peer:,} / {mem:,}) | {s('refused'):,} "
+      f"| {s('failed') + s('pending'):,} | {d('conns_failed')} / {d('conns_timed_out')} "
+      f"| {s('replied'):,} ({s('bad_replies')} bad) | {t_last - t_first:.2f} s | {hs:.3f} s "
+      f"| {hr:.3f} s | {max(c['t_last_req'] for c in cli) - t_first:.2f} s | {ov} "
+      f"| {'; '.join(errs)[:60]} |")
+EOF
+	[ -n "${KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"
+	exit 0
+fi
 python3 - "$W" "$MODE" "$N" "$t0" "$t1" <<'EOF'
 import json, sys, glob
 w, mode, n, t0, t1 = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
@@ -88,4 +143,4 @@ per = lambda v: f"{v // conns:,}" if conns else "-"
 print(f"| {mode} | {n:,} | {conns:,} | {refused:,} | {reg:,} | {per(reg)} | {rss:,} | {per(rss)} "
       f"| {b['threads']} | {t1 - t0:.1f} s |")
 EOF
-rm -rf "$W"
+[ -n "${KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"

@@ -12,6 +12,8 @@
  *            --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m
  *            [--count N] [--warmup N] [--sync]
  *   nfsbench --rdma FABADDR --idle N --hold S     open N idle connections
+ *   nfsbench --rdma FABADDR --storm N [--start-at T] [--hold S]
+ *                                                 N connections at once
  *
  * With --mount it gets the export's root handle by MOUNT v3 over TCP, creates
  * (UNCHECKED) the file "bench.dat" and fills 1 MiB of it; without --mount only
@@ -49,6 +51,7 @@
 #include "nfsbench_v41.h"
 #include "support/nfs_xdr_builder.h"
 #include "support/rr_requester.h"
+#include "support/rr_storm.h"
 
 using nfsxdr::Bytes;
 using nfsxdr::Xdr;
@@ -472,9 +475,9 @@ Bytes create_file(Client &c, const Bytes &dir, uint32_t xid)
 
 struct Opts {
 	std::string rdma, tcp, mount, exp = "/mem", op = "null";
-	unsigned qd = 1, idle = 0;
+	unsigned qd = 1, idle = 0, storm = 0;
 	uint64_t count = 0, warmup = 0;
-	double secs = 0, hold = 0;
+	double secs = 0, hold = 0, start_at = 0;
 	bool sync = false;
 };
 
@@ -499,7 +502,8 @@ void usage()
 		"       nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]"
 		" --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m [--count N]"
 		" [--warmup N] [--sync]\n"
-		"       nfsbench --rdma FABADDR --idle N --hold SECONDS\n");
+		"       nfsbench --rdma FABADDR --idle N --hold SECONDS\n"
+		"       nfsbench --rdma FABADDR --storm N [--start-at UNIX_TIME] [--hold SECONDS]\n");
 	exit(2);
 }
 
@@ -533,6 +537,75 @@ int idle_conns(const Opts &o)
 			c->req()->progress(0);
 		std::this_thread::sleep_for(std::chrono::milliseconds(50));
 	}
+	return 0;
+}
+
+double wall_now()
+{
+	timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return double(ts.tv_sec) + ts.tv_nsec / 1e9;
+}
+
+/*
+ * --storm N: a reconnect storm's share of one client host (tests/support/
+ * rr_storm.h): N connection requests at once from this process's source
+ * address (RPCRDMA_SOFT_SOURCE_ADDR), at --start-at (wall clock, so that
+ * several processes start together), a NULL call on each as soon as it is
+ * up. One JSON line; times are wall-clock seconds, comparable across
+ * processes. Then the connections are held (serviced) for --hold seconds.
+ */
+int storm(const Opts &o)
+{
+	fab_fabric *fab = nullptr;
+	if (fab_open(nullptr, &fab))
+		die(std::string("fab_open: ") + fab_last_error());
+	rrtest::StormOptions so;
+	so.addr = o.rdma;
+	so.conns = o.storm;
+	const char *src = getenv("RPCRDMA_SOFT_SOURCE_ADDR");
+	if (src && *src)
+		so.sources.push_back(src);
+	so.call = [](uint32_t xid) { return build(Spec{"null", {}, 0, {}}, xid, 0).rpc; };
+	/* a 2-core machine takes a minute for 9,000 without SRQ: time to report, not a bound */
+	so.timeout_ms = 300000;
+	while (o.start_at > 0 && wall_now() < o.start_at)
+		std::this_thread::sleep_for(std::chrono::microseconds(200));
+	/* steady to wall clock, once */
+	double off = wall_now() - rrtest::storm_now();
+	rrtest::StormResult r;
+	if (rrtest::storm_run(so, fab, &r))
+		die("storm: bad options");
+	uint32_t gmin = UINT32_MAX, gmax = 0;
+	unsigned viol = 0;
+	for (const auto &c : r.conns) {
+		if (!c.t_reply)
+			continue;
+		gmin = std::min(gmin, c.reply.credits);
+		gmax = std::max(gmax, c.reply.credits);
+		viol += !c.reply.ok() || c.reply.proc == rrtest::RDMA_ERROR;
+	}
+	std::string err = r.first_error.substr(0, 80);
+	for (auto &ch : err)
+		if (ch == '"' || ch == '\\')
+			ch = '\'';
+	printf("{\"storm\":%u,\"up\":%u,\"refused\":%u,\"failed\":%u,\"pending\":%u,"
+	       "\"replied\":%u,\"bad_replies\":%u,\"t_first_req\":%.6f,\"t_last_req\":%.6f,"
+	       "\"t_last_reply\":%.6f,\"max_handshake_up\":%.6f,\"max_handshake_refused\":%.6f,"
+	       "\"grant_min\":%u,\"grant_max\":%u,\"error\":\"%s\"}\n",
+	       o.storm, r.up, r.refused, r.failed, r.pending, r.replied, viol, r.t_first_req + off,
+	       r.t_last_req + off, r.t_last_reply ? r.t_last_reply + off : 0.0, r.max_handshake_up,
+	       r.max_handshake_refused, gmin == UINT32_MAX ? 0 : gmin, gmax, err.c_str());
+	fflush(stdout);
+	double end = nfsbench_now() + o.hold;
+	while (nfsbench_now() < end) {
+		for (auto &c : r.conns)
+			if (c.r && c.state == rrtest::StormState::UP)
+				c.r->progress(0);
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	r.conns.clear();
+	fab_close(fab);
 	return 0;
 }
 
@@ -570,6 +643,10 @@ int main(int argc, char **argv)
 			o.idle = unsigned(std::stoul(val()));
 		else if (a == "--hold")
 			o.hold = std::stod(val());
+		else if (a == "--storm")
+			o.storm = unsigned(std::stoul(val()));
+		else if (a == "--start-at")
+			o.start_at = std::stod(val());
 		else if (a == "--sync")
 			o.sync = true;
 		else
@@ -579,6 +656,8 @@ int main(int argc, char **argv)
 		usage();
 	if (o.idle)
 		return idle_conns(o);
+	if (o.storm)
+		return storm(o);
 	if (!o.count && o.secs <= 0)
 		o.count = 1000;
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * fab_soft_cm.c - the "soft" provider's connection management: the fabric,
- * event channels, listeners (one accept thread each), connect / accept /
- * reject / disconnect, connection teardown, and fault-injection settings.
+ * event channels, listeners (one accept thread each, fab_soft_accept.c),
+ * connect / accept / reject / disconnect, connection teardown, and
+ * fault-injection settings.
  *
  * CM exchange on the stream: the active side sends CONN_REQ with its private
  * data and RDMA Read depths; the passive side answers CONN_REP or CONN_REJ.
@@ -26,8 +27,6 @@
 
 #include "fabric/fab_soft_int.h"
 
-/* A peer that connects but never sends CONN_REQ must not stall the listener. */
-#define SOFT_HANDSHAKE_TIMEOUT_S 5
 #define SOFT_CONNECT_TIMEOUT_S 5
 
 /* --- event channel ------------------------------------------------------- */
@@ -578,30 +577,16 @@ static int soft_conn_addrs(const struct fab_conn *fc, struct sockaddr_storage *l
 
 /* --- listener -------------------------------------------------------------- */
 
-/* Read the CONN_REQ of a new stream and queue CONNECT_REQUEST. */
-static void listener_handshake(struct soft_listener *l, int fd)
+/* A complete CONN_REQ on @fd, checked (fab_soft_accept.c): the connection
+ * and its CONNECT_REQUEST. */
+void soft_listener_request(struct soft_listener *l, int fd, const struct soft_hdr *h,
+			   const uint8_t *pd)
 {
-	struct soft_fabric *sf = (struct soft_fabric *)l->fab;
-	struct timeval tv = {.tv_sec = SOFT_HANDSHAKE_TIMEOUT_S};
-	struct timeval none = {0};
-	uint8_t pd[FAB_PRIVATE_DATA_MAX];
-	struct soft_hdr h;
 	struct soft_conn *c;
+	uint64_t a = le64toh(h->a);
 
-	if (atomic_load(&l->dead)) {
-		close(fd); /* no device: the peer sees its connect fail */
-		return;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (soft_io_full(fd, &h, sizeof(h), true) || h.type != SOFT_CONN_REQ ||
-	    le32toh(h.b) != SOFT_MAGIC || le32toh(h.len) > FAB_PRIVATE_DATA_MAX ||
-	    soft_io_full(fd, pd, le32toh(h.len), true)) {
-		close(fd);
-		return;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
 	tune_socket(fd);
-	c = conn_alloc(sf, l->ch);
+	c = conn_alloc((struct soft_fabric *)l->fab, l->ch);
 	if (!c) {
 		close(fd);
 		return;
@@ -610,38 +595,12 @@ static void listener_handshake(struct soft_listener *l, int fd)
 	c->listener = l;
 	c->state = SOFT_S_REQ;
 	peer_name(fd, c->peer, sizeof(c->peer));
-	h.a = le64toh(h.a);
 	pthread_mutex_lock(&c->lock);
 	/* Receiver's view, as rdma_cm reports it: the Reads we may issue are
 	 * the peer's responder_resources (fab.h). */
-	soft_cm_deliver_locked(c, FAB_CM_CONNECT_REQUEST, 0, pd, (uint8_t)le32toh(h.len),
-			       (uint8_t)(h.a >> 8), (uint8_t)h.a);
+	soft_cm_deliver_locked(c, FAB_CM_CONNECT_REQUEST, 0, pd, (uint8_t)le32toh(h->len),
+			       (uint8_t)(a >> 8), (uint8_t)a);
 	pthread_mutex_unlock(&c->lock);
-}
-
-static void *listener_thread(void *arg)
-{
-	struct soft_listener *l = arg;
-
-	for (;;) {
-		struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN},
-				      {.fd = l->wake, .events = POLLIN}};
-		int fd;
-
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (p[1].revents)
-			break;
-		fd = accept(l->fd, NULL, NULL);
-		if (fd < 0)
-			continue;
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		listener_handshake(l, fd);
-	}
-	return NULL;
 }
 
 static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const char *addr,
@@ -681,11 +640,14 @@ static int soft_listen(struct fab_fabric *fab, struct fab_channel *ch, const cha
 		l->path[0] = '\0';
 		goto fail;
 	}
+	/* The kernel caps the backlog at net.core.somaxconn. */
 	if (listen(l->fd, backlog > 0 ? backlog : 16) < 0) {
 		rc = fab_set_error(-errno, "soft: listen %s: %s", addr, strerror(errno));
 		goto fail;
 	}
-	if (pthread_create(&l->thread, NULL, listener_thread, l)) {
+	/* The accept thread never blocks in accept (fab_soft_accept.c). */
+	fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK);
+	if (pthread_create(&l->thread, NULL, soft_accept_thread, l)) {
 		rc = fab_set_error(-EAGAIN, "soft: cannot start listener thread");
 		goto fail;
 	}

@@ -283,6 +283,11 @@ bool soft_rq_pop_locked(struct soft_conn *c, uint64_t *wr_id, struct fab_sge *sg
 void *soft_reader(void *arg);
 void *soft_writer(void *arg);
 int soft_io_full(int fd, void *buf, size_t len, bool rd);
+/* The listener's accept thread (fab_soft_accept.c) and what it hands a
+ * complete CONN_REQ to (fab_soft_cm.c). */
+void *soft_accept_thread(void *arg);
+void soft_listener_request(struct soft_listener *l, int fd, const struct soft_hdr *h,
+			   const uint8_t *pd);
 /* The link is gone and no reader will come (c->lock held): as the reader's end. */
 void soft_reader_gone_locked(struct soft_conn *c);
 

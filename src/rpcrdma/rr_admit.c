@@ -242,11 +242,8 @@ static bool send_stuck(const struct rr_config *cfg, struct rr_conn *c, uint64_t 
 	return cfg->send_timeout && now - c->send_wait_since >= cfg->send_timeout;
 }
 
-static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now)
+static void note_activity(struct rr_conn *c, uint64_t now)
 {
-	const struct rr_config *cfg = &srv->cfg;
-	char why[96];
-
 	if (c->heard != c->act_seen) {
 		c->act_seen = c->heard;
 		c->had_msg = true;
@@ -256,13 +253,36 @@ static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now
 		 * peer waits for it (a Send the peer holds up: send_stuck). */
 		c->quiet_since = now;
 	}
+}
+
+static bool quiet_too_long(const struct rr_config *cfg, const struct rr_conn *c, uint64_t now)
+{
+	if (!c->had_msg)
+		return cfg->handshake_timeout && now - c->accepted_at >= cfg->handshake_timeout;
+	return cfg->idle_timeout && now - c->quiet_since >= cfg->idle_timeout;
+}
+
+static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now)
+{
+	const struct rr_config *cfg = &srv->cfg;
+	char why[96];
+
+	note_activity(c, now);
+	if (quiet_too_long(cfg, c, now)) {
+		/* A message that came while this thread was busy elsewhere (a
+		 * storm of connection requests) waits in the CQ, not yet
+		 * counted: it is heard before the peer is judged silent. */
+		rr_conn_poll_cq(c);
+		if (c->state == RR_CONN_CLOSING)
+			return;
+		note_activity(c, now);
+	}
 	if (send_stuck(cfg, c, now)) {
 		snprintf(why, sizeof(why), "a Send without completion for %u s (no receive posted)",
 			 cfg->send_timeout);
-	} else if (!c->had_msg && cfg->handshake_timeout &&
-		   now - c->accepted_at >= cfg->handshake_timeout) {
+	} else if (quiet_too_long(cfg, c, now) && !c->had_msg) {
 		snprintf(why, sizeof(why), "no first message within %u s", cfg->handshake_timeout);
-	} else if (c->had_msg && cfg->idle_timeout && now - c->quiet_since >= cfg->idle_timeout) {
+	} else if (quiet_too_long(cfg, c, now)) {
 		snprintf(why, sizeof(why), "idle for %u s", cfg->idle_timeout);
 	} else {
 		return;

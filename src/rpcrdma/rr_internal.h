@@ -614,6 +614,16 @@ int rr_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* ---- server (rr_server.c) ---- */
 
+/*
+ * Connection requests the listener may have waiting for the event thread:
+ * after a restart every client reconnects at once, and a request past a
+ * full queue is dropped and retried by the client a second or more later
+ * (TCP's SYN timer; the soft fabric, iWARP). The kernel caps it at
+ * net.core.somaxconn (4096 by default); the IB CM does not use it
+ * (docs/admission.md).
+ */
+#define RR_LISTEN_BACKLOG 4096
+
 struct rr_server {
 	struct fab_fabric *fab;
 	struct rr_config cfg;

@@ -149,7 +149,7 @@ void rr_listener_tick(struct rr_server *srv)
 		return;
 	srv->relisten_at = now;
 	srv->relisten_at.tv_sec += RR_RELISTEN_S;
-	ret = fab_listen(srv->fab, srv->ch, srv->listen_addr, 128, &srv->listener);
+	ret = fab_listen(srv->fab, srv->ch, srv->listen_addr, RR_LISTEN_BACKLOG, &srv->listener);
 	if (ret)
 		rr_set_error(ret, "%s", fab_last_error());
 	else if ((ret = rr_server_fit_device(srv))) {

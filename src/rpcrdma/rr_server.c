@@ -22,6 +22,15 @@
 #define TAG_CM ((void *)1)
 #define TAG_KICK ((void *)2)
 #define TAG_TIMER ((void *)3)
+/*
+ * CM events taken per turn of the event loop. A reconnect storm queues
+ * thousands of connection requests at once; taken all in one go, the
+ * completions of the connections already admitted (their first Calls) and
+ * the hand-offs would wait behind the whole storm. The channel's fd stays
+ * readable while events are left (level-triggered), so the next turn takes
+ * the next batch, in order (docs/admission.md).
+ */
+#define RR_CM_BATCH 32
 
 _Thread_local struct rr_server *rr_this_event_thread;
 
@@ -216,7 +225,7 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 		rr_set_error(ret, "%s", fab_last_error());
 		goto err;
 	}
-	ret = fab_listen(fab, srv->ch, addr, 128, &srv->listener);
+	ret = fab_listen(fab, srv->ch, addr, RR_LISTEN_BACKLOG, &srv->listener);
 	if (ret) {
 		rr_set_error(ret, "%s", fab_last_error());
 		rr_log("listen on %s failed: %s (%s)", addr, strerror(-ret), fab_last_error());
@@ -277,7 +286,7 @@ static void handle_cm(struct rr_server *srv)
 {
 	struct fab_cm_event ev;
 
-	while (fab_channel_get_event(srv->ch, &ev) == 0) {
+	for (int n = 0; n < RR_CM_BATCH && fab_channel_get_event(srv->ch, &ev) == 0; n++) {
 		struct rr_conn *c;
 
 		if (ev.type == FAB_CM_CONNECT_REQUEST) {

@@ -6,7 +6,12 @@
  * "verbs" with RPCRDMA_FABRIC=verbs RPCRDMA_FABRIC_ADDR=<local IP>. Cases that
  * only make sense on "soft" (its fault hooks, unix sockets) skip on "verbs".
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <dirent.h>
@@ -1481,6 +1486,56 @@ TEST_F(FabConf, SoftFaultFromEnvironment)
 				target.mr->rkey),
 		  0);
 	expect_wc(c_scq, 1, FAB_WC_REM_ACCESS_ERR);
+}
+
+/*
+ * The soft listener reads each new stream's CONN_REQ as it comes, many at
+ * once (fab_soft_accept.c): a stream that connects and sends nothing, or
+ * half a header, must not hold up the next connection (it did, for ever:
+ * the handshake's receive timeout had become a retry), and is dropped after
+ * the handshake timeout (5 s); one that sends junk is dropped at once.
+ */
+TEST_F(FabConf, SoftSilentStreamsDoNotHoldUpTheListener)
+{
+	if (!soft)
+		GTEST_SKIP() << "raw TCP streams at the soft provider's listener";
+	listen(true);
+	int port = std::stoi(addr.substr(addr.rfind(':') + 1));
+	sockaddr_in sin = {};
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(uint16_t(port));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	auto raw = [&](const void *bytes, size_t n) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		EXPECT_GE(fd, 0);
+		EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)), 0);
+		if (n) {
+			EXPECT_EQ(send(fd, bytes, n, 0), ssize_t(n));
+		}
+		return fd;
+	};
+	/* closed by the listener: EOF (or a reset) within @ms */
+	auto closed_within = [](int fd, int ms) {
+		pollfd p = {fd, POLLIN, 0};
+		char b;
+		return poll(&p, 1, ms) == 1 && recv(fd, &b, 1, MSG_DONTWAIT) <= 0;
+	};
+	const uint8_t half[3] = {1, 0, 0};
+	uint8_t junk[32]; /* more than a header (24 bytes) */
+	memset(junk, 0xee, sizeof(junk));
+	int silent = raw(nullptr, 0), partial = raw(half, sizeof(half));
+	int bad = raw(junk, sizeof(junk));
+
+	connect_pair();
+	/* served while the silent ones still wait for their bytes */
+	EXPECT_FALSE(closed_within(silent, 0)) << "the silent stream is gone already";
+	EXPECT_TRUE(closed_within(bad, 2000)) << "junk instead of a CONN_REQ is kept";
+	/* and they go after the handshake timeout */
+	EXPECT_TRUE(closed_within(silent, 8000)) << "a silent stream is kept for ever";
+	EXPECT_TRUE(closed_within(partial, 2000)) << "half a CONN_REQ is kept for ever";
+	close(silent);
+	close(partial);
+	close(bad);
 }
 
 TEST_F(FabConf, SoftTcpIpv6Loopback)

@@ -122,7 +122,7 @@ RegionP Requester::reg(size_t len, unsigned access, uint8_t fill)
 std::unique_ptr<Requester> Requester::connect(const RequesterOptions &o, std::string *err)
 {
 	std::unique_ptr<Requester> r(new Requester());
-	int rc = r->setup(o);
+	int rc = r->setup(o, true);
 	if (rc) {
 		if (err)
 			*err = r->err_;
@@ -131,7 +131,19 @@ std::unique_ptr<Requester> Requester::connect(const RequesterOptions &o, std::st
 	return r;
 }
 
-int Requester::setup(const RequesterOptions &o)
+std::unique_ptr<Requester> Requester::start(const RequesterOptions &o, std::string *err)
+{
+	std::unique_ptr<Requester> r(new Requester());
+	int rc = r->setup(o, false);
+	if (rc) {
+		if (err)
+			*err = r->err_;
+		return nullptr;
+	}
+	return r;
+}
+
+int Requester::setup(const RequesterOptions &o, bool wait_established)
 {
 	opt_ = o;
 	/* What the server will make of our private data (raw may be garbage). */
@@ -139,7 +151,13 @@ int Requester::setup(const RequesterOptions &o)
 	my_priv_valid_ = o.priv.present;
 	if (o.priv.present && !o.priv.raw.empty())
 		my_priv_valid_ = my_priv_.decode(o.priv.raw.data(), o.priv.raw.size());
-	int rc = fab_open(o.provider, &fab_);
+	int rc = 0;
+	if (o.fabric) {
+		fab_ = o.fabric;
+		own_fab_ = false;
+	} else {
+		rc = fab_open(o.provider, &fab_);
+	}
 	if (rc) {
 		err_ = std::string("fab_open: ") + fab_last_error();
 		return rc;
@@ -194,6 +212,8 @@ int Requester::setup(const RequesterOptions &o)
 			return rc;
 		}
 	}
+	if (!wait_established)
+		return 0;
 	auto end = Clock::now() + std::chrono::milliseconds(o.connect_timeout_ms);
 	while (!established_ && !failed_ && ms_left(end) > 0)
 		progress(ms_left(end));
@@ -221,7 +241,7 @@ Requester::~Requester()
 		fab_cq_destroy(cq_);
 	if (ch_)
 		fab_channel_destroy(ch_);
-	if (fab_)
+	if (fab_ && own_fab_)
 		fab_close(fab_);
 }
 
@@ -330,6 +350,7 @@ int Requester::drain()
 			break;
 		case FAB_CM_REJECTED:
 			failed_ = true;
+			rejected_ = true;
 			err_ = "connection rejected";
 			break;
 		case FAB_CM_CONNECT_ERROR:
@@ -339,6 +360,10 @@ int Requester::drain()
 		case FAB_CM_DISCONNECTED:
 		case FAB_CM_DEVICE_REMOVAL:
 		case FAB_CM_QP_ERROR:
+			if (!established_ && !failed_) {
+				failed_ = true; /* gone before it was up */
+				err_ = "disconnected before established";
+			}
 			connected_ = false;
 			break;
 		default:

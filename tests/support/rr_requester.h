@@ -80,6 +80,10 @@ struct RequesterOptions {
 	 * receives posted, so that every Send to us waits in RNR retry. */
 	uint8_t rnr_retry_count = 0;
 	bool hold_receives = false;
+	/* A fabric shared by many requesters (one watcher thread for all, as a
+	 * client host has one device); the requester does not close it.
+	 * nullptr: a fabric of its own. */
+	fab_fabric *fabric = nullptr;
 };
 
 /*
@@ -168,6 +172,24 @@ struct Reply {
 class Requester {
       public:
 	static std::unique_ptr<Requester> connect(const RequesterOptions &o, std::string *err);
+	/*
+	 * Send the connection request and return without waiting for the
+	 * answer, so that one thread can have thousands in flight (a reconnect
+	 * storm); progress() then moves it to connected() or connect_failed().
+	 * nullptr only when the request could not be sent at all.
+	 */
+	static std::unique_ptr<Requester> start(const RequesterOptions &o, std::string *err);
+	/* The server refused (REJECTED) or the connect failed (CONNECT_ERROR,
+	 * or a disconnect before it was established). */
+	bool connect_failed() const
+	{
+		return failed_;
+	}
+	/* The failure was the server's REJECTED, not a transport error. */
+	bool rejected() const
+	{
+		return rejected_;
+	}
 	~Requester();
 	Requester(const Requester &) = delete;
 	Requester &operator=(const Requester &) = delete;
@@ -303,7 +325,7 @@ class Requester {
 		std::set<uint32_t> rkeys;
 	};
 
-	int setup(const RequesterOptions &o);
+	int setup(const RequesterOptions &o, bool wait_established);
 	int drain();
 	void on_recv(const uint8_t *p, size_t n, bool with_inv, uint32_t inv_rkey);
 	void check_reply(Reply &r, Pending *pd);
@@ -318,6 +340,8 @@ class Requester {
 	fab_conn *conn_ = nullptr;
 	bool established_ = false;
 	bool failed_ = false;
+	bool rejected_ = false;
+	bool own_fab_ = true;
 	bool connected_ = false;
 	bool disc_called_ = false;
 	std::string err_;
