@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rrp_config.h - the RDMA block of ganesha.conf (see
- * config_samples/ganesha-rdma.conf for every key, default and range).
+ * rrp_config.h - the RDMA block of ganesha.conf: its keys are listed once,
+ * in rrp_keys.def (config_samples/ganesha-rdma.conf says what each means).
  */
 #ifndef RPCRDMA_RRP_CONFIG_H
 #define RPCRDMA_RRP_CONFIG_H
@@ -54,7 +54,6 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 	return __atomic_load_n(&c->exclude_exports[id / 64], __ATOMIC_RELAXED) >> (id % 64) & 1;
 }
 
-#define RRP_MEM_BUDGET_AUTO UINT64_MAX
 
 /*
  * Stats_Socket_Mode: read and write bits only (connect(2) needs write; x and
@@ -65,7 +64,63 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 #define RRP_STATS_MODE_REQUIRED 0600u
 #define RRP_STATS_MODE_ALLOWED 0666u
 
+#include "plugin/rrp_keys.def"
+
+/* A key's default decided at start-up (Receive_Memory_Budget). */
+#define RRP_KEY_AUTO UINT64_MAX
+#define RRP_MEM_BUDGET_AUTO RRP_KEY_AUTO
+
+/* The keys' table, from rrp_keys.def (which says what each column means). */
+enum rrp_key_type {
+	RRP_KEY_BOOL,
+	RRP_KEY_U16,
+	RRP_KEY_U32,
+	RRP_KEY_U32Z,
+	RRP_KEY_U64,
+	RRP_KEY_STR,
+	RRP_KEY_FABRIC,
+	RRP_KEY_MODE,
+	RRP_KEY_GROUP,
+	RRP_KEY_EXPORTS,
+};
+
+enum rrp_key_dflt {
+	RRP_DFLT_VAL,	/* dflt_num or dflt_str */
+	RRP_DFLT_ENG,	/* the engine's, from rr_config_default */
+	RRP_DFLT_AUTO,	/* RRP_KEY_AUTO; auto_doc says what start-up makes it */
+};
+
+struct rrp_key {
+	const char *name;
+	const char *block;		/* "RDMA", or "NFS_CORE_PARAM" for NFS_Port */
+	enum rrp_key_type type;
+	size_t off, len;		/* its member of struct rrp_config */
+	uint64_t lo, hi;		/* numbers: range; MODE: bits required, allowed */
+	enum rrp_key_dflt dflt;
+	uint64_t dflt_num;
+	const char *dflt_str;		/* STR, FABRIC, GROUP */
+	const char *auto_doc;
+	size_t eng_off, eng_len;	/* struct rr_config's field; eng_len 0: none */
+};
+
+extern const struct rrp_key rrp_keys[];
+extern const unsigned int rrp_key_count;
+
+#define RRP_KEY_COUNT_ONE(a, ...) +1
+/* Keys in rrp_keys[]: the RDMA block's, then NFS_CORE_PARAM's. */
+enum { RRP_KEY_COUNT = 0 RRP_KEYS(RRP_KEY_COUNT_ONE, _) RRP_CORE_KEYS(RRP_KEY_COUNT_ONE, _) };
+
+/* A number key's value (BOOL, U16, U32, U32Z, U64, MODE). */
+uint64_t rrp_key_get(const struct rrp_config *c, const struct rrp_key *k);
+void rrp_key_set(struct rrp_config *c, const struct rrp_key *k, uint64_t v);
+/* A number key's range as the docs write it ("1..16384", "0 or 32..65536",
+ * "0..1T", "0600..0666"); "" for keys without one. */
+void rrp_key_range(const struct rrp_key *k, char *out, size_t len);
+
 void rrp_config_default(struct rrp_config *cfg);
+struct rr_config;
+/* The keys the engine serves, into @ec (made by rr_config_default). */
+void rrp_config_engine(const struct rrp_config *c, struct rr_config *ec);
 /*
  * Parse @path for RDMA { ... } (and NFS_CORE_PARAM { NFS_Port }). Returns 0;
  * -ENOENT when the file has no RDMA block; -EINVAL after logging one line
