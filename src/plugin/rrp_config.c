@@ -343,7 +343,8 @@ static int set_string(const char *key, const char *v, char *dst, size_t len, int
  * 3, 4;): the values end at ';' and may be split by commas, spaces or both,
  * so one token may hold several ("2,3") or none (",").
  */
-static int export_list_token(struct rrp_config *c, const char *key, const char *tok, int line)
+static int export_list_token(struct rrp_config *c, const struct rrp_key *k, const char *tok,
+			     int line)
 {
 	char item[32];
 	const char *p = tok;
@@ -351,26 +352,21 @@ static int export_list_token(struct rrp_config *c, const char *key, const char *
 
 	while (*p) {
 		size_t n = strcspn(p, ",");
-		unsigned long id;
-		char *end;
 
 		if (n && n < sizeof(item)) {
 			memcpy(item, p, n);
 			item[n] = 0;
-			errno = 0;
-			id = strtoul(item, &end, 0);
-			if (errno || *end || item[0] == '-' || id >= RRP_EXPORT_ID_COUNT) {
+			if (rrp_config_exclude(c, k, item)) {
 				fprintf(stderr,
 					"rpcrdma: RDMA: %s: \"%s\" is not an Export_Id "
-					"(0..%u, line %d)\n",
-					key, item, RRP_EXPORT_ID_COUNT - 1, line);
+					"(%llu..%llu, line %d)\n",
+					k->name, item, (unsigned long long)k->lo,
+					(unsigned long long)k->hi, line);
 				ret = -EINVAL;
-			} else if (!rrp_config_export_excluded(c, (uint16_t)id)) {
-				c->exclude_exports[id / 64] |= 1ull << (id % 64);
-				c->n_exclude_exports++;
 			}
 		} else if (n) {
-			fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", key, line);
+			fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", k->name,
+				line);
 			ret = -EINVAL;
 		}
 		p += n;
@@ -380,26 +376,45 @@ static int export_list_token(struct rrp_config *c, const char *key, const char *
 	return ret;
 }
 
+int rrp_config_exclude(struct rrp_config *c, const struct rrp_key *k, const char *v)
+{
+	unsigned long id;
+	char *end;
+
+	errno = 0;
+	id = strtoul(v, &end, 0);
+	if (errno || end == v || *end || *v == '-' || id < k->lo || id > k->hi)
+		return -EINVAL;
+	if (!rrp_config_export_excluded(c, (uint16_t)id)) {
+		c->exclude_exports[id / 64] |= 1ull << (id % 64);
+		c->n_exclude_exports++;
+	}
+	return 0;
+}
+
 /* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it. */
-static int set_stats_mode(struct rrp_config *c, const char *key, const char *v, int line)
+int rrp_config_mode(const struct rrp_key *k, const char *v, uint32_t *mode)
 {
 	unsigned long m;
 	char *end;
 
 	errno = 0;
 	m = strtoul(v, &end, 8);
-	if (errno || end == v || *end || *v == '-' ||
-	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
-	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
-		fprintf(stderr,
-			"rpcrdma: RDMA: %s: \"%s\" is not a socket mode: octal, %04o plus any "
-			"of %04o (line %d)\n",
-			key, v, RRP_STATS_MODE_REQUIRED,
-			RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED, line);
+	if (errno || end == v || *end || *v == '-' || (m & ~k->hi) || (m & k->lo) != k->lo)
 		return -EINVAL;
-	}
-	c->stats_socket_mode = (uint32_t)m;
+	*mode = (uint32_t)m;
 	return 0;
+}
+
+static int set_stats_mode(struct rrp_config *c, const struct rrp_key *k, const char *v, int line)
+{
+	if (!rrp_config_mode(k, v, (uint32_t *)((char *)c + k->off)))
+		return 0;
+	fprintf(stderr,
+		"rpcrdma: RDMA: %s: \"%s\" is not a socket mode: octal, %04llo plus any of %04llo "
+		"(line %d)\n",
+		k->name, v, (unsigned long long)k->lo, (unsigned long long)(k->hi & ~k->lo), line);
+	return -EINVAL;
 }
 
 /*
@@ -445,7 +460,7 @@ static int set_stats_group(struct rrp_config *c, const char *key, const char *v,
 	return ret ? -EINVAL : 0;
 }
 
-static const struct rrp_key *key_find(const char *block, const char *name)
+const struct rrp_key *rrp_key_find(const char *block, const char *name)
 {
 	for (unsigned int i = 0; i < rrp_key_count; i++)
 		if (!strcasecmp(rrp_keys[i].block, block) && !strcasecmp(rrp_keys[i].name, name))
@@ -457,7 +472,7 @@ static const struct rrp_key *key_find(const char *block, const char *name)
  * the caller). */
 static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)
 {
-	const struct rrp_key *k = key_find("RDMA", key);
+	const struct rrp_key *k = rrp_key_find("RDMA", key);
 	bool b;
 
 	if (!k) {
@@ -483,11 +498,11 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 	case RRP_KEY_STR:
 		return set_string(k->name, v, (char *)c + k->off, k->len, line);
 	case RRP_KEY_MODE:
-		return set_stats_mode(c, k->name, v, line);
+		return set_stats_mode(c, k, v, line);
 	case RRP_KEY_GROUP:
 		return set_stats_group(c, k->name, v, line);
 	case RRP_KEY_EXPORTS:
-		return export_list_token(c, k->name, v, line);
+		return export_list_token(c, k, v, line);
 	default:
 		return set_number(c, k, v, line);
 	}
@@ -526,7 +541,7 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 		}
 		if (strcmp(tok, "="))
 			continue;
-		if (in_rdma && depth == 1 && (ck = key_find("RDMA", key)) &&
+		if (in_rdma && depth == 1 && (ck = rrp_key_find("RDMA", key)) &&
 		    ck->type == RRP_KEY_EXPORTS) {
 			/* A list: every token up to ';' (a repeated key replaces it). */
 			bool closed = false;
@@ -537,7 +552,7 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 				closed = !strcmp(tok, ";");
 				if (closed || (tok[0] && !tok[1] && strchr("{}=", tok[0])))
 					break;
-				if (export_list_token(c, key, tok, lx.line))
+				if (export_list_token(c, ck, tok, lx.line))
 					ret = -EINVAL;
 			}
 			if (!closed) {
@@ -554,7 +569,7 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 		if (in_rdma && depth == 1) {
 			if (rdma_key(c, key, val, lx.line))
 				ret = -EINVAL;
-		} else if (depth == 1 && (ck = key_find(block, key)) &&
+		} else if (depth == 1 && (ck = rrp_key_find(block, key)) &&
 			   strcasecmp(ck->block, "RDMA")) {
 			uint64_t n;
 

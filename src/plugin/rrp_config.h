@@ -110,6 +110,8 @@ extern const unsigned int rrp_key_count;
 /* Keys in rrp_keys[]: the RDMA block's, then NFS_CORE_PARAM's. */
 enum { RRP_KEY_COUNT = 0 RRP_KEYS(RRP_KEY_COUNT_ONE, _) RRP_CORE_KEYS(RRP_KEY_COUNT_ONE, _) };
 
+/* The key @name (compared without case) of @block; NULL if none. */
+const struct rrp_key *rrp_key_find(const char *block, const char *name);
 /* A number key's value (BOOL, U16, U32, U32Z, U64, MODE). */
 uint64_t rrp_key_get(const struct rrp_config *c, const struct rrp_key *k);
 void rrp_key_set(struct rrp_config *c, const struct rrp_key *k, uint64_t v);
@@ -133,6 +135,12 @@ int rrp_config_parse_string(const char *text, struct rrp_config *cfg);
  * into @cfg. 0, -EINVAL when too long, -ENOENT or -errno when not a group.
  */
 int rrp_config_stats_group(struct rrp_config *cfg, const char *name);
+/* One Export_Id of Exclude_Exports (key @k) added to @cfg's set; -EINVAL
+ * when @v is not one. Both readers' rule. */
+int rrp_config_exclude(struct rrp_config *cfg, const struct rrp_key *k, const char *v);
+/* Stats_Socket_Mode (key @k): octal, its required bits plus any of the
+ * allowed ones, into @mode; -EINVAL otherwise. Both readers' rule. */
+int rrp_config_mode(const struct rrp_key *k, const char *v, uint32_t *mode);
 /*
  * The keys whose values differ between @a and @b, as "Credits, Port" in
  * @out (truncated to @len); returns how many differ.

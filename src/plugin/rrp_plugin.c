@@ -246,25 +246,15 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 static int gsh_exclude_token(const char *token, int term_type, struct rrp_gsh_item *item,
 			     void *param_addr, void *node, struct rrp_gsh_err *err)
 {
-	struct rrp_config *c = param_addr;
-	unsigned long id;
-	char *end;
+	const struct rrp_key *k = rrp_key_find("RDMA", item->name);
 
 	(void)term_type;
-	(void)item;
-	errno = 0;
-	id = strtoul(token, &end, 0);
-	if (errno || *end || !*token || token[0] == '-' || id >= RRP_EXPORT_ID_COUNT) {
-		gsh_conf_error(node, err, "Exclude_Exports: \"%s\" is not an Export_Id (0..%u)",
-			       token, RRP_EXPORT_ID_COUNT - 1);
-		err->invalid = true;
-		return 1;
-	}
-	if (!rrp_config_export_excluded(c, (uint16_t)id)) {
-		c->exclude_exports[id / 64] |= 1ull << (id % 64);
-		c->n_exclude_exports++;
-	}
-	return 0;
+	if (!rrp_config_exclude(param_addr, k, token))
+		return 0;
+	gsh_conf_error(node, err, "%s: \"%s\" is not an Export_Id (%llu..%llu)", k->name, token,
+		       (unsigned long long)k->lo, (unsigned long long)k->hi);
+	err->invalid = true;
+	return 1;
 }
 
 /* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it (ganesha's
@@ -272,26 +262,16 @@ static int gsh_exclude_token(const char *token, int term_type, struct rrp_gsh_it
 static int gsh_mode_token(const char *token, int term_type, struct rrp_gsh_item *item,
 			  void *param_addr, void *node, struct rrp_gsh_err *err)
 {
-	unsigned long m;
-	char *end;
+	const struct rrp_key *k = rrp_key_find("RDMA", item->name);
 
 	(void)term_type;
-	(void)item;
-	errno = 0;
-	m = strtoul(token, &end, 8);
-	if (errno || end == token || *end || *token == '-' ||
-	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
-	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
-		gsh_conf_error(node, err,
-			       "Stats_Socket_Mode: \"%s\" is not a socket mode: octal, %04o plus "
-			       "any of %04o",
-			       token, RRP_STATS_MODE_REQUIRED,
-			       RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED);
-		err->invalid = true;
-		return 1;
-	}
-	*(uint32_t *)param_addr = (uint32_t)m;
-	return 0;
+	if (!rrp_config_mode(k, token, param_addr))
+		return 0;
+	gsh_conf_error(node, err, "%s: \"%s\" is not a socket mode: octal, %04llo plus any of %04llo",
+		       k->name, token, (unsigned long long)k->lo,
+		       (unsigned long long)(k->hi & ~k->lo));
+	err->invalid = true;
+	return 1;
 }
 
 static void *gsh_mode_init(void *link_mem, void *self)
