@@ -128,17 +128,6 @@ static void put_int(void *p, size_t len, uint64_t v)
 	}
 }
 
-static bool key_is_number(const struct rrp_key *k)
-{
-	return k->type != RRP_KEY_STR && k->type != RRP_KEY_FABRIC && k->type != RRP_KEY_GROUP &&
-	       k->type != RRP_KEY_EXPORTS;
-}
-
-static bool key_is_string(const struct rrp_key *k)
-{
-	return k->type == RRP_KEY_STR || k->type == RRP_KEY_FABRIC || k->type == RRP_KEY_GROUP;
-}
-
 uint64_t rrp_key_get(const struct rrp_config *c, const struct rrp_key *k)
 {
 	if (k->type == RRP_KEY_BOOL)
@@ -206,9 +195,9 @@ void rrp_config_default(struct rrp_config *c)
 			rrp_key_set(c, k, get_int((const char *)&e + k->eng_off, k->eng_len));
 		else if (k->dflt == RRP_DFLT_AUTO)
 			rrp_key_set(c, k, RRP_KEY_AUTO);
-		else if (key_is_string(k))
+		else if (rrp_key_is_string(k))
 			snprintf((char *)c + k->off, k->len, "%s", k->dflt_str);
-		else if (key_is_number(k))
+		else if (rrp_key_is_number(k))
 			rrp_key_set(c, k, k->dflt_num);
 	}
 }
@@ -569,8 +558,7 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 		if (in_rdma && depth == 1) {
 			if (rdma_key(c, key, val, lx.line))
 				ret = -EINVAL;
-		} else if (depth == 1 && (ck = rrp_key_find(block, key)) &&
-			   strcasecmp(ck->block, "RDMA")) {
+		} else if (depth == 1 && (ck = rrp_key_find(block, key)) && !rrp_key_rdma(ck)) {
 			uint64_t n;
 
 			/* ganesha's own key: ganesha reports a bad value */
@@ -620,11 +608,11 @@ unsigned int rrp_config_diff(const struct rrp_config *a, const struct rrp_config
 		const struct rrp_key *k = &rrp_keys[i];
 		const char *pa = (const char *)a + k->off;
 		const char *pb = (const char *)b + k->off;
-		bool rdma = !strcmp(k->block, "RDMA");
+		bool rdma = rrp_key_rdma(k);
 		int w;
 
 		/* bytes past a string's NUL are no value */
-		if (key_is_string(k) ? !strncmp(pa, pb, k->len) : !memcmp(pa, pb, k->len))
+		if (rrp_key_is_string(k) ? !strncmp(pa, pb, k->len) : !memcmp(pa, pb, k->len))
 			continue;
 		n++;
 		if (used >= len)

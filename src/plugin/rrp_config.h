@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Export_Id is a uint16_t in ganesha: 0 (the NFSv4 pseudo root) .. 65535. */
 #define RRP_EXPORT_ID_COUNT 65536
@@ -109,6 +110,23 @@ extern const unsigned int rrp_key_count;
 #define RRP_KEY_COUNT_ONE(a, ...) +1
 /* Keys in rrp_keys[]: the RDMA block's, then NFS_CORE_PARAM's. */
 enum { RRP_KEY_COUNT = 0 RRP_KEYS(RRP_KEY_COUNT_ONE, _) RRP_CORE_KEYS(RRP_KEY_COUNT_ONE, _) };
+
+/* A key of the RDMA block (not one of ganesha's own blocks). */
+static inline bool rrp_key_rdma(const struct rrp_key *k)
+{
+	return !strcmp(k->block, "RDMA");
+}
+
+static inline bool rrp_key_is_string(const struct rrp_key *k)
+{
+	return k->type == RRP_KEY_STR || k->type == RRP_KEY_FABRIC || k->type == RRP_KEY_GROUP;
+}
+
+/* Read and written with rrp_key_get and rrp_key_set. */
+static inline bool rrp_key_is_number(const struct rrp_key *k)
+{
+	return !rrp_key_is_string(k) && k->type != RRP_KEY_EXPORTS;
+}
 
 /* The key @name (compared without case) of @block; NULL if none. */
 const struct rrp_key *rrp_key_find(const char *block, const char *name);

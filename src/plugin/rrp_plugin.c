@@ -124,7 +124,7 @@ struct gsh_conf {
 	void (*free_tree)(void *tree);					/* config_Free */
 };
 
-/* The block as ganesha's loader fills it, from the items gsh_items makes
+/* The block as ganesha's loader fills it, with the items gsh_item makes
  * of rrp_keys[]. */
 struct gsh_rdma {
 	struct rrp_config *cfg;		/* where commit puts the block's values */
@@ -210,7 +210,7 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 		const char *s = r->str[i] ? r->str[i] : "";
 		char *dst = (char *)c + k->off;
 
-		if (strcmp(k->block, "RDMA"))
+		if (!rrp_key_rdma(k))
 			continue;
 		switch (k->type) {
 		case RRP_KEY_STR:
@@ -289,9 +289,11 @@ static void *gsh_exclude_init(void *link_mem, void *self)
 }
 
 /*
- * ganesha's item for key @k, its default from @d: numbers and booleans
- * land in @base's struct rrp_config, strings in slot @i of str[], which
- * gsh_rdma_commit copies into the configuration.
+ * ganesha's item for key @k (index @i), its default from @d: numbers,
+ * booleans and Export_Ids land in the struct rrp_config at @v_off of the
+ * block's memory, strings in slot @i of the char * array at @str_off, the
+ * fabric's token at @tok_off; gsh_rdma_commit copies them into the
+ * configuration.
  */
 static void gsh_item(struct rrp_gsh_item *it, const struct rrp_key *k, unsigned int i,
 		     const struct rrp_config *d, size_t v_off, size_t str_off, size_t tok_off)
@@ -302,8 +304,7 @@ static void gsh_item(struct rrp_gsh_item *it, const struct rrp_key *k, unsigned 
 	memset(it, 0, sizeof(*it));
 	it->name = k->name;
 	it->off = v_off + k->off;
-	if (k->type != RRP_KEY_STR && k->type != RRP_KEY_FABRIC && k->type != RRP_KEY_GROUP &&
-	    k->type != RRP_KEY_EXPORTS)
+	if (rrp_key_is_number(k))
 		def = rrp_key_get(d, k);
 	switch (k->type) {
 	case RRP_KEY_BOOL:
@@ -409,7 +410,7 @@ static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf
 	for (unsigned int i = 0; i < rrp_key_count; i++) {
 		const struct rrp_key *k = &rrp_keys[i];
 
-		if (!strcmp(k->block, "RDMA"))
+		if (rrp_key_rdma(k))
 			gsh_item(&items[n++], k, i, &core.v, offsetof(struct gsh_rdma, v),
 				 offsetof(struct gsh_rdma, str), offsetof(struct gsh_rdma, fabric));
 		else
@@ -424,7 +425,7 @@ static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf
 		return -ENOMEM;
 	(void)g->load(tree, &core_blk, &core, false, &err);
 	for (unsigned int i = 0; i < rrp_key_count; i++)
-		if (strcmp(rrp_keys[i].block, "RDMA"))
+		if (!rrp_key_rdma(&rrp_keys[i]))
 			memcpy((char *)c + rrp_keys[i].off, (char *)&core.v + rrp_keys[i].off,
 			       rrp_keys[i].len);
 	found = g->load(tree, &blk, &r, false, &err);

@@ -31,11 +31,6 @@ std::string slurp(const std::string &rel)
 	return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-bool is_rdma(const rrp_key &k)
-{
-	return std::string(k.block) == "RDMA";
-}
-
 /* The default as the docs write it. */
 std::string default_text(const rrp_key &k, const rrp_config &d)
 {
@@ -252,6 +247,18 @@ TEST(RrpKeys, DefaultsAreInRange)
 	}
 }
 
+/* Paragraph @p of key @k says "Default: <its default>" and, where it has
+ * one, "Range: <its range>". */
+void expect_default_and_range(const rrp_key &k, const rrp_config &d, const std::string &p)
+{
+	EXPECT_TRUE(says(p, "Default:", default_text(k, d)))
+		<< k.name << ": no \"Default: " << default_text(k, d) << "\" in: " << p;
+	if (!range_text(k).empty()) {
+		EXPECT_TRUE(says(p, "Range:", range_text(k)))
+			<< k.name << ": no \"Range: " << range_text(k) << "\" in: " << p;
+	}
+}
+
 TEST(RrpKeys, SampleConfigGivesEachKeyItsDefaultAndRange)
 {
 	std::string text = slurp("config_samples/ganesha-rdma.conf");
@@ -264,18 +271,13 @@ TEST(RrpKeys, SampleConfigGivesEachKeyItsDefaultAndRange)
 		std::string p = find_para(paras, k.name);
 
 		ASSERT_FALSE(p.empty()) << k.name << ": no \"" << k.name << " = \" line in the sample";
-		if (!is_rdma(k)) {
+		if (!rrp_key_rdma(&k)) {
 			EXPECT_NE(p.find(std::string(k.name) + " = " + default_text(k, d)),
 				  std::string::npos)
 				<< k.name << ": " << p;
 			continue;
 		}
-		EXPECT_TRUE(says(p, "Default:", default_text(k, d)))
-			<< k.name << ": no \"Default: " << default_text(k, d) << "\" in: " << p;
-		if (!range_text(k).empty()) {
-			EXPECT_TRUE(says(p, "Range:", range_text(k)))
-				<< k.name << ": no \"Range: " << range_text(k) << "\" in: " << p;
-		}
+		expect_default_and_range(k, d, p);
 	}
 	/* and nothing in the RDMA block the table does not know */
 	size_t a = text.find("\nRDMA {"), b = text.find("\n}", a);
@@ -294,19 +296,14 @@ TEST(RrpKeys, ManPageGivesEachKeyItsDefaultAndRange)
 	for (unsigned int i = 0; i < rrp_key_count; i++) {
 		const rrp_key &k = rrp_keys[i];
 
-		if (!is_rdma(k)) {
+		if (!rrp_key_rdma(&k)) {
 			EXPECT_NE(text.find(std::string("\\fB") + k.name + "\\fR"), std::string::npos)
 				<< k.name;
 			continue;
 		}
 		std::string p = find_para(paras, k.name);
 		ASSERT_FALSE(p.empty()) << k.name << ": no \".BR " << k.name << "\" in the man page";
-		EXPECT_TRUE(says(p, "Default:", default_text(k, d)))
-			<< k.name << ": no \"Default: " << default_text(k, d) << "\" in: " << p;
-		if (!range_text(k).empty()) {
-			EXPECT_TRUE(says(p, "Range:", range_text(k)))
-				<< k.name << ": no \"Range: " << range_text(k) << "\" in: " << p;
-		}
+		expect_default_and_range(k, d, p);
 	}
 	for (const auto &p : paras)
 		EXPECT_TRUE(known(p.first)) << p.first << " is in the man page, not in rrp_keys.def";
