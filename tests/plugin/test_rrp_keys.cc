@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -124,11 +125,14 @@ std::string flat(const std::vector<std::string> &lines)
 	return out;
 }
 
+/* A document's paragraphs: (key, text) */
+using Paragraphs = std::vector<std::pair<std::string, std::string>>;
+
 /* The sample config's paragraph for each key: the comment lines above its
  * "Key = " line (written commented out or not), back to a blank line. */
-std::vector<std::pair<std::string, std::string>> sample_paragraphs(const std::string &text)
+Paragraphs sample_paragraphs(const std::string &text)
 {
-	std::vector<std::pair<std::string, std::string>> out;
+	Paragraphs out;
 	std::vector<std::string> para;
 	std::istringstream in(text);
 
@@ -155,9 +159,9 @@ std::vector<std::pair<std::string, std::string>> sample_paragraphs(const std::st
 
 /* rpcrdma.conf(5)'s paragraph for each key of its KEYS section: from
  * ".BR Key " to the next .TP or .SH. */
-std::vector<std::pair<std::string, std::string>> man_paragraphs(const std::string &text)
+Paragraphs man_paragraphs(const std::string &text)
 {
-	std::vector<std::pair<std::string, std::string>> out;
+	Paragraphs out;
 	std::vector<std::string> para;
 	std::string key;
 	std::istringstream in(text);
@@ -188,7 +192,7 @@ std::vector<std::pair<std::string, std::string>> man_paragraphs(const std::strin
 	return out;
 }
 
-std::string find_para(const std::vector<std::pair<std::string, std::string>> &paras,
+std::string find_para(const Paragraphs &paras,
 		      const std::string &key)
 {
 	for (const auto &p : paras)
@@ -247,66 +251,70 @@ TEST(RrpKeys, DefaultsAreInRange)
 	}
 }
 
-/* Paragraph @p of key @k says "Default: <its default>" and, where it has
- * one, "Range: <its range>". */
-void expect_default_and_range(const rrp_key &k, const rrp_config &d, const std::string &p)
+/*
+ * Every key of the table has a paragraph in @paras (of document @what)
+ * that says "Default: <its default>" and, where it has one, "Range: <its
+ * range>"; ganesha's own keys, documented in their block, go to @core.
+ */
+void expect_every_key(const char *what, const Paragraphs &paras,
+		      const std::function<void(const rrp_key &, const std::string &)> &core)
 {
-	EXPECT_TRUE(says(p, "Default:", default_text(k, d)))
-		<< k.name << ": no \"Default: " << default_text(k, d) << "\" in: " << p;
-	if (!range_text(k).empty()) {
-		EXPECT_TRUE(says(p, "Range:", range_text(k)))
-			<< k.name << ": no \"Range: " << range_text(k) << "\" in: " << p;
+	rrp_config d;
+
+	rrp_config_default(&d);
+	for (unsigned int i = 0; i < rrp_key_count; i++) {
+		const rrp_key &k = rrp_keys[i];
+		std::string p = find_para(paras, k.name);
+
+		if (!rrp_key_rdma(&k)) {
+			core(k, default_text(k, d));
+			continue;
+		}
+		if (p.empty()) {
+			ADD_FAILURE() << k.name << ": no paragraph in " << what;
+			continue;
+		}
+		EXPECT_TRUE(says(p, "Default:", default_text(k, d)))
+			<< what << ": " << k.name << ": no \"Default: " << default_text(k, d)
+			<< "\" in: " << p;
+		if (!range_text(k).empty()) {
+			EXPECT_TRUE(says(p, "Range:", range_text(k)))
+				<< what << ": " << k.name << ": no \"Range: " << range_text(k)
+				<< "\" in: " << p;
+		}
 	}
+	for (const auto &p : paras)
+		EXPECT_TRUE(known(p.first)) << p.first << " is in " << what << ", not in rrp_keys.def";
 }
 
 TEST(RrpKeys, SampleConfigGivesEachKeyItsDefaultAndRange)
 {
 	std::string text = slurp("config_samples/ganesha-rdma.conf");
-	auto paras = sample_paragraphs(text);
-	rrp_config d;
-
-	rrp_config_default(&d);
-	for (unsigned int i = 0; i < rrp_key_count; i++) {
-		const rrp_key &k = rrp_keys[i];
-		std::string p = find_para(paras, k.name);
-
-		ASSERT_FALSE(p.empty()) << k.name << ": no \"" << k.name << " = \" line in the sample";
-		if (!rrp_key_rdma(&k)) {
-			EXPECT_NE(p.find(std::string(k.name) + " = " + default_text(k, d)),
-				  std::string::npos)
-				<< k.name << ": " << p;
-			continue;
-		}
-		expect_default_and_range(k, d, p);
-	}
-	/* and nothing in the RDMA block the table does not know */
 	size_t a = text.find("\nRDMA {"), b = text.find("\n}", a);
+
 	ASSERT_NE(a, std::string::npos);
-	for (const auto &p : sample_paragraphs(text.substr(a + 7, b - a - 7)))
-		EXPECT_TRUE(known(p.first)) << p.first << " is in the sample, not in rrp_keys.def";
+	/* NFS_Port, in NFS_CORE_PARAM, is set to its default */
+	expect_every_key("the sample", sample_paragraphs(text.substr(a + 7, b - a - 7)),
+			 [&](const rrp_key &k, const std::string &dflt) {
+				 EXPECT_NE(text.find(std::string(k.name) + " = " + dflt + ";"),
+					   std::string::npos)
+					 << k.name;
+			 });
 }
 
 TEST(RrpKeys, ManPageGivesEachKeyItsDefaultAndRange)
 {
 	std::string text = slurp("packaging/man/rpcrdma.conf.5");
-	auto paras = man_paragraphs(text);
-	rrp_config d;
 
-	rrp_config_default(&d);
-	for (unsigned int i = 0; i < rrp_key_count; i++) {
-		const rrp_key &k = rrp_keys[i];
-
-		if (!rrp_key_rdma(&k)) {
-			EXPECT_NE(text.find(std::string("\\fB") + k.name + "\\fR"), std::string::npos)
-				<< k.name;
-			continue;
-		}
-		std::string p = find_para(paras, k.name);
-		ASSERT_FALSE(p.empty()) << k.name << ": no \".BR " << k.name << "\" in the man page";
-		expect_default_and_range(k, d, p);
-	}
-	for (const auto &p : paras)
-		EXPECT_TRUE(known(p.first)) << p.first << " is in the man page, not in rrp_keys.def";
+	/* NFS_Port is named where the page says what else is read */
+	expect_every_key("rpcrdma.conf(5)", man_paragraphs(text),
+			 [&](const rrp_key &k, const std::string &dflt) {
+				 EXPECT_NE(text.find(std::string("\\fB") + k.name + "\\fR"),
+					   std::string::npos)
+					 << k.name;
+				 EXPECT_NE(text.find("(default " + dflt + ")"), std::string::npos)
+					 << k.name;
+			 });
 }
 
 /* docs/configuration.md's table is the table, row for row. */
