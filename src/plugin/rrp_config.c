@@ -74,22 +74,10 @@
 const struct rrp_key rrp_keys[] = { RRP_KEYS(RDMA_ROW, _) RRP_CORE_KEYS(CORE_ROW, _) };
 const unsigned int rrp_key_count = sizeof(rrp_keys) / sizeof(rrp_keys[0]);
 
-/* What ganesha's loader writes for each type is the member's size; the
- * engine's field holds the whole range; ENG has a field to take it from. */
-#define SIZE_BOOL sizeof(bool)
-#define SIZE_U16 2
-#define SIZE_U32 4
-#define SIZE_U32Z 4
-#define SIZE_U64 8
-#define SIZE_MODE 4
-#define SIZE_STR 0
-#define SIZE_FABRIC 0
-#define SIZE_GROUP 0
-#define SIZE_EXPORTS 0
+/* The engine's field holds the whole range; ENG has a field to take it
+ * from. */
 #define LEN_MAX(n) ((n) >= 8 ? UINT64_MAX : (1ull << ((8 * (n)) & 63)) - 1)
 #define KEY_CHECK(a, name, type, member, lo, hi, dflt, engine)                                    \
-	_Static_assert(!SIZE_##type || sizeof(((struct rrp_config *)0)->member) == SIZE_##type,   \
-		       #name ": its member is not the size its type loads");                      \
 	_Static_assert(!ENG_LEN_##engine || (uint64_t)(hi) <= LEN_MAX(ENG_LEN_##engine),          \
 		       #name ": the engine's field is narrower than its range");                  \
 	_Static_assert(KIND_##dflt != RRP_DFLT_ENG || ENG_LEN_##engine,                           \

@@ -14,38 +14,40 @@
 /* Export_Id is a uint16_t in ganesha: 0 (the NFSv4 pseudo root) .. 65535. */
 #define RRP_EXPORT_ID_COUNT 65536
 
+#include "plugin/rrp_keys.def"
+
+/* Each key's member, of its type: strings hold hi bytes and a NUL,
+ * Exclude_Exports one bit per Export_Id. */
+#define RRP_CTYPE_BOOL bool
+#define RRP_CTYPE_U16 uint16_t
+#define RRP_CTYPE_U32 uint32_t
+#define RRP_CTYPE_U32Z uint32_t
+#define RRP_CTYPE_U64 uint64_t
+#define RRP_CTYPE_MODE uint32_t
+#define RRP_CTYPE_STR char
+#define RRP_CTYPE_FABRIC char
+#define RRP_CTYPE_GROUP char
+#define RRP_CTYPE_EXPORTS uint64_t
+#define RRP_DIM_BOOL(hi)
+#define RRP_DIM_U16(hi)
+#define RRP_DIM_U32(hi)
+#define RRP_DIM_U32Z(hi)
+#define RRP_DIM_U64(hi)
+#define RRP_DIM_MODE(hi)
+#define RRP_DIM_STR(hi) [(hi) + 1]
+#define RRP_DIM_FABRIC(hi) [(hi) + 1]
+#define RRP_DIM_GROUP(hi) [(hi) + 1]
+#define RRP_DIM_EXPORTS(hi) [((hi) + 1) / 64]
+#define RRP_CONFIG_MEMBER(a, name, type, member, lo, hi, dflt, engine)                             \
+	RRP_CTYPE_##type member RRP_DIM_##type(hi);
+
+/* The settings: one member per key of rrp_keys.def, and what follows from
+ * them. */
 struct rrp_config {
-	bool enable;
-	char listen_addr[64];		/* Listen_Addr: IPv4 (or "0.0.0.0") */
-	char listen_addr_v6[64];	/* Listen_Addr_v6: "" = none */
-	uint16_t port;			/* Port */
-	char fabric[16];		/* Fabric: "verbs" or "soft" */
-	char soft_socket[108];		/* Soft_Socket: unix socket path for "soft" */
-	uint32_t credits;		/* Credits */
-	uint32_t inline_threshold;	/* Inline_Threshold */
-	uint32_t max_connections;	/* Max_Connections */
-	uint32_t max_conns_per_peer;	/* Max_Connections_Per_Peer; 0 = no cap */
-	uint32_t peer_prefix_v4;	/* Peer_Prefix_V4: bits naming an IPv4 peer */
-	uint32_t peer_prefix_v6;	/* Peer_Prefix_V6: bits naming an IPv6 peer */
-	uint32_t handshake_timeout;	/* Handshake_Timeout, seconds; 0 = none */
-	uint32_t idle_timeout;		/* Idle_Timeout, seconds; 0 = none */
-	/* Receive_Memory_Budget, bytes; 0 = none; RRP_MEM_BUDGET_AUTO: the
-	 * engine's default from the machine (rr_mem_budget_default) */
-	uint64_t recv_mem_budget;
-	bool use_srq;			/* Use_SRQ: one shared receive pool */
-	uint32_t srq_depth;		/* SRQ_Depth: pool bound; 0 = derived */
-	uint32_t max_ord;		/* Max_RDMA_Read_Depth */
-	uint32_t workers;		/* Worker_Threads */
-	uint32_t payload_pool_mb;	/* Payload_Pool_MB: registered READ buffers */
-	char stats_socket[108];		/* Stats_Socket: "" = none */
-	uint32_t stats_socket_mode;	/* Stats_Socket_Mode: 0600 + any of 0066 */
-	/* Stats_Socket_Group as given ("" = the process's group) and its gid */
-	char stats_socket_group[64];
-	uint32_t stats_socket_gid;
-	uint16_t nfs_port;		/* NFS_CORE_PARAM.NFS_Port, to find ganesha's listener */
-	/* Exclude_Exports: one bit per Export_Id kept off RDMA (rrp_exports.c) */
-	uint64_t exclude_exports[RRP_EXPORT_ID_COUNT / 64];
-	uint32_t n_exclude_exports;	/* Export_Ids set above */
+	RRP_KEYS(RRP_CONFIG_MEMBER, _)
+	RRP_CORE_KEYS(RRP_CONFIG_MEMBER, _)
+	uint32_t stats_socket_gid;	/* Stats_Socket_Group's, resolved */
+	uint32_t n_exclude_exports;	/* Export_Ids set in exclude_exports */
 };
 
 /* Is Export_Id @id in Exclude_Exports? */
@@ -64,8 +66,6 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 #define RRP_STATS_MODE_DEFAULT 0600u
 #define RRP_STATS_MODE_REQUIRED 0600u
 #define RRP_STATS_MODE_ALLOWED 0666u
-
-#include "plugin/rrp_keys.def"
 
 /* A key's default decided at start-up (Receive_Memory_Budget). */
 #define RRP_KEY_AUTO UINT64_MAX
