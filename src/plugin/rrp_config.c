@@ -77,10 +77,10 @@ const unsigned int rrp_key_count = sizeof(rrp_keys) / sizeof(rrp_keys[0]);
 /* The engine's field holds the whole range; ENG has a field to take it
  * from. */
 #define LEN_MAX(n) ((n) >= 8 ? UINT64_MAX : (1ull << ((8 * (n)) & 63)) - 1)
-#define KEY_CHECK(a, name, type, member, lo, hi, dflt, engine)                                    \
-	_Static_assert(!ENG_LEN_##engine || (uint64_t)(hi) <= LEN_MAX(ENG_LEN_##engine),          \
-		       #name ": the engine's field is narrower than its range");                  \
-	_Static_assert(KIND_##dflt != RRP_DFLT_ENG || ENG_LEN_##engine,                           \
+#define KEY_CHECK(a, name, type, member, lo, hi, dflt, engine)                                     \
+	_Static_assert(!ENG_LEN_##engine || (uint64_t)(hi) <= LEN_MAX(ENG_LEN_##engine),           \
+		       #name ": the engine's field is narrower than its range");                   \
+	_Static_assert(KIND_##dflt != RRP_DFLT_ENG || ENG_LEN_##engine,                            \
 		       #name ": ENG default without TO(field)");
 RRP_KEYS(KEY_CHECK, _)
 RRP_CORE_KEYS(KEY_CHECK, _)
@@ -467,7 +467,8 @@ static int rdma_key(struct rrp_config *c, const char *key, const char *v, int li
 		return 0;
 	case RRP_KEY_FABRIC:
 		if (strcasecmp(v, "verbs") && strcasecmp(v, "soft")) {
-			fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not verbs or soft (line %d)\n",
+			fprintf(stderr,
+				"rpcrdma: RDMA: %s: \"%s\" is not verbs or soft (line %d)\n",
 				k->name, v, line);
 			return -EINVAL;
 		}

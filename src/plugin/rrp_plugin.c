@@ -267,7 +267,8 @@ static int gsh_mode_token(const char *token, int term_type, struct rrp_gsh_item 
 	(void)term_type;
 	if (!rrp_config_mode(k, token, param_addr))
 		return 0;
-	gsh_conf_error(node, err, "%s: \"%s\" is not a socket mode: octal, %04llo plus any of %04llo",
+	gsh_conf_error(node, err,
+		       "%s: \"%s\" is not a socket mode: octal, %04llo plus any of %04llo",
 		       k->name, token, (unsigned long long)k->lo,
 		       (unsigned long long)(k->hi & ~k->lo));
 	err->invalid = true;

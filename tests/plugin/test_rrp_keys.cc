@@ -284,7 +284,8 @@ void expect_every_key(const char *what, const Paragraphs &paras,
 		}
 	}
 	for (const auto &p : paras)
-		EXPECT_TRUE(known(p.first)) << p.first << " is in " << what << ", not in rrp_keys.def";
+		EXPECT_TRUE(known(p.first))
+			<< p.first << " is in " << what << ", not in rrp_keys.def";
 }
 
 TEST(RrpKeys, SampleConfigGivesEachKeyItsDefaultAndRange)
