@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * rrp_config.c - the RDMA block's keys: defaults, and a standalone reader
- * of ganesha's syntax for processes without ganesha (tools, unit tests).
+ * rrp_config.c - the RDMA block's keys: their table (from rrp_keys.def),
+ * defaults, the copy into the engine's configuration, the reload diff, and
+ * a standalone reader of ganesha's syntax for processes without ganesha
+ * (tools, unit tests).
  *
  * Inside ganesha the block is read by ganesha's own configuration code
- * (rrp_plugin.c, load_config_ganesha), with the same keys, ranges and
+ * (rrp_plugin.c, gsh_load_tree), from the same table of keys, ranges and
  * defaults; this reader follows that syntax: blocks `Name { ... }`,
  * `Key = value;`, `#` comments, quoted strings, names compared without case.
  */
@@ -23,29 +25,185 @@
 
 #define MAX_CONFIG_BYTES (1u << 20)
 
+/*
+ * rrp_keys[]: one row per line of rrp_keys.def. The dflt and engine columns
+ * are read by pasting: VAL(v), ENG, AUTO(how); TO(field), NONE.
+ */
+#define NUM_OF_VAL(v) (v)
+#define NUM_OF_ENG 0
+#define NUM_OF_AUTO(how) RRP_KEY_AUTO
+#define STR_OF_VAL(v) (v)
+#define NUM_BOOL(d) NUM_OF_##d
+#define NUM_U16(d) NUM_OF_##d
+#define NUM_U32(d) NUM_OF_##d
+#define NUM_U32Z(d) NUM_OF_##d
+#define NUM_U64(d) NUM_OF_##d
+#define NUM_MODE(d) NUM_OF_##d
+#define NUM_STR(d) 0
+#define NUM_FABRIC(d) 0
+#define NUM_GROUP(d) 0
+#define NUM_EXPORTS(d) 0
+#define STR_STR(d) STR_OF_##d
+#define STR_FABRIC(d) STR_OF_##d
+#define STR_GROUP(d) STR_OF_##d
+#define STR_BOOL(d) NULL
+#define STR_U16(d) NULL
+#define STR_U32(d) NULL
+#define STR_U32Z(d) NULL
+#define STR_U64(d) NULL
+#define STR_MODE(d) NULL
+#define STR_EXPORTS(d) NULL
+#define KIND_VAL(v) RRP_DFLT_VAL
+#define KIND_ENG RRP_DFLT_ENG
+#define KIND_AUTO(how) RRP_DFLT_AUTO
+#define HOW_VAL(v) NULL
+#define HOW_ENG NULL
+#define HOW_AUTO(how) how
+#define ENG_OFF_TO(f) offsetof(struct rr_config, f)
+#define ENG_OFF_NONE 0
+#define ENG_LEN_TO(f) sizeof(((struct rr_config *)0)->f)
+#define ENG_LEN_NONE 0
+
+#define KEY_ROW(block, name, type, member, lo, hi, dflt, engine)                                   \
+	{ #name, block, RRP_KEY_##type, offsetof(struct rrp_config, member),                       \
+	  sizeof(((struct rrp_config *)0)->member), lo, hi, KIND_##dflt, NUM_##type(dflt),         \
+	  STR_##type(dflt), HOW_##dflt, ENG_OFF_##engine, ENG_LEN_##engine },
+#define RDMA_ROW(a, ...) KEY_ROW("RDMA", __VA_ARGS__)
+#define CORE_ROW(a, ...) KEY_ROW("NFS_CORE_PARAM", __VA_ARGS__)
+
+const struct rrp_key rrp_keys[] = { RRP_KEYS(RDMA_ROW, _) RRP_CORE_KEYS(CORE_ROW, _) };
+const unsigned int rrp_key_count = sizeof(rrp_keys) / sizeof(rrp_keys[0]);
+
+/* The engine's field holds the whole range; ENG has a field to take it
+ * from. */
+#define LEN_MAX(n) ((n) >= 8 ? UINT64_MAX : (1ull << ((8 * (n)) & 63)) - 1)
+#define KEY_CHECK(a, name, type, member, lo, hi, dflt, engine)                                     \
+	_Static_assert(!ENG_LEN_##engine || (uint64_t)(hi) <= LEN_MAX(ENG_LEN_##engine),           \
+		       #name ": the engine's field is narrower than its range");                   \
+	_Static_assert(KIND_##dflt != RRP_DFLT_ENG || ENG_LEN_##engine,                            \
+		       #name ": ENG default without TO(field)");
+RRP_KEYS(KEY_CHECK, _)
+RRP_CORE_KEYS(KEY_CHECK, _)
+
+static uint64_t get_int(const void *p, size_t len)
+{
+	switch (len) {
+	case 1:
+		return *(const uint8_t *)p;
+	case 2:
+		return *(const uint16_t *)p;
+	case 4:
+		return *(const uint32_t *)p;
+	default:
+		return *(const uint64_t *)p;
+	}
+}
+
+static void put_int(void *p, size_t len, uint64_t v)
+{
+	switch (len) {
+	case 1:
+		*(uint8_t *)p = (uint8_t)v;
+		break;
+	case 2:
+		*(uint16_t *)p = (uint16_t)v;
+		break;
+	case 4:
+		*(uint32_t *)p = (uint32_t)v;
+		break;
+	default:
+		*(uint64_t *)p = v;
+	}
+}
+
+uint64_t rrp_key_get(const struct rrp_config *c, const struct rrp_key *k)
+{
+	if (k->type == RRP_KEY_BOOL)
+		return *(const bool *)((const char *)c + k->off);
+	return get_int((const char *)c + k->off, k->len);
+}
+
+void rrp_key_set(struct rrp_config *c, const struct rrp_key *k, uint64_t v)
+{
+	if (k->type == RRP_KEY_BOOL)
+		*(bool *)((char *)c + k->off) = v != 0;
+	else
+		put_int((char *)c + k->off, k->len, v);
+}
+
+/* 1099511627776 as 1T: sizes of a GiB or more the way people write them. */
+static void size_text(uint64_t n, char *out, size_t len)
+{
+	static const char unit[] = "KMGT";
+	int u = -1;
+
+	if (n >= 1ull << 30)
+		while (n % 1024 == 0 && u < 3)
+			n /= 1024, u++;
+	if (u >= 0)
+		snprintf(out, len, "%llu%c", (unsigned long long)n, unit[u]);
+	else
+		snprintf(out, len, "%llu", (unsigned long long)n);
+}
+
+void rrp_key_range(const struct rrp_key *k, char *out, size_t len)
+{
+	char hi[32];
+
+	size_text(k->hi, hi, sizeof(hi));
+	switch (k->type) {
+	case RRP_KEY_U16:
+	case RRP_KEY_U32:
+	case RRP_KEY_U64:
+	case RRP_KEY_EXPORTS:
+		snprintf(out, len, "%llu..%s", (unsigned long long)k->lo, hi);
+		break;
+	case RRP_KEY_U32Z:
+		snprintf(out, len, "0 or %llu..%s", (unsigned long long)k->lo, hi);
+		break;
+	case RRP_KEY_MODE:
+		snprintf(out, len, "%04llo..%04llo", (unsigned long long)k->lo,
+			 (unsigned long long)k->hi);
+		break;
+	default:
+		snprintf(out, len, "%s", "");
+	}
+}
+
 void rrp_config_default(struct rrp_config *c)
 {
+	struct rr_config e;
+
 	memset(c, 0, sizeof(*c));
-	c->enable = true;
-	snprintf(c->listen_addr, sizeof(c->listen_addr), "0.0.0.0");
-	c->port = RR_NFS_RDMA_PORT;
-	snprintf(c->fabric, sizeof(c->fabric), "verbs");
-	c->credits = 64;
-	c->inline_threshold = 4096;
-	c->max_connections = 1024;
-	/* The engine's defaults (rr_config_default says why). */
-	c->max_conns_per_peer = 64;
-	c->peer_prefix_v4 = 32;
-	c->peer_prefix_v6 = 64;
-	c->handshake_timeout = 30;
-	c->idle_timeout = 360;
-	c->recv_mem_budget = RRP_MEM_BUDGET_AUTO;
-	c->max_ord = 16;
-	c->workers = 8;
-	c->payload_pool_mb = 80;
-	c->nfs_port = 2049;
-	snprintf(c->stats_socket, sizeof(c->stats_socket), "/run/rpcrdma/stats.sock");
-	c->stats_socket_mode = RRP_STATS_MODE_DEFAULT;
+	rr_config_default(&e);
+	for (unsigned int i = 0; i < rrp_key_count; i++) {
+		const struct rrp_key *k = &rrp_keys[i];
+
+		if (k->dflt == RRP_DFLT_ENG)
+			rrp_key_set(c, k, get_int((const char *)&e + k->eng_off, k->eng_len));
+		else if (k->dflt == RRP_DFLT_AUTO)
+			rrp_key_set(c, k, RRP_KEY_AUTO);
+		else if (rrp_key_is_string(k))
+			snprintf((char *)c + k->off, k->len, "%s", k->dflt_str);
+		else if (rrp_key_is_number(k))
+			rrp_key_set(c, k, k->dflt_num);
+	}
+}
+
+void rrp_config_engine(const struct rrp_config *c, struct rr_config *ec)
+{
+	for (unsigned int i = 0; i < rrp_key_count; i++) {
+		const struct rrp_key *k = &rrp_keys[i];
+		uint64_t v;
+
+		if (!k->eng_len)
+			continue;
+		v = rrp_key_get(c, k);
+		/* not set: the engine's own (rr_config_default) */
+		if (k->dflt == RRP_DFLT_AUTO && v == RRP_KEY_AUTO)
+			continue;
+		put_int((char *)ec + k->eng_off, k->eng_len, v);
+	}
 }
 
 struct lexer {
@@ -132,18 +290,19 @@ static bool parse_bool(const char *v, bool *out)
 	return false;
 }
 
-static int set_range(const char *key, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
-		     int line)
+static int set_number(struct rrp_config *c, const struct rrp_key *k, const char *v, int line)
 {
+	char range[48];
 	uint64_t n;
 
-	if (!parse_u64(v, &n) || n < lo || n > hi) {
-		fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is outside %llu..%llu (line %d)\n", key,
-			v, (unsigned long long)lo, (unsigned long long)hi, line);
-		return -EINVAL;
+	if (parse_u64(v, &n) && ((n >= k->lo && n <= k->hi) || (!n && k->type == RRP_KEY_U32Z))) {
+		rrp_key_set(c, k, n);
+		return 0;
 	}
-	*out = n;
-	return 0;
+	rrp_key_range(k, range, sizeof(range));
+	fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is %s %s (line %d)\n", k->name, v,
+		k->type == RRP_KEY_U32Z ? "not" : "outside", range, line);
+	return -EINVAL;
 }
 
 static int set_string(const char *key, const char *v, char *dst, size_t len, int line)
@@ -161,7 +320,8 @@ static int set_string(const char *key, const char *v, char *dst, size_t len, int
  * 3, 4;): the values end at ';' and may be split by commas, spaces or both,
  * so one token may hold several ("2,3") or none (",").
  */
-static int export_list_token(struct rrp_config *c, const char *key, const char *tok, int line)
+static int export_list_token(struct rrp_config *c, const struct rrp_key *k, const char *tok,
+			     int line)
 {
 	char item[32];
 	const char *p = tok;
@@ -169,26 +329,21 @@ static int export_list_token(struct rrp_config *c, const char *key, const char *
 
 	while (*p) {
 		size_t n = strcspn(p, ",");
-		unsigned long id;
-		char *end;
 
 		if (n && n < sizeof(item)) {
 			memcpy(item, p, n);
 			item[n] = 0;
-			errno = 0;
-			id = strtoul(item, &end, 0);
-			if (errno || *end || item[0] == '-' || id >= RRP_EXPORT_ID_COUNT) {
+			if (rrp_config_exclude(c, k, item)) {
 				fprintf(stderr,
 					"rpcrdma: RDMA: %s: \"%s\" is not an Export_Id "
-					"(0..%u, line %d)\n",
-					key, item, RRP_EXPORT_ID_COUNT - 1, line);
+					"(%llu..%llu, line %d)\n",
+					k->name, item, (unsigned long long)k->lo,
+					(unsigned long long)k->hi, line);
 				ret = -EINVAL;
-			} else if (!rrp_config_export_excluded(c, (uint16_t)id)) {
-				c->exclude_exports[id / 64] |= 1ull << (id % 64);
-				c->n_exclude_exports++;
 			}
 		} else if (n) {
-			fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", key, line);
+			fprintf(stderr, "rpcrdma: RDMA: %s: value too long (line %d)\n", k->name,
+				line);
 			ret = -EINVAL;
 		}
 		p += n;
@@ -198,26 +353,45 @@ static int export_list_token(struct rrp_config *c, const char *key, const char *
 	return ret;
 }
 
+int rrp_config_exclude(struct rrp_config *c, const struct rrp_key *k, const char *v)
+{
+	unsigned long id;
+	char *end;
+
+	errno = 0;
+	id = strtoul(v, &end, 0);
+	if (errno || end == v || *end || *v == '-' || id < k->lo || id > k->hi)
+		return -EINVAL;
+	if (!rrp_config_export_excluded(c, (uint16_t)id)) {
+		c->exclude_exports[id / 64] |= 1ull << (id % 64);
+		c->n_exclude_exports++;
+	}
+	return 0;
+}
+
 /* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it. */
-static int set_stats_mode(struct rrp_config *c, const char *key, const char *v, int line)
+int rrp_config_mode(const struct rrp_key *k, const char *v, uint32_t *mode)
 {
 	unsigned long m;
 	char *end;
 
 	errno = 0;
 	m = strtoul(v, &end, 8);
-	if (errno || end == v || *end || *v == '-' ||
-	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
-	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
-		fprintf(stderr,
-			"rpcrdma: RDMA: %s: \"%s\" is not a socket mode: octal, %04o plus any "
-			"of %04o (line %d)\n",
-			key, v, RRP_STATS_MODE_REQUIRED,
-			RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED, line);
+	if (errno || end == v || *end || *v == '-' || (m & ~k->hi) || (m & k->lo) != k->lo)
 		return -EINVAL;
-	}
-	c->stats_socket_mode = (uint32_t)m;
+	*mode = (uint32_t)m;
 	return 0;
+}
+
+static int set_stats_mode(struct rrp_config *c, const struct rrp_key *k, const char *v, int line)
+{
+	if (!rrp_config_mode(k, v, (uint32_t *)((char *)c + k->off)))
+		return 0;
+	fprintf(stderr,
+		"rpcrdma: RDMA: %s: \"%s\" is not a socket mode: octal, %04llo plus any of %04llo "
+		"(line %d)\n",
+		k->name, v, (unsigned long long)k->lo, (unsigned long long)(k->hi & ~k->lo), line);
+	return -EINVAL;
 }
 
 /*
@@ -263,115 +437,53 @@ static int set_stats_group(struct rrp_config *c, const char *key, const char *v,
 	return ret ? -EINVAL : 0;
 }
 
+const struct rrp_key *rrp_key_find(const char *block, const char *name)
+{
+	for (unsigned int i = 0; i < rrp_key_count; i++)
+		if (!strcasecmp(rrp_keys[i].block, block) && !strcasecmp(rrp_keys[i].name, name))
+			return &rrp_keys[i];
+	return NULL;
+}
+
+/* One Key = value; of the RDMA block (Exclude_Exports, a list, is read by
+ * the caller). */
 static int rdma_key(struct rrp_config *c, const char *key, const char *v, int line)
 {
-	uint64_t n = 0;
-	int ret;
+	const struct rrp_key *k = rrp_key_find("RDMA", key);
+	bool b;
 
-	if (!strcasecmp(key, "Enable") || !strcasecmp(key, "Use_SRQ")) {
-		bool *dst = !strcasecmp(key, "Enable") ? &c->enable : &c->use_srq;
-
-		if (!parse_bool(v, dst)) {
+	if (!k) {
+		fprintf(stderr, "rpcrdma: RDMA: unknown key \"%s\" (line %d)\n", key, line);
+		return -EINVAL;
+	}
+	switch (k->type) {
+	case RRP_KEY_BOOL:
+		if (!parse_bool(v, &b)) {
 			fprintf(stderr, "rpcrdma: RDMA: %s: \"%s\" is not true/false (line %d)\n",
-				key, v, line);
+				k->name, v, line);
 			return -EINVAL;
 		}
+		rrp_key_set(c, k, b);
 		return 0;
-	}
-	if (!strcasecmp(key, "SRQ_Depth")) {
-		ret = set_range(key, v, 0, RR_SRQ_MAX_DEPTH, &n, line);
-		if (!ret && n && n < RR_SRQ_MIN_DEPTH) {
-			fprintf(stderr,
-				"rpcrdma: RDMA: SRQ_Depth: %llu is neither 0 nor in %u..%u (line %d)\n",
-				(unsigned long long)n, RR_SRQ_MIN_DEPTH, RR_SRQ_MAX_DEPTH, line);
-			ret = -EINVAL;
-		}
-		c->srq_depth = (uint32_t)(ret ? c->srq_depth : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Listen_Addr"))
-		return set_string(key, v, c->listen_addr, sizeof(c->listen_addr), line);
-	if (!strcasecmp(key, "Listen_Addr_v6"))
-		return set_string(key, v, c->listen_addr_v6, sizeof(c->listen_addr_v6), line);
-	if (!strcasecmp(key, "Stats_Socket"))
-		return set_string(key, v, c->stats_socket, sizeof(c->stats_socket), line);
-	if (!strcasecmp(key, "Stats_Socket_Mode"))
-		return set_stats_mode(c, key, v, line);
-	if (!strcasecmp(key, "Stats_Socket_Group"))
-		return set_stats_group(c, key, v, line);
-	if (!strcasecmp(key, "Soft_Socket"))
-		return set_string(key, v, c->soft_socket, sizeof(c->soft_socket), line);
-	if (!strcasecmp(key, "Fabric")) {
+	case RRP_KEY_FABRIC:
 		if (strcasecmp(v, "verbs") && strcasecmp(v, "soft")) {
-			fprintf(stderr, "rpcrdma: RDMA: Fabric: \"%s\" is not verbs or soft (line %d)\n",
-				v, line);
+			fprintf(stderr,
+				"rpcrdma: RDMA: %s: \"%s\" is not verbs or soft (line %d)\n",
+				k->name, v, line);
 			return -EINVAL;
 		}
-		return set_string(key, v, c->fabric, sizeof(c->fabric), line);
+		/* fall through */
+	case RRP_KEY_STR:
+		return set_string(k->name, v, (char *)c + k->off, k->len, line);
+	case RRP_KEY_MODE:
+		return set_stats_mode(c, k, v, line);
+	case RRP_KEY_GROUP:
+		return set_stats_group(c, k->name, v, line);
+	case RRP_KEY_EXPORTS:
+		return export_list_token(c, k, v, line);
+	default:
+		return set_number(c, k, v, line);
 	}
-	if (!strcasecmp(key, "Port")) {
-		ret = set_range(key, v, 1, 65535, &n, line);
-		c->port = (uint16_t)(ret ? c->port : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Credits")) {
-		ret = set_range(key, v, 1, RR_MAX_CREDITS, &n, line);
-		c->credits = (uint32_t)(ret ? c->credits : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Inline_Threshold")) {
-		ret = set_range(key, v, 1024, 65536, &n, line);
-		c->inline_threshold = (uint32_t)(ret ? c->inline_threshold : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Max_Connections")) {
-		ret = set_range(key, v, 1, 65536, &n, line);
-		c->max_connections = (uint32_t)(ret ? c->max_connections : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Max_Connections_Per_Peer")) {
-		ret = set_range(key, v, 0, 65536, &n, line);
-		c->max_conns_per_peer = (uint32_t)(ret ? c->max_conns_per_peer : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Peer_Prefix_V4") || !strcasecmp(key, "Peer_Prefix_V6")) {
-		bool v4 = !strcasecmp(key, "Peer_Prefix_V4");
-		uint32_t *dst = v4 ? &c->peer_prefix_v4 : &c->peer_prefix_v6;
-
-		ret = set_range(key, v, 0, v4 ? 32 : 128, &n, line);
-		*dst = (uint32_t)(ret ? *dst : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Handshake_Timeout") || !strcasecmp(key, "Idle_Timeout")) {
-		uint32_t *dst =
-		    !strcasecmp(key, "Idle_Timeout") ? &c->idle_timeout : &c->handshake_timeout;
-
-		ret = set_range(key, v, 0, RR_MAX_TIMEOUT, &n, line);
-		*dst = (uint32_t)(ret ? *dst : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Receive_Memory_Budget")) {
-		ret = set_range(key, v, 0, 1ull << 40, &n, line);
-		c->recv_mem_budget = ret ? c->recv_mem_budget : n;
-		return ret;
-	}
-	if (!strcasecmp(key, "Max_RDMA_Read_Depth")) {
-		ret = set_range(key, v, 1, 255, &n, line);
-		c->max_ord = (uint32_t)(ret ? c->max_ord : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Payload_Pool_MB")) {
-		ret = set_range(key, v, 0, 65536, &n, line);
-		c->payload_pool_mb = (uint32_t)(ret ? c->payload_pool_mb : n);
-		return ret;
-	}
-	if (!strcasecmp(key, "Worker_Threads")) {
-		ret = set_range(key, v, 1, 256, &n, line);
-		c->workers = (uint32_t)(ret ? c->workers : n);
-		return ret;
-	}
-	fprintf(stderr, "rpcrdma: RDMA: unknown key \"%s\" (line %d)\n", key, line);
-	return -EINVAL;
 }
 
 int rrp_config_parse_string(const char *text, struct rrp_config *c)
@@ -380,6 +492,7 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 	char tok[256], key[256], val[256], block[256] = "";
 	int depth = 0, ret = 0;
 	bool in_rdma = false, saw_rdma = false;
+	const struct rrp_key *ck;
 
 	while (next_token(&lx, tok, sizeof(tok))) {
 		if (!strcmp(tok, "}")) {
@@ -406,7 +519,8 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 		}
 		if (strcmp(tok, "="))
 			continue;
-		if (in_rdma && depth == 1 && !strcasecmp(key, "Exclude_Exports")) {
+		if (in_rdma && depth == 1 && (ck = rrp_key_find("RDMA", key)) &&
+		    ck->type == RRP_KEY_EXPORTS) {
 			/* A list: every token up to ';' (a repeated key replaces it). */
 			bool closed = false;
 
@@ -416,7 +530,7 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 				closed = !strcmp(tok, ";");
 				if (closed || (tok[0] && !tok[1] && strchr("{}=", tok[0])))
 					break;
-				if (export_list_token(c, key, tok, lx.line))
+				if (export_list_token(c, ck, tok, lx.line))
 					ret = -EINVAL;
 			}
 			if (!closed) {
@@ -433,12 +547,12 @@ int rrp_config_parse_string(const char *text, struct rrp_config *c)
 		if (in_rdma && depth == 1) {
 			if (rdma_key(c, key, val, lx.line))
 				ret = -EINVAL;
-		} else if (depth == 1 && !strcasecmp(block, "NFS_CORE_PARAM") &&
-			   !strcasecmp(key, "NFS_Port")) {
+		} else if (depth == 1 && (ck = rrp_key_find(block, key)) && !rrp_key_rdma(ck)) {
 			uint64_t n;
 
-			if (parse_u64(val, &n) && n > 0 && n < 65536)
-				c->nfs_port = (uint16_t)n;
+			/* ganesha's own key: ganesha reports a bad value */
+			if (parse_u64(val, &n) && n >= ck->lo && n <= ck->hi)
+				rrp_key_set(c, ck, n);
 		}
 	}
 	if (ret)
@@ -470,44 +584,6 @@ int rrp_config_parse_file(const char *path, struct rrp_config *c)
 	return ret;
 }
 
-/* Every key, where its value lives, and whether it is a string (bytes past
- * its NUL are no value). The derived stats_socket_gid and the count of
- * excluded exports follow from keys listed here. */
-#define RRP_KEY(name, member, str) { name, offsetof(struct rrp_config, member), \
-				     sizeof(((struct rrp_config *)0)->member), str }
-static const struct {
-	const char *name;
-	size_t off, len;
-	bool str;
-} config_keys[] = {
-	RRP_KEY("Enable", enable, false),
-	RRP_KEY("Listen_Addr", listen_addr, true),
-	RRP_KEY("Listen_Addr_v6", listen_addr_v6, true),
-	RRP_KEY("Port", port, false),
-	RRP_KEY("Fabric", fabric, true),
-	RRP_KEY("Soft_Socket", soft_socket, true),
-	RRP_KEY("Credits", credits, false),
-	RRP_KEY("Inline_Threshold", inline_threshold, false),
-	RRP_KEY("Max_Connections", max_connections, false),
-	RRP_KEY("Max_Connections_Per_Peer", max_conns_per_peer, false),
-	RRP_KEY("Peer_Prefix_V4", peer_prefix_v4, false),
-	RRP_KEY("Peer_Prefix_V6", peer_prefix_v6, false),
-	RRP_KEY("Handshake_Timeout", handshake_timeout, false),
-	RRP_KEY("Idle_Timeout", idle_timeout, false),
-	RRP_KEY("Receive_Memory_Budget", recv_mem_budget, false),
-	RRP_KEY("Use_SRQ", use_srq, false),
-	RRP_KEY("SRQ_Depth", srq_depth, false),
-	RRP_KEY("Max_RDMA_Read_Depth", max_ord, false),
-	RRP_KEY("Worker_Threads", workers, false),
-	RRP_KEY("Payload_Pool_MB", payload_pool_mb, false),
-	RRP_KEY("Stats_Socket", stats_socket, true),
-	RRP_KEY("Stats_Socket_Mode", stats_socket_mode, false),
-	RRP_KEY("Stats_Socket_Group", stats_socket_group, true),
-	RRP_KEY("Exclude_Exports", exclude_exports, false),
-	RRP_KEY("NFS_CORE_PARAM NFS_Port", nfs_port, false),
-};
-#undef RRP_KEY
-
 unsigned int rrp_config_diff(const struct rrp_config *a, const struct rrp_config *b, char *out,
 			     size_t len)
 {
@@ -516,19 +592,22 @@ unsigned int rrp_config_diff(const struct rrp_config *a, const struct rrp_config
 
 	if (len)
 		out[0] = 0;
-	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++) {
-		const char *pa = (const char *)a + config_keys[i].off;
-		const char *pb = (const char *)b + config_keys[i].off;
+	/* the derived stats_socket_gid and n_exclude_exports follow their keys */
+	for (unsigned int i = 0; i < rrp_key_count; i++) {
+		const struct rrp_key *k = &rrp_keys[i];
+		const char *pa = (const char *)a + k->off;
+		const char *pb = (const char *)b + k->off;
+		bool rdma = rrp_key_rdma(k);
 		int w;
 
-		if (config_keys[i].str ? !strncmp(pa, pb, config_keys[i].len)
-				       : !memcmp(pa, pb, config_keys[i].len))
+		/* bytes past a string's NUL are no value */
+		if (rrp_key_is_string(k) ? !strncmp(pa, pb, k->len) : !memcmp(pa, pb, k->len))
 			continue;
 		n++;
 		if (used >= len)
 			continue;
-		w = snprintf(out + used, len - used, "%s%s", n > 1 ? ", " : "",
-			     config_keys[i].name);
+		w = snprintf(out + used, len - used, "%s%s%s%s", n > 1 ? ", " : "",
+			     rdma ? "" : k->block, rdma ? "" : " ", k->name);
 		used += w > 0 ? (size_t)w : 0;
 	}
 	return n;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rrp_config.h - the RDMA block of ganesha.conf (see
- * config_samples/ganesha-rdma.conf for every key, default and range).
+ * rrp_config.h - the RDMA block of ganesha.conf: its keys are listed once,
+ * in rrp_keys.def (config_samples/ganesha-rdma.conf says what each means).
  */
 #ifndef RPCRDMA_RRP_CONFIG_H
 #define RPCRDMA_RRP_CONFIG_H
@@ -9,42 +9,45 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Export_Id is a uint16_t in ganesha: 0 (the NFSv4 pseudo root) .. 65535. */
 #define RRP_EXPORT_ID_COUNT 65536
 
+#include "plugin/rrp_keys.def"
+
+/* Each key's member, of its type: strings hold hi bytes and a NUL,
+ * Exclude_Exports one bit per Export_Id. */
+#define RRP_CTYPE_BOOL bool
+#define RRP_CTYPE_U16 uint16_t
+#define RRP_CTYPE_U32 uint32_t
+#define RRP_CTYPE_U32Z uint32_t
+#define RRP_CTYPE_U64 uint64_t
+#define RRP_CTYPE_MODE uint32_t
+#define RRP_CTYPE_STR char
+#define RRP_CTYPE_FABRIC char
+#define RRP_CTYPE_GROUP char
+#define RRP_CTYPE_EXPORTS uint64_t
+#define RRP_DIM_BOOL(hi)
+#define RRP_DIM_U16(hi)
+#define RRP_DIM_U32(hi)
+#define RRP_DIM_U32Z(hi)
+#define RRP_DIM_U64(hi)
+#define RRP_DIM_MODE(hi)
+#define RRP_DIM_STR(hi) [(hi) + 1]
+#define RRP_DIM_FABRIC(hi) [(hi) + 1]
+#define RRP_DIM_GROUP(hi) [(hi) + 1]
+#define RRP_DIM_EXPORTS(hi) [((hi) + 1) / 64]
+#define RRP_CONFIG_MEMBER(a, name, type, member, lo, hi, dflt, engine)                             \
+	RRP_CTYPE_##type member RRP_DIM_##type(hi);
+
+/* The settings: one member per key of rrp_keys.def, and what follows from
+ * them. */
 struct rrp_config {
-	bool enable;
-	char listen_addr[64];		/* Listen_Addr: IPv4 (or "0.0.0.0") */
-	char listen_addr_v6[64];	/* Listen_Addr_v6: "" = none */
-	uint16_t port;			/* Port */
-	char fabric[16];		/* Fabric: "verbs" or "soft" */
-	char soft_socket[108];		/* Soft_Socket: unix socket path for "soft" */
-	uint32_t credits;		/* Credits */
-	uint32_t inline_threshold;	/* Inline_Threshold */
-	uint32_t max_connections;	/* Max_Connections */
-	uint32_t max_conns_per_peer;	/* Max_Connections_Per_Peer; 0 = no cap */
-	uint32_t peer_prefix_v4;	/* Peer_Prefix_V4: bits naming an IPv4 peer */
-	uint32_t peer_prefix_v6;	/* Peer_Prefix_V6: bits naming an IPv6 peer */
-	uint32_t handshake_timeout;	/* Handshake_Timeout, seconds; 0 = none */
-	uint32_t idle_timeout;		/* Idle_Timeout, seconds; 0 = none */
-	/* Receive_Memory_Budget, bytes; 0 = none; RRP_MEM_BUDGET_AUTO: the
-	 * engine's default from the machine (rr_mem_budget_default) */
-	uint64_t recv_mem_budget;
-	bool use_srq;			/* Use_SRQ: one shared receive pool */
-	uint32_t srq_depth;		/* SRQ_Depth: pool bound; 0 = derived */
-	uint32_t max_ord;		/* Max_RDMA_Read_Depth */
-	uint32_t workers;		/* Worker_Threads */
-	uint32_t payload_pool_mb;	/* Payload_Pool_MB: registered READ buffers */
-	char stats_socket[108];		/* Stats_Socket: "" = none */
-	uint32_t stats_socket_mode;	/* Stats_Socket_Mode: 0600 + any of 0066 */
-	/* Stats_Socket_Group as given ("" = the process's group) and its gid */
-	char stats_socket_group[64];
-	uint32_t stats_socket_gid;
-	uint16_t nfs_port;		/* NFS_CORE_PARAM.NFS_Port, to find ganesha's listener */
-	/* Exclude_Exports: one bit per Export_Id kept off RDMA (rrp_exports.c) */
-	uint64_t exclude_exports[RRP_EXPORT_ID_COUNT / 64];
-	uint32_t n_exclude_exports;	/* Export_Ids set above */
+	RRP_KEYS(RRP_CONFIG_MEMBER, _)
+	RRP_CORE_KEYS(RRP_CONFIG_MEMBER, _)
+	uint32_t stats_socket_gid;	/* Stats_Socket_Group's, resolved */
+	uint32_t n_exclude_exports;	/* Export_Ids set in exclude_exports */
 };
 
 /* Is Export_Id @id in Exclude_Exports? */
@@ -54,7 +57,6 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 	return __atomic_load_n(&c->exclude_exports[id / 64], __ATOMIC_RELAXED) >> (id % 64) & 1;
 }
 
-#define RRP_MEM_BUDGET_AUTO UINT64_MAX
 
 /*
  * Stats_Socket_Mode: read and write bits only (connect(2) needs write; x and
@@ -65,7 +67,80 @@ static inline bool rrp_config_export_excluded(const struct rrp_config *c, uint16
 #define RRP_STATS_MODE_REQUIRED 0600u
 #define RRP_STATS_MODE_ALLOWED 0666u
 
+/* A key's default decided at start-up (Receive_Memory_Budget). */
+#define RRP_KEY_AUTO UINT64_MAX
+#define RRP_MEM_BUDGET_AUTO RRP_KEY_AUTO
+
+/* The keys' table, from rrp_keys.def (which says what each column means). */
+enum rrp_key_type {
+	RRP_KEY_BOOL,
+	RRP_KEY_U16,
+	RRP_KEY_U32,
+	RRP_KEY_U32Z,
+	RRP_KEY_U64,
+	RRP_KEY_STR,
+	RRP_KEY_FABRIC,
+	RRP_KEY_MODE,
+	RRP_KEY_GROUP,
+	RRP_KEY_EXPORTS,
+};
+
+enum rrp_key_dflt {
+	RRP_DFLT_VAL,	/* dflt_num or dflt_str */
+	RRP_DFLT_ENG,	/* the engine's, from rr_config_default */
+	RRP_DFLT_AUTO,	/* RRP_KEY_AUTO; auto_doc says what start-up makes it */
+};
+
+struct rrp_key {
+	const char *name;
+	const char *block;		/* "RDMA", or "NFS_CORE_PARAM" for NFS_Port */
+	enum rrp_key_type type;
+	size_t off, len;		/* its member of struct rrp_config */
+	uint64_t lo, hi;		/* numbers: range; MODE: bits required, allowed */
+	enum rrp_key_dflt dflt;
+	uint64_t dflt_num;
+	const char *dflt_str;		/* STR, FABRIC, GROUP */
+	const char *auto_doc;
+	size_t eng_off, eng_len;	/* struct rr_config's field; eng_len 0: none */
+};
+
+extern const struct rrp_key rrp_keys[];
+extern const unsigned int rrp_key_count;
+
+#define RRP_KEY_COUNT_ONE(a, ...) +1
+/* Keys in rrp_keys[]: the RDMA block's, then NFS_CORE_PARAM's. */
+enum { RRP_KEY_COUNT = 0 RRP_KEYS(RRP_KEY_COUNT_ONE, _) RRP_CORE_KEYS(RRP_KEY_COUNT_ONE, _) };
+
+/* A key of the RDMA block (not one of ganesha's own blocks). */
+static inline bool rrp_key_rdma(const struct rrp_key *k)
+{
+	return !strcmp(k->block, "RDMA");
+}
+
+static inline bool rrp_key_is_string(const struct rrp_key *k)
+{
+	return k->type == RRP_KEY_STR || k->type == RRP_KEY_FABRIC || k->type == RRP_KEY_GROUP;
+}
+
+/* Read and written with rrp_key_get and rrp_key_set. */
+static inline bool rrp_key_is_number(const struct rrp_key *k)
+{
+	return !rrp_key_is_string(k) && k->type != RRP_KEY_EXPORTS;
+}
+
+/* The key @name (compared without case) of @block; NULL if none. */
+const struct rrp_key *rrp_key_find(const char *block, const char *name);
+/* A number key's value (BOOL, U16, U32, U32Z, U64, MODE). */
+uint64_t rrp_key_get(const struct rrp_config *c, const struct rrp_key *k);
+void rrp_key_set(struct rrp_config *c, const struct rrp_key *k, uint64_t v);
+/* A number key's range as the docs write it ("1..16384", "0 or 32..65536",
+ * "0..1T", "0600..0666"); "" for keys without one. */
+void rrp_key_range(const struct rrp_key *k, char *out, size_t len);
+
 void rrp_config_default(struct rrp_config *cfg);
+struct rr_config;
+/* The keys the engine serves, into @ec (made by rr_config_default). */
+void rrp_config_engine(const struct rrp_config *c, struct rr_config *ec);
 /*
  * Parse @path for RDMA { ... } (and NFS_CORE_PARAM { NFS_Port }). Returns 0;
  * -ENOENT when the file has no RDMA block; -EINVAL after logging one line
@@ -78,6 +153,12 @@ int rrp_config_parse_string(const char *text, struct rrp_config *cfg);
  * into @cfg. 0, -EINVAL when too long, -ENOENT or -errno when not a group.
  */
 int rrp_config_stats_group(struct rrp_config *cfg, const char *name);
+/* One Export_Id of Exclude_Exports (key @k) added to @cfg's set; -EINVAL
+ * when @v is not one. Both readers' rule. */
+int rrp_config_exclude(struct rrp_config *cfg, const struct rrp_key *k, const char *v);
+/* Stats_Socket_Mode (key @k): octal, its required bits plus any of the
+ * allowed ones, into @mode; -EINVAL otherwise. Both readers' rule. */
+int rrp_config_mode(const struct rrp_key *k, const char *v, uint32_t *mode);
 /*
  * The keys whose values differ between @a and @b, as "Credits, Port" in
  * @out (truncated to @len); returns how many differ.

@@ -124,17 +124,13 @@ struct gsh_conf {
 	void (*free_tree)(void *tree);					/* config_Free */
 };
 
-/* The block as ganesha's loader fills it; strings are malloc'd by ganesha. */
+/* The block as ganesha's loader fills it, with the items gsh_item makes
+ * of rrp_keys[]. */
 struct gsh_rdma {
-	bool enable, use_srq;
-	uint16_t port;
+	struct rrp_config *cfg;		/* where commit puts the block's values */
+	struct rrp_config v;		/* numbers, booleans, Exclude_Exports */
+	char *str[RRP_KEY_COUNT];	/* STR and GROUP keys, by index; ganesha's malloc */
 	uint32_t fabric;		/* index in fabric_tokens */
-	char *listen_addr, *listen_addr_v6, *soft_socket, *stats_socket, *stats_group;
-	uint32_t credits, inline_threshold, max_conns, per_peer, prefix_v4, prefix_v6;
-	uint32_t handshake, idle;
-	uint32_t srq_depth, max_ord, workers, payload_mb, stats_mode;
-	uint64_t budget;
-	struct rrp_config *cfg;		/* Exclude_Exports goes straight there */
 	unsigned int blocks;		/* RDMA blocks committed */
 	int errors;
 };
@@ -163,12 +159,9 @@ static void gsh_conf_error(void *node, struct rrp_gsh_err *err, const char *fmt,
 
 static void gsh_rdma_release(struct gsh_rdma *r)
 {
-	char **s[] = { &r->listen_addr, &r->listen_addr_v6, &r->soft_socket, &r->stats_socket,
-		       &r->stats_group };
-
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-		free(*s[i]);
-		*s[i] = NULL;
+	for (unsigned int i = 0; i < RRP_KEY_COUNT; i++) {
+		free(r->str[i]);
+		r->str[i] = NULL;
 	}
 }
 
@@ -205,7 +198,6 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 	struct gsh_rdma *r = self;
 	struct rrp_config *c = r->cfg;
 	int bad = 0;
-	char *group;
 
 	(void)link_mem;
 	if (++r->blocks > 1) {
@@ -213,37 +205,34 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 		err->unique = true;
 		bad++;
 	}
-	c->enable = r->enable;
-	c->use_srq = r->use_srq;
-	c->port = r->port;
-	snprintf(c->fabric, sizeof(c->fabric), "%s", fabric_tokens[r->fabric ? 1 : 0].token);
-	bad += !copy_str(node, err, "Listen_Addr", r->listen_addr, c->listen_addr,
-			 sizeof(c->listen_addr));
-	bad += !copy_str(node, err, "Listen_Addr_v6", r->listen_addr_v6, c->listen_addr_v6,
-			 sizeof(c->listen_addr_v6));
-	bad += !copy_str(node, err, "Soft_Socket", r->soft_socket, c->soft_socket,
-			 sizeof(c->soft_socket));
-	bad += !copy_str(node, err, "Stats_Socket", r->stats_socket, c->stats_socket,
-			 sizeof(c->stats_socket));
-	c->credits = r->credits;
-	c->inline_threshold = r->inline_threshold;
-	c->max_connections = r->max_conns;
-	c->max_conns_per_peer = r->per_peer;
-	c->peer_prefix_v4 = r->prefix_v4;
-	c->peer_prefix_v6 = r->prefix_v6;
-	c->handshake_timeout = r->handshake;
-	c->idle_timeout = r->idle;
-	c->recv_mem_budget = r->budget;
-	c->srq_depth = r->srq_depth;
-	c->max_ord = r->max_ord;
-	c->workers = r->workers;
-	c->payload_pool_mb = r->payload_mb;
-	c->stats_socket_mode = r->stats_mode;
-	/* the group is resolved now, so a typo is reported here with its line */
-	group = r->stats_group ? r->stats_group : "";
-	if (rrp_config_stats_group(c, group)) {
-		gsh_conf_error(node, err, "Stats_Socket_Group: \"%s\" is not a group", group);
-		bad++;
+	for (unsigned int i = 0; i < rrp_key_count; i++) {
+		const struct rrp_key *k = &rrp_keys[i];
+		const char *s = r->str[i] ? r->str[i] : "";
+		char *dst = (char *)c + k->off;
+
+		if (!rrp_key_rdma(k))
+			continue;
+		switch (k->type) {
+		case RRP_KEY_STR:
+			bad += !copy_str(node, err, k->name, r->str[i], dst, k->len);
+			break;
+		case RRP_KEY_FABRIC:
+			snprintf(dst, k->len, "%s", fabric_tokens[r->fabric ? 1 : 0].token);
+			break;
+		case RRP_KEY_GROUP:
+			/* resolved now, so a typo is reported here with its line */
+			if (rrp_config_stats_group(c, s)) {
+				gsh_conf_error(node, err, "%s: \"%s\" is not a group", k->name, s);
+				bad++;
+			}
+			break;
+		case RRP_KEY_EXPORTS:
+			memcpy(dst, (const char *)&r->v + k->off, k->len);
+			c->n_exclude_exports = r->v.n_exclude_exports;
+			break;
+		default:
+			memcpy(dst, (const char *)&r->v + k->off, k->len);
+		}
 	}
 	if (bad) {
 		err->invalid = true;
@@ -257,25 +246,15 @@ static int gsh_rdma_commit(void *node, void *link_mem, void *self, struct rrp_gs
 static int gsh_exclude_token(const char *token, int term_type, struct rrp_gsh_item *item,
 			     void *param_addr, void *node, struct rrp_gsh_err *err)
 {
-	struct rrp_config *c = *(struct rrp_config **)param_addr;
-	unsigned long id;
-	char *end;
+	const struct rrp_key *k = rrp_key_find("RDMA", item->name);
 
 	(void)term_type;
-	(void)item;
-	errno = 0;
-	id = strtoul(token, &end, 0);
-	if (errno || *end || !*token || token[0] == '-' || id >= RRP_EXPORT_ID_COUNT) {
-		gsh_conf_error(node, err, "Exclude_Exports: \"%s\" is not an Export_Id (0..%u)",
-			       token, RRP_EXPORT_ID_COUNT - 1);
-		err->invalid = true;
-		return 1;
-	}
-	if (!rrp_config_export_excluded(c, (uint16_t)id)) {
-		c->exclude_exports[id / 64] |= 1ull << (id % 64);
-		c->n_exclude_exports++;
-	}
-	return 0;
+	if (!rrp_config_exclude(param_addr, k, token))
+		return 0;
+	gsh_conf_error(node, err, "%s: \"%s\" is not an Export_Id (%llu..%llu)", k->name, token,
+		       (unsigned long long)k->lo, (unsigned long long)k->hi);
+	err->invalid = true;
+	return 1;
 }
 
 /* Stats_Socket_Mode = 0660; - octal always, as chmod(1) reads it (ganesha's
@@ -283,26 +262,17 @@ static int gsh_exclude_token(const char *token, int term_type, struct rrp_gsh_it
 static int gsh_mode_token(const char *token, int term_type, struct rrp_gsh_item *item,
 			  void *param_addr, void *node, struct rrp_gsh_err *err)
 {
-	unsigned long m;
-	char *end;
+	const struct rrp_key *k = rrp_key_find("RDMA", item->name);
 
 	(void)term_type;
-	(void)item;
-	errno = 0;
-	m = strtoul(token, &end, 8);
-	if (errno || end == token || *end || *token == '-' ||
-	    (m & ~(unsigned long)RRP_STATS_MODE_ALLOWED) ||
-	    (m & RRP_STATS_MODE_REQUIRED) != RRP_STATS_MODE_REQUIRED) {
-		gsh_conf_error(node, err,
-			       "Stats_Socket_Mode: \"%s\" is not a socket mode: octal, %04o plus "
-			       "any of %04o",
-			       token, RRP_STATS_MODE_REQUIRED,
-			       RRP_STATS_MODE_ALLOWED & ~RRP_STATS_MODE_REQUIRED);
-		err->invalid = true;
-		return 1;
-	}
-	*(uint32_t *)param_addr = (uint32_t)m;
-	return 0;
+	if (!rrp_config_mode(k, token, param_addr))
+		return 0;
+	gsh_conf_error(node, err,
+		       "%s: \"%s\" is not a socket mode: octal, %04llo plus any of %04llo",
+		       k->name, token, (unsigned long long)k->lo,
+		       (unsigned long long)(k->hi & ~k->lo));
+	err->invalid = true;
+	return 1;
 }
 
 static void *gsh_mode_init(void *link_mem, void *self)
@@ -319,20 +289,82 @@ static void *gsh_exclude_init(void *link_mem, void *self)
 	return self;
 }
 
-#define GSH_U32(key, member, lo, hi, dflt, zero)                                                \
-	{ .name = key, .type = RRP_GSH_UINT32,                                                  \
-	  .u.ui32 = { .minval = lo, .maxval = hi, .def = dflt, .zero_ok = zero },               \
-	  .off = offsetof(struct gsh_rdma, member) }
-#define GSH_STR(key, member, dflt)                                                              \
-	{ .name = key, .type = RRP_GSH_STRING, .u.str = { .maxsize = 4096, .def = dflt },       \
-	  .off = offsetof(struct gsh_rdma, member) }
-#define GSH_BOOL(key, member, dflt)                                                             \
-	{ .name = key, .type = RRP_GSH_BOOL, .u.b = { .def = dflt },                            \
-	  .off = offsetof(struct gsh_rdma, member) }
+/*
+ * ganesha's item for key @k (index @i), its default from @d: numbers,
+ * booleans and Export_Ids land in the struct rrp_config at @v_off of the
+ * block's memory, strings in slot @i of the char * array at @str_off, the
+ * fabric's token at @tok_off; gsh_rdma_commit copies them into the
+ * configuration.
+ */
+static void gsh_item(struct rrp_gsh_item *it, const struct rrp_key *k, unsigned int i,
+		     const struct rrp_config *d, size_t v_off, size_t str_off, size_t tok_off)
+{
+	uint64_t def = 0;
+	const char *sdef = (const char *)d + k->off;
+
+	memset(it, 0, sizeof(*it));
+	it->name = k->name;
+	it->off = v_off + k->off;
+	if (rrp_key_is_number(k))
+		def = rrp_key_get(d, k);
+	switch (k->type) {
+	case RRP_KEY_BOOL:
+		it->type = RRP_GSH_BOOL;
+		it->u.b.def = def != 0;
+		break;
+	case RRP_KEY_U16:
+		it->type = RRP_GSH_UINT16;
+		it->u.ui16.minval = (uint16_t)k->lo;
+		it->u.ui16.maxval = (uint16_t)k->hi;
+		it->u.ui16.def = (uint16_t)def;
+		it->u.ui16.zero_ok = !k->lo;
+		break;
+	case RRP_KEY_U32:
+	case RRP_KEY_U32Z:
+		it->type = RRP_GSH_UINT32;
+		it->u.ui32.minval = (uint32_t)k->lo;
+		it->u.ui32.maxval = (uint32_t)k->hi;
+		it->u.ui32.def = (uint32_t)def;
+		it->u.ui32.zero_ok = !k->lo || k->type == RRP_KEY_U32Z;
+		break;
+	case RRP_KEY_U64:
+		it->type = RRP_GSH_UINT64;
+		it->u.ui64.minval = k->lo;
+		it->u.ui64.maxval = k->hi;
+		it->u.ui64.def = def;
+		it->u.ui64.zero_ok = !k->lo;
+		break;
+	case RRP_KEY_STR:
+	case RRP_KEY_GROUP:
+		it->type = RRP_GSH_STRING;
+		it->u.str.maxsize = 4096; /* copy_str says when it is too long */
+		it->u.str.def = sdef[0] ? sdef : NULL;
+		it->off = str_off + i * sizeof(char *);
+		break;
+	case RRP_KEY_FABRIC:
+		it->type = RRP_GSH_TOKEN;
+		it->u.lst.tokens = fabric_tokens;
+		it->u.lst.def = strcmp(sdef, fabric_tokens[0].token) ? 1 : 0;
+		it->off = tok_off;
+		break;
+	case RRP_KEY_MODE:
+		it->type = RRP_GSH_PROC;
+		it->u.proc.init = gsh_mode_init;
+		it->u.proc.handler = gsh_mode_token;
+		break;
+	case RRP_KEY_EXPORTS:
+		/* the handler sets bits of the whole struct rrp_config */
+		it->type = RRP_GSH_PROC;
+		it->u.proc.init = gsh_exclude_init;
+		it->u.proc.handler = gsh_exclude_token;
+		it->off = v_off;
+		break;
+	}
+}
 
 /* NFS_CORE_PARAM { NFS_Port }: only that key, others are ganesha's business. */
 struct gsh_core {
-	uint16_t nfs_port;
+	struct rrp_config v;
 };
 
 static void *gsh_core_init(void *link_mem, void *self)
@@ -357,61 +389,11 @@ static int gsh_core_commit(void *node, void *link_mem, void *self, struct rrp_gs
  * messages into ganesha.log; -ENOENT when the tree has no RDMA block. */
 static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf *g)
 {
-	struct rrp_config d;
-	rrp_config_default(&d);
-	/* ranges as rrp_config.c's parser has them (and the sample config) */
-	struct rrp_gsh_item items[] = {
-		GSH_BOOL("Enable", enable, d.enable),
-		GSH_STR("Listen_Addr", listen_addr, "0.0.0.0"),
-		GSH_STR("Listen_Addr_v6", listen_addr_v6, NULL),
-		{ .name = "Port", .type = RRP_GSH_UINT16,
-		  .u.ui16 = { .minval = 1, .maxval = 65535, .def = d.port },
-		  .off = offsetof(struct gsh_rdma, port) },
-		{ .name = "Fabric", .type = RRP_GSH_TOKEN,
-		  .u.lst = { .def = 0, .tokens = fabric_tokens },
-		  .off = offsetof(struct gsh_rdma, fabric) },
-		GSH_STR("Soft_Socket", soft_socket, NULL),
-		GSH_U32("Credits", credits, 1, RR_MAX_CREDITS, d.credits, false),
-		GSH_U32("Inline_Threshold", inline_threshold, 1024, 65536, d.inline_threshold,
-			false),
-		GSH_U32("Max_Connections", max_conns, 1, 65536, d.max_connections, false),
-		GSH_U32("Max_Connections_Per_Peer", per_peer, 0, 65536, d.max_conns_per_peer,
-			true),
-		GSH_U32("Peer_Prefix_V4", prefix_v4, 0, 32, d.peer_prefix_v4, true),
-		GSH_U32("Peer_Prefix_V6", prefix_v6, 0, 128, d.peer_prefix_v6, true),
-		GSH_U32("Handshake_Timeout", handshake, 0, RR_MAX_TIMEOUT, d.handshake_timeout,
-			true),
-		GSH_U32("Idle_Timeout", idle, 0, RR_MAX_TIMEOUT, d.idle_timeout, true),
-		{ .name = "Receive_Memory_Budget", .type = RRP_GSH_UINT64,
-		  .u.ui64 = { .minval = 0, .maxval = 1ull << 40, .def = d.recv_mem_budget,
-			      .zero_ok = true },
-		  .off = offsetof(struct gsh_rdma, budget) },
-		GSH_BOOL("Use_SRQ", use_srq, d.use_srq),
-		GSH_U32("SRQ_Depth", srq_depth, RR_SRQ_MIN_DEPTH, RR_SRQ_MAX_DEPTH, d.srq_depth,
-			true),
-		GSH_U32("Max_RDMA_Read_Depth", max_ord, 1, 255, d.max_ord, false),
-		GSH_U32("Worker_Threads", workers, 1, 256, d.workers, false),
-		GSH_U32("Payload_Pool_MB", payload_mb, 0, 65536, d.payload_pool_mb, true),
-		GSH_STR("Stats_Socket", stats_socket, "/run/rpcrdma/stats.sock"),
-		{ .name = "Stats_Socket_Mode", .type = RRP_GSH_PROC,
-		  .u.proc = { .init = gsh_mode_init, .handler = gsh_mode_token },
-		  .off = offsetof(struct gsh_rdma, stats_mode) },
-		GSH_STR("Stats_Socket_Group", stats_group, NULL),
-		{ .name = "Exclude_Exports", .type = RRP_GSH_PROC,
-		  .u.proc = { .init = gsh_exclude_init, .handler = gsh_exclude_token },
-		  .off = offsetof(struct gsh_rdma, cfg) },
-		{ .name = NULL },
-	};
+	struct rrp_gsh_item items[RRP_KEY_COUNT + 1], core_items[RRP_KEY_COUNT + 1];
 	struct rrp_gsh_block blk = {
 		.blk_desc = { .name = "RDMA", .type = RRP_GSH_BLOCK,
 			      .u.blk = { .init = gsh_rdma_init, .params = items,
 					 .commit = gsh_rdma_commit } },
-	};
-	struct rrp_gsh_item core_items[] = {
-		{ .name = "NFS_Port", .type = RRP_GSH_UINT16,
-		  .u.ui16 = { .minval = 1, .maxval = 65535, .def = d.nfs_port },
-		  .off = offsetof(struct gsh_core, nfs_port) },
-		{ .name = NULL },
 	};
 	struct rrp_gsh_block core_blk = {
 		.blk_desc = { .name = "NFS_CORE_PARAM", .type = RRP_GSH_BLOCK,
@@ -420,15 +402,33 @@ static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf
 					 .commit = gsh_core_commit } },
 	};
 	struct gsh_rdma r = { .cfg = c };
-	struct gsh_core core = { .nfs_port = d.nfs_port };
+	struct gsh_core core;
+	unsigned int n = 0, n_core = 0;
 	struct rrp_gsh_err err;
 	int found, ret = 0;
+
+	rrp_config_default(&core.v);
+	for (unsigned int i = 0; i < rrp_key_count; i++) {
+		const struct rrp_key *k = &rrp_keys[i];
+
+		if (rrp_key_rdma(k))
+			gsh_item(&items[n++], k, i, &core.v, offsetof(struct gsh_rdma, v),
+				 offsetof(struct gsh_rdma, str), offsetof(struct gsh_rdma, fabric));
+		else
+			gsh_item(&core_items[n_core++], k, i, &core.v,
+				 offsetof(struct gsh_core, v), 0, 0);
+	}
+	memset(&items[n], 0, sizeof(items[n]));
+	memset(&core_items[n_core], 0, sizeof(core_items[n_core]));
 
 	memset(&err, 0, sizeof(err));
 	if (!g->init_err(&err))
 		return -ENOMEM;
 	(void)g->load(tree, &core_blk, &core, false, &err);
-	c->nfs_port = core.nfs_port;
+	for (unsigned int i = 0; i < rrp_key_count; i++)
+		if (!rrp_key_rdma(&rrp_keys[i]))
+			memcpy((char *)c + rrp_keys[i].off, (char *)&core.v + rrp_keys[i].off,
+			       rrp_keys[i].len);
 	found = g->load(tree, &blk, &r, false, &err);
 	if (r.errors || found < 0 || !rrp_gsh_err_harmless(&err))
 		ret = -EINVAL;
@@ -781,19 +781,7 @@ static int start_server(const char *addr, int slot)
 	int ret;
 
 	rr_config_default(&ec);
-	ec.credits = rrp.cfg.credits;
-	ec.inline_size = rrp.cfg.inline_threshold;
-	ec.max_conns = rrp.cfg.max_connections;
-	ec.max_conns_per_peer = rrp.cfg.max_conns_per_peer;
-	ec.peer_prefix_v4 = (uint8_t)rrp.cfg.peer_prefix_v4;
-	ec.peer_prefix_v6 = (uint8_t)rrp.cfg.peer_prefix_v6;
-	ec.handshake_timeout = rrp.cfg.handshake_timeout;
-	ec.idle_timeout = rrp.cfg.idle_timeout;
-	if (rrp.cfg.recv_mem_budget != RRP_MEM_BUDGET_AUTO)
-		ec.recv_mem_budget = rrp.cfg.recv_mem_budget;
-	ec.use_srq = rrp.cfg.use_srq;
-	ec.srq_depth = rrp.cfg.srq_depth;
-	ec.max_ord = (uint8_t)rrp.cfg.max_ord;
+	rrp_config_engine(&rrp.cfg, &ec);
 	rrp_memlock_raise(); /* before the first registration */
 	ret = rr_server_create(rrp.fab, addr, &ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
 	if (ret) {

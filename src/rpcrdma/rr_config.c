@@ -158,7 +158,7 @@ int rr_config_check(const struct rr_config *c)
 {
 	if (c->credits < 1 || c->credits > RR_MAX_CREDITS)
 		return -EINVAL;
-	if (c->inline_size < 1024 || c->inline_size > 65536)
+	if (c->inline_size < RR_MIN_INLINE || c->inline_size > RR_MAX_INLINE)
 		return -EINVAL;
 	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
 		return -EINVAL;

@@ -39,6 +39,10 @@ struct rr_server;
 struct rr_conn;
 
 #define RR_MAX_CREDITS 16384		/* Credits' upper bound, on any device */
+/* inline_size's bounds: the Linux client's sysctl range
+ * (docs/linux-client-wire.md) */
+#define RR_MIN_INLINE 1024
+#define RR_MAX_INLINE 65536
 
 struct rr_config {
 	uint32_t credits;		/* forward-channel grant, 1..RR_MAX_CREDITS (Credits) */
@@ -98,9 +102,8 @@ struct rr_config {
 
 #define RR_MAX_TIMEOUT 86400		/* seconds: the timeouts' upper bound */
 
-/* Defaults: 64 credits, 2 bc, batch 8, 4096-byte inline, the machine's
- * budget, ord 16, no SRQ, 1024 connections, 64 per peer (an IPv4 address,
- * an IPv6 /64), handshake 30 s, idle 360 s, Send 30 s. */
+/* The defaults, each with its reason (the plugin's keys take theirs from
+ * here: docs/configuration.md). */
 void rr_config_default(struct rr_config *cfg);
 /*
  * Default Receive_Memory_Budget: an eighth of physical memory, and where the

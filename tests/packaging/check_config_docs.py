@@ -4,12 +4,11 @@
 
 The same keys in packaging/man/rpcrdma.conf.5 and
 config_samples/ganesha-rdma.conf's RDMA block, every one a name the plugin's
-config code (src/plugin/rrp_config*.c) knows, every key the code accepts
+key table (src/plugin/rrp_keys.def) has, every key the table has
 documented, and for each key the same Default (first word) and Range in both
 documents. Exit 0 when all agree, 1 with one line per difference.
   check_config_docs.py SOURCE_DIR
 """
-import glob
 import os
 import re
 import sys
@@ -74,14 +73,11 @@ def man_keys(path):
 
 sample = sample_keys(os.path.join(src, "config_samples/ganesha-rdma.conf"))
 man = man_keys(os.path.join(src, "packaging/man/rpcrdma.conf.5"))
-code = ""
-for f in sorted(glob.glob(os.path.join(src, "src/plugin/rrp_config*.c"))):
-    code += open(f, encoding="utf-8").read()
-# Names the parser compares keys with (strcasecmp) or declares in a table.
-code_keys = set(re.findall(r'strcasecmp\(\s*key\s*,\s*"([A-Za-z0-9_]+)"\s*\)', code))
-code_keys |= set(re.findall(r'CONF_\w+\(\s*"([A-Za-z0-9_]+)"', code))
+# The keys the plugin knows: the one table both readers are made from.
+code = open(os.path.join(src, "src/plugin/rrp_keys.def"), encoding="utf-8").read()
+code_keys = set(re.findall(r"^\s*K\(a,\s*([A-Za-z0-9_]+)\s*,", code, re.M))
 code_lower = {k.lower(): k for k in code_keys if k.lower() not in OTHER_BLOCKS}
-literals = {k.lower() for k in re.findall(r'"([A-Za-z0-9_]+)"', code)}
+literals = {k.lower() for k in code_keys}
 
 if not sample:
     problems.append("no RDMA block keys found in the sample")
@@ -93,7 +89,7 @@ for k in sorted(set(man) - set(sample)):
     problems.append(f"{k}: in rpcrdma.conf(5), not in the sample")
 for k in sorted(set(sample) | set(man)):
     if k.lower() not in literals:
-        problems.append(f"{k}: documented, but not a name in src/plugin/rrp_config*.c")
+        problems.append(f"{k}: documented, but not a key of src/plugin/rrp_keys.def")
 documented = {k.lower() for k in set(sample) | set(man)}
 for lk, k in sorted(code_lower.items()):
     if lk not in documented:
