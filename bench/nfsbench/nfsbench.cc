@@ -531,7 +531,8 @@ int idle_conns(const Opts &o)
 	printf("{\"idle_conns\":%u,\"connected\":%zu,\"refused\":%u,\"min_credit\":%u,"
 	       "\"max_credit\":%u,\"zero_grants\":%llu,\"refusal\":\"%s\"}\n",
 	       o.idle, v.size(), refused, st.min_credit == UINT32_MAX ? 0 : st.min_credit,
-	       st.max_credit, (unsigned long long)st.zero, refused ? why.substr(0, 80).c_str() : "");
+	       st.max_credit, (unsigned long long)st.zero,
+	       refused ? why.substr(0, 80).c_str() : "");
 	fflush(stdout);
 	/*
 	 * Keep every connection serviced while held; the junk senders post
