@@ -7,6 +7,7 @@
 # before and with them all connected. One markdown row on stdout.
 #
 #   bench/idle-scale.sh BUILD_DIR PEERS PER_PEER [srq|plain] [BUDGET]
+#   bench/idle-scale.sh BUILD_DIR PEERS PER_PEER timeout [IDLE_TIMEOUT]
 #
 # BUDGET: Receive_Memory_Budget in bytes (default: the engine's, an eighth
 # of RAM; 0 = none). The per-peer cap is lifted; Max_Connections is set to
@@ -30,6 +31,18 @@
 # listen overflows (host) | clients' errors.
 # ENG: another bench_engine binary (before/after in one run); KEEP=1 keeps
 # the work directory.
+#
+# timeout: the engine at its defaults (Max_Connections 1024, 64 per peer,
+# a peer being an IPv4 address or an IPv6 /64; Idle_Timeout 360 s unless
+# IDLE_TIMEOUT is given). The connections take their slots (16 x 64 is all
+# of them); one of the first peer's sends a message the engine drops
+# (too short for a header) every second; a connection past the caps is
+# tried from the first peer's address and from a new one; then the script
+# waits until the engine holds no connection. The row: slots held, refused
+# past the caps, seconds until every slot was free (from the end of
+# connecting), each idle connection's and the junk sender's close timed from
+# its own NULL reply, the engine's counters, and whether a new connection is
+# served after. Takes IDLE_TIMEOUT plus about half a minute.
 set -u
 B=${1:?build dir}
 PEERS=${2:?peers}
@@ -42,6 +55,11 @@ N=$((PEERS * PER))
 W=$(mktemp -d /tmp/idle-scale.XXXXXX)
 PORT=$((30000 + RANDOM % 20000))
 HOLD=${HOLD:-600}
+if [ "$MODE" = timeout ]; then
+	IDLE=${BUDGET:-360}
+	BUDGET=
+	HOLD=$((IDLE + 120))
+fi
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 need=$((2 * N + 64))
@@ -51,8 +69,11 @@ if [ "$(ulimit -n)" -lt "$need" ]; then
 fi
 
 STORM=${STORM:-0}
-args=(--max-conns "${MAX_CONNS:-$((N + 16))}" --max-per-peer "${PER_PEER_CAP:-0}")
-[ "$MODE" = srq ] && args+=(--srq 1)
+case $MODE in
+timeout) args=(--idle-timeout "$IDLE") ;;
+*) args=(--max-conns "${MAX_CONNS:-$((N + 16))}" --max-per-peer "${PER_PEER_CAP:-0}")
+   [ "$MODE" = srq ] && args+=(--srq 1) ;;
+esac
 [ -n "$BUDGET" ] && args+=(--budget "$BUDGET")
 "$ENG" "tcp:127.0.0.1:$PORT" "${args[@]}" >"$W/eng.out" 2>"$W/eng.err" &
 ep=$!
@@ -67,6 +88,11 @@ snap() { # snap FILE: one JSON line from the engine
 		sleep 0.1
 	done
 	grep '^{' "$W/eng.out" | tail -1 >"$1"
+}
+# one_conn ADDR FILE: one connection (a NULL call) from ADDR; its JSON line
+one_conn() {
+	RPCRDMA_SOFT_SOURCE_ADDR=$1 "$NB" --rdma "tcp:127.0.0.1:$PORT" --idle 1 --hold 0 \
+		>"$2" 2>/dev/null
 }
 snap "$W/s0.json"
 
@@ -83,20 +109,68 @@ for p in $(seq "$PEERS"); do
 	else
 		mode_args=(--idle "$PER")
 	fi
+	[ "$MODE" = timeout ] && [ "$p" = 1 ] && mode_args+=(--junk 1)
 	RPCRDMA_SOFT_SOURCE_ADDR=127.0.0.$((p + 1)) "$NB" --rdma "tcp:127.0.0.1:$PORT" \
 		"${mode_args[@]}" --hold "$HOLD" >"$W/c$p.out" 2>"$W/c$p.err" &
 	cps+=($!)
 done
+alive() { for c in "${cps[@]}"; do kill -0 "$c" 2>/dev/null && return 0; done; return 1; }
 for _ in $(seq 6000); do
 	done_n=$(cat "$W"/c*.out 2>/dev/null | grep -c '"idle_conns"\|"storm"')
 	[ "$done_n" -ge "$PEERS" ] && break
-	alive=0
-	for c in "${cps[@]}"; do kill -0 "$c" 2>/dev/null && alive=1; done
-	[ $alive = 0 ] && break
+	alive || break
 	sleep 0.1
 done
 t1=$(date +%s.%N)
 ov1=$(overflows)
+
+if [ "$MODE" = timeout ]; then
+	snap "$W/s1.json"
+	one_conn 127.0.0.2 "$W/past-1.json"
+	one_conn 127.0.1.1 "$W/past-2.json"
+	snap "$W/s2.json"
+	while :; do
+		snap "$W/s3.json"
+		grep -q '"conns":0,' "$W/s3.json" && break
+		alive || break
+		sleep 1
+	done
+	t2=$(date +%s.%N)
+	wait "${cps[@]}" 2>/dev/null
+	one_conn 127.0.1.1 "$W/after.json"
+	snap "$W/s4.json"
+	kill "$ep" 2>/dev/null
+	wait "$ep" 2>/dev/null
+	python3 - "$W" "$N" "$t0" "$t1" "$t2" "$IDLE" <<'EOF'
+import json, sys, glob
+w, n = sys.argv[1], int(sys.argv[2])
+t0, t1, t2, idle = map(float, sys.argv[3:7])
+s = [json.load(open(f"{w}/s{k}.json")) for k in range(5)]
+lines = [json.loads(l) for f in glob.glob(w + "/c*.out") for l in open(f) if l.startswith("{")]
+held = [c for c in lines if "idle_conns" in c]
+ends = [c for c in lines if "still_open" in c]
+def first(f):
+    l = open(f).readline()
+    return json.loads(l) if l.startswith("{") else {}
+past = [first(f"{w}/past-{k}.json") for k in (1, 2)]
+after = first(w + "/after.json")
+d = lambda k, a, b: s[b][k] - s[a][k]
+junk = [f"{c['junk_closed_max_s']:.1f} s ({c['junk_sent']} dropped messages sent)"
+        for c in ends if c["junk"]]
+print(f"| {n:,} | {s[1]['conns']:,} | {sum(c['refused'] for c in held)} "
+      f"| {sum(p.get('connected', 0) == 0 for p in past)} of {len(past)} "
+      f"(conns_refused +{d('conns_refused', 1, 2)}, _peer +{d('conns_refused_peer', 1, 2)}) "
+      f"| {t2 - t1:.1f} s (connecting took {t1 - t0:.1f} s) "
+      f"| {min(c['idle_closed_min_s'] for c in ends):.1f} to "
+      f"{max(c['idle_closed_max_s'] for c in ends):.1f} s "
+      f"| {', '.join(junk) or '-'} | {sum(c['still_open'] for c in ends)} "
+      f"| {d('conns_timed_out', 0, 4):,} | {d('dropped', 0, 4):,} "
+      f"| {'served' if after.get('connected') == 1 else 'refused'} | {idle:.0f} s |")
+EOF
+	rm -rf "$W"
+	exit 0
+fi
+
 sleep 2 # the soft fabric's I/O threads end after 500 ms idle
 snap "$W/s1.json"
 kill "${cps[@]}" 2>/dev/null
@@ -135,7 +209,7 @@ import json, sys, glob
 w, mode, n, t0, t1 = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 a = json.load(open(w + "/s0.json")); b = json.load(open(w + "/s1.json"))
 conns = b["conns"] - a["conns"]
-cli = [json.loads(l) for f in glob.glob(w + "/c*.out") for l in open(f) if l.startswith("{")]
+cli = [json.loads(l) for f in glob.glob(w + "/c*.out") for l in open(f) if l.startswith('{"idle_conns"')]
 refused = sum(c["refused"] for c in cli)
 reg = b["pinned_bytes"] - a["pinned_bytes"]
 rss = (b["rss_kib"] - a["rss_kib"]) * 1024

@@ -32,6 +32,9 @@
 # $RPCRDMA_BUILD (default build/).
 # Quick mode (CI) takes about two minutes; full mode a few. Every figure is a
 # median or a ratio measured in the same run; nothing here asserts a time.
+# --profile NAME runs every section on that soft-provider device profile
+# (RPCRDMA_SOFT_PROFILE for ganesha, the engine and the clients alike;
+# docs/devices.md lists them: e.g. min, cxgb4); the report's header names it.
 # RPCRDMA_BENCH_RDMA_EXTRA adds keys to the RDMA block (e.g. "Exclude_Exports = 99;"
 # to measure the check of every handle that setting turns on).
 # Exit status: non-zero when a run failed (an error reply, a zero credit
@@ -41,12 +44,13 @@ MODE=quick
 ONLY=ABCDEF
 RELEASE=
 ARGS=()
-usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E,F] [--release RELEASE]" >&2; exit 2; }
+usage() { echo "usage: bench/run.sh [--quick|--full] [--only A,B,C,D,E,F] [--release RELEASE] [--profile NAME]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) MODE=quick; ARGS+=("$1") ;;
 	--full) MODE=full; ARGS+=("$1") ;;
 	--release) [ $# -ge 2 ] || usage; RELEASE=$2; shift ;;
+	--profile) [ $# -ge 2 ] || usage; export RPCRDMA_SOFT_PROFILE=$2; shift ;;
 	--only) [ $# -ge 2 ] || usage; ONLY=$(echo "$2" | tr -cd 'ABCDEFabcdef' | tr a-f A-F); ARGS+=("$1" "$2"); shift ;;
 	*) usage ;;
 	esac
@@ -67,6 +71,7 @@ if [ -n "$RELEASE" ] && [ -z "${RPCRDMA_BENCH_RELEASE:-}" ]; then
 	exec "$ROOT/ci/release-root.sh" "$RELEASE" -- env RPCRDMA_BENCH_RELEASE="$RELEASE" \
 		RPCRDMA_BUILD="${RPCRDMA_BUILD:-build-rel-$RELEASE}" \
 		RPCRDMA_BENCH_TMP="$ROOT/bench/out" ${RPCRDMA_BENCH_OUT:+RPCRDMA_BENCH_OUT="$RPCRDMA_BENCH_OUT"} \
+		${RPCRDMA_SOFT_PROFILE:+RPCRDMA_SOFT_PROFILE="$RPCRDMA_SOFT_PROFILE"} \
 		bash "$ROOT/bench/run.sh" ${ARGS[@]+"${ARGS[@]}"}
 fi
 B=${RPCRDMA_BUILD:-$ROOT/build}
@@ -78,7 +83,7 @@ OUT=${RPCRDMA_BENCH_OUT:-$ROOT/bench/RESULTS.md}
 [ -z "${RPCRDMA_BENCH_RELEASE:-}" ] || OUT=${RPCRDMA_BENCH_OUT:-$W/RESULTS.md}
 # Which ganesha this is (the report's header).
 GVER=$(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo unknown)
-echo "{\"ganesha\":\"$GVER\",\"release\":\"${RPCRDMA_BENCH_RELEASE:-host}\"}" >"$W/host.json"
+echo "{\"ganesha\":\"$GVER\",\"release\":\"${RPCRDMA_BENCH_RELEASE:-host}\",\"profile\":\"${RPCRDMA_SOFT_PROFILE:-}\"}" >"$W/host.json"
 T0=$(date +%s)
 NB=$B/bench/nfsbench/nfsbench
 ENG=$B/bench/nfsbench/bench_engine
@@ -303,10 +308,12 @@ elif start_ganesha "$G" "$PB"; then
 	want C || log "C: not selected"
 	for op in $(want C && echo read4k write4k read1m write1m); do
 		n=$(count_for "$op")
-		for k in 1 2; do
+		# k=0 warms up (the Read sinks' slabs and the payload pool are
+		# made on first use, server-wide): N and 2N then differ by N calls only
+		for k in 0 1 2; do
 			stats_json "$G/stats.sock" >"$W/ctr-$op-$k-before.json"
 			nb "ctr-$op-$k" --rdma "unix:$G/rdma.sock" --mount 127.0.0.1:$((PB + 1)) \
-				--op "$op" --qd 16 --count $((n * k))
+				--op "$op" --qd 16 --count $((n * (k ? k : 1)))
 			stats_json "$G/stats.sock" >"$W/ctr-$op-$k-after.json"
 		done
 	done
@@ -421,7 +428,7 @@ fi
 # --- report --------------------------------------------------------------------
 log "writing $OUT"
 python3 "$ROOT/bench/tools/report.py" "$W" "$MODE" \
-	"bench/run.sh --$MODE${RPCRDMA_BENCH_RELEASE:+ --release $RPCRDMA_BENCH_RELEASE}" \
+	"bench/run.sh --$MODE${RPCRDMA_BENCH_RELEASE:+ --release $RPCRDMA_BENCH_RELEASE}${RPCRDMA_SOFT_PROFILE:+ --profile $RPCRDMA_SOFT_PROFILE}" \
 	"$(($(date +%s) - T0))" >"$OUT" || die "report"
 log "done in $(($(date +%s) - T0)) s; raw data in $W"
 exit $FAIL

@@ -5,7 +5,7 @@
  * credit and memory benches of bench/run.sh.
  *
  *   bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] [--srq 0|1]
- *                [--srq-depth N] [--max-per-peer N]
+ *                [--srq-depth N] [--max-per-peer N] [--idle-timeout S]
  *
  * Engine defaults otherwise (rr_config_default): --budget 0 is no budget,
  * --max-per-peer 0 no per-peer cap (every unix-socket peer is 127.0.0.1).
@@ -143,6 +143,8 @@ int main(int argc, char **argv)
 			cfg.use_srq = v != 0;
 		else if (!strcmp(argv[i], "--srq-depth"))
 			cfg.srq_depth = (uint32_t)v;
+		else if (!strcmp(argv[i], "--idle-timeout"))
+			cfg.idle_timeout = (uint32_t)v;
 		else
 			goto usage;
 	}
@@ -187,6 +189,6 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] "
-			"[--srq 0|1] [--srq-depth N]\n");
+			"[--srq 0|1] [--srq-depth N] [--max-per-peer N] [--idle-timeout S]\n");
 	return 2;
 }

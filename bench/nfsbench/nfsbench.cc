@@ -11,7 +11,11 @@
  *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]
  *            --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m
  *            [--count N] [--warmup N] [--sync]
- *   nfsbench --rdma FABADDR --idle N --hold S     open N idle connections
+ *   nfsbench --rdma FABADDR --idle N --hold S [--junk K]
+ *            open N idle connections (one NULL call each), hold them S
+ *            seconds or until the server has closed them all; the first K
+ *            send a message the server drops (too short for a header) every
+ *            second instead of staying quiet
  *   nfsbench --rdma FABADDR --storm N [--start-at T] [--hold S]
  *                                                 N connections at once
  *
@@ -37,6 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -475,7 +480,7 @@ Bytes create_file(Client &c, const Bytes &dir, uint32_t xid)
 
 struct Opts {
 	std::string rdma, tcp, mount, exp = "/mem", op = "null";
-	unsigned qd = 1, idle = 0, storm = 0;
+	unsigned qd = 1, idle = 0, storm = 0, junk = 0;
 	uint64_t count = 0, warmup = 0;
 	double secs = 0, hold = 0, start_at = 0;
 	bool sync = false;
@@ -502,7 +507,7 @@ void usage()
 		"       nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]"
 		" --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m [--count N]"
 		" [--warmup N] [--sync]\n"
-		"       nfsbench --rdma FABADDR --idle N --hold SECONDS\n"
+		"       nfsbench --rdma FABADDR --idle N --hold SECONDS [--junk K]\n"
 		"       nfsbench --rdma FABADDR --storm N [--start-at UNIX_TIME] [--hold SECONDS]\n");
 	exit(2);
 }
@@ -510,6 +515,7 @@ void usage()
 int idle_conns(const Opts &o)
 {
 	std::vector<std::unique_ptr<RdmaClient>> v;
+	std::vector<double> last; /* each one's NULL reply: its last activity */
 	Stats st;
 	unsigned refused = 0;
 	std::string why;
@@ -524,18 +530,62 @@ int idle_conns(const Opts &o)
 		v.back()->post(build(Spec{"null", {}, 0, {}}, xid, 0), xid);
 		Bytes r;
 		v.back()->complete(&r, &st);
+		last.push_back(nfsbench_now());
 	}
 	printf("{\"idle_conns\":%u,\"connected\":%zu,\"refused\":%u,\"min_credit\":%u,"
 	       "\"max_credit\":%u,\"zero_grants\":%llu,\"refusal\":\"%s\"}\n",
 	       o.idle, v.size(), refused, st.min_credit == UINT32_MAX ? 0 : st.min_credit,
-	       st.max_credit, (unsigned long long)st.zero, refused ? why.substr(0, 80).c_str() : "");
+	       st.max_credit, (unsigned long long)st.zero,
+	       refused ? why.substr(0, 80).c_str() : "");
 	fflush(stdout);
-	/* Keep every connection serviced while held. */
-	double end = nfsbench_now() + o.hold;
-	while (nfsbench_now() < end) {
-		for (auto &c : v)
-			c->req()->progress(0);
+	/*
+	 * Keep every connection serviced while held; the junk senders post
+	 * their dropped message each second. Each close is timed from that
+	 * connection's NULL reply; once the server has closed them all, one
+	 * more JSON line says when.
+	 */
+	std::vector<double> closed(v.size(), 0);
+	size_t nclosed = 0, njunk = std::min<size_t>(o.junk, v.size());
+	uint64_t junk_sent = 0;
+	double end = nfsbench_now() + o.hold, next_junk = nfsbench_now() + 1;
+	while (nfsbench_now() < end && nclosed < v.size()) {
+		bool junk_now = nfsbench_now() >= next_junk;
+		if (junk_now)
+			next_junk += 1;
+		for (size_t i = 0; i < v.size(); i++) {
+			if (closed[i])
+				continue;
+			auto *r = v[i]->req();
+			r->progress(0);
+			if (r->connected() && i < njunk && junk_now) {
+				if (r->post_raw({0xde, 0xad}, 0, false) >= 0)
+					junk_sent++;
+			}
+			if (!r->connected()) {
+				closed[i] = nfsbench_now() - last[i];
+				nclosed++;
+			}
+		}
 		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	if (!v.empty()) {
+		double imin = 1e9, imax = 0, jmin = 1e9, jmax = 0;
+		size_t open = 0;
+		for (size_t i = 0; i < v.size(); i++) {
+			if (!closed[i]) {
+				open++;
+				continue;
+			}
+			double &lo = i < njunk ? jmin : imin, &hi = i < njunk ? jmax : imax;
+			lo = std::min(lo, closed[i]);
+			hi = std::max(hi, closed[i]);
+		}
+		printf("{\"still_open\":%zu,\"idle_closed_min_s\":%.1f,\"idle_closed_max_s\":%.1f,"
+		       "\"junk\":%zu,\"junk_sent\":%llu,\"junk_closed_min_s\":%.1f,"
+		       "\"junk_closed_max_s\":%.1f}\n",
+		       open, imax ? imin : 0, imax, njunk, (unsigned long long)junk_sent,
+		       jmax ? jmin : 0, jmax);
+		fflush(stdout);
 	}
 	return 0;
 }
@@ -647,6 +697,8 @@ int main(int argc, char **argv)
 			o.storm = unsigned(std::stoul(val()));
 		else if (a == "--start-at")
 			o.start_at = std::stod(val());
+		else if (a == "--junk")
+			o.junk = unsigned(std::stoul(val()));
 		else if (a == "--sync")
 			o.sync = true;
 		else

@@ -15,6 +15,11 @@ libraries are built with -g) and its name:
            addresses, so its TCP path cannot be told from its XDR/auth/
            dispatch code by name)
   ganesha  ganesha.nfsd, libganesha_nfsd, FSALs (/usr/lib/ganesha)
+  log      our log lines: rr_log, rr_ratelog, rr_ratelog_summary, vlog
+           (rpcrdma), rrp_log_at (plugin). At the default level they are
+           connection events, at most one summary per 5 s (rr_ratelog), never
+           per call; a summary that falls in a window of 10 calls is ~600
+           instructions per call, so they are kept apart from the data path.
   (none)   libc, ld.so, libstdc++, liburcu, vdso, other libraries
 
 A layered function is charged its own instructions plus the inclusive cost
@@ -35,13 +40,16 @@ import json
 import re
 import sys
 
-LAYERED = ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha")
+LAYERED = ("fabric", "rpcrdma", "ulb", "plugin", "log", "ntirpc", "ganesha")
+LOG_FNS = ("rr_log", "rr_ratelog", "rr_ratelog_summary", "vlog", "rrp_log_at")
 INTERPOSED = ("free", "realloc", "posix_memalign", "malloc", "calloc", "memalign",
               "aligned_alloc")
 
 
 def layer_of(ob, fl, name):
     base = name.split("'")[0]
+    if base.split(".")[0] in LOG_FNS and "rpcrdma" in ob:
+        return "log"
     for d, l in (("/src/fabric/", "fabric"), ("/src/rpcrdma/", "rpcrdma"),
                  ("/src/ulb/", "ulb"), ("/src/plugin/", "plugin")):
         if d in fl:
@@ -275,7 +283,7 @@ def parse(path):
     layers = {l: round(v) for l, v in layers.items()}
     layers["other"] = total - sum(layers[l] for l in LAYERED)
     top = {}
-    for l in ("fabric", "rpcrdma", "ulb", "plugin", "ntirpc", "ganesha"):
+    for l in ("fabric", "rpcrdma", "ulb", "plugin", "log", "ntirpc", "ganesha"):
         by_name = {}
         for fn, ir in per_fn.items():
             if lay[fn] == l:
