@@ -282,7 +282,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	c->send_w_inv = c->inl.send_w_inv && lim.send_with_inv;
 	c->write_sge = rr_write_sge(&lim);
 	c->tagged_sinks = lim.transport == FAB_TRANSPORT_IWARP;
-	c->signal_every_wr = lim.unsignalled_zero_copy;
+	c->signal_from = lim.unsignalled_zero_copy ? FAB_ZERO_COPY_MIN : UINT32_MAX;
 
 	/* Our RDMA Read depth is what the client will serve, capped by the
 	 * settings and the device (docs/linux-client-wire.md). */

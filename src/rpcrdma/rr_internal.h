@@ -405,9 +405,10 @@ struct rr_conn {
 	bool send_w_inv;
 	uint32_t write_sge;		/* SGEs one RDMA Write gathers on this device */
 	bool tagged_sinks;		/* iWARP: Read sinks need remote write (rr_read.c) */
-	/* siw: every work request of a Reply signalled, so the device copies
-	 * its bytes before the chain completes (rr_reply.c, reply_send) */
-	bool signal_every_wr;
+	/* Work requests of a Reply this size or larger are signalled, so the
+	 * device copies their bytes as they go (siw: FAB_ZERO_COPY_MIN;
+	 * UINT32_MAX elsewhere; rr_reply.c, reply_send) */
+	uint32_t signal_from;
 	uint64_t recv_mem;		/* receive-buffer bytes (recv_mem_bytes) */
 	uint64_t pinned;		/* all bytes counted against the budget */
 	/* Bounds (rr_admit.c): the peer's address prefix (IPv4 as v4-mapped)

@@ -230,6 +230,21 @@ static ssize_t reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
 				   written, inline_len);
 }
 
+/* Writes of @from bytes or more signalled (rr_conn.signal_from). */
+static __attribute__((noinline, cold)) void signal_large_writes(struct rr_send_ctx *s,
+								uint32_t from)
+{
+	for (uint32_t i = 0; i < s->rw.nwr; i++) {
+		struct fab_send_wr *wr = &s->rw.wr[i];
+		uint64_t len = 0;
+
+		for (int k = 0; k < wr->num_sge; k++)
+			len += wr->sg_list[k].length;
+		if (len >= from)
+			wr->signaled = true;
+	}
+}
+
 /* The Send of a built Reply: signalled unless it is the Send alone (it then
  * carries copies only, see RR_QUIET_SENDS), invalidating when it may. */
 static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t len)
@@ -238,15 +253,15 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 	/* Unsignalled Sends hold their contexts until a later completion:
 	 * never more than half, so a signalled one can always go. */
 	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS &&
-		     2 * (c->quiet_out + 1) <= c->sends_made && !c->signal_every_wr;
+		     2 * (c->quiet_out + 1) <= c->sends_made && len < c->signal_from;
 	struct fab_send_wr *send;
 	uint32_t rkey;
 
 	/* siw reads an unsignalled Write's pages when TCP sends them, which
 	 * may be after the Send completes and the caller reuses its memory:
 	 * signalled, they are copied as they are posted (docs/devices.md). */
-	for (uint32_t i = 0; c->signal_every_wr && i < s->rw.nwr; i++)
-		s->rw.wr[i].signaled = true;
+	if (c->signal_from != UINT32_MAX)
+		signal_large_writes(s, c->signal_from);
 	send = rr_send_wr(s, len);
 	if (!send)
 		return false;

@@ -600,7 +600,8 @@ TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
  * unsignalled Write's or Send's pages to TCP without a copy, so the bytes
  * may leave after the chain's Send has completed and its memory is reused.
  * Where the device does that, every work request of a Reply of a page or
- * more is signalled (copied when posted); elsewhere Writes stay unsignalled.
+ * more is signalled (copied when posted), smaller ones need not be;
+ * elsewhere Writes stay unsignalled.
  */
 TEST_F(Shapes, UnsignalledPagesOnlyWhereTheDeviceCopiesThem)
 {
@@ -626,7 +627,8 @@ TEST_F(Shapes, UnsignalledPagesOnlyWhereTheDeviceCopiesThem)
 	if (rr_test_device().unsignalled_zero_copy) {
 		EXPECT_EQ(pages, 0u) << "unsignalled work requests of a page or more on "
 				     << rr_test_device_name();
-		EXPECT_EQ(srv.stats()["sends_unsignalled"], quiet);
+		/* smaller ones, which siw copies, still go unsignalled */
+		EXPECT_GT(srv.stats()["sends_unsignalled"], quiet);
 	} else {
 		/* the same calls do post them where the copy is the device's */
 		EXPECT_GE(pages, 16u) << rr_test_device_name();
