@@ -444,16 +444,9 @@ TEST_F(FabConf, SinkStagDeadAfterItsRead)
 	ASSERT_EQ(sink.reg(fab_conn_pd(cc), 8192,
 			   FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE),
 		  0);
-	struct fab_sge sg = sink.sge(0, 8192);
-	struct fab_send_wr wr = {};
-	wr.wr_id = 21;
-	wr.opcode = FAB_WR_RDMA_READ;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.signaled = true;
-	wr.remote_addr = src.raddr();
-	wr.rkey = src.mr->rkey;
-	ASSERT_EQ(fab_post_send(cc, &wr, nullptr), 0);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_READ, sink, 0, 8192, 21, true, src.raddr(),
+				src.mr->rkey),
+		  0);
 	expect_wc(c_scq, 21, FAB_WC_SUCCESS);
 	ASSERT_TRUE(sink.check(3));
 

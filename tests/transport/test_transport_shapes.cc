@@ -24,6 +24,17 @@ class Shapes : public TransportTest {
 		ASSERT_TRUE(ping(q));
 	}
 
+	/* A 50,000-byte result whose Reply goes by a 64 KiB Reply chunk. */
+	void reply_chunk_call()
+	{
+		TestCall c = call_source(q->next_xid(), 50000, 4);
+		CallSpec rc;
+		rc.reply = {65536};
+		Reply r;
+		ASSERT_TRUE(q->call(c.rpc, rc, &r));
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
+	}
+
 	void echo(const std::vector<uint8_t> &data, CallSpec spec, bool auth_sys = false,
 		  int timeout_ms = 10000)
 	{
@@ -564,12 +575,8 @@ TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
 		CallSpec lc;
 		lc.mode = CallSpec::LONG;
 		echo(random_bytes(rng, 3000), lc);
-		TestCall c = call_source(q->next_xid(), 50000, 4);
-		CallSpec rc;
-		rc.reply = {65536};
+		reply_chunk_call();
 		Reply r;
-		ASSERT_TRUE(q->call(c.rpc, rc, &r));
-		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
 		TestCall c2 = call_source(q->next_xid(), 200000, 4);
 		CallSpec wc;
 		wc.writes.push_back({{262144}, false});
@@ -613,12 +620,7 @@ TEST_F(Shapes, UnsignalledPagesOnlyWhereTheDeviceCopiesThem)
 		rd.mode = CallSpec::READ;
 		rd.writes.push_back({{16384, 16384}, true});
 		echo(random_bytes(rng, 20000), rd);
-		TestCall c = call_source(q->next_xid(), 50000, 4);
-		CallSpec rc;
-		rc.reply = {65536};
-		Reply r;
-		ASSERT_TRUE(q->call(c.rpc, rc, &r));
-		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
+		reply_chunk_call();
 		CallSpec plain;
 		echo(random_bytes(rng, 64), plain);
 	}
