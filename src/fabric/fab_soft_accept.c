@@ -40,14 +40,6 @@ struct soft_pending {
 	} m;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Bytes of the CONN_REQ still wanted (0: complete), or -1 when what came is
  * no CONN_REQ. */
 static long wanted(const struct soft_pending *p)
@@ -105,7 +97,7 @@ static int accept_some(struct soft_listener *l, struct soft_pending *pend, int n
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				*retry_ms = now_ms() + SOFT_ACCEPT_RETRY_MS;
+				*retry_ms = (uint64_t)soft_now_ms() + SOFT_ACCEPT_RETRY_MS;
 			break;
 		}
 		if (atomic_load(&l->dead)) {
@@ -116,7 +108,7 @@ static int accept_some(struct soft_listener *l, struct soft_pending *pend, int n
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		memset(&pend[n], 0, sizeof(pend[n]));
 		pend[n].fd = fd;
-		pend[n].deadline_ms = now_ms() + SOFT_HANDSHAKE_TIMEOUT_S * 1000;
+		pend[n].deadline_ms = (uint64_t)soft_now_ms() + SOFT_HANDSHAKE_TIMEOUT_S * 1000;
 		n++;
 	}
 	return n;
@@ -133,7 +125,7 @@ void *soft_accept_thread(void *arg)
 	if (!pend || !pfd)
 		goto out;
 	for (;;) {
-		uint64_t now = now_ms(), next = UINT64_MAX;
+		uint64_t now = (uint64_t)soft_now_ms(), next = UINT64_MAX;
 		bool listen = n < SOFT_ACCEPT_PENDING && retry_ms <= now;
 		int timeout, k = 0, rc;
 

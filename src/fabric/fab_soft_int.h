@@ -13,6 +13,7 @@
 #define RPCRDMA_FAB_SOFT_INT_H
 
 #include <pthread.h>
+#include <time.h>
 
 #include "fabric/fab_internal.h"
 #include "fabric/fab_soft.h"
@@ -312,6 +313,15 @@ void soft_event_push(struct soft_channel *ch, const struct fab_cm_event *ev);
 /* Reader hit a CM message or EOF; called with c->lock held. */
 void soft_cm_deliver_locked(struct soft_conn *c, enum fab_cm_event_type type, int status,
 			    const void *pdata, uint8_t plen, uint8_t rr, uint8_t id);
+
+/* Milliseconds of CLOCK_MONOTONIC: the provider's deadlines (RNR, CONN_REQ). */
+static inline int64_t soft_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static inline struct soft_swr *soft_sq_at(struct soft_conn *c, uint64_t i)
 {

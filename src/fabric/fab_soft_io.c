@@ -286,14 +286,6 @@ static void delay_completion(struct soft_conn *c)
 		usleep(us);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void copy_scatter(const struct fab_sge *sge, int nsge, const uint8_t *src, uint32_t len)
 {
 	for (int i = 0; i < nsge && len; i++) {
@@ -379,7 +371,7 @@ static void park_deadline_locked(struct soft_conn *c)
 {
 	c->park_deadline_ms = c->peer_rnr_retry >= SOFT_RNR_INFINITE
 				  ? INT64_MAX
-				  : now_ms() + (int64_t)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
+				  : soft_now_ms() + (int64_t)c->peer_rnr_retry * SOFT_RNR_STEP_MS;
 }
 
 /* Read a request's payload off the socket and queue it behind the parked ones. */
@@ -486,7 +478,7 @@ static int park_run(struct soft_conn *c)
 			break;
 		}
 		if (p->h.type == SOFT_SEND && !soft_rq_pop_locked(c, &wr_id, sge, &nsge)) {
-			if (now_ms() < c->park_deadline_ms)
+			if (soft_now_ms() < c->park_deadline_ms)
 				break;
 			rnr_fatal_locked(c);
 			park_drop_locked(c);
