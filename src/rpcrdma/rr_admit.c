@@ -280,10 +280,12 @@ static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now
 	if (send_stuck(cfg, c, now)) {
 		snprintf(why, sizeof(why), "a Send without completion for %u s (no receive posted)",
 			 cfg->send_timeout);
-	} else if (quiet_too_long(cfg, c, now) && !c->had_msg) {
-		snprintf(why, sizeof(why), "no first message within %u s", cfg->handshake_timeout);
 	} else if (quiet_too_long(cfg, c, now)) {
-		snprintf(why, sizeof(why), "idle for %u s", cfg->idle_timeout);
+		if (c->had_msg)
+			snprintf(why, sizeof(why), "idle for %u s", cfg->idle_timeout);
+		else
+			snprintf(why, sizeof(why), "no first message within %u s",
+				 cfg->handshake_timeout);
 	} else {
 		return;
 	}
