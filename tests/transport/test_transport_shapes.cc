@@ -24,15 +24,17 @@ class Shapes : public TransportTest {
 		ASSERT_TRUE(ping(q));
 	}
 
-	/* A 50,000-byte result whose Reply goes by a 64 KiB Reply chunk. */
-	void reply_chunk_call()
+	/* A @len-byte result (pattern @seed) with a Reply chunk of @chunk
+	 * offered: by default 50,000 bytes, which go by the 64 KiB chunk. */
+	void reply_chunk_call(uint32_t len = 50000, std::vector<uint32_t> chunk = {65536},
+			      uint32_t seed = 4)
 	{
-		TestCall c = call_source(q->next_xid(), 50000, 4);
+		TestCall c = call_source(q->next_xid(), len, seed);
 		CallSpec rc;
-		rc.reply = {65536};
+		rc.reply = std::move(chunk);
 		Reply r;
 		ASSERT_TRUE(q->call(c.rpc, rc, &r));
-		EXPECT_TRUE(opaque_result(r, c.xid, pattern(4, 50000)));
+		EXPECT_TRUE(opaque_result(r, c.xid, pattern(seed, len)));
 	}
 
 	void echo(const std::vector<uint8_t> &data, CallSpec spec, bool auth_sys = false,
@@ -363,12 +365,7 @@ TEST_F(Shapes, ReplyChunkLongReply)
 /* A Reply chunk offered for a reply that fits inline: either is correct. */
 TEST_F(Shapes, ReplyChunkOfferedSmallReply)
 {
-	TestCall c = call_source(q->next_xid(), 100, 7);
-	CallSpec s;
-	s.reply = {4096};
-	Reply r;
-	ASSERT_TRUE(q->call(c.rpc, s, &r));
-	EXPECT_TRUE(opaque_result(r, c.xid, pattern(7, 100)));
+	reply_chunk_call(100, {4096}, 7);
 }
 
 TEST_F(Shapes, SourceOneMiBViaWriteChunk)
