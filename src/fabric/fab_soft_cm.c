@@ -327,22 +327,25 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 }
 
 /*
- * RPCRDMA_SOFT_SOURCE_ADDR=IPv4: an active tcp connection binds this source
- * address first (127.0.0.2 and up are all loopback), so tests can show the
- * server peers that differ by address. Unset: the kernel's choice.
+ * RPCRDMA_SOFT_SOURCE_ADDR=IP: an active tcp connection binds this source
+ * address first (127.0.0.2 and up are all loopback; IPv6 ones must be
+ * assigned), so tests can show the server peers that differ by address.
+ * Used only when its family is the destination's. Unset: the kernel's choice.
  */
 static int bind_source(int fd, const struct soft_addr *dst)
 {
 	const char *src = getenv("RPCRDMA_SOFT_SOURCE_ADDR");
 	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6};
 
-	if (!src || !*src || dst->is_unix || dst->ss.ss_family != AF_INET)
+	if (!src || !*src || dst->is_unix)
 		return 0;
-	if (inet_pton(AF_INET, src, &sin.sin_addr) != 1) {
-		errno = EINVAL;
-		return -1;
-	}
-	return bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (dst->ss.ss_family == AF_INET && inet_pton(AF_INET, src, &sin.sin_addr) == 1)
+		return bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (dst->ss.ss_family == AF_INET6 && inet_pton(AF_INET6, src, &sin6.sin6_addr) == 1)
+		return bind(fd, (struct sockaddr *)&sin6, sizeof(sin6));
+	errno = EINVAL;
+	return -1;
 }
 
 /* connect(2) bounded by SOFT_CONNECT_TIMEOUT_S, so an unreachable host cannot stall the caller. */
