@@ -53,6 +53,9 @@ static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece
 		return false;
 	s->bounce_ref[s->nbounce] = ref;
 	s->bounce[s->nbounce++] = buf;
+	/* iWARP: the sink pool is the device PD's (rr_rw_lend) */
+	if (c->own_pd && !rr_rw_lend(s, buf, len, &lkey))
+		return false; /* the buffer goes back with the context */
 	pc->addr = buf;
 	pc->len = (uint32_t)len;
 	pc->lkey = lkey;
@@ -195,7 +198,7 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 
 		if (sp->length == 0)
 			continue;
-		if (!rr_rw_pieces(c, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
+		if (!rr_rw_pieces(s, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
 			if (!bounce_alloc(s, sp->length, &pc[0]))
 				return false;
 			rr_rw_copy(a->iov, a->iovcnt, sp->offset, sp->length,
