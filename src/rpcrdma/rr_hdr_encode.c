@@ -90,6 +90,11 @@ ssize_t rr_hdr_encode_reply(void *buf, size_t len, const struct rr_pcl *call, ui
 	return (ssize_t)need;
 }
 
+size_t rr_hdr_reply_len(const struct rr_pcl *call)
+{
+	return hdr_len(call, false);
+}
+
 ssize_t rr_hdr_encode_err_vers(void *buf, size_t len, uint32_t xid, uint32_t credits)
 {
 	uint8_t *p = buf;
