@@ -279,7 +279,6 @@ struct rr_stats {
 	RR_COUNTERS(RR_STATS_MEMBER_, ~)
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
-void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
 /* Call @fn for every connection with its counters (under the server's lock:
  * @fn must not call back into the engine). */
 void rr_server_foreach_conn(struct rr_server *srv,
