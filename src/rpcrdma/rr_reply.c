@@ -322,10 +322,9 @@ static bool reply_build_plain(struct rr_send_ctx *s, const struct reply_args *a)
 	uint32_t hdr_len;
 	uint8_t *q;
 
-	if (reply_shape(c, p, a->total, &hdr_len) != SHAPE_INLINE ||
-	    rr_hdr_encode_reply(s->hdr, hdr_len, p, c->credits, RR_PROC_MSG, NULL, 0) < 0)
+	if (reply_shape(c, p, a->total, &hdr_len) != SHAPE_INLINE)
 		return false;
-	q = s->hdr + hdr_len;
+	q = s->hdr + rr_hdr_encode_reply_bare(s->hdr, p->xid, c->credits);
 	for (int i = 0; i < a->iovcnt; i++) {
 		if (a->iov[i].iov_len)
 			memcpy(q, a->iov[i].iov_base, a->iov[i].iov_len);

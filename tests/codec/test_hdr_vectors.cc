@@ -70,6 +70,16 @@ TEST(HdrVectors, MinimalRdmaMsg)
 	EXPECT_EQ(encode_call(pcl), kMinimalMsg);
 	/* a reply echoing no chunk has the same seven words */
 	EXPECT_EQ(rr_hdr_reply_len(&pcl), kMinimalMsg.size());
+	Bytes out(64);
+	ASSERT_EQ(rr_hdr_encode_reply_bare(out.data(), pcl.xid, pcl.credits), kMinimalMsg.size());
+	out.resize(kMinimalMsg.size());
+	EXPECT_EQ(out, kMinimalMsg);
+	Bytes full(64);
+	ASSERT_EQ(rr_hdr_encode_reply(full.data(), full.size(), &pcl, pcl.credits, RR_PROC_MSG,
+				      nullptr, 0),
+		  ssize_t(kMinimalMsg.size()));
+	full.resize(kMinimalMsg.size());
+	EXPECT_EQ(full, kMinimalMsg);
 }
 
 /* An NFS READ call offering one Write chunk of two segments: the data
