@@ -210,8 +210,6 @@ void rr_call_hold(struct rr_call *call);
  */
 int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov, int iovcnt);
 
-/* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
-uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
 const char *rr_conn_peer(const struct rr_conn *conn);
 /* The key rr_conn_snap.id carries for @conn. */
 static inline uintptr_t rr_conn_id(const struct rr_conn *conn)
