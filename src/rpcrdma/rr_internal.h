@@ -495,6 +495,11 @@ struct rr_conn {
 	struct rr_conn *next;		/* srv->conns */
 };
 
+/* Largest message the client can receive inline on @c (RFC 8797
+ * negotiated), never more than our send buffers: the engine's alone, it
+ * decides how each Reply goes (rr_reply.c). */
+uint32_t rr_conn_max_inline_send(const struct rr_conn *c);
+
 /* ---- shared receive pool (rr_srq.c) ---- */
 
 /* A client's Send that finds the pool empty retries after this long: the
