@@ -4,10 +4,13 @@
 # librdmacm headers that stop the compiler (#error) ahead of the real ones,
 # checks that no link line names either library, then runs the tests that do
 # not need a verbs device. Usage: ci/noverbs.sh [jobs] [ctest label regex]
+# [build folders: all by default; e.g. "src tools tests/codec" builds what
+# those folders define and what it needs (Unix Makefiles)]
 set -eu
 cd "$(dirname "$0")/.."
 jobs=${1:-$(nproc 2>/dev/null || echo 2)}
 labels=${2:-codec|transport|fabric|ulb|soak|plugin}
+dirs=${3:-}
 b=build-noverbs
 poison=$PWD/$b/poison-include
 mkdir -p "$poison/infiniband" "$poison/rdma"
@@ -16,7 +19,13 @@ for h in infiniband/verbs.h rdma/rdma_cma.h; do
 done
 cmake -S . -B $b -DCMAKE_BUILD_TYPE=Debug -DRPCRDMA_LTO=OFF -DRPCRDMA_WITH_VERBS=OFF \
 	-DCMAKE_C_FLAGS="-I$poison" -DCMAKE_CXX_FLAGS="-I$poison" >/dev/null
-cmake --build $b -j"$jobs"
+if [ -z "$dirs" ]; then
+	cmake --build $b -j"$jobs"
+else
+	for d in $dirs; do
+		make -s -C "$b/$d" -j"$jobs"
+	done
+fi
 if grep -rlE 'ibverbs|rdmacm' $b --include=link.txt; then
 	echo "a target links libibverbs/librdmacm in a build without verbs"
 	exit 1
