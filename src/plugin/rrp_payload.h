@@ -32,4 +32,12 @@ void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, co
 /* Bytes lent so far (process lifetime). */
 uint64_t rrp_payload_lent_bytes(void);
 
+#ifdef RRP_PAYLOAD_UNDER_TEST
+/* Built without the interposer (tests): the entry points by these names. */
+void *rrp_payload_malloc(size_t size);
+void rrp_payload_free(void *p);
+int rrp_payload_posix_memalign(void **memptr, size_t alignment, size_t size);
+void *rrp_payload_realloc(void *p, size_t size);
+#endif
+
 #endif
