@@ -131,7 +131,8 @@ TEST(PayloadThreads, LentTableTakesEveryBufferBackOnAnyThread)
 	constexpr int kThreads = 4, kRounds = 3000;
 	const size_t stride = 3 * 4096, len = 8192;
 	const size_t span = stride * kThreads * kRounds;
-	void *res = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *res =
+	    mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	ASSERT_NE(res, MAP_FAILED);
 	auto chunk = [&](int id, int r) {
 		return static_cast<uint8_t *>(res) + ((size_t)r * kThreads + id) * stride;
