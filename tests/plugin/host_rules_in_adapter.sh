@@ -7,7 +7,7 @@ dir=$1
 # Every release the adapters know, ganesha's (the folders) and ntirpc's
 # (hosts.cmake), as tokens; then any "ganesha N", "ntirpc N", "NTIRPC_N",
 # ".so.N" and release tags such as V6.2.
-vers=$( (ls "$dir/host" | sed -n 's/^ganesha-//p'
+vers=$( (for h in "$dir"/host/ganesha-*/; do h=${h%/}; echo "${h##*/ganesha-}"; done
 	sed -n 's/^set(_host_by_ntirpc_\([0-9.]*\) .*/\1/p' "$dir/host/hosts.cmake") |
 	sort -u | sed 's/\./\\./g' | paste -sd'|' -)
 [ -n "$vers" ] || { echo "no releases found under $dir/host"; exit 1; }
@@ -32,4 +32,4 @@ if grep -rnIiE "$pat" "$dir" --exclude-dir=host; then
 	echo "these lines of src/plugin name a release: say it in the host adapter (src/plugin/host/)"
 	exit 1
 fi
-echo "no release named outside $dir/host (releases: $(echo "$vers" | tr -d '\\'))"
+echo "no release named outside $dir/host (releases: $(echo "$vers" | sed 's/[\\]//g'))"
