@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * rrp_backchannel.c - NFSv4.1 callbacks on the client's own RDMA connection
- * (RFC 8167), for stock ganesha 4.3.
+ * (RFC 8167), for stock ganesha.
  *
  * ganesha makes its backchannel with clnt_vc_ncreate_svc(xprt, ...) and
  * drives calls with clnt_req_setup / CLNT_CALL_BACK / CLNT_CALL_WAIT /
@@ -402,8 +402,9 @@ int rrp_bc_clnt_req_release(struct clnt_req *cc)
 	return refs;
 }
 
-/* ganesha 5.9 and later ask which transport a session's back channel uses
- * (ntirpc's answer reads its own private record, which ours has not). */
+/* Which transport a session's back channel uses, where the host asks
+ * (rrp_host_ops.bc_client_xprt; ntirpc's answer reads its own private
+ * record, which ours has not). */
 SVCXPRT *rrp_bc_clnt_vc_get_client_xprt(const CLIENT *clnt)
 {
 	if (!is_ours((CLIENT *)clnt))

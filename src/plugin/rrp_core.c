@@ -70,7 +70,8 @@ EXPORTED int rrp_core_attach(const struct rrp_shim *s, struct rrp_calls *hooks)
 	hooks->svc_init = hook_svc_init;
 	hooks->svc_rqst_evchan_reg = hook_svc_rqst_evchan_reg;
 	hooks->clnt_vc_ncreate_svc = rrp_bc_clnt_vc_ncreate_svc;
-	hooks->clnt_vc_get_client_xprt = rrp_bc_clnt_vc_get_client_xprt;
+	if (rrp_host_ops.bc_client_xprt)
+		hooks->clnt_vc_get_client_xprt = rrp_bc_clnt_vc_get_client_xprt;
 	hooks->clnt_req_setup = rrp_bc_clnt_req_setup;
 	hooks->clnt_req_callback = rrp_bc_clnt_req_callback;
 	hooks->clnt_req_wait_reply = rrp_bc_clnt_req_wait_reply;

@@ -2,7 +2,7 @@
 /*
  * rrp_exports.c - exports kept off RDMA: RDMA { Exclude_Exports = 2, 3; }.
  *
- * ganesha 4.3 cannot say this itself: its EXPORT/CLIENT `Transports` takes
+ * ganesha cannot say this itself: its EXPORT/CLIENT `Transports` takes
  * only UDP and TCP, and the transport checks in its NFSv3 dispatcher and in
  * nfs4_export_check_access() refuse only those two types, so any other
  * transport type (ours is XPRT_UNKNOWN, rrp_xprt.c) passes them. The plugin
@@ -182,7 +182,7 @@ static void *export_root(void *gexp)
 		if (!atomic_flag_test_and_set(&root_bad_logged))
 			rrp_log("ganesha's export root objects are not those of %s: with "
 				"Exclude_Exports set, no handle is served over RDMA",
-				RRP_HOST_NAME);
+				rrp_host_ops.name);
 		return NULL;
 	}
 	return root;
@@ -459,7 +459,7 @@ static bool wrap_export(void *gexp)
 		if (!atomic_flag_test_and_set(&wrap_bad_logged))
 			rrp_log("an export's create_handle is not MDCACHE's of %s: with "
 				"Exclude_Exports set, such exports are refused over RDMA",
-				RRP_HOST_NAME);
+				rrp_host_ops.name);
 		return false;
 	}
 	__atomic_compare_exchange_n(slot, &cur, create_handle, false, __ATOMIC_RELEASE,
@@ -564,7 +564,7 @@ static bool v4_export_allowed(SVCXPRT *xprt)
 		if (!atomic_flag_test_and_set(&bad_logged))
 			rrp_log("ganesha's export structures are not those of %s: with "
 				"Exclude_Exports set, NFSv4 over RDMA is refused every export",
-				RRP_HOST_NAME);
+				rrp_host_ops.name);
 		return false;
 	}
 	if (l == LAYOUT_UNKNOWN)

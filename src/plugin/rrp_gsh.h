@@ -7,7 +7,7 @@
  * no header for them).
  *
  * Declared here from the layouts of config_parsing.h and analyse.h, which
- * are the same in ganesha 4.3, 5.9 and 6.5; a release that changes them
+ * are the same in every release of host/; a release that changes them
  * moves these declarations into its host adapter (rrp_host_abi.h). The
  * functions are found with dlsym at run time, so the core has no link-time
  * dependency on ganesha.
@@ -129,11 +129,12 @@ struct rrp_gsh_node_head {
 };
 
 /*
- * ganesha's log numbering (log_common.h / log.h), the same in 4.3, 5.9 and
- * 6.5. The plugin logs under COMPONENT_DISPATCH, ganesha's own component for
- * the transports it serves: the 10th log_components_t (its name in LOG {
- * COMPONENTS } is DISPATCH; a line shows ":DISP :"). log_levels_t: NIV_NULL
- * 0, FATAL 1, MAJ 2, CRIT 3, WARN 4, EVENT 5, INFO 6, DEBUG 7.
+ * ganesha's log numbering (log_common.h / log.h), the same in every release
+ * of host/. The plugin logs under COMPONENT_DISPATCH, ganesha's own
+ * component for the transports it serves: the 10th log_components_t (its
+ * name in LOG { COMPONENTS } is DISPATCH; a line shows ":DISP :").
+ * log_levels_t: NIV_NULL 0, FATAL 1, MAJ 2, CRIT 3, WARN 4, EVENT 5, INFO 6,
+ * DEBUG 7.
  */
 #define RRP_GSH_LOG_COMPONENT 9
 #define RRP_GSH_NIV_CRIT 3

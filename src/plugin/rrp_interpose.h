@@ -27,8 +27,8 @@
 
 /*
  * X(return type, name, (parameters), (arguments)). An entry point missing
- * from the running release (clnt_vc_get_client_xprt before ntirpc 5.8) is
- * simply never called.
+ * from the running release (clnt_vc_get_client_xprt in some: rrp_host.h)
+ * is simply never called.
  */
 #define RRP_INTERPOSED(X)                                                                     \
 	X(bool, svc_init, (struct svc_init_params * params), (params))                        \

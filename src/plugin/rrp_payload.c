@@ -4,11 +4,12 @@
  * data goes from the FSAL's buffer to the client's Write chunk with no copy
  * and no registration per I/O (docs/memory.md).
  *
- * ganesha 4.3 allocates NFSv4 READ buffers with posix_memalign(4096, n)
- * (gsh_malloc_aligned) and frees them with free() once the reply no longer
- * needs them (the READ uio release); NFSv3 READ buffers come from plain
- * malloc(RNDUP(count)) (nfs3_read.c). This library interposes those calls
- * (and realloc, for safety; rrp_exports.map must list every one of them).
+ * ganesha allocates a READ's data buffer with malloc(n) or with
+ * posix_memalign(4096, n), as its release does (the host adapter's
+ * read_v3 / read_v4, rrp_host.h), and frees it with free() once the reply
+ * no longer needs it (the READ uio release). This library interposes those
+ * calls (and realloc, for safety; rrp_exports.map must list every one of
+ * them).
  * Only READ buffers are served from one arena registered once with the
  * transport; everything else goes to glibc untouched. The arena is never
  * unmapped while the process lives, so a registration can never outlive
@@ -25,7 +26,8 @@
  * on free() like any other.
  *
  * WRITE data goes the other way: it arrives by RDMA Read in a registered
- * buffer of the engine's, and ganesha 4.3 decodes it with xdr_bytes, which
+ * buffer of the engine's, and a host without data-position calls (rrp_host.h)
+ * decodes it with xdr_bytes, which
  * mallocs a buffer of the data's length and copies the bytes in. While the
  * plugin decodes a Call it lends that buffer (rrp_payload_lend): a malloc of
  * exactly a chunk's length, made while the decoder stands exactly at that
@@ -46,6 +48,22 @@
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_payload_test_hooks.h"
 
+#ifdef RRP_PAYLOAD_UNDER_TEST
+/*
+ * The structures without the interposer (tests/plugin, sanitizer builds
+ * too): the entry points are rrp_payload_malloc ..., and underneath is the
+ * process's allocator, which a sanitizer runtime owns and tracks.
+ */
+#include <malloc.h>
+#include <stdlib.h>
+#define ENTRY(name) rrp_payload_##name
+#define EXPORTED
+#define libc_malloc malloc
+#define libc_free free
+#define libc_realloc realloc
+#define libc_memalign memalign
+#else
+#define ENTRY(name) name
 #define EXPORTED __attribute__((visibility("default")))
 
 /* glibc's own entry points: no dlsym, which may itself allocate. */
@@ -53,6 +71,11 @@ extern void *__libc_memalign(size_t alignment, size_t size);
 extern void __libc_free(void *p);
 extern void *__libc_realloc(void *p, size_t size);
 extern void *__libc_malloc(size_t size);
+#define libc_malloc __libc_malloc
+#define libc_free __libc_free
+#define libc_realloc __libc_realloc
+#define libc_memalign __libc_memalign
+#endif
 
 /*
  * Free slots of a class: a lock-free stack of slot numbers (any worker takes,
@@ -270,7 +293,7 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
 	mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return -errno;
-	idx = __libc_malloc((small_slots + large_slots) * sizeof(*idx));
+	idx = libc_malloc((small_slots + large_slots) * sizeof(*idx));
 	if (!idx) {
 		munmap(mem, total);
 		return -ENOMEM;
@@ -381,7 +404,7 @@ static void *expect_take(size_t size)
 	return arena_take(size);
 }
 
-EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
+EXPORTED int ENTRY(posix_memalign)(void **memptr, size_t alignment, size_t size)
 {
 	void *p;
 
@@ -396,7 +419,7 @@ EXPORTED int posix_memalign(void **memptr, size_t alignment, size_t size)
 	}
 	if (alignment < sizeof(void *) || (alignment & (alignment - 1)))
 		return EINVAL;
-	p = __libc_memalign(alignment, size);
+	p = libc_memalign(alignment, size);
 	if (!p)
 		return ENOMEM;
 	*memptr = p;
@@ -425,15 +448,15 @@ static __attribute__((noinline)) void *malloc_announced(size_t size)
 		if (p)
 			return p;
 	}
-	return __libc_malloc(size);
+	return libc_malloc(size);
 }
 
 /* Every malloc() in the process passes here: the common case is one compare. */
-EXPORTED void *malloc(size_t size)
+EXPORTED void *ENTRY(malloc)(size_t size)
 {
 	if (__builtin_expect(size >= ann.floor, 0))
 		return malloc_announced(size);
-	return __libc_malloc(size);
+	return libc_malloc(size);
 }
 
 static inline void free_unlent(void *p)
@@ -442,7 +465,7 @@ static inline void free_unlent(void *p)
 		class_put(p);
 		return;
 	}
-	__libc_free(p);
+	libc_free(p);
 }
 
 _Static_assert(RRP_PAYLOAD_SMALL % LENT_ALIGN == 0 && RRP_PAYLOAD_LARGE % LENT_ALIGN == 0,
@@ -451,24 +474,24 @@ _Static_assert(RRP_PAYLOAD_SMALL % LENT_ALIGN == 0 && RRP_PAYLOAD_LARGE % LENT_A
 /* Every free() in the process passes here. Lent buffers and arena slots are
  * all page-aligned and malloc's pointers never are: one test sends almost
  * every free() straight to libc. */
-EXPORTED void free(void *p)
+EXPORTED void ENTRY(free)(void *p)
 {
 	if (__builtin_expect((uintptr_t)p & (LENT_ALIGN - 1), 1))
-		__libc_free(p);
+		libc_free(p);
 	else if (lent_maybe(p))
 		free_maybe_lent(p);
 	else
 		free_unlent(p);
 }
 
-EXPORTED void *realloc(void *p, size_t size)
+EXPORTED void *ENTRY(realloc)(void *p, size_t size)
 {
 	struct size_class *c;
 	size_t len;
 	void *n;
 
 	if (lent_take_back(p, &len)) {
-		n = __libc_malloc(size);
+		n = libc_malloc(size);
 		if (n)
 			memcpy(n, p, size < len ? size : len);
 		else
@@ -476,9 +499,9 @@ EXPORTED void *realloc(void *p, size_t size)
 		return n;
 	}
 	if (!in_arena(p))
-		return __libc_realloc(p, size);
+		return libc_realloc(p, size);
 	c = class_of(p);
-	n = __libc_malloc(size);
+	n = libc_malloc(size);
 	if (n) {
 		memcpy(n, p, size < c->slot ? size : c->slot);
 		class_put(p);

@@ -29,4 +29,12 @@ void rrp_payload_expect(size_t max, unsigned int n, bool aligned);
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
 		      void *arg);
 
+#ifdef RRP_PAYLOAD_UNDER_TEST
+/* Built without the interposer (tests): the entry points by these names. */
+void *rrp_payload_malloc(size_t size);
+void rrp_payload_free(void *p);
+int rrp_payload_posix_memalign(void **memptr, size_t alignment, size_t size);
+void *rrp_payload_realloc(void *p, size_t size);
+#endif
+
 #endif

@@ -116,7 +116,7 @@ struct gsh_conf {
 	void *(*parse)(char *path, struct rrp_gsh_err *err);		/* config_ParseFile */
 	int (*load)(void *tree, struct rrp_gsh_block *blk, void *param, bool unique,
 		    struct rrp_gsh_err *err);			/* load_config_from_parse */
-	/* report_config_errors (an int in 5.9 and 6.5, unused here) */
+	/* report_config_errors (an int in some releases, unused here) */
 	void (*report)(struct rrp_gsh_err *err, void *dest,
 		       void (*logger)(char *msg, void *dest, struct rrp_gsh_err *err));
 	void (*to_log)(char *msg, void *dest, struct rrp_gsh_err *err); /* config_errs_to_log */
@@ -440,9 +440,9 @@ static int gsh_load_tree(void *tree, struct rrp_config *c, const struct gsh_conf
 }
 
 /*
- * Did ganesha's parse of the file leave anything out? ganesha 4.3 goes on
- * after a syntax error with what it could parse, flagging nothing but its
- * message; a statement lost that way may be one of the RDMA block's, so
+ * Did ganesha's parse of the file leave anything out? ganesha (at least
+ * one release of host/) goes on after a syntax error with what it could
+ * parse, flagging nothing but its message; a statement lost that way may be one of the RDMA block's, so
  * RDMA is not served from a file with any.
  */
 static bool gsh_parse_clean(void *tree, struct rrp_gsh_err *err)
@@ -675,7 +675,7 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		sv.send_with_inv ? "yes" : "no", sv.credits, sv.credits_cap, sv.inline_size,
 		sv.ord, sv.srq ? "on" : "off", conns, budget,
 		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
-		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), RRP_HOST_NAME);
+		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), rrp_host_ops.name);
 }
 
 /* What a listener's settings may register: the start-up line's sum, and on

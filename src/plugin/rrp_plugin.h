@@ -33,7 +33,7 @@ struct rrp_plugin {
 
 	/* The plugin's counters (rr_counters.def, RRP_COUNTERS). Among them
 	 * decode_copy_bytes: Call bytes ganesha's XDR decoder copied out of
-	 * our buffers (XDR_GETBYTES: names, handles - ganesha 4.3 decodes
+	 * our buffers (XDR_GETBYTES: names, handles - ganesha decodes
 	 * every opaque<> with xdr_bytes into memory of its own - and WRITE
 	 * payloads that could not be lent, rrp_payload.c). */
 #define RRP_COUNTER_MEMBER_(a, name, type, scope, kind, meaning) _Atomic type name;

@@ -6,7 +6,7 @@
  * When a COMPOUND ran but its Reply could not be delivered (ERR_CHUNK went
  * instead), the client has no SEQUENCE result and will retry on the same
  * slot with the same sequence id. ganesha would replay its cached reply,
- * which fails the same way, forever. ganesha 4.3 exposes no handle on its
+ * which fails the same way, forever. ganesha exposes no handle on its
  * session slots, so the transport remembers (session, slot, sequence) and
  * answers that exact retry itself with NFS4ERR_RETRY_UNCACHED_REP (RFC 8881
  * section 2.10.6.1.2): the client then advances the sequence id, and the

@@ -7,7 +7,7 @@
  * <ntirpc/version.h> at build time) must resolve svc_init with dlvsym, and
  * the loaded libntirpc must carry the soname libntirpc.so.<NTIRPC_VERSION>.
  * ganesha exports no version symbol; its soname carries major.minor
- * (libganesha_nfsd.so.4.3), read from the loaded object's DT_SONAME.
+ * (libganesha_nfsd.so.X.Y), read from the loaded object's DT_SONAME.
  * On a mismatch the interposers capture nothing and pass every call through,
  * so ganesha runs exactly as it would without the plugin.
  */
@@ -94,7 +94,7 @@ static void loaded(const char *prefix, char *out, size_t len)
 	snprintf(out, len, "%s", w.found);
 }
 
-/* "libntirpc.so.4.3" -> "libntirpc.so." */
+/* "libntirpc.so.X.Y" -> "libntirpc.so." */
 static void soname_stem(const char *soname, char *out, size_t len)
 {
 	const char *so = strstr(soname, ".so.");

@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 struct rrp_version_expect {
-	const char *ntirpc_tag;	    /* symbol version node, "NTIRPC_4.3" */
-	const char *ntirpc_soname;  /* "libntirpc.so.4.3" */
-	const char *ganesha_soname; /* "libganesha_nfsd.so.4.3" */
+	const char *ntirpc_tag;	    /* symbol version node, "NTIRPC_X.Y" */
+	const char *ntirpc_soname;  /* "libntirpc.so.X.Y" */
+	const char *ganesha_soname; /* "libganesha_nfsd.so.X.Y" */
 };
 
 /* Check this process against @e: 0 when it matches, else -1 with the reason
@@ -28,7 +28,7 @@ int rrp_version_check(const struct rrp_version_expect *e, char *why, size_t len)
  * mismatch it logs one line and returns false from then on. */
 bool rrp_version_ok(void);
 
-/* The symbol version node of the ntirpc built against, "NTIRPC_6.3". */
+/* The symbol version node of the ntirpc built against, "NTIRPC_X.Y". */
 const char *rrp_version_ntirpc_tag(void);
 
 #ifdef __cplusplus

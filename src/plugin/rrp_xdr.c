@@ -250,24 +250,12 @@ static bool no_newbuf(XDR *x)
 }
 
 /*
- * Data by position (ganesha 6's xdr_io_data decodes WRITE data so): the
- * Call's data is in the stream where the client put it - a Read chunk's
- * sink is one of our iovecs at the chunk's position - so it starts and ends
- * where the stream says, and its buffers are our iovecs from there on.
+ * Data by position: a host whose ntirpc has xdr_ops calls for it (the host
+ * adapter's dec_ops adds them) asks the stream how many buffers hold a
+ * Call's data and takes those buffers in place: a Read chunk's sink is one
+ * of our iovecs at the chunk's position, so the data stays where the RDMA
+ * Read put it.
  */
-u_int rrp_xdr_dec_startdatapos(XDR *x, u_int start, u_int len)
-{
-	(void)x;
-	(void)len;
-	return start;
-}
-
-u_int rrp_xdr_dec_enddatapos(XDR *x, u_int start, u_int len)
-{
-	(void)x;
-	return start + len;
-}
-
 /* The iovec holding stream offset @pos (a later one at a boundary), or -1.
  * The first such iovec at or after one starting at or before @pos is the
  * first overall (the iovecs tile the stream in order): the search starts at
@@ -367,7 +355,7 @@ static bool no_allochdrs(XDR *x, u_int a, xdr_vio *v, int b)
 	return false;
 }
 
-static const struct xdr_ops dec_ops = {
+static struct xdr_ops dec_ops = {
 	.x_getunit = dec_getunit,
 	.x_putunit = no_put,
 	.x_getbytes = dec_getbytes,
@@ -382,8 +370,15 @@ static const struct xdr_ops dec_ops = {
 	.x_iovcount = dec_iovcount,
 	.x_fillbufs = dec_fillbufs,
 	.x_allochdrs = no_allochdrs,
-	RRP_HOST_XDR_DEC_EXTRA_OPS
 };
+
+/* The members the host's ntirpc adds (rrp_host.h), before any stream opens:
+ * at load, as the table of a static library is. */
+__attribute__((constructor)) static void dec_ops_host(void)
+{
+	if (rrp_host_ops.dec_ops)
+		rrp_host_ops.dec_ops(&dec_ops);
+}
 
 bool rrp_xdr_dec_at(void *dec, const void *addr)
 {
@@ -569,14 +564,15 @@ static bool enc_setpostn(XDR *x, u_int pos)
 #define ENC_TAIL_MIN 256
 
 /*
- * ganesha 6's xdr_io_data puts a payload whose length is not a multiple of 4
- * as the FSAL's buffers less the last len % 4 bytes, then a 4-byte buffer of
- * its own holding those bytes and the zero pad: the calloc'd room right
- * after the uio's vio array. That buffer is not registered, so the payload's
- * Write chunk would be bounced whole. The bytes are still in the FSAL's
- * buffer, just past the previous vio (they were copied out of it): when that
- * shape is what @uio holds, the previous segment takes them back and the
- * last one keeps only the pad. The byte stream is the same.
+ * A host that splits a payload's tail (rrp_host_ops.enc_split_tail) puts a
+ * payload whose length is not a multiple of 4 as the FSAL's buffers less the
+ * last len % 4 bytes, then a 4-byte buffer of its own holding those bytes and
+ * the zero pad: the room right after the uio's vio array. That buffer is not
+ * registered, so the payload's Write chunk would be bounced whole. The bytes
+ * are still in the FSAL's buffer, just past the previous vio (they were
+ * copied out of it): when that shape is what @uio holds, the previous
+ * segment takes them back and the last one keeps only the pad. The byte
+ * stream is the same.
  */
 static void enc_untrim(const struct rrp_enc_seg *before, xdr_uio *uio, struct rrp_enc_seg *seg)
 {
@@ -635,7 +631,7 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 		s->uio = uio;
 		uio->uio_references++;
 	}
-	if (uio->uio_count >= 2)
+	if (rrp_host_ops.enc_split_tail && uio->uio_count >= 2)
 		enc_untrim(before, uio, &e->seg[e->nseg - 2]);
 	if (left >= ENC_TAIL_MIN) {
 		enc_open_seg(x, tail, left, false);

@@ -24,6 +24,7 @@
 #include "plugin/rrp_plugin.h"
 #include "plugin/rrp_slots.h"
 #include "plugin/rrp_xdr.h"
+#include "rpcrdma/rr_handoff.h"
 #include "ulb/ulb_call.h"
 #include "ulb/ulb_nfs.h"
 #include "ulb/ulb_reply.h"
@@ -55,7 +56,7 @@ struct rrp_req {
 	bool scanned;			/* ulb holds a valid scan of the Call */
 	bool ddp_violation;		/* RFC 8267 section 2.5: GARBAGE_ARGS */
 	struct rrp_xdr_enc enc;		/* the Reply; reused, buffer kept */
-	struct rrp_req *next_free;
+	struct rr_handoff free_link;	/* req_returned, then req_mine */
 	struct ulb_call ulb;
 };
 
@@ -63,27 +64,27 @@ struct rrp_req {
 #define RRP_REQ_FREE_MAX 256
 
 /*
- * Free requests: any thread gives one back with a lock-free push; requests
- * are taken only in up_call, on an engine event thread, which moves the
- * whole stack to a list of its own (exchange, so no ABA) and pops from that.
- * Hand-written for the reasons rr_handoff is (docs/threading.md).
+ * Free requests: any thread gives one back with a push on an rr_handoff
+ * stack; requests are taken only in up_call, on an engine event thread,
+ * which takes the whole stack (newest first: the one in cache) to a list of
+ * its own and pops from that (docs/threading.md).
  */
-static _Atomic(struct rrp_req *) req_returned;
+static _Atomic(struct rr_handoff *) req_returned;
 static atomic_uint req_nfree;		/* on the stack or a thread's list */
 /* Initial-exec: the plugin is preloaded, so its TLS is static (a load, not a
  * __tls_get_addr call, per request). */
-static _Thread_local struct rrp_req *req_mine __attribute__((tls_model("initial-exec")));
+static _Thread_local struct rr_handoff *req_mine __attribute__((tls_model("initial-exec")));
 
 static void rrp_process(void *arg);
 
 static struct rrp_req *req_get(void)
 {
-	struct rrp_req *rq = req_mine;
+	struct rr_handoff *h = req_mine ? req_mine : rr_handoff_take_all(&req_returned);
+	struct rrp_req *rq;
 
-	if (!rq)
-		rq = atomic_exchange_explicit(&req_returned, NULL, memory_order_acquire);
-	if (rq) {
-		req_mine = rq->next_free;
+	if (h) {
+		req_mine = h->next;
+		rq = RR_CONTAINER_OF(h, struct rrp_req, free_link);
 		atomic_fetch_sub_explicit(&req_nfree, 1, memory_order_relaxed);
 	} else {
 		/* Not zeroed: the ULB scan initialises its part, and only if needed. */
@@ -107,8 +108,6 @@ static struct rrp_req *req_get(void)
 
 static void req_put(struct rrp_req *rq)
 {
-	struct rrp_req *top;
-
 	if (atomic_fetch_sub(&rq->holds, 1) != 1)
 		return;
 	if (atomic_fetch_add_explicit(&req_nfree, 1, memory_order_relaxed) >= RRP_REQ_FREE_MAX) {
@@ -117,11 +116,7 @@ static void req_put(struct rrp_req *rq)
 		free(rq);
 		return;
 	}
-	top = atomic_load_explicit(&req_returned, memory_order_relaxed);
-	do
-		rq->next_free = top;
-	while (!atomic_compare_exchange_weak_explicit(&req_returned, &top, rq,
-						      memory_order_release, memory_order_relaxed));
+	rr_handoff_push(&req_returned, &rq->free_link);
 }
 
 static struct rrp_xprt *XP(SVCXPRT *xprt)
@@ -373,7 +368,7 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 		XP(xprt)->ops.xp_free_user_data = (svc_xprt_fun_t)in;
 		return true;
 	default:
-		return rrp_host_xp_control(&XP(xprt)->ops, rq, in);
+		return rrp_host_ops.xp_control(&XP(xprt)->ops, rq, in);
 	}
 }
 
@@ -416,7 +411,7 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
 	atomic_flag_clear(&x->refusal_logged);
 	snprintf(x->peer, sizeof(x->peer), "%s", rr_conn_peer(conn));
-	/* Not XPRT_RDMA: ganesha 4.3 refuses a backchannel on that type. Its
+	/* Not XPRT_RDMA: ganesha refuses a backchannel on that type. Its
 	 * export checks refuse only UDP and TCP, whichever type this is, so
 	 * exports are kept off RDMA by Exclude_Exports (rrp_exports.c). */
 	x->xprt.xp_type = XPRT_UNKNOWN;
@@ -432,7 +427,7 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 
 	/* ganesha's NFS rendezvous sets process_cb (nfs_rpc_valid_NFS). */
 	rrp_host.nfs_rendezvous(&x->xprt);
-	if (!rrp_host_xprt_admitted(&x->xprt)) {
+	if (!rrp_host_ops.xprt_admitted(&x->xprt)) {
 		/* its Calls are dropped; the client's retransmission timer and
 		 * the engine's idle bound end the connection */
 		x->host_refused = true;
@@ -612,17 +607,18 @@ static bool needs_scan(const struct rr_call *call)
 
 /*
  * The READ buffers ganesha is about to allocate for this Call's data that
- * will go to Write chunks: how many, each at most *max bytes (RNDUP(count),
- * or less if the export caps it). The k-th Read result pairs with the k-th
- * Write chunk, so a COMPOUND's first min(READs, Write chunks) READs count;
- * one below RRP_PAYLOAD_MIN never takes a slot and is not counted. NFSv3
- * READ mallocs its buffer on every release; NFSv4 READ too where the host
- * adapter says so (ganesha 6's fsal_read2), else it comes from
- * posix_memalign(4096). See rrp_payload.c.
+ * will go to Write chunks: how many, each at most *max bytes, and whether
+ * by posix_memalign (*aligned) or malloc, as the host adapter says its
+ * release allocates them (rrp_host_ops.read_v3, read_v4; the export may
+ * cap a READ below its count, never above). The k-th Read result pairs
+ * with the k-th Write chunk, so a COMPOUND's first min(READs, Write chunks)
+ * READs count; one below RRP_PAYLOAD_MIN never takes a slot and is not
+ * counted. See rrp_payload.c.
  */
-static unsigned int read_buffers_expected(const struct rrp_req *rq, size_t *max)
+static unsigned int read_buffers_expected(const struct rrp_req *rq, size_t *max, bool *aligned)
 {
 	const struct ulb_call *u = &rq->ulb;
+	const struct rrp_host_read_alloc *how;
 	uint32_t paired = u->n_read_ops;
 	unsigned int n = 0;
 
@@ -630,13 +626,17 @@ static unsigned int read_buffers_expected(const struct rrp_req *rq, size_t *max)
 	if (!rq->scanned || u->prog != ULB_PROG_NFS ||
 	    !((u->vers == 3 && u->proc == ULB_NFS3_READ) || u->vers == 4))
 		return 0;
+	how = u->vers == 4 ? &rrp_host_ops.read_v4 : &rrp_host_ops.read_v3;
+	*aligned = how->aligned;
 	if (paired > rq->call->pcl->n_write)
 		paired = rq->call->pcl->n_write;
 	if (paired > ULB_MAX_READ_OPS)
 		paired = ULB_MAX_READ_OPS;
 	for (uint32_t i = 0; i < paired; i++) {
-		size_t len = ((size_t)u->read_ops[i].count + 3) & ~(size_t)3;
+		size_t len = u->read_ops[i].count;
 
+		if (how->rndup)
+			len = (len + 3) & ~(size_t)3;
 		if (len < RRP_PAYLOAD_MIN)
 			continue;
 		n++;
@@ -692,7 +692,7 @@ static void rrp_process(void *arg)
 	enum xprt_stat stat;
 	unsigned int expect;
 	size_t expect_max;
-	bool lend;
+	bool lend, aligned;
 
 	atomic_fetch_add(&rrp.requests, 1);
 	rrp_xdr_dec_init(&rq->dec, call->iov, call->iovcnt);
@@ -717,10 +717,9 @@ static void rrp_process(void *arg)
 
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
 	/* READ allocates its data buffer on this thread, inside SVC_DECODE */
-	expect = read_buffers_expected(rq, &expect_max);
+	expect = read_buffers_expected(rq, &expect_max, &aligned);
 	if (expect)
-		rrp_payload_expect(expect_max, expect,
-				   rq->ulb.vers == 4 && !RRP_HOST_V4_READ_BY_MALLOC);
+		rrp_payload_expect(expect_max, expect, aligned);
 	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
 	lend = call->nchunk_data != 0;
 	if (lend)

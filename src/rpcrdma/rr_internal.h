@@ -16,49 +16,8 @@
 
 #include "fabric/fab.h"
 #include "rpcrdma/rr_cm_private.h"
+#include "rpcrdma/rr_handoff.h"
 #include "rpcrdma/rr_xprt.h"
-
-/* ---- hand-offs to the event thread ---- */
-
-/*
- * An intrusive lock-free stack: any thread pushes, the event thread takes
- * the whole of it at once (an exchange, so no ABA) and gets it oldest first.
- * Hand-written, not liburcu's lfstack/wfcqueue: theirs is the same one
- * compare-and-swap per push, but a call into liburcu.so unless LGPL code is
- * inlined (docs/threading.md; TSan: the transport suites).
- */
-struct rr_handoff {
-	struct rr_handoff *next;
-};
-
-#define RR_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-
-static inline void rr_handoff_push(_Atomic(struct rr_handoff *) *top, struct rr_handoff *n)
-{
-	struct rr_handoff *t = atomic_load_explicit(top, memory_order_relaxed);
-
-	do
-		n->next = t;
-	while (!atomic_compare_exchange_weak_explicit(top, &t, n, memory_order_release,
-						      memory_order_relaxed));
-}
-
-static inline struct rr_handoff *rr_handoff_take(_Atomic(struct rr_handoff *) *top)
-{
-	struct rr_handoff *q, *fifo = NULL;
-
-	if (!atomic_load_explicit(top, memory_order_relaxed))
-		return NULL;
-	q = atomic_exchange_explicit(top, NULL, memory_order_acquire);
-	while (q) {
-		struct rr_handoff *next = q->next;
-
-		q->next = fifo;
-		fifo = q;
-		q = next;
-	}
-	return fifo;
-}
 
 /* ---- registered buffer pools (rr_pool.c) ---- */
 
