@@ -85,9 +85,10 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
 
 /*
  * Sinks: registered buffers for Read chunk data and the reply path's bounce
- * buffers (a Long Reply's body, payload copies), one pool per protection
- * domain, shared by its connections. Only the event thread takes buffers
- * (and so grows the pool); any thread gives one back, lock-free.
+ * buffers (a Long Reply's body, payload copies), one pool per event thread
+ * and protection domain, shared by that thread's connections. Only its
+ * event thread takes buffers (and so grows the pool); any thread gives one
+ * back, lock-free. The shape below is one thread's share (sink_shape_evt).
  *
  * Sized to the data: a few classes (4 KiB, 64 KiB, and one chunk's worth,
  * buf_size), the smallest that fits, so a 64-byte chunk pins 4 KiB, not

@@ -454,7 +454,8 @@ static void handle_kick(struct rr_evt *e)
 		bury(e);
 	}
 	adopt(e);
-	if (atomic_exchange(&e->close_all, false))
+	if (atomic_load_explicit(&e->close_all, memory_order_relaxed) &&
+	    atomic_exchange(&e->close_all, false))
 		close_all(e, "device removed");
 	for (h = rr_handoff_take(&e->ready); h;) {
 		struct rr_conn *c = RR_CONTAINER_OF(h, struct rr_conn, ready_link);
