@@ -668,12 +668,12 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		snprintf(budget, sizeof(budget), "none");
 	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s (%s; %u SGEs a Write, "
 		"%u a Read, Send With Invalidate %s), credits %u (device holds %u), inline %u, "
-		"RDMA Read depth %u, SRQ %s, %s, memory budget %s; "
+		"RDMA Read depth %u, SRQ %s, event threads %u, %s, memory budget %s; "
 		"registered memory at most %llu MiB (connections %llu, shared receives %llu, "
 		"Read sinks %llu, READ payload pool %llu); built for %s",
 		addr, rrp.cfg.fabric, sv.device, sv.transport, sv.write_sge, sv.read_sge,
 		sv.send_with_inv ? "yes" : "no", sv.credits, sv.credits_cap, sv.inline_size,
-		sv.ord, sv.srq ? "on" : "off", conns, budget,
+		sv.ord, sv.srq ? "on" : "off", ec->event_threads, conns, budget,
 		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
 		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), RRP_HOST_NAME);
 }
