@@ -74,7 +74,8 @@ void rr_conn_free(struct rr_conn *c)
 	free(c);
 }
 
-void rr_conn_established(struct rr_conn *c)
+/* Once per connection: out of the receive path's code. */
+__attribute__((noinline, cold)) void rr_conn_established(struct rr_conn *c)
 {
 	bool up = false;
 
@@ -117,13 +118,10 @@ void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev)
 	}
 }
 
-void rr_conn_cm_pending(struct rr_conn *c)
+__attribute__((noinline)) void rr_conn_cm_pending(struct rr_conn *c)
 {
-	uint32_t bits;
+	uint32_t bits = atomic_exchange(&c->cm_pending, 0);
 
-	if (!atomic_load_explicit(&c->cm_pending, memory_order_relaxed))
-		return;
-	bits = atomic_exchange(&c->cm_pending, 0);
 	/* ESTABLISHED first: it comes before whatever ends the connection. */
 	if (bits & 1u << FAB_CM_ESTABLISHED)
 		rr_conn_cm_event(c, &(struct fab_cm_event){.type = FAB_CM_ESTABLISHED});
@@ -150,6 +148,7 @@ void rr_conn_hand_over(struct rr_conn *c)
 	}
 	c->evt = home;
 	rr_handoff_push(&home->adopt, &c->adopt_link);
+	atomic_store(&home->handover, true);
 	rr_evt_kick(home);
 }
 
@@ -248,6 +247,7 @@ static void retire(struct rr_conn *c)
 		c->in_epoll = false;
 		reclaim_flushed(c);
 		rr_handoff_push(&e0->dead, &c->adopt_link);
+		atomic_store(&e0->handover, true);
 		rr_evt_kick(e0);
 		return;
 	}

@@ -671,6 +671,8 @@ struct rr_evt {
 	 * CM channel's thread's to destroy (rr_conn_free). */
 	_Atomic(struct rr_handoff *) dead;
 	atomic_bool close_all;		/* device removed: close every connection */
+	/* adopt, dead or close_all has work: one test per wake-up for the three */
+	atomic_bool handover;
 	bool reads_starved;		/* a Read waits for a big buffer (this thread) */
 	struct rr_conn *conns;		/* its own, through evt_next (this thread) */
 	uint32_t nconns;		/* on conns (this thread) */
@@ -763,7 +765,7 @@ extern _Thread_local struct rr_evt *rr_this_event_thread
  */
 static inline bool rr_on_conn_thread(const struct rr_conn *c)
 {
-	return !c->srv->started || rr_this_event_thread == c->evt;
+	return rr_this_event_thread == c->evt || !c->srv->started;
 }
 
 /* True on evt[0], the listener's thread, or before the threads run. */

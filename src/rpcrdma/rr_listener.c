@@ -78,6 +78,7 @@ void rr_listener_device_lost(struct rr_server *srv, const struct fab_cm_event *e
 	atomic_store(&srv->dev_gone, true);
 	for (unsigned int i = 0; i < srv->nevt; i++) {
 		atomic_store(&srv->evt[i].close_all, true);
+		atomic_store(&srv->evt[i].handover, true);
 		rr_evt_kick(&srv->evt[i]);
 	}
 }

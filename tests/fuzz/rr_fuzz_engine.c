@@ -79,7 +79,7 @@ static void on_done(void *arg)
 
 static void do_reply(struct msg *m)
 {
-	struct rr_server *self = rr_this_event_thread;
+	struct rr_evt *self = rr_this_event_thread;
 
 	m->replied = true;
 	/* a worker thread's Reply: handed to the event thread (rr_reply's
