@@ -1,6 +1,8 @@
 #!/bin/sh
 # The test command (README, .ci/run): install dependencies, then
-#   1. gcc build, every ctest suite, then bench/run.sh --quick (figures into
+#   1. gcc build, every ctest suite; the same sources without the verbs
+#      provider and with rdma-core's headers poisoned (ci/noverbs.sh: the
+#      codec, fabric and ulb suites); then bench/run.sh --quick (figures into
 #      build/bench-quick.md, no thresholds);
 #   2. clang build with ASan+UBSan(+LSan) and the libFuzzer targets, every suite
 #      again plus the fuzzers for a bounded time (RPCRDMA_FUZZ_SECONDS each);
@@ -33,6 +35,13 @@ echo "== gcc build + ctest"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300 -LE interop
+
+# A build of everything that must not need rdma-core (about 12 minutes on 2
+# shared cores, nearly all of it compiling); of its suites only those whose
+# code differs without verbs (fabric: the provider choice) and the quick
+# ones (5 s): transport, plugin and soak run above on the same soft fabric.
+echo "== gcc build without the verbs provider (ci/noverbs.sh)"
+./ci/noverbs.sh "$jobs" 'codec|fabric|ulb'
 
 echo "== bench, quick mode (bounded, no thresholds: figures only)"
 RPCRDMA_BENCH_OUT=$PWD/build/bench-quick.md bench/run.sh --quick

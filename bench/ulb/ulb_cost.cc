@@ -142,15 +142,14 @@ bool build(const std::string &name, Case &k)
  * ulb_cost.sh toggles on 'ulb_cost_op*'). */
 extern "C" __attribute__((noinline)) int ulb_cost_op(Case *k, struct ulb_call *c)
 {
-	struct ulb_reply_limits lim = {4096};
 	struct rr_reply_plan plan;
 	struct ulb_reply_info info;
 
 	if (ulb_call_scan(k->call_iov.data(), int(k->call_iov.size()), nullptr, c) != ULB_SCAN_OK ||
 	    ulb_call_check_read_chunks(c, &k->pcl) != ULB_DDP_OK)
 		return -1;
-	ulb_reply_plan_hinted(c, k->reply_iov.data(), int(k->reply_iov.size()), &k->pcl, &lim,
-			      k->read_data, &plan, &info);
+	ulb_reply_plan(c, k->reply_iov.data(), int(k->reply_iov.size()), &k->pcl, k->read_data,
+		       &plan, &info);
 	return plan.deliverable ? int(plan.nspans) : -1;
 }
 

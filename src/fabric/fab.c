@@ -192,6 +192,17 @@ struct fab_pd *fab_conn_pd(struct fab_conn *c)
 	return fab_of(c)->ops->conn_pd(c);
 }
 
+int fab_conn_own_pd(struct fab_conn *c, struct fab_pd **out)
+{
+	return fab_of(c)->ops->conn_own_pd(c, out);
+}
+
+void fab_pd_free(struct fab_pd *pd)
+{
+	if (pd)
+		fab_of(pd)->ops->pd_free(pd);
+}
+
 const char *fab_conn_peer(const struct fab_conn *c)
 {
 	return fab_of(c)->ops->conn_peer(c);

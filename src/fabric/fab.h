@@ -30,7 +30,7 @@ struct fab_channel;	/* CM event channel (pollable fd) */
 struct fab_listener;	/* passive endpoint */
 struct fab_conn;	/* one RC connection: CM identity + its QP */
 struct fab_cq;		/* completion queue (pollable fd) */
-struct fab_pd;		/* protection domain, shared per device */
+struct fab_pd;		/* protection domain: a device's shared one, or a connection's own */
 struct fab_srq;		/* shared receive queue, on one protection domain */
 
 /* Largest CM private data carried on connect/accept/reject (IB REQ: 56). */
@@ -333,6 +333,17 @@ int fab_disconnect(struct fab_conn *c);
 void fab_conn_destroy(struct fab_conn *c);
 
 struct fab_pd *fab_conn_pd(struct fab_conn *c);
+/*
+ * Passive side, before fab_conn_create_qp: a protection domain of @c's own,
+ * on @c's device, in @out. The QP is made in it, fab_conn_pd returns it
+ * from now on, and what is registered in it is reachable through this
+ * connection only: another connection's peer that names one of its STags
+ * gets a remote access error (svcrdma's per-connection PD; docs/devices.md).
+ * The caller frees it with fab_pd_free once @c is destroyed and every
+ * region registered in it is deregistered.
+ */
+int fab_conn_own_pd(struct fab_conn *c, struct fab_pd **out);
+void fab_pd_free(struct fab_pd *pd);
 /* Printable peer address, for logs. */
 const char *fab_conn_peer(const struct fab_conn *c);
 /*

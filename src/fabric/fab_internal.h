@@ -40,6 +40,8 @@ struct fab_ops {
 	int (*disconnect)(struct fab_conn *c);
 	void (*conn_destroy)(struct fab_conn *c);
 	struct fab_pd *(*conn_pd)(struct fab_conn *c);
+	int (*conn_own_pd)(struct fab_conn *c, struct fab_pd **out);
+	void (*pd_free)(struct fab_pd *pd);
 	const char *(*conn_peer)(const struct fab_conn *c);
 	int (*conn_addrs)(const struct fab_conn *c, struct sockaddr_storage *local,
 			  struct sockaddr_storage *remote);

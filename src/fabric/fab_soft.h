@@ -26,6 +26,7 @@ struct fab_soft_fault {
 	bool fail_next_read;	 /* next RDMA Read issued here fails: REM_ACCESS_ERR */
 	bool fail_next_write;	 /* next RDMA Write issued here fails: REM_ACCESS_ERR */
 	uint32_t delay_us;	 /* delay each completion delivered by the I/O thread */
+	uint32_t read_delay_ms;	 /* answer each RDMA Read Request this late (a Read held in flight) */
 };
 
 /* Parse "key=value,..." (the RPCRDMA_SOFT_FAULT syntax); -EINVAL on a bad key or value. */
@@ -34,6 +35,14 @@ int fab_soft_fault_parse(const char *spec, struct fab_soft_fault *out);
 int fab_soft_fault_set_fabric(struct fab_fabric *fab, const struct fab_soft_fault *f);
 /* This connection only, effective for work requests transmitted from now on. */
 int fab_soft_fault_set(struct fab_conn *c, const struct fab_soft_fault *f);
+
+/*
+ * The sink (local address and key) of the last RDMA Read posted on any QP
+ * of @fab: on iWARP the STag the Read Request names to the peer (RFC 5040
+ * section 4.4), so tests can stand in for a peer that learned it. -EINVAL
+ * if fab is not "soft" or no Read was posted.
+ */
+int fab_soft_last_read_sink(struct fab_fabric *fab, uint64_t *addr, uint32_t *key);
 
 /*
  * Device profiles: the limits and semantics of a real device (rxe, mlx5,

@@ -264,6 +264,7 @@ static struct soft_conn *conn_alloc(struct soft_fabric *sf, struct soft_channel 
 		return NULL;
 	c->h.fab = &sf->base;
 	c->sf = sf;
+	c->pd = sf->pd;
 	c->ch = ch;
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
@@ -327,22 +328,25 @@ static int send_cm(int fd, uint8_t type, const struct fab_conn_param *p, const v
 }
 
 /*
- * RPCRDMA_SOFT_SOURCE_ADDR=IPv4: an active tcp connection binds this source
- * address first (127.0.0.2 and up are all loopback), so tests can show the
- * server peers that differ by address. Unset: the kernel's choice.
+ * RPCRDMA_SOFT_SOURCE_ADDR=IP: an active tcp connection binds this source
+ * address first (127.0.0.2 and up are all loopback; IPv6 ones must be
+ * assigned), so tests can show the server peers that differ by address.
+ * Used only when its family is the destination's. Unset: the kernel's choice.
  */
 static int bind_source(int fd, const struct soft_addr *dst)
 {
 	const char *src = getenv("RPCRDMA_SOFT_SOURCE_ADDR");
 	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6};
 
-	if (!src || !*src || dst->is_unix || dst->ss.ss_family != AF_INET)
+	if (!src || !*src || dst->is_unix)
 		return 0;
-	if (inet_pton(AF_INET, src, &sin.sin_addr) != 1) {
-		errno = EINVAL;
-		return -1;
-	}
-	return bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (dst->ss.ss_family == AF_INET && inet_pton(AF_INET, src, &sin.sin_addr) == 1)
+		return bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (dst->ss.ss_family == AF_INET6 && inet_pton(AF_INET6, src, &sin6.sin6_addr) == 1)
+		return bind(fd, (struct sockaddr *)&sin6, sizeof(sin6));
+	errno = EINVAL;
+	return -1;
 }
 
 /* connect(2) bounded by SOFT_CONNECT_TIMEOUT_S, so an unreachable host cannot stall the caller. */
@@ -535,7 +539,32 @@ static int soft_conn_cq_create(struct fab_conn *fc, int depth, struct fab_cq **o
 
 static struct fab_pd *soft_conn_pd(struct fab_conn *fc)
 {
-	return (struct fab_pd *)soft_conn(fc)->sf->pd;
+	return (struct fab_pd *)soft_conn(fc)->pd;
+}
+
+static int soft_conn_own_pd(struct fab_conn *fc, struct fab_pd **out)
+{
+	struct soft_conn *c = soft_conn(fc);
+	struct soft_pd *pd;
+
+	if (c->has_qp || c->pd != c->sf->pd || c->state != SOFT_S_REQ)
+		return fab_set_error(-EINVAL, "soft: own PD: not a fresh passive conn");
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return fab_set_error(-ENOMEM, "soft: out of memory for PD");
+	pd->fab = &c->sf->base;
+	pd->own = true;
+	c->pd = pd;
+	*out = (struct fab_pd *)pd;
+	return 0;
+}
+
+static void soft_pd_free(struct fab_pd *fpd)
+{
+	struct soft_pd *pd = (struct soft_pd *)fpd;
+
+	if (pd->own) /* the fabric's own lives as long as the fabric */
+		free(pd);
 }
 
 static const char *soft_conn_peer(const struct fab_conn *fc)
@@ -778,6 +807,8 @@ int fab_soft_fault_parse(const char *spec, struct fab_soft_fault *out)
 			out->fail_next_write = v != 0;
 		else if (!strcmp(tok, "delay_us") && v <= 10000000)
 			out->delay_us = (uint32_t)v;
+		else if (!strcmp(tok, "read_delay_ms") && v <= 60000)
+			out->read_delay_ms = (uint32_t)v;
 		else
 			return fab_set_error(-EINVAL, "soft: unknown fault \"%s\"", tok);
 	}
@@ -806,6 +837,17 @@ int fab_soft_fault_set(struct fab_conn *fc, const struct fab_soft_fault *f)
 	c->fault = *f;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
+}
+
+int fab_soft_last_read_sink(struct fab_fabric *fab, uint64_t *addr, uint32_t *key)
+{
+	struct soft_fabric *sf = (struct soft_fabric *)fab;
+
+	if (!fab || fab->ops != &fab_soft_ops)
+		return fab_set_error(-EINVAL, "needs the soft provider");
+	*key = atomic_load(&sf->last_read_sink_key);
+	*addr = atomic_load(&sf->last_read_sink_addr);
+	return *addr ? 0 : -EINVAL;
 }
 
 int fab_soft_device_remove(struct fab_fabric *fab)
@@ -948,6 +990,8 @@ const struct fab_ops fab_soft_ops = {
     .disconnect = soft_disconnect,
     .conn_destroy = soft_conn_destroy,
     .conn_pd = soft_conn_pd,
+    .conn_own_pd = soft_conn_own_pd,
+    .pd_free = soft_pd_free,
     .conn_cq_create = soft_conn_cq_create,
     .conn_peer = soft_conn_peer,
     .conn_addrs = soft_conn_addrs,

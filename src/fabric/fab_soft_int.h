@@ -88,6 +88,9 @@ struct soft_fabric {
 	struct soft_watch watch;
 	unsigned int idle_ms; /* a reader or writer with nothing to do this long ends */
 	bool memlock;	/* RPCRDMA_SOFT_MEMLOCK at open: registrations charged */
+	/* fab_soft_last_read_sink: address, key */
+	_Atomic uint64_t last_read_sink_addr;
+	_Atomic uint32_t last_read_sink_key;
 };
 
 /* -ENODEV while the simulated device is removed. */
@@ -100,10 +103,12 @@ static inline int soft_present(struct soft_fabric *sf)
 
 struct soft_pd {
 	struct fab_fabric *fab;
+	bool own; /* a connection's (fab_conn_own_pd), freed by fab_pd_free */
 };
 
 struct soft_mr {
 	struct fab_fabric *fab;
+	struct soft_pd *pd;	/* only QPs of this PD reach it, locally or remotely */
 	struct fab_mr pub;
 	bool valid; /* false after a remote invalidate */
 	uint64_t pinned_pages; /* charged to RLIMIT_MEMLOCK (RPCRDMA_SOFT_MEMLOCK) */
@@ -181,6 +186,7 @@ struct soft_srq {
 	uint32_t max_wr, max_sge;
 	uint64_t head, tail;
 	uint32_t nqp; /* attached QPs: destroy refuses while any */
+	struct soft_pd *pd;
 };
 
 /* A request parked behind a Send that waits out an RNR (fab_soft_io.c). */
@@ -211,6 +217,7 @@ struct soft_conn {
 	struct soft_cq *scq, *rcq;
 	struct fab_qp_caps caps;
 	struct fab_limits lim;	/* the fabric's profile when the QP was made */
+	struct soft_pd *pd;	/* the fabric's, or its own (fab_conn_own_pd) */
 	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent */
 	struct soft_swr *sq;
 	struct fab_sge *sq_sge;
@@ -254,10 +261,10 @@ bool soft_memlock_charged(void);
 int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access,
 		struct fab_mr **out);
 void soft_mr_dereg(struct fab_mr *mr);
-bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32_t len,
+bool soft_remote_ok(struct soft_fabric *sf, const struct soft_pd *pd, uint32_t rkey, uint64_t addr, uint32_t len,
 		    unsigned int need);
-bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, bool write);
-bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n);
+bool soft_local_ok(struct soft_fabric *sf, const struct soft_pd *pd, const struct fab_sge *sge, int n, bool write);
+bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct soft_pd *pd, const struct fab_sge *sge, int n);
 /* The fabric's device profile now (fab_soft_profile.c). */
 struct fab_limits soft_lim(struct soft_fabric *sf);
 void soft_invalidate_rkey(struct soft_fabric *sf, uint32_t rkey);

@@ -550,7 +550,7 @@ static int rx_rdma(struct soft_conn *c, const struct soft_hdr *h, const uint8_t 
 	pthread_mutex_unlock(&c->lock);
 	if (err)
 		return wr && !src ? drain(c->fd, h->len) : 0;
-	ok = !(h->flags & SOFT_F_FORCE_FAIL) && soft_remote_ok(c->sf, h->b, h->a, h->len, need);
+	ok = !(h->flags & SOFT_F_FORCE_FAIL) && soft_remote_ok(c->sf, c->pd, h->b, h->a, h->len, need);
 	if (wr && src && ok)
 		memcpy((void *)(uintptr_t)h->a, src, h->len);
 	else if (wr && !src)
@@ -664,8 +664,11 @@ static int rx_dispatch(struct soft_conn *c, const struct soft_hdr *h)
 		return rx_cm(c, h);
 	case SOFT_SEND:
 		return rx_send(c, h);
-	case SOFT_WRITE:
 	case SOFT_READ_REQ:
+		if (c->fault.read_delay_ms) /* fault injection: the Read stays in flight */
+			usleep((useconds_t)c->fault.read_delay_ms * 1000);
+		return rx_rdma(c, h, NULL);
+	case SOFT_WRITE:
 		return rx_rdma(c, h, NULL);
 	case SOFT_ACK:
 	case SOFT_NAK:

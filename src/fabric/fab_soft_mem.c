@@ -228,6 +228,7 @@ int soft_mr_reg(struct fab_pd *pd, void *addr, size_t len, unsigned int access, 
 	}
 	sf->gen++;
 	mr->fab = &sf->base;
+	mr->pd = (struct soft_pd *)pd;
 	mr->valid = true;
 	mr->pub.addr = addr;
 	mr->pub.length = len;
@@ -272,7 +273,7 @@ static bool mr_covers(const struct soft_mr *mr, uint64_t addr, uint64_t len)
 }
 
 /* Responder-side check of an incoming RDMA Read/Write: valid rkey, in bounds, right granted. */
-bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32_t len,
+bool soft_remote_ok(struct soft_fabric *sf, const struct soft_pd *pd, uint32_t rkey, uint64_t addr, uint32_t len,
 		    unsigned int need)
 {
 	struct soft_mr *mr;
@@ -282,12 +283,13 @@ bool soft_remote_ok(struct soft_fabric *sf, uint32_t rkey, uint64_t addr, uint32
 		return true;
 	pthread_mutex_lock(&sf->lock);
 	mr = soft_mr_lookup_locked(sf, rkey);
-	ok = mr && mr->valid && (mr->pub.access & need) && mr_covers(mr, addr, len);
+	ok = mr && mr->pd == pd && mr->valid && (mr->pub.access & need) &&
+	     mr_covers(mr, addr, len);
 	pthread_mutex_unlock(&sf->lock);
 	return ok;
 }
 
-bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, bool write)
+bool soft_local_ok(struct soft_fabric *sf, const struct soft_pd *pd, const struct fab_sge *sge, int n, bool write)
 {
 	bool ok = true;
 
@@ -298,7 +300,7 @@ bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, boo
 		if (!sge[i].length)
 			continue;
 		mr = soft_mr_lookup_locked(sf, sge[i].lkey);
-		ok = mr && mr_covers(mr, (uintptr_t)sge[i].addr, sge[i].length) &&
+		ok = mr && mr->pd == pd && mr_covers(mr, (uintptr_t)sge[i].addr, sge[i].length) &&
 		     (!write || (mr->pub.access & FAB_ACCESS_LOCAL_WRITE));
 	}
 	pthread_mutex_unlock(&sf->lock);
@@ -307,7 +309,7 @@ bool soft_local_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n, boo
 
 /* iWARP: a Read's sink is the target of the peer's tagged Read Response,
  * so each of its buffers must grant remote write. */
-bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct fab_sge *sge, int n)
+bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct soft_pd *pd, const struct fab_sge *sge, int n)
 {
 	bool ok = true;
 
@@ -315,7 +317,7 @@ bool soft_sink_tagged_ok(struct soft_fabric *sf, const struct fab_sge *sge, int 
 	for (int i = 0; i < n && ok; i++) {
 		struct soft_mr *mr = soft_mr_lookup_locked(sf, sge[i].lkey);
 
-		ok = mr && (mr->pub.access & FAB_ACCESS_REMOTE_WRITE);
+		ok = mr && mr->pd == pd && (mr->pub.access & FAB_ACCESS_REMOTE_WRITE);
 	}
 	pthread_mutex_unlock(&sf->lock);
 	return ok;

@@ -48,6 +48,8 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 		k.max_send_sge = 1;
 	if (!k.max_recv_sge)
 		k.max_recv_sge = 1;
+	if (k.srq && ((struct soft_srq *)k.srq)->pd != c->pd)
+		return fab_set_error(-EINVAL, "soft: the SRQ is of another protection domain");
 	if (k.srq) {
 		/* No queue of its own; the scratch SGEs must hold the SRQ's widest receive. */
 		k.max_recv_wr = 1;
@@ -281,11 +283,15 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 			e->sge[i] = wr->sg_list[i];
 			e->len += wr->sg_list[i].length;
 		}
-		if (!soft_local_ok(c->sf, e->sge, e->nsge, e->op == FAB_WR_RDMA_READ))
+		if (!soft_local_ok(c->sf, c->pd, e->sge, e->nsge, e->op == FAB_WR_RDMA_READ))
 			e->st = FAB_WC_LOC_PROT_ERR; /* the writer fails it in order */
 		else if (e->op == FAB_WR_RDMA_READ && c->lim.transport == FAB_TRANSPORT_IWARP &&
-			 !soft_sink_tagged_ok(c->sf, e->sge, e->nsge))
+			 !soft_sink_tagged_ok(c->sf, c->pd, e->sge, e->nsge))
 			e->st = FAB_WC_REM_ACCESS_ERR; /* the Read Response's STag is refused */
+		if (e->op == FAB_WR_RDMA_READ && e->nsge) {
+			atomic_store(&c->sf->last_read_sink_key, e->sge[0].lkey);
+			atomic_store(&c->sf->last_read_sink_addr, (uint64_t)(uintptr_t)e->sge[0].addr);
+		}
 		fab_count_send(&c->sf->base, wr);
 		c->sq_tail++;
 	}
@@ -313,7 +319,7 @@ int soft_post_recv(struct fab_conn *fc, struct fab_recv_wr *wr, struct fab_recv_
 			break;
 		}
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > c->caps.max_recv_sge ||
-		    !soft_local_ok(c->sf, wr->sg_list, wr->num_sge, true)) {
+		    !soft_local_ok(c->sf, c->pd, wr->sg_list, wr->num_sge, true)) {
 			rc = fab_set_error(-EINVAL,
 					   "soft: bad receive WR (sge count, lkey or access)");
 			break;
@@ -358,6 +364,7 @@ int soft_srq_create(struct fab_pd *pd, uint32_t max_wr, uint32_t max_sge, struct
 	if (!q)
 		return fab_set_error(-ENOMEM, "soft: out of memory for SRQ");
 	q->fab = fab_of(pd);
+	q->pd = (struct soft_pd *)pd;
 	q->max_wr = max_wr;
 	q->max_sge = max_sge;
 	q->rq = calloc(max_wr, sizeof(*q->rq));
@@ -404,7 +411,7 @@ int soft_post_srq_recv(struct fab_srq *fq, struct fab_recv_wr *wr, struct fab_re
 		struct soft_rwr *r;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
-		    !soft_local_ok(sf, wr->sg_list, wr->num_sge, true)) {
+		    !soft_local_ok(sf, q->pd, wr->sg_list, wr->num_sge, true)) {
 			rc = fab_set_error(-EINVAL, "soft: bad SRQ receive WR (sge count, lkey or "
 						    "access)");
 			break;

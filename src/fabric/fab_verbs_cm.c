@@ -770,7 +770,47 @@ static struct fab_pd *vb_conn_pd(struct fab_conn *fc)
 {
 	struct vb_conn *c = (struct vb_conn *)fc;
 
+	if (c->own_pd)
+		return (struct fab_pd *)c->own_pd;
 	return (struct fab_pd *)vb_pd_for(c->vf, c->id->verbs);
+}
+
+static int vb_conn_own_pd(struct fab_conn *fc, struct fab_pd **out)
+{
+	struct vb_conn *c = (struct vb_conn *)fc;
+	struct vb_pd *pd;
+
+	if (c->qp || c->own_pd || !c->id->verbs)
+		return fab_set_error(-EINVAL, "verbs: own PD: not a fresh passive conn");
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return fab_set_error(-ENOMEM, "verbs: out of memory for PD");
+	pd->fab = &c->vf->base;
+	pd->ctx = c->id->verbs;
+	pd->pd = ibv_alloc_pd(c->id->verbs);
+	if (!pd->pd) {
+		int err = errno ? errno : ENOMEM;
+
+		free(pd);
+		return fab_set_error(-err, "verbs: ibv_alloc_pd: %s", strerror(err));
+	}
+	pd->own = true;
+	c->own_pd = pd;
+	*out = (struct fab_pd *)pd;
+	return 0;
+}
+
+static void vb_pd_free(struct fab_pd *fpd)
+{
+	struct vb_pd *pd = (struct vb_pd *)fpd;
+	int err;
+
+	if (!pd->own) /* a device's cached one lives as long as the fabric */
+		return;
+	err = ibv_dealloc_pd(pd->pd);
+	if (err) /* a region still registered in it: the caller's bug */
+		fab_set_error(-err, "verbs: ibv_dealloc_pd: %s", strerror(err));
+	free(pd);
 }
 
 static const char *vb_conn_peer(const struct fab_conn *fc)
@@ -867,6 +907,8 @@ const struct fab_ops fab_verbs_ops = {
     .disconnect = vb_disconnect,
     .conn_destroy = vb_conn_destroy,
     .conn_pd = vb_conn_pd,
+    .conn_own_pd = vb_conn_own_pd,
+    .pd_free = vb_pd_free,
     .conn_cq_create = vb_conn_cq_create,
     .conn_peer = vb_conn_peer,
     .conn_addrs = vb_conn_addrs,

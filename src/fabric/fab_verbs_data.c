@@ -327,7 +327,7 @@ int vb_create_qp(struct vb_conn *c, struct vb_cq *scq, struct vb_cq *rcq,
 	    .qp_type = IBV_QPT_RC,
 	    .sq_sig_all = 0,
 	};
-	struct vb_pd *pd = vb_pd_for(vf, c->id->verbs);
+	struct vb_pd *pd = c->own_pd ? c->own_pd : vb_pd_for(vf, c->id->verbs);
 	struct vb_srq *srq = (struct vb_srq *)caps->srq;
 
 	if (!pd)

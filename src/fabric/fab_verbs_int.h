@@ -18,6 +18,7 @@ struct vb_pd {
 	struct fab_fabric *fab;
 	struct ibv_pd *pd;
 	struct ibv_context *ctx;
+	bool own; /* a connection's (fab_conn_own_pd), freed by fab_pd_free */
 };
 
 /* One cached PD per ibv_context (the contexts librdmacm opened). */
@@ -101,6 +102,7 @@ struct vb_conn {
 	struct vb_listener *l;
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
+	struct vb_pd *own_pd; /* fab_conn_own_pd (the caller frees it); else the device's */
 	bool disconnecting; /* fab_disconnect was called (we sent the DREQ, or the DREP) */
 	char peer[128];
 	/* active side: what to use once the route resolves */

@@ -44,6 +44,7 @@
 #include <sys/mman.h>
 
 #include "plugin/rrp_payload.h"
+#include "plugin/rrp_payload_test_hooks.h"
 
 #define EXPORTED __attribute__((visibility("default")))
 

@@ -21,7 +21,6 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
  * from the arena: mallocs, or posix_memalign(RRP_PAYLOAD_ALIGN) calls when
  * @aligned. Nothing unannounced ever takes a slot; @n 0 cancels. */
 void rrp_payload_expect(size_t max, unsigned int n, bool aligned);
-void rrp_payload_stats(uint64_t *served, uint64_t *fallbacks);
 
 /* While this thread decodes a Call: a malloc of exactly @chunk[i].iov_len
  * bytes made when @at(@arg, @chunk[i].iov_base) says the decoder stands at
@@ -29,7 +28,5 @@ void rrp_payload_stats(uint64_t *served, uint64_t *fallbacks);
  * glibc), chunks in order, each once. @n 0 ends it. */
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
 		      void *arg);
-/* Bytes lent so far (process lifetime). */
-uint64_t rrp_payload_lent_bytes(void);
 
 #endif

@@ -685,8 +685,13 @@ static uint64_t reg_need(const struct rr_served *sv, uint64_t payload)
 {
 	uint64_t sinks = sv->mem_sinks;
 
-	if (!strcmp(sv->transport, "iWARP"))
+	/* iWARP: a sink in flight is registered again for its Read, and the
+	 * memory a Reply's Writes read (a READ payload slot, a bounce buffer
+	 * of the sink pool) again in its connection's PD (docs/devices.md) */
+	if (!strcmp(sv->transport, "iWARP")) {
 		sinks *= 2;
+		payload *= 2;
+	}
 	return sv->mem_conns + sv->mem_srq + sinks + payload;
 }
 

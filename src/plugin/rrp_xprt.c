@@ -6,7 +6,8 @@
  *   authenticates, decodes the arguments from our XDR, executes, calls
  *   svc_sendreply -> xp_reply] -> SVCAUTH_RELEASE -> XDR_DESTROY -> free_cb.
  * The Reply is encoded into buffers of ours with READ data by reference; the
- * Upper-Layer Binding decides which bytes go to which Write chunk.
+ * Upper-Layer Binding says which bytes go to which Write chunk, the engine
+ * how the rest goes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -224,21 +225,17 @@ static struct rrp_xdr_enc *reply_stream(struct rrp_req *rq)
 
 /*
  * The Upper-Layer Binding pairs the k-th NFS Read result with the k-th Write
- * chunk and says whether the Reply can be delivered at all. A Call it could
- * not scan (another program, RPCSEC_GSS privacy) has no payloads: the engine
- * sends it inline or through the Reply chunk. Where the encoder kept READ
- * data by reference, the ULB is told where, and checks it there rather than
- * walking to it.
+ * chunk and says whether the chunks can carry the payloads; the engine alone
+ * sizes the rest and decides how it goes (rr_reply). A Call it could not scan
+ * (another program, RPCSEC_GSS privacy) has no payloads. Where the encoder
+ * kept READ data by reference, the ULB is told where, and checks it there
+ * rather than walking to it.
  */
 static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
 		       struct rr_reply_plan *plan)
 {
-	struct ulb_reply_limits lim = {.inline_send = rr_conn_max_inline_send(rq->call->conn)};
-	struct ulb_reply_info info;
-
 	if (rq->scanned) {
-		ulb_reply_plan_hinted(&rq->ulb, iov, n, rq->call->pcl, &lim, rq->enc.ref_at, plan,
-				      &info);
+		ulb_reply_plan(&rq->ulb, iov, n, rq->call->pcl, rq->enc.ref_at, plan, NULL);
 		return;
 	}
 	plan->nspans = 0;

@@ -64,7 +64,7 @@ static uint32_t grant_credits(struct rr_server *srv, bool own_recv, uint32_t *nr
  */
 static void conn_pick_srq(struct rr_server *srv, struct rr_conn *c)
 {
-	if (!srv->cfg.use_srq)
+	if (!srv->cfg.use_srq || c->own_pd) /* an SRQ is one PD's */
 		return;
 	c->srq = rr_srq_for(srv, c->pd);
 	if (!c->srq)
@@ -155,7 +155,6 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	/* A client within its grant holds no more than the per-connection mode posts. */
 	c->srq_held_max = nrecv;
 
-	c->big = rr_server_bigpool(srv, c->home, c->pd);
 	if (!c->big)
 		return -ENOMEM;
 	ret = conn_recv_buffers(srv, c, nrecv);
@@ -312,6 +311,18 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER, "no protection domain");
 		goto free_reject;
 	}
+	/* The sink pool stays the device PD's: on iWARP its buffers reach
+	 * this QP through registrations of their own (rr_read.c, rr_rw.c). */
+	c->big = rr_server_bigpool(srv, c->home, c->pd);
+	/* iWARP: a Read's sink takes the peer's tagged Writes while its Read
+	 * is in flight; in a PD of the connection's own, only this peer can
+	 * name it (docs/devices.md). */
+	if (c->tagged_sinks && fab_conn_own_pd(c->fc, &c->own_pd)) {
+		rr_admit_refuse(srv, c->peer, RR_REFUSE_OTHER, "no protection domain of its own");
+		goto free_reject;
+	}
+	if (c->own_pd)
+		c->pd = c->own_pd;
 	conn_pick_srq(srv, c);
 	if (!conn_grant(srv, c, &nrecv)) {
 		rr_admit_refuse(srv, c->peer, RR_REFUSE_MEM, "receive memory budget exhausted");

@@ -69,6 +69,7 @@ void rr_conn_free(struct rr_conn *c)
 	}
 	rr_pool_fini(&c->recv_pool);
 	rr_send_chunks_free(c);
+	fab_pd_free(c->own_pd); /* after the QP and every registration in it */
 	free(c->calls);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

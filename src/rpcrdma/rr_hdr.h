@@ -133,6 +133,16 @@ enum rr_hdr_result rr_hdr_decode_reply(const void *buf, size_t len,
 ssize_t rr_hdr_encode_reply(void *buf, size_t len, const struct rr_pcl *call, uint32_t credits,
 			    uint32_t proc, const uint64_t *write_bytes, uint64_t reply_bytes);
 
+/* Bytes of the header rr_hdr_encode_reply writes for @call, whatever its proc
+ * and lengths: the fixed part, an empty Read list, @call's Write list and
+ * Reply chunk echoed (RFC 8166 section 4.2). */
+size_t rr_hdr_reply_len(const struct rr_pcl *call);
+
+/* rr_hdr_encode_reply, RDMA_MSG, for a call with no Write or Reply chunk
+ * (most Replies: kept short to be inlined) into @buf, which has room for
+ * rr_hdr_reply_len(call) bytes; returns that length. */
+size_t rr_hdr_encode_reply_bare(void *buf, uint32_t xid, uint32_t credits);
+
 /* RDMA_ERROR replies: vers is always 1 (clients drop replies of other versions). */
 ssize_t rr_hdr_encode_err_vers(void *buf, size_t len, uint32_t xid, uint32_t credits);
 ssize_t rr_hdr_encode_err_chunk(void *buf, size_t len, uint32_t xid, uint32_t credits);

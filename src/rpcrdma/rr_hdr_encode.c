@@ -90,6 +90,21 @@ ssize_t rr_hdr_encode_reply(void *buf, size_t len, const struct rr_pcl *call, ui
 	return (ssize_t)need;
 }
 
+size_t rr_hdr_reply_len(const struct rr_pcl *call)
+{
+	return hdr_len(call, false);
+}
+
+size_t rr_hdr_encode_reply_bare(void *buf, uint32_t xid, uint32_t credits)
+{
+	uint8_t *p = store_fixed(buf, xid, RR_VERSION, credits, RR_PROC_MSG);
+
+	p = rr_xdr_store32(p, 0); /* Read list */
+	p = rr_xdr_store32(p, 0); /* Write list */
+	p = rr_xdr_store32(p, 0); /* no Reply chunk */
+	return (size_t)(p - (uint8_t *)buf);
+}
+
 ssize_t rr_hdr_encode_err_vers(void *buf, size_t len, uint32_t xid, uint32_t credits)
 {
 	uint8_t *p = buf;

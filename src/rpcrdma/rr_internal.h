@@ -305,10 +305,21 @@ bool rr_rw_write_chunk(struct rr_rw_ctx *rw, const struct rr_pcl *pcl, const str
 /* The most work requests one Reply's chain needs (its Writes and its Send)
  * when a Write gathers at most @sge_per_wr pieces. */
 uint32_t rr_rw_reply_max_wr(uint32_t sge_per_wr);
+struct rr_send_ctx;
 /* Bytes [@off, @off + @len) of a stream of iovecs as registered pieces;
  * false when some lie outside memory the engine knows (or too many pieces). */
-bool rr_rw_pieces(struct rr_conn *c, const struct iovec *iov, int iovcnt, uint64_t off,
+bool rr_rw_pieces(struct rr_send_ctx *s, const struct iovec *iov, int iovcnt, uint64_t off,
 		  uint64_t len, struct rr_rw_piece *pc, int *npc);
+/*
+ * Registrations one Reply may make on an own_pd connection: its payload
+ * pieces take at most RR_LENT_PIECES, so that each of its bounce buffers
+ * (one per Write chunk and the Reply chunk's) always finds room.
+ */
+#define RR_LENT_PIECES 8u
+#define RR_LENT_MAX (RR_LENT_PIECES + RR_PCL_MAX_WRITE_CHUNKS + 1)
+/* @len bytes at @addr, memory of the device's PD, registered in @s's
+ * connection's own PD until @s is released; false when it cannot be. */
+bool rr_rw_lend(struct rr_send_ctx *s, void *addr, size_t len, uint32_t *lkey);
 /* Copy bytes [@off, @off + @len) of a stream of iovecs to @dst. */
 void rr_rw_copy(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len, uint8_t *dst);
 /* Event thread: post the chain at @first, one doorbell. On failure the
@@ -336,6 +347,10 @@ struct rr_send_ctx {
 	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* sink pool buffers */
 	uint32_t bounce_ref[RR_PCL_MAX_WRITE_CHUNKS + 1];
 	unsigned int nbounce;
+	/* own_pd connections: this Reply's registrations (rr_rw_lend), an
+	 * array of RR_LENT_MAX made at the first */
+	struct fab_mr **lent;
+	unsigned int nlent;
 	struct rr_call_ctx *call;	/* released on completion; NULL for errors */
 	rr_reply_done_fn done;
 	void *done_arg;
@@ -389,8 +404,8 @@ struct rr_conn {
 	struct rr_evt *home;
 	struct fab_conn *fc;
 	struct fab_cq *cq;
-	struct fab_pd *pd;
-	struct rr_bigpool *big;
+	struct fab_pd *pd;		/* its QP's: own_pd, or the device's */
+	struct rr_bigpool *big;		/* sink pool of the device's PD */
 	char peer[80];
 	void *upper;
 
@@ -413,6 +428,10 @@ struct rr_conn {
 	bool send_w_inv;
 	uint32_t write_sge;		/* SGEs one RDMA Write gathers on this device */
 	bool tagged_sinks;		/* iWARP: Read sinks need remote write (rr_read.c) */
+	/* iWARP: a protection domain of the connection's own (rr_accept.c),
+	 * freed after everything registered in it; NULL elsewhere. pd is it
+	 * when set, the device's shared one otherwise. */
+	struct fab_pd *own_pd;
 	/* Work requests of a Reply this size or larger are signalled, so the
 	 * device copies their bytes as they go (siw: FAB_ZERO_COPY_MIN;
 	 * UINT32_MAX elsewhere; rr_reply.c, reply_send) */
@@ -493,6 +512,11 @@ struct rr_conn {
 	struct rr_conn **pprev;
 	struct rr_conn *evt_next;	/* evt->conns (its event thread only) */
 };
+
+/* Largest message the client can receive inline on @c (RFC 8797
+ * negotiated), never more than our send buffers: the engine's alone, it
+ * decides how each Reply goes (rr_reply.c). */
+uint32_t rr_conn_max_inline_send(const struct rr_conn *c);
 
 /* ---- shared receive pool (rr_srq.c) ---- */
 

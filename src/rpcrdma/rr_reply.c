@@ -5,9 +5,9 @@
  *   - each payload span goes by RDMA Write into its Write chunk (exact bytes,
  *     never the XDR pad; the echoed segment lengths say what was written);
  *   - the rest goes inline or into the Reply chunk, or the Reply becomes
- *     ERR_CHUNK: rr_reply_shape (rr_reply.h) decides, and the upper layer is
- *     told when it cannot be delivered (RFC 8267 section 4.5: it retires the
- *     session slot).
+ *     ERR_CHUNK: reply_shape decides, here alone (the upper layer gives only
+ *     the payloads), and the upper layer is told when it cannot be delivered
+ *     (RFC 8267 section 4.5: it retires the session slot).
  * The Writes (rr_rw.c) are chained ahead of one Send on the same QP, so the
  * client sees the data before the Send (RC ordering); rr_send.c posts the
  * chain. A Reply that is the Send alone goes unsignalled when it may
@@ -37,6 +37,40 @@ struct reply_args {
 
 static const struct rr_reply_plan no_spans = {.nspans = 0, .deliverable = true};
 
+/*
+ * How a Reply goes (RFC 8166 section 3.5.4): inline in one Send when the
+ * transport header and every byte outside the Write chunks fit the inline
+ * threshold; else by RDMA Write into the Reply chunk, with an RDMA_NOMSG
+ * header (the same length as RDMA_MSG's) alone in the Send; else not at all:
+ * the transport answers ERR_CHUNK (RFC 8166 section 4.5).
+ */
+enum reply_shape {
+	SHAPE_INLINE,		/* RDMA_MSG, header and body in one Send */
+	SHAPE_REPLY_CHUNK,	/* RDMA_NOMSG, the body in the Reply chunk */
+	SHAPE_NONE,		/* no Reply chunk, one too short, or the header
+				 * alone over the threshold: ERR_CHUNK */
+};
+
+/*
+ * The one place a Reply's shape is decided and its transport header sized:
+ * @inline_len is the Reply's bytes outside its Write chunks (payloads and
+ * their XDR pads taken out). The threshold is the connection's for Sends,
+ * never more than our send buffers, so a header that fits it fits them.
+ */
+static enum reply_shape reply_shape(const struct rr_conn *c, const struct rr_pcl *p,
+				    uint64_t inline_len, uint32_t *hdr_len)
+{
+	uint32_t max_inline = rr_conn_max_inline_send(c);
+	uint64_t hdr = rr_hdr_reply_len(p);
+
+	*hdr_len = (uint32_t)hdr;
+	if (hdr + inline_len <= max_inline)
+		return SHAPE_INLINE;
+	if (!p->has_reply || inline_len > p->reply.length || hdr > max_inline)
+		return SHAPE_NONE;
+	return SHAPE_REPLY_CHUNK;
+}
+
 /* A registered bounce buffer of ours, as one piece of @len bytes. */
 static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece *pc)
 {
@@ -53,6 +87,9 @@ static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece
 		return false;
 	s->bounce_ref[s->nbounce] = ref;
 	s->bounce[s->nbounce++] = buf;
+	/* iWARP: the sink pool is the device PD's (rr_rw_lend) */
+	if (c->own_pd && !rr_rw_lend(s, buf, len, &lkey))
+		return false; /* the buffer goes back with the context */
 	pc->addr = buf;
 	pc->len = (uint32_t)len;
 	pc->lkey = lkey;
@@ -195,7 +232,7 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 
 		if (sp->length == 0)
 			continue;
-		if (!rr_rw_pieces(c, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
+		if (!rr_rw_pieces(s, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
 			if (!bounce_alloc(s, sp->length, &pc[0]))
 				return false;
 			rr_rw_copy(a->iov, a->iovcnt, sp->offset, sp->length,
@@ -212,22 +249,22 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 }
 
 /* Long Reply: everything but the payloads by RDMA Write into the Reply
- * chunk, then the RDMA_NOMSG header alone in s->hdr; its length, or < 0. */
-static ssize_t reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
-			   const struct inline_range *r, int nr, uint64_t inline_len,
-			   const uint64_t *written)
+ * chunk, then the RDMA_NOMSG header alone in s->hdr. */
+static bool reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
+			const struct inline_range *r, int nr, uint64_t inline_len,
+			const uint64_t *written)
 {
 	struct rr_conn *c = s->conn;
 	const struct rr_pcl *p = &a->ctx->pcl;
 	struct rr_rw_piece pc;
 
 	if (!bounce_alloc(s, inline_len, &pc))
-		return -ENOMEM;
+		return false;
 	copy_ranges(a, r, nr, (uint8_t *)pc.addr);
 	if (inline_len && !rr_rw_write_chunk(&s->rw, p, &p->reply, &pc, 1, c->write_sge))
-		return -EMSGSIZE;
+		return false;
 	return rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits, RR_PROC_NOMSG,
-				   written, inline_len);
+				   written, inline_len) >= 0;
 }
 
 /* Writes of @from bytes or more signalled (rr_conn.signal_from). */
@@ -275,10 +312,6 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 	return true;
 }
 
-/* Header of a Reply with no chunk to echo: the fixed part, no Read list
- * (RFC 8166 section 3.4.5), an empty Write list, no Reply chunk. */
-#define PLAIN_HDR_LEN (RR_HDR_FIXED_LEN + 3 * RR_XDR_UNIT)
-
 /*
  * A Reply to a Call that offered no Write or Reply chunk (NULL, GETATTR,
  * WRITE's, most of NFSv4): the header, then the whole stream, in one Send,
@@ -289,26 +322,18 @@ static bool reply_build_plain(struct rr_send_ctx *s, const struct reply_args *a)
 {
 	struct rr_conn *c = s->conn;
 	const struct rr_pcl *p = &a->ctx->pcl;
-	uint8_t *q = s->hdr;
+	uint32_t hdr_len;
+	uint8_t *q;
 
-	/* rr_hdr_encode_reply's room check, then rr_reply_shape's: inline or
-	 * not at all (no Reply chunk) */
-	if (PLAIN_HDR_LEN > c->srv->cfg.inline_size ||
-	    PLAIN_HDR_LEN + a->total > rr_conn_max_inline_send(c))
+	if (reply_shape(c, p, a->total, &hdr_len) != SHAPE_INLINE)
 		return false;
-	q = rr_xdr_store32(q, p->xid);
-	q = rr_xdr_store32(q, RR_VERSION);
-	q = rr_xdr_store32(q, c->credits);
-	q = rr_xdr_store32(q, RR_PROC_MSG);
-	q = rr_xdr_store32(q, 0);
-	q = rr_xdr_store32(q, 0);
-	q = rr_xdr_store32(q, 0);
+	q = s->hdr + rr_hdr_encode_reply_bare(s->hdr, p->xid, c->credits);
 	for (int i = 0; i < a->iovcnt; i++) {
 		if (a->iov[i].iov_len)
 			memcpy(q, a->iov[i].iov_base, a->iov[i].iov_len);
 		q += a->iov[i].iov_len;
 	}
-	if (!reply_send(s, p, (uint32_t)(PLAIN_HDR_LEN + a->total)))
+	if (!reply_send(s, p, (uint32_t)(hdr_len + a->total)))
 		return false;
 	RR_STAT_ADD(c, replies_inline, 1);
 	return true;
@@ -316,7 +341,7 @@ static bool reply_build_plain(struct rr_send_ctx *s, const struct reply_args *a)
 
 /*
  * The chain of one Reply in @s: Writes of the payloads, the rest inline or
- * in the Reply chunk as rr_reply_shape says, then the Send. False when it
+ * in the Reply chunk as reply_shape says, then the Send. False when it
  * cannot be delivered; nothing was posted.
  */
 static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
@@ -326,38 +351,36 @@ static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
 	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS]; /* bytes per Write chunk, [0, n_write) */
 	uint64_t inline_len, write_bytes = 0;
-	enum rr_reply_shape shape;
-	ssize_t hdr_len;
+	enum reply_shape shape;
+	uint32_t hdr_len, send_len;
 	int nranges;
 
 	if (!a->plan->nspans && !p->n_write && !p->has_reply)
 		return reply_build_plain(s, a);
+	nranges = inline_ranges(a->plan, a->total, ranges, &inline_len);
+	shape = reply_shape(c, p, inline_len, &hdr_len);
+	if (shape == SHAPE_NONE)
+		return false;
 	for (unsigned int i = 0; i < p->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
 		written[i] = 0;
 	if (!reply_reserve(s, a))
 		return false;
 	if (a->plan->nspans && !write_payloads(s, a, written, &write_bytes))
 		return false;
-	nranges = inline_ranges(a->plan, a->total, ranges, &inline_len);
-	hdr_len = rr_hdr_encode_reply(s->hdr, c->srv->cfg.inline_size, p, c->credits, RR_PROC_MSG,
-				      written, 0);
-	if (hdr_len < 0)
-		return false;
-	shape = rr_reply_shape(p, (uint64_t)hdr_len, inline_len, rr_conn_max_inline_send(c));
-	if (shape == RR_SHAPE_INLINE) {
-		copy_ranges(a, ranges, nranges, s->hdr + hdr_len);
-		hdr_len += (ssize_t)inline_len;
-	} else if (shape == RR_SHAPE_REPLY_CHUNK) {
-		hdr_len = reply_chunk(s, a, ranges, nranges, inline_len, written);
-		if (hdr_len < 0)
+	if (shape == SHAPE_INLINE) {
+		if (rr_hdr_encode_reply(s->hdr, hdr_len, p, c->credits, RR_PROC_MSG, written, 0) < 0)
 			return false;
-		write_bytes += inline_len;
+		copy_ranges(a, ranges, nranges, s->hdr + hdr_len);
+		send_len = hdr_len + (uint32_t)inline_len;
 	} else {
-		return false;
+		if (!reply_chunk(s, a, ranges, nranges, inline_len, written))
+			return false;
+		send_len = hdr_len;
+		write_bytes += inline_len;
 	}
-	if (!reply_send(s, p, (uint32_t)hdr_len))
+	if (!reply_send(s, p, send_len))
 		return false;
-	if (shape == RR_SHAPE_INLINE)
+	if (shape == SHAPE_INLINE)
 		RR_STAT_ADD(c, replies_inline, 1);
 	else
 		RR_STAT_ADD(c, replies_reply_chunk, 1);

@@ -161,9 +161,30 @@ uint32_t rr_rw_reply_max_wr(uint32_t sge_per_wr)
 	return n < RR_SEND_MAX_WR ? n : RR_SEND_MAX_WR;
 }
 
-/* lkey for memory the engine registered, or false. */
-static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey)
+bool rr_rw_lend(struct rr_send_ctx *s, void *addr, size_t len, uint32_t *lkey)
 {
+	struct rr_conn *c = s->conn;
+	struct fab_mr *mr;
+
+	if (!s->lent && !(s->lent = calloc(RR_LENT_MAX, sizeof(*s->lent))))
+		return false;
+	if (s->nlent >= RR_LENT_MAX)
+		return false;
+	/* Local access only: the source of this Reply's Writes, never a
+	 * target of the peer's. */
+	if (fab_mr_reg(c->pd, addr, len, 0, &mr))
+		return false;
+	RR_STAT_ADD(c, registrations, 1);
+	s->lent[s->nlent++] = mr;
+	*lkey = mr->lkey;
+	return true;
+}
+
+/* lkey for memory the engine registered, or false. */
+static bool lkey_of(struct rr_send_ctx *s, void *addr, size_t len, uint32_t *lkey)
+{
+	struct rr_conn *c = s->conn;
+
 	/* The upper layer's registered payload pools first (same PD only):
 	 * that is where READ data lives. */
 	for (unsigned int i = 0; i < c->srv->nregions && c->srv->region_pd == c->pd; i++) {
@@ -184,10 +205,14 @@ static bool lkey_of(struct rr_conn *c, const void *addr, size_t len, uint32_t *l
 	}
 	if (rr_send_lkey(c, addr, len, lkey))
 		return true;
+	/* iWARP: the payload pools and the sink pool are the device PD's,
+	 * not this QP's (docs/devices.md) */
+	if (c->own_pd)
+		return s->nlent < RR_LENT_PIECES && rr_rw_lend(s, addr, len, lkey);
 	return rr_big_lkey(c->big, addr, len, lkey); /* buffer by buffer: last */
 }
 
-bool rr_rw_pieces(struct rr_conn *c, const struct iovec *iov, int iovcnt, uint64_t off,
+bool rr_rw_pieces(struct rr_send_ctx *s, const struct iovec *iov, int iovcnt, uint64_t off,
 		  uint64_t len, struct rr_rw_piece *pc, int *npc)
 {
 	int n = 0;
@@ -208,7 +233,7 @@ bool rr_rw_pieces(struct rr_conn *c, const struct iovec *iov, int iovcnt, uint64
 				return false;
 			pc[n].addr = (const uint8_t *)iov[i].iov_base + off;
 			pc[n].len = t;
-			if (!lkey_of(c, pc[n].addr, t, &pc[n].lkey))
+			if (!lkey_of(s, (uint8_t *)iov[i].iov_base + off, t, &pc[n].lkey))
 				return false;
 			n++;
 			off += t;

@@ -60,8 +60,10 @@ void rr_send_chunks_free(struct rr_conn *c)
 		struct rr_send_chunk *ch = c->send_chunks;
 
 		c->send_chunks = ch->next;
-		for (uint32_t i = 0; i < ch->n; i++)
+		for (uint32_t i = 0; i < ch->n; i++) {
 			rr_rw_fini(&ch->ctx[i].rw);
+			free(ch->ctx[i].lent);
+		}
 		rr_pool_fini(&ch->pool);
 		free(ch);
 	}
@@ -144,6 +146,7 @@ struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
 	if (!s)
 		return NULL;
 	s->nbounce = 0;
+	s->nlent = 0;
 	s->call = NULL;
 	s->done = NULL;
 	s->done_arg = NULL;
@@ -207,6 +210,11 @@ void rr_send_ctx_release(struct rr_send_ctx *s)
 	if (s->quiet) /* never posted: dropped at close, or its post failed */
 		quiet_end(c, s);
 
+	/* The device is done with the Reply's memory: no registration of it
+	 * outlives the Reply (rr_rw_lend). */
+	for (unsigned int i = 0; i < s->nlent; i++)
+		fab_mr_dereg(s->lent[i]);
+	s->nlent = 0;
 	for (unsigned int i = 0; i < s->nbounce; i++) {
 		rr_big_put(c->big, c, s->bounce_ref[i]);
 		rr_big_returned(c);

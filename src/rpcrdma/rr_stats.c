@@ -20,11 +20,6 @@ void rr_server_stats(struct rr_server *srv, struct rr_stats *out)
 	rr_counters_read(&srv->st, out);
 }
 
-void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out)
-{
-	rr_counters_read(&conn->st, out);
-}
-
 void rr_server_foreach_conn(struct rr_server *srv,
 			    void (*fn)(void *arg, struct rr_conn *conn, const struct rr_stats *st),
 			    void *arg)

@@ -222,8 +222,6 @@ void rr_call_hold(struct rr_call *call);
  */
 int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov, int iovcnt);
 
-/* Largest reply the client can receive inline on @conn (RFC 8797 negotiated). */
-uint32_t rr_conn_max_inline_send(const struct rr_conn *conn);
 const char *rr_conn_peer(const struct rr_conn *conn);
 /* The key rr_conn_snap.id carries for @conn. */
 static inline uintptr_t rr_conn_id(const struct rr_conn *conn)
@@ -291,7 +289,6 @@ struct rr_stats {
 	RR_COUNTERS(RR_STATS_MEMBER_, ~)
 };
 void rr_server_stats(struct rr_server *srv, struct rr_stats *out);
-void rr_conn_stats(struct rr_conn *conn, struct rr_stats *out);
 /* Call @fn for every connection with its counters (under the server's lock:
  * @fn must not call back into the engine). */
 void rr_server_foreach_conn(struct rr_server *srv,

@@ -102,12 +102,6 @@ enum ulb_ddp_result {
  */
 enum ulb_ddp_result ulb_call_check_read_chunks(const struct ulb_call *c, const struct rr_pcl *pcl);
 
-/*
- * Backchannel: find CB_SEQUENCE, the first operation of a CB_COMPOUND Call
- * (RFC 8881 section 20.9) the server is about to send. 0 or -EINVAL.
- */
-int ulb_cb_scan_sequence(const struct iovec *iov, int iovcnt, struct ulb_sequence *seq);
-
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ulb/ulb_priv.h"
+#include "ulb/ulb_test_hooks.h"
 
 /* The item's length word (@len) has been read: record the item, skip its bytes. */
 static bool ulb_scan_item_data(struct ulb_scan *s, enum ulb_item kind, uint32_t len)

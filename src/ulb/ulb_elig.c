@@ -7,6 +7,7 @@
 #include "ulb/ulb_elig.h"
 #include "ulb/ulb_nfs.h"
 #include "ulb/ulb_priv.h"
+#include "ulb/ulb_test_hooks.h"
 
 /* Indexed by procedure / operation number: one bounds check and one load per
  * lookup (the reply walk asks once per COMPOUND result). */

@@ -37,11 +37,6 @@ enum ulb_ulp ulb_ulp_of(uint32_t prog, uint32_t vers);
 const char *ulb_ulp_name(enum ulb_ulp ulp);
 
 /*
- * The eligible argument item of a procedure (v2/v3) or operation (v4; CREATE
- * only in its NF4LNK arm), or ULB_ITEM_NONE.
- */
-enum ulb_item ulb_elig_arg(enum ulb_ulp ulp, uint32_t proc_or_op);
-/*
  * The eligible result item; for v4 @minor gates READ_PLUS (minor version 2
  * and newer). An operation with a result item is an "NFS Read" operation
  * (RFC 8267 section 4.3) and consumes one Write chunk.

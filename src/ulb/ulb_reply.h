@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ulb_reply.h - walk an encoded NFS Reply and decide, for the transport,
- * which bytes go to which Write chunk (RFC 8267 section 4.3, the pairing
- * rules) and whether the Reply can be delivered at all.
+ * ulb_reply.h - walk an encoded NFS Reply and tell the transport which bytes
+ * go to which Write chunk (RFC 8267 section 4.3, the pairing rules) and
+ * whether the chunks can carry them.
  */
 #ifndef ULB_ULB_REPLY_H
 #define ULB_ULB_REPLY_H
@@ -19,19 +19,9 @@
 extern "C" {
 #endif
 
-struct ulb_reply_limits {
-	/* The client's receive inline threshold: the most bytes one Send may
-	 * carry, transport header included (RFC 8166 section 3.3.2; RFC 8797).
-	 * 0 means RR_INLINE_DEFAULT. */
-	uint32_t inline_send;
-};
-
 enum ulb_reply_result {
 	ULB_REPLY_OK = 0,
-	ULB_REPLY_INLINE_TOO_BIG,	 /* over the inline threshold and no Reply chunk (or
-					  * the transport header alone is over it) */
 	ULB_REPLY_WRITE_CHUNK_TOO_SMALL, /* payload longer than its Write chunk */
-	ULB_REPLY_REPLY_CHUNK_TOO_SMALL, /* non-payload bytes longer than the Reply chunk */
 	ULB_REPLY_READ_PLUS_TOO_MANY,	 /* more than ULB_READ_PLUS_MAX_CONTENTS contents */
 	ULB_REPLY_GARBAGE,		 /* the encoded Reply does not decode */
 };
@@ -39,9 +29,6 @@ enum ulb_reply_result {
 struct ulb_reply_info {
 	enum ulb_reply_result result;
 	uint64_t reply_len;	 /* bytes in the encoded Reply stream */
-	uint64_t inline_len;	 /* bytes left after the payloads and their pads */
-	uint32_t hdr_len;	 /* RPC-over-RDMA header of the reply (MSG or NOMSG) */
-	bool use_reply_chunk;	 /* does not fit inline: goes as RDMA_NOMSG in the Reply chunk */
 	uint32_t n_read_results; /* NFS Read results in the Reply */
 	int bad_chunk;		 /* Write chunk index at fault, or -1 */
 };
@@ -56,28 +43,21 @@ struct ulb_reply_info {
  * chunk stay inline. plan->deliverable is false for every result but
  * ULB_REPLY_OK: the transport answers ERR_CHUNK, and an NFSv4.1 Call's slot
  * (call->seq) must not replay that Reply (RFC 8267 section 4.5).
+ *
+ * Only the payloads: how the rest goes (inline, Reply chunk, or ERR_CHUNK
+ * when it fits neither) is the transport's to decide, from the plan.
+ *
+ * @read_data is the encoder's word that the Reply's READ data starts at that
+ * stream offset (where it kept a payload by reference; 0: it kept none). For
+ * the Linux client's READ - the COMPOUND SEQUENCE, PUTFH, READ - the Reply is
+ * then checked in place (the COMPOUND's status, each result's op and status
+ * where that shape puts them, the end of the stream after the data) instead
+ * of walked; any other shape, or a word that does not check, is walked. Same
+ * results either way, whatever the word. @info may be NULL.
  */
 enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct iovec *iov,
-				     int iovcnt, const struct rr_pcl *pcl,
-				     const struct ulb_reply_limits *lim, struct rr_reply_plan *plan,
-				     struct ulb_reply_info *info);
-
-/*
- * ulb_reply_plan() with the encoder's word that the Reply's READ data starts
- * at stream offset @read_data (where it kept a payload by reference; 0: it
- * kept none). For the Linux client's READ - the COMPOUND SEQUENCE, PUTFH,
- * READ - the Reply is then checked in place (the COMPOUND's status, each
- * result's op and status where that shape puts them, the end of the stream
- * after the data) instead of walked; any other shape, or a word that does
- * not check, is walked. Same results either way, whatever the word.
- */
-enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const struct iovec *iov,
-					    int iovcnt, const struct rr_pcl *pcl,
-					    const struct ulb_reply_limits *lim, uint64_t read_data,
-					    struct rr_reply_plan *plan, struct ulb_reply_info *info);
-
-/* RPC-over-RDMA header bytes of a reply echoing @pcl's Write and Reply chunks. */
-uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl);
+				     int iovcnt, const struct rr_pcl *pcl, uint64_t read_data,
+				     struct rr_reply_plan *plan, struct ulb_reply_info *info);
 
 /*
  * READ_PLUS on RPC-over-RDMA (RFC 8267 section 4.1.1): at most two elements

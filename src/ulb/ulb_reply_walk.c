@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * ulb_reply_walk.c - pair the NFS Read results of an encoded Reply with the
- * Call's Write chunks (RFC 8267 sections 3, 4.1.1, 4.3) and check that the
- * Reply fits what the client provided (RFC 8166 section 3.5.4, 3.5.5).
+ * Call's Write chunks (RFC 8267 sections 3, 4.1.1, 4.3) and check that each
+ * payload fits its chunk (RFC 8166 section 3.5.5). What stays inline, and
+ * whether it fits, is the transport's (rpcrdma/rr_reply.c).
  */
 #include <string.h>
 
@@ -15,7 +16,6 @@ struct ulb_walk {
 	struct rr_reply_plan *plan;
 	struct ulb_reply_info *info;
 	uint32_t next_chunk; /* Write chunk of the next NFS Read result */
-	uint64_t removed;    /* payload bytes and pads that leave the inline stream */
 };
 
 static bool ulb_chunk_nonempty(const struct rr_chunk *ch)
@@ -50,7 +50,6 @@ static inline __attribute__((always_inline)) bool ulb_walk_data(struct ulb_walk 
 		sp->chunk = (uint16_t)chunk;
 		sp->offset = data;
 		sp->length = len;
-		w->removed += ulb_xdr_round4(len);
 	}
 	return true;
 }
@@ -319,59 +318,13 @@ static bool ulb_read_last_in_place(struct ulb_walk *w, const struct iovec *iov, 
 	return ulb_walk_data(w, 0, len, data);
 }
 
-
-uint32_t ulb_reply_hdr_len(const struct rr_pcl *pcl)
-{
-	/* xid, vers, credits, proc, empty Read list, Write list end */
-	uint32_t len = RR_HDR_FIXED_LEN + 2 * RR_XDR_UNIT;
-	unsigned int i;
-
-	if (!pcl)
-		return len + RR_XDR_UNIT;
-	for (i = 0; i < pcl->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
-		len += 2 * RR_XDR_UNIT + pcl->write[i].nsegs * RR_SEGMENT_LEN;
-	len += RR_XDR_UNIT;
-	if (pcl->has_reply)
-		len += RR_XDR_UNIT + pcl->reply.nsegs * RR_SEGMENT_LEN;
-	return len;
-}
-
-/* The transport's shape for what stays inline, as this layer's result. */
-static void ulb_reply_shape(const struct rr_pcl *pcl, uint32_t limit, struct ulb_reply_info *info)
-{
-	switch (rr_reply_shape(pcl, info->hdr_len, info->inline_len, limit)) {
-	case RR_SHAPE_INLINE:
-		break;
-	case RR_SHAPE_REPLY_CHUNK:
-		info->use_reply_chunk = true;
-		break;
-	case RR_SHAPE_REPLY_CHUNK_SHORT:
-		info->result = ULB_REPLY_REPLY_CHUNK_TOO_SMALL;
-		break;
-	case RR_SHAPE_NO_REPLY_CHUNK:
-	case RR_SHAPE_HDR_TOO_BIG:
-		info->result = ULB_REPLY_INLINE_TOO_BIG;
-		break;
-	}
-}
-
 enum ulb_reply_result ulb_reply_plan(const struct ulb_call *call, const struct iovec *iov,
-				     int iovcnt, const struct rr_pcl *pcl,
-				     const struct ulb_reply_limits *lim, struct rr_reply_plan *plan,
-				     struct ulb_reply_info *info)
-{
-	return ulb_reply_plan_hinted(call, iov, iovcnt, pcl, lim, 0, plan, info);
-}
-
-enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const struct iovec *iov,
-					    int iovcnt, const struct rr_pcl *pcl,
-					    const struct ulb_reply_limits *lim, uint64_t read_data,
-					    struct rr_reply_plan *plan, struct ulb_reply_info *info)
+				     int iovcnt, const struct rr_pcl *pcl, uint64_t read_data,
+				     struct rr_reply_plan *plan, struct ulb_reply_info *info)
 {
 	struct ulb_reply_info local;
 	struct ulb_walk w;
 	uint64_t total;
-	uint32_t limit;
 	bool ok;
 
 	if (!info)
@@ -385,13 +338,12 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 	w.plan = plan;
 	w.info = info;
 	w.next_chunk = 0;
-	w.removed = 0;
 	total = ulb_xdr_iov_len(iov, iovcnt);
 	info->reply_len = total;
 
 	/* No Read operation in the Call: no result to pair with a Write chunk,
-	 * nothing leaves the inline part - only its size matters (most NFSv4
-	 * COMPOUNDs: the walk would cost more than the rest of the plan). */
+	 * nothing to walk for (most NFSv4 COMPOUNDs: the walk would cost more
+	 * than the rest of the plan). */
 	ok = call->n_read_ops == 0 ||
 	     (read_data && iovcnt > 0 && ulb_read_last_shape(call) &&
 	      ulb_read_last_in_place(&w, iov, total, read_data));
@@ -399,19 +351,8 @@ enum ulb_reply_result ulb_reply_plan_hinted(const struct ulb_call *call, const s
 		ulb_xdr_init_len(&w.x, iov, iovcnt, total);
 		ok = ulb_walk_rpc(&w, call) && !w.x.err;
 	}
-	if (!ok) {
+	if (!ok)
 		info->result = ULB_REPLY_GARBAGE;
-		plan->nspans = 0;
-		w.removed = 0;
-	}
-
-	/* What stays inline, and the shape the transport will give it: the
-	 * transport decides (rr_reply_shape); the walk only sizes it. */
-	info->inline_len = info->reply_len >= w.removed ? info->reply_len - w.removed : 0;
-	info->hdr_len = ulb_reply_hdr_len(pcl);
-	limit = lim && lim->inline_send ? lim->inline_send : RR_INLINE_DEFAULT;
-	if (info->result == ULB_REPLY_OK)
-		ulb_reply_shape(pcl, limit, info);
 	plan->deliverable = info->result == ULB_REPLY_OK;
 	if (!plan->deliverable)
 		plan->nspans = 0;

@@ -68,6 +68,18 @@ TEST(HdrVectors, MinimalRdmaMsg)
 	EXPECT_FALSE(pcl.has_reply);
 	EXPECT_EQ(pcl.hdr_len, 28u);
 	EXPECT_EQ(encode_call(pcl), kMinimalMsg);
+	/* a reply echoing no chunk has the same seven words */
+	EXPECT_EQ(rr_hdr_reply_len(&pcl), kMinimalMsg.size());
+	Bytes out(64);
+	ASSERT_EQ(rr_hdr_encode_reply_bare(out.data(), pcl.xid, pcl.credits), kMinimalMsg.size());
+	out.resize(kMinimalMsg.size());
+	EXPECT_EQ(out, kMinimalMsg);
+	Bytes full(64);
+	ASSERT_EQ(rr_hdr_encode_reply(full.data(), full.size(), &pcl, pcl.credits, RR_PROC_MSG,
+				      nullptr, 0),
+		  ssize_t(kMinimalMsg.size()));
+	full.resize(kMinimalMsg.size());
+	EXPECT_EQ(full, kMinimalMsg);
 }
 
 /* An NFS READ call offering one Write chunk of two segments: the data
@@ -222,6 +234,8 @@ TEST(HdrVectors, ReplyEchoesWrittenBytesPerSegment)
 	ASSERT_EQ(n, ssize_t(kReadReply.size()));
 	out.resize(size_t(n));
 	EXPECT_EQ(out, kReadReply);
+	/* the length the reply path sizes its Send by, before encoding */
+	EXPECT_EQ(rr_hdr_reply_len(&call), kReadReply.size());
 
 	rr_pcl pcl;
 	rr_reply_info info;
@@ -263,6 +277,7 @@ TEST(HdrVectors, LongReplyEchoesReplyChunkAndUnusedWriteChunkIsZero)
 	ASSERT_EQ(n, ssize_t(expect.size()));
 	out.resize(size_t(n));
 	EXPECT_EQ(out, expect);
+	EXPECT_EQ(rr_hdr_reply_len(&call), expect.size());
 }
 
 TEST(HdrVectors, EncodeReportsNoSpace)

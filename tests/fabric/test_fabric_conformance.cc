@@ -125,6 +125,8 @@ class FabConf : public ::testing::Test
 	bool iwarp = false;
 	uint32_t read_sge = 2;
 	struct fab_cm_event s_req = {}, c_est = {};
+	bool own_pd = false; /* connect_pair gives the accepting side a PD of its own */
+	struct fab_pd *sc_pd = nullptr; /* that PD, freed after the test's regions */
 
 	void SetUp() override
 	{
@@ -190,6 +192,9 @@ class FabConf : public ::testing::Test
 		ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &s_req));
 		sc = s_req.conn;
 		EXPECT_EQ(s_req.listener, lis);
+		if (own_pd) {
+			ASSERT_EQ(fab_conn_own_pd(sc, &sc_pd), 0) << fab_last_error();
+		}
 		ASSERT_EQ(fab_conn_create_qp(sc, s_scq, s_rcq, &caps), 0) << fab_last_error();
 		prepost();
 		ASSERT_EQ(fab_accept(sc, ap ? ap : &def), 0) << fab_last_error();
@@ -462,6 +467,79 @@ TEST_F(FabConf, SinkStagDeadAfterItsRead)
 	else
 		expect_wc(s_scq, 22, FAB_WC_REM_ACCESS_ERR);
 	EXPECT_TRUE(sink.check(3)) << "a Write by a withdrawn STag changed the sink";
+}
+
+/*
+ * A connection with a protection domain of its own (fab_conn_own_pd, as
+ * svcrdma gives each connection one): what is registered there with remote
+ * write takes Writes from that connection's peer, and none from the peer of
+ * another connection that names the same STag. This is what keeps a Read
+ * sink on iWARP, exposed while its Read is in flight, out of every other
+ * peer's reach (docs/devices.md).
+ */
+TEST_F(FabConf, OwnPdStagReachableThroughItsConnectionOnly)
+{
+	Buf region, src, src2;
+
+	own_pd = true;
+	connect_pair();
+	struct fab_pd *own = fab_conn_pd(sc);
+	ASSERT_EQ(own, sc_pd);
+	EXPECT_NE(own, pd) << "the connection kept the device's protection domain";
+	ASSERT_EQ(region.reg(own, 4096, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE), 0)
+	    << fab_last_error();
+	ASSERT_EQ(src.reg(fab_conn_pd(cc), 4096, kAll), 0);
+	src.fill(5);
+	ASSERT_EQ(post_one_send(cc, FAB_WR_RDMA_WRITE, src, 0, 4096, 1, true, region.raddr(),
+				region.mr->rkey),
+		  0);
+	expect_wc(c_scq, 1, FAB_WC_SUCCESS);
+	/* iWARP completes a Write once TCP has it: placement may follow */
+	for (int i = 0; i < 200 && !region.check(5); i++)
+		usleep(10000);
+	ASSERT_TRUE(region.check(5)) << "its own connection's Write did not land";
+
+	/* A second connection to the same listener, in the device's PD. */
+	struct fab_cq *c2_scq = nullptr, *c2_rcq = nullptr;
+	struct fab_conn *cc2 = nullptr, *sc2 = nullptr;
+	struct fab_conn_param def = {};
+	struct fab_cm_event ev;
+	def.responder_resources = 4;
+	def.initiator_depth = 4;
+	ASSERT_EQ(fab_cq_create(fab, 64, &c2_scq), 0);
+	ASSERT_EQ(fab_cq_create(fab, 64, &c2_rcq), 0);
+	ASSERT_EQ(fab_connect(fab, cch, addr.c_str(), c2_scq, c2_rcq, &caps, &def, &cc2), 0)
+	    << fab_last_error();
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_CONNECT_REQUEST, &ev));
+	sc2 = ev.conn;
+	ASSERT_EQ(fab_conn_create_qp(sc2, s_scq, s_rcq, &caps), 0) << fab_last_error();
+	ASSERT_EQ(fab_accept(sc2, &def), 0) << fab_last_error();
+	ASSERT_TRUE(wait_event_type(cch, FAB_CM_ESTABLISHED, &ev));
+	ASSERT_TRUE(wait_event_type(sch, FAB_CM_ESTABLISHED, &ev));
+
+	ASSERT_EQ(src2.reg(fab_conn_pd(cc2), 4096, kAll), 0);
+	src2.fill(9);
+	ASSERT_EQ(post_one_send(cc2, FAB_WR_RDMA_WRITE, src2, 0, 4096, 2, true, region.raddr(),
+				region.mr->rkey),
+		  0);
+	if (iwarp) {
+		/* TERMINATE: connection 2 ends (see expect_remote_error) */
+		EXPECT_TRUE(told_end(cch)) << "the writing side was not told";
+	} else {
+		expect_wc(c2_scq, 2, FAB_WC_REM_ACCESS_ERR);
+	}
+	usleep(100000); /* a Write that wrongly went through has landed by now */
+	EXPECT_TRUE(region.check(5)) << "another connection's peer wrote into the region";
+
+	fab_conn_destroy(sc2);
+	fab_conn_destroy(cc2);
+	fab_cq_destroy(c2_scq);
+	fab_cq_destroy(c2_rcq);
+	fab_conn_destroy(sc);
+	sc = nullptr;
+	fab_mr_dereg(region.mr);
+	region.mr = nullptr;
+	fab_pd_free(sc_pd);
 }
 
 TEST_F(FabConf, OutOfBoundsIsRemoteAccessError)

@@ -9,6 +9,7 @@
 #include "fuzz/fuzz_ulb_input.h"
 #include "support/ulb_compare.h"
 #include "ulb/ulb_call.h"
+#include "ulb/ulb_test_hooks.h"
 
 #define CHECK(c)                                                                                   \
 	do {                                                                                       \

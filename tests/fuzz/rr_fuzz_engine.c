@@ -545,7 +545,7 @@ void rrf_run(const uint8_t *data, size_t size, enum rrf_mode mode)
 
 	c = connection((uint8_t)((knobs & 7) + 1));
 	F.read_bytes = F.write_bytes = 0;
-	rr_conn_stats(c, &st0);
+	rr_counters_read(&c->st, &st0);
 
 	for (unsigned int i = 0; i < nmsgs; i++)
 		deliver(c, &F.msgs[i]);
@@ -562,7 +562,7 @@ void rrf_run(const uint8_t *data, size_t size, enum rrf_mode mode)
 		if (m->bc_reply)
 			CHECK(m->answers == 0 && !m->dispatched);
 	}
-	rr_conn_stats(c, &st);
+	rr_counters_read(&c->st, &st);
 	if (!F.conn->error && c->state != RR_CONN_CLOSING)
 		CHECK(st.rdma_read_bytes - st0.rdma_read_bytes == F.read_bytes &&
 		      st.rdma_write_bytes - st0.rdma_write_bytes == F.write_bytes);

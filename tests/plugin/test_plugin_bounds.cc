@@ -230,7 +230,11 @@ TEST_F(SmallPayloadPool, SinkSlabsNeverTakeReadPayloadSlots)
 	printf("%d READs of %u bytes after them: payload_copies %+.0f, registrations %+.0f\n", reads,
 	       kRead, copies, regs);
 	EXPECT_EQ(copies, 0) << "READ data bounced: sink slabs took the payload pool's slot";
-	EXPECT_EQ(regs, 0) << "READs registered memory (bounce buffers)";
+	/* iWARP: each READ's payload slot is registered for its Reply in the
+	 * connection's own PD (docs/devices.md), one per READ; any more would
+	 * be bounce buffers */
+	bool own_pd = rr_test_device().transport == FAB_TRANSPORT_IWARP;
+	EXPECT_EQ(regs, own_pd ? reads : 0) << "READs registered memory (bounce buffers)";
 	EXPECT_GE(b.at("global.rdma_write_bytes") - a.at("global.rdma_write_bytes"),
 		  double(reads) * kRead);
 	NFS_OK(c4, c4.close(f4, sid));

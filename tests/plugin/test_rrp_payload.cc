@@ -18,6 +18,7 @@
 
 extern "C" {
 #include "plugin/rrp_payload.h"
+#include "plugin/rrp_payload_test_hooks.h"
 }
 
 namespace {

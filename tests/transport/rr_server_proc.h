@@ -31,6 +31,7 @@ struct ServerOpts {
 	std::vector<std::string> args;	/* after the address */
 	std::map<std::string, std::string> env;	/* e.g. RPCRDMA_SOFT_FAULT */
 	bool tcp = false;
+	std::string tcp_host = "127.0.0.1"; /* an IPv6 one is bracketed */
 };
 
 class ServerProc {
@@ -60,7 +61,9 @@ class ServerProc {
 		if (o.tcp) {
 			/* a port per process and test, away from the ephemeral range */
 			int port = 20000 + (getpid() * 7 + seq++ * 13) % 9000;
-			snprintf(buf, sizeof(buf), "tcp:127.0.0.1:%d", port);
+			bool v6 = o.tcp_host.find(':') != std::string::npos;
+			snprintf(buf, sizeof(buf), "tcp:%s%s%s:%d", v6 ? "[" : "",
+				 o.tcp_host.c_str(), v6 ? "]" : "", port);
 		} else {
 			snprintf(buf, sizeof(buf), "unix:/tmp/rrtt-%d-%d.sock", int(getpid()), seq++);
 			path_ = std::string(buf + 5);

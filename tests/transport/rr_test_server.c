@@ -739,6 +739,13 @@ static void print_stats(struct rr_server *srv)
 	       ",\"fab_mrs_live\":%" PRIu64 ",\"fab_unsignalled_page_wrs\":%" PRIu64 ",",
 	       h.serving ? 1 : 0, h.device_removals, h.relisten_tries,
 	       fs.registrations - fs.deregistrations, fs.unsignalled_page_wrs);
+	{
+		uint64_t a = 0;
+		uint32_t k = 0;
+
+		fab_soft_last_read_sink(the_fab, &a, &k); /* 0s on verbs */
+		printf("\"fab_read_sink_addr\":%" PRIu64 ",\"fab_read_sink_key\":%u,", a, k);
+	}
 	print_upper(&u);
 	printf("}\n");
 	fflush(stdout);

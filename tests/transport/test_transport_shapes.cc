@@ -437,6 +437,75 @@ TEST_F(Shapes, ReplyTooBigForInlineWithoutReplyChunkIsErrChunk)
 	EXPECT_TRUE(ping(q));
 }
 
+/*
+ * The inline threshold counts the transport header (RFC 8166 section 3.3.2):
+ * a Reply of exactly the client's receive size goes inline, one XDR word
+ * more goes by the Reply chunk, or as ERR_CHUNK when none is offered; a
+ * Reply chunk's segments lengthen the header. Lengths from RFC 8166 section
+ * 4.2 and RFC 5531 here, not from the engine.
+ */
+TEST_F(Shapes, InlineThresholdCountsTheHeader)
+{
+	const uint32_t max = q->inline_recv();
+	const uint32_t rpc = 24 + 4;	/* accepted Reply, AUTH_NONE; the opaque's length */
+	const uint32_t bare = 7 * 4;	/* fixed part, three empty lists */
+	const uint32_t with_rc = bare + 4 + 2 * 16;	/* a Reply chunk of two segments */
+	Reply r;
+
+	/* no chunk: exactly full, then one word over */
+	TestCall c = call_source(q->next_xid(), max - bare - rpc, 21);
+	ASSERT_TRUE(q->call(c.rpc, CallSpec(), &r));
+	EXPECT_EQ(r.proc, RDMA_MSG) << r.describe();
+	EXPECT_EQ(r.raw.size(), max);
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(21, max - bare - rpc)));
+	c = call_source(q->next_xid(), max - bare - rpc + 4, 21);
+	ASSERT_TRUE(q->call(c.rpc, CallSpec(), &r));
+	EXPECT_TRUE(is_err_chunk(r, c.xid));
+
+	/* a Reply chunk offered: its segments count against the threshold */
+	CallSpec s;
+	s.reply = {max, max};
+	c = call_source(q->next_xid(), max - with_rc - rpc, 22);
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_EQ(r.proc, RDMA_MSG) << r.describe();
+	EXPECT_EQ(r.raw.size(), max);
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(22, max - with_rc - rpc)));
+	c = call_source(q->next_xid(), max - with_rc - rpc + 4, 22);
+	ASSERT_TRUE(q->call(c.rpc, s, &r));
+	EXPECT_EQ(r.proc, RDMA_NOMSG) << r.describe();
+	EXPECT_EQ(r.raw.size(), with_rc);
+	EXPECT_TRUE(opaque_result(r, c.xid, pattern(22, max - with_rc - rpc + 4)));
+	EXPECT_TRUE(ping(q));
+}
+
+/* A Reply chunk whose echo alone is over the client's receive size: the
+ * header cannot go in any Send, ERR_CHUNK; one segment fewer and it fits. */
+TEST_F(Shapes, ReplyChunkHeaderOverTheThresholdIsErrChunk)
+{
+	RequesterOptions o;
+	o.priv.recv_size = 1024;	/* our Calls may still be 4 KiB */
+	Requester *q2 = connect(o);
+	ASSERT_NE(q2, nullptr);
+	ASSERT_EQ(q2->inline_recv(), 1024u);
+	ASSERT_TRUE(ping(q2));
+	/* 28 + 4 + 16 n: n = 62 is exactly 1024, n = 63 is 1040 */
+	for (uint32_t n : {62u, 63u}) {
+		TestCall c = call_source(q2->next_xid(), 100, 23);
+		CallSpec s;
+		s.reply.assign(n, 64);
+		Reply r;
+		ASSERT_TRUE(q2->call(c.rpc, s, &r)) << n;
+		if (n == 62) {
+			EXPECT_EQ(r.proc, RDMA_NOMSG) << r.describe();
+			EXPECT_EQ(r.raw.size(), 1024u);
+			EXPECT_TRUE(opaque_result(r, c.xid, pattern(23, 100)));
+		} else {
+			EXPECT_TRUE(is_err_chunk(r, c.xid));
+		}
+	}
+	EXPECT_TRUE(ping(q2));
+}
+
 /* The upper layer says a payload does not fit its Write chunk. */
 TEST_F(Shapes, PayloadLargerThanWriteChunkIsErrChunk)
 {
@@ -591,12 +660,18 @@ TEST_F(Shapes, NoRegistrationsPerCallInSteadyState)
 	 * so a sequential client never makes it grow: steady state is 0. On
 	 * iWARP each Read chunk's sink is registered for its Reads alone (the
 	 * peer writes it by tag): one per Read chunk, three a round (the READ
-	 * call's, the Long Call's Position-Zero chunk and its data item's), and
-	 * every one withdrawn again. */
-	uint64_t per_chunk = rr_test_device().transport == FAB_TRANSPORT_IWARP ? 1 : 0;
-	EXPECT_EQ(after - before, 20 * 3 * per_chunk)
+	 * call's, the Long Call's Position-Zero chunk and its data item's). And
+	 * the connection has a PD of its own there, so the memory each RDMA
+	 * Write of a Reply reads (payload or bounce buffer, the device PD's) is
+	 * registered in it for that Reply: three a round (the READ's Write
+	 * chunk, the Reply chunk, the source call's Write chunk). Every one is
+	 * withdrawn again. */
+	bool iwarp = rr_test_device().transport == FAB_TRANSPORT_IWARP;
+	uint64_t per_round = iwarp ? 3 + 3 : 0;
+	EXPECT_EQ(after - before, 20 * per_round)
 	    << (after - before) << " registrations in 80 calls on " << rr_test_device_name();
-	EXPECT_EQ(srv.stats()["fab_mrs_live"], live) << "a sink's registration outlived its Reads";
+	EXPECT_EQ(srv.stats()["fab_mrs_live"], live)
+	    << "a registration outlived its Reads or its Reply";
 }
 
 /*

@@ -10,6 +10,7 @@
  */
 #include <unistd.h>
 
+#include "fabric/fab_soft.h"
 #include "transport/rr_transport_fixture.h"
 
 using namespace rrtest;
@@ -251,6 +252,71 @@ TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 	ASSERT_TRUE(a->wait(c.xid, &r, 5000)) << a->last_error();
 	EXPECT_TRUE(opaque_result(r, c.xid, d))
 	    << "the call's data was overwritten by another peer";
+}
+
+/*
+ * The same attack while the sink's Read is still in flight, when on iWARP
+ * the sink is registered with remote write (the peer places the Read
+ * Response by its STag) and the Read Request has named that STag on the
+ * wire. The client of connection A holds its Read Responses back
+ * (read_delay_ms); meanwhile the peer of connection B RDMA-Writes to the
+ * sink by the STag and address the server's fabric put in the Read. It must
+ * fail (on iWARP: the sink is in A's protection domain only), and A's call
+ * must reach the upper layer with its own bytes (docs/devices.md).
+ */
+TEST_F(Sinks, NoOtherPeerReachesASinkWhileItsReadIsInFlight)
+{
+	Requester *a = connect();
+	Requester *b = connect();
+	ASSERT_TRUE(a && b);
+	ASSERT_TRUE(ping(a));
+	ASSERT_TRUE(ping(b));
+	auto st0 = srv.stats();
+	fab_soft_fault hold = {};
+	hold.read_delay_ms = 2000;
+	ASSERT_EQ(fab_soft_fault_set(a->conn(), &hold), 0) << fab_last_error();
+
+	auto d = random_bytes(rng, 3000); /* echoed inline */
+	TestCall c = call_data(a->next_xid(), RRT_PROC_ECHO, d);
+	ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
+	std::map<std::string, uint64_t> st;
+	ASSERT_TRUE(eventually([&] {
+		a->progress(0);
+		st = srv.stats();
+		return st["fab_read_sink_addr"] != st0["fab_read_sink_addr"] ||
+		       st["fab_read_sink_key"] != st0["fab_read_sink_key"];
+	})) << "the server posted no Read";
+	EXPECT_EQ(st["ul_calls"], st0["ul_calls"]) << "the Read was not held in flight";
+
+	RegionP src = b->reg(d.size(), FAB_ACCESS_LOCAL_WRITE, 0xEE);
+	fab_sge sge = {};
+	sge.addr = src->p;
+	sge.length = uint32_t(d.size());
+	sge.lkey = src->mr->lkey;
+	fab_send_wr wr = {};
+	wr.wr_id = Requester::kTestWrBase;
+	wr.opcode = FAB_WR_RDMA_WRITE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.signaled = true;
+	wr.remote_addr = st["fab_read_sink_addr"];
+	wr.rkey = uint32_t(st["fab_read_sink_key"]);
+	fab_send_wr *bad = nullptr;
+	ASSERT_EQ(fab_post_send(b->conn(), &wr, &bad), 0);
+	int status = FAB_WC_SUCCESS;
+	ASSERT_TRUE(eventually([&] {
+		b->progress(0);
+		return b->completion_of(wr.wr_id, &status);
+	})) << "the RDMA Write never completed";
+	EXPECT_TRUE(status == FAB_WC_REM_ACCESS_ERR || status == FAB_WC_WR_FLUSH_ERR)
+	    << "an RDMA Write into another connection's sink in flight completed with status "
+	    << status << " on " << rr_test_device_name();
+	EXPECT_EQ(srv.stats()["ul_calls"], st0["ul_calls"])
+	    << "the Write was not made while the Read was in flight";
+
+	Reply r;
+	ASSERT_TRUE(a->wait(c.xid, &r, 10000)) << a->last_error();
+	EXPECT_TRUE(opaque_result(r, c.xid, d)) << "the call's data was overwritten by another peer";
 }
 
 /* Sinks sized to the chunk: 64 bytes pin the 4 KiB class, 40000 the 64 KiB

@@ -8,6 +8,7 @@
 #include "support/nfs_xdr_builder.h"
 #include "support/ulb_compare.h"
 #include "ulb/ulb_call.h"
+#include "ulb/ulb_test_hooks.h"
 #include "ulb_test_util.h"
 
 using namespace nfsxdr;

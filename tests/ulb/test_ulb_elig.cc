@@ -4,6 +4,7 @@
 
 #include "ulb/ulb_elig.h"
 #include "ulb/ulb_nfs.h"
+#include "ulb/ulb_test_hooks.h"
 
 TEST(UlbElig, UlpOfProgram)
 {

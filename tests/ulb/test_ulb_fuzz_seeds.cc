@@ -46,16 +46,15 @@ TEST(UlbFuzzSeeds, ReplySeedsWalk)
 		auto b = slurp(e.path());
 		static rr_pcl pcl;
 		static ulb_call c;
-		ulb_reply_limits lim;
 		rr_reply_plan plan;
 		const uint8_t *s;
 		size_t len;
 		uint8_t seed;
-		ASSERT_TRUE(fuzzulb::decode_reply_input(b.data(), b.size(), &c, &pcl, &lim, &s,
-							&len, &seed));
+		ASSERT_TRUE(fuzzulb::decode_reply_input(b.data(), b.size(), &c, &pcl, &s, &len,
+							&seed));
 		auto iov = fuzzulb::cut(s, len, seed);
 		EXPECT_NE(
-		    ulb_reply_plan(&c, iov.data(), int(iov.size()), &pcl, &lim, &plan, nullptr),
+		    ulb_reply_plan(&c, iov.data(), int(iov.size()), &pcl, 0, &plan, nullptr),
 		    ULB_REPLY_GARBAGE)
 		    << e.path();
 		n++;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_ulb_reply_walk.cc - pairing NFS Read results with Write chunks and the
- * reply size checks, on Replies from the independent encoder. */
+ * payload checks, on Replies from the independent encoder (the Reply's shape
+ * is the transport's: tests/transport/test_transport_shapes.cc). */
 #include <gtest/gtest.h>
 
 #include "support/nfs_xdr_builder.h"
@@ -51,15 +52,25 @@ struct Planned {
 	enum ulb_reply_result r;
 	rr_reply_plan plan;
 	ulb_reply_info info;
+	uint64_t inline_len; /* the Reply's bytes outside the spans and their pads */
 };
 
-static Planned plan_of(const ulb_call &c, const std::vector<iovec> &iov, const rr_pcl *pcl,
-		       uint32_t inline_send = 65536)
+/* What the plan leaves inline: every byte but the spans and their XDR pads. */
+static uint64_t left_inline(const std::vector<iovec> &iov, const rr_reply_plan &plan)
+{
+	uint64_t n = 0;
+	for (const iovec &v : iov)
+		n += v.iov_len;
+	for (unsigned i = 0; i < plan.nspans; i++)
+		n -= (plan.spans[i].length + 3ull) & ~3ull;
+	return n;
+}
+
+static Planned plan_of(const ulb_call &c, const std::vector<iovec> &iov, const rr_pcl *pcl)
 {
 	Planned p;
-	ulb_reply_limits l;
-	l.inline_send = inline_send;
-	p.r = ulb_reply_plan(&c, iov.data(), int(iov.size()), pcl, &l, &p.plan, &p.info);
+	p.r = ulb_reply_plan(&c, iov.data(), int(iov.size()), pcl, 0, &p.plan, &p.info);
+	p.inline_len = left_inline(iov, p.plan);
 	return p;
 }
 
@@ -86,8 +97,7 @@ TEST(UlbReplyWalk, Rfc8267ExampleChunksABC)
 	}
 	EXPECT_EQ(p.info.n_read_results, 3u);
 	/* payload and pads leave the inline stream; length words stay */
-	EXPECT_EQ(p.info.inline_len, r.x.buf.size() - 8000 - 40 - 8192);
-	EXPECT_FALSE(p.info.use_reply_chunk);
+	EXPECT_EQ(p.inline_len, r.x.buf.size() - 8000 - 40 - 8192);
 }
 
 TEST(UlbReplyWalk, Rfc8267ExampleEmptyChunkB)
@@ -160,13 +170,13 @@ TEST(UlbReplyWalk, MoreReadsThanChunks)
 	ASSERT_EQ(p.plan.nspans, 1);
 	EXPECT_EQ(p.plan.spans[0].chunk, 0);
 	EXPECT_EQ(p.plan.spans[0].length, 2000u);
-	EXPECT_EQ(p.info.inline_len, r.x.buf.size() - 2000);
+	EXPECT_EQ(p.inline_len, r.x.buf.size() - 2000);
 
 	/* no Write list at all: everything inline */
 	Planned q = plan_of(c, one(r.x.buf), nullptr);
 	ASSERT_EQ(q.r, ULB_REPLY_OK);
 	EXPECT_EQ(q.plan.nspans, 0);
-	EXPECT_EQ(q.info.inline_len, r.x.buf.size());
+	EXPECT_EQ(q.inline_len, r.x.buf.size());
 }
 
 static Compound read_plus_call(uint32_t count)
@@ -203,7 +213,7 @@ TEST(UlbReplyWalk, ReadPlusDataAndHole)
 		EXPECT_EQ(p.plan.spans[0].chunk, 0);
 		EXPECT_EQ(p.plan.spans[0].offset, r.items[0].stream_offset);
 		EXPECT_EQ(p.plan.spans[0].length, 4093u);
-		EXPECT_EQ(p.info.inline_len, r.x.buf.size() - 4096);
+		EXPECT_EQ(p.inline_len, r.x.buf.size() - 4096);
 	}
 }
 
@@ -351,11 +361,15 @@ TEST(UlbReplyWalk, PayloadInItsOwnIovec)
 			EXPECT_EQ(p->plan.spans[i].offset, ref.plan.spans[i].offset);
 			EXPECT_EQ(p->plan.spans[i].length, ref.plan.spans[i].length);
 		}
-		EXPECT_EQ(p->info.inline_len, ref.info.inline_len);
+		EXPECT_EQ(p->inline_len, ref.inline_len);
 	}
 }
 
-TEST(UlbReplyWalk, InlineTooBigWithoutReplyChunk)
+/* A Reply with no payload is planned deliverable whatever its size and
+ * chunks: whether it goes inline, in the Reply chunk or as ERR_CHUNK is the
+ * transport's (Shapes.InlineThresholdCountsTheHeader and the ERR_CHUNK cases
+ * in tests/transport). */
+TEST(UlbReplyWalk, SizeAndReplyChunkAreTheTransports)
 {
 	Compound cp(0x400, 1, 2);
 	cp.op_putfh(pattern(20));
@@ -371,30 +385,15 @@ TEST(UlbReplyWalk, InlineTooBigWithoutReplyChunk)
 	rr_pcl pcl;
 	pcl_init(&pcl);
 
-	Planned p = plan_of(c, one(r.x.buf), &pcl, 1024);
-	EXPECT_EQ(p.r, ULB_REPLY_INLINE_TOO_BIG);
-	EXPECT_FALSE(p.plan.deliverable);
-	/* fits a 4 KB threshold */
-	p = plan_of(c, one(r.x.buf), &pcl, 4096);
-	EXPECT_EQ(p.r, ULB_REPLY_OK);
-	EXPECT_TRUE(p.plan.deliverable);
-	/* with a Reply chunk that is too small */
-	pcl_set_reply(&pcl, 1024);
-	p = plan_of(c, one(r.x.buf), &pcl, 1024);
-	EXPECT_EQ(p.r, ULB_REPLY_REPLY_CHUNK_TOO_SMALL);
-	EXPECT_FALSE(p.plan.deliverable);
-	/* and one that is large enough */
-	pcl.reply.length = 4096;
-	p = plan_of(c, one(r.x.buf), &pcl, 1024);
-	EXPECT_EQ(p.r, ULB_REPLY_OK);
-	EXPECT_TRUE(p.info.use_reply_chunk);
-	/* the RPC-over-RDMA header counts against the threshold */
-	rr_pcl none;
-	pcl_init(&none);
-	uint32_t exact = uint32_t(r.x.buf.size()) + ulb_reply_hdr_len(&none);
-	EXPECT_EQ(ulb_reply_hdr_len(&none), 28u);
-	EXPECT_EQ(plan_of(c, one(r.x.buf), &none, exact).r, ULB_REPLY_OK);
-	EXPECT_EQ(plan_of(c, one(r.x.buf), &none, exact - 1).r, ULB_REPLY_INLINE_TOO_BIG);
+	for (int reply_chunk : {0, 1024, 4096}) {
+		if (reply_chunk)
+			pcl_set_reply(&pcl, uint32_t(reply_chunk));
+		Planned p = plan_of(c, one(r.x.buf), &pcl);
+		EXPECT_EQ(p.r, ULB_REPLY_OK) << reply_chunk;
+		EXPECT_TRUE(p.plan.deliverable) << reply_chunk;
+		EXPECT_EQ(p.plan.nspans, 0) << reply_chunk;
+		EXPECT_EQ(p.info.reply_len, r.x.buf.size());
+	}
 }
 
 TEST(UlbReplyWalk, WriteChunkTooSmall)
@@ -532,11 +531,11 @@ TEST(UlbReplyWalk, ReadPlusBeforeMinorTwoIsGarbage)
 	EXPECT_EQ(plan_of(c, one(r.x.buf), nullptr).r, ULB_REPLY_GARBAGE);
 }
 
-TEST(UlbReplyWalk, CompoundWithoutReadOpsIsNotWalkedButSized)
+TEST(UlbReplyWalk, CompoundWithoutReadOpsIsNotWalked)
 {
 	/* SEQUENCE, PUTFH, GETATTR: no result can pair with a Write chunk, so
 	 * the Reply's results are not walked (they may be anything); what stays
-	 * inline is all of it, and its size alone decides. */
+	 * inline is all of it. */
 	Compound cp(0x650, 1, 3);
 	cp.op_sequence(Sessionid{}, 1, 0);
 	cp.op_putfh(pattern(4));
@@ -549,20 +548,12 @@ TEST(UlbReplyWalk, CompoundWithoutReadOpsIsNotWalkedButSized)
 	rr_pcl pcl;
 	pcl_init(&pcl);
 	pcl_add_write(&pcl, 4096); /* a stray Write chunk is echoed empty */
-	Planned p = plan_of(c, one(r.buf), &pcl, 4096);
+	Planned p = plan_of(c, one(r.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	EXPECT_TRUE(p.plan.deliverable);
 	EXPECT_EQ(p.plan.nspans, 0);
-	EXPECT_EQ(p.info.inline_len, r.buf.size());
-	EXPECT_FALSE(p.info.use_reply_chunk);
-	/* the same Reply past the inline limit: the Reply chunk, or none */
-	EXPECT_EQ(plan_of(c, one(r.buf), &pcl, 1024).r, ULB_REPLY_INLINE_TOO_BIG);
-	pcl_set_reply(&pcl, 4096);
-	Planned big = plan_of(c, one(r.buf), &pcl, 1024);
-	EXPECT_EQ(big.r, ULB_REPLY_OK);
-	EXPECT_TRUE(big.info.use_reply_chunk);
-	pcl_set_reply(&pcl, 1000);
-	EXPECT_EQ(plan_of(c, one(r.buf), &pcl, 1024).r, ULB_REPLY_REPLY_CHUNK_TOO_SMALL);
+	EXPECT_EQ(p.inline_len, r.buf.size());
+	EXPECT_EQ(p.info.n_read_results, 0u);
 }
 
 TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)
@@ -578,9 +569,7 @@ TEST(UlbReplyWalk, AuxiliaryProgramRepliesNeedNoWalk)
 	Planned p = plan_of(c, one(r.buf), &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	EXPECT_EQ(p.plan.nspans, 0);
-	EXPECT_EQ(p.info.inline_len, r.buf.size());
-	/* the transport header grows with the echoed Write list */
-	EXPECT_EQ(p.info.hdr_len, 28u + 8u + 16u);
+	EXPECT_EQ(p.inline_len, r.buf.size());
 }
 
 TEST(UlbReplyWalk, ZeroCopyPayloadBySeparateBuffer)
@@ -602,16 +591,18 @@ TEST(UlbReplyWalk, ZeroCopyPayloadBySeparateBuffer)
 	rr_pcl pcl;
 	pcl_init(&pcl);
 	pcl_add_write(&pcl, 65536, 16);
-	Planned p = plan_of(c, iov, &pcl, 4096);
+	Planned p = plan_of(c, iov, &pcl);
 	ASSERT_EQ(p.r, ULB_REPLY_OK);
 	ASSERT_EQ(p.plan.nspans, 1);
 	EXPECT_EQ(p.plan.spans[0].offset, head.size());
 	EXPECT_EQ(p.plan.spans[0].length, payload.size());
-	EXPECT_EQ(p.info.inline_len, head.size());
-	/* without the chunk the same Reply does not fit a 4 KB inline threshold */
-	Planned q = plan_of(c, iov, nullptr, 4096);
-	EXPECT_EQ(q.r, ULB_REPLY_INLINE_TOO_BIG);
-	EXPECT_FALSE(q.plan.deliverable);
+	EXPECT_EQ(p.inline_len, head.size());
+	/* without the chunk the payload stays inline (the transport then finds
+	 * the Reply too big for a Send) */
+	Planned q = plan_of(c, iov, nullptr);
+	EXPECT_EQ(q.r, ULB_REPLY_OK);
+	EXPECT_EQ(q.plan.nspans, 0);
+	EXPECT_EQ(q.inline_len, whole.x.buf.size());
 }
 
 TEST(UlbReplyWalk, GssIntegrityAndPrivacy)
@@ -655,7 +646,7 @@ TEST(UlbReplyWalk, GssIntegrityAndPrivacy)
 	EXPECT_EQ(q.plan.nspans, 0);
 }
 
-/* ---- the encoder's word on where READ data went (ulb_reply_plan_hinted) ---- */
+/* ---- the encoder's word on where READ data went (ulb_reply_plan's read_data) ---- */
 
 static const Sessionid kSid = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
 
@@ -679,13 +670,11 @@ static CompoundRes linux_read_reply(const Bytes &data)
 }
 
 static Planned plan_hinted(const ulb_call &c, const std::vector<iovec> &iov, const rr_pcl *pcl,
-			   uint64_t read_data, uint32_t inline_send = 65536)
+			   uint64_t read_data)
 {
 	Planned p;
-	ulb_reply_limits l;
-	l.inline_send = inline_send;
-	p.r = ulb_reply_plan_hinted(&c, iov.data(), int(iov.size()), pcl, &l, read_data, &p.plan,
-				    &p.info);
+	p.r = ulb_reply_plan(&c, iov.data(), int(iov.size()), pcl, read_data, &p.plan, &p.info);
+	p.inline_len = left_inline(iov, p.plan);
 	return p;
 }
 
@@ -701,9 +690,7 @@ static void expect_same(const Planned &hinted, const Planned &walked)
 		EXPECT_EQ(hinted.plan.spans[i].length, walked.plan.spans[i].length);
 	}
 	EXPECT_EQ(hinted.info.reply_len, walked.info.reply_len);
-	EXPECT_EQ(hinted.info.inline_len, walked.info.inline_len);
-	EXPECT_EQ(hinted.info.hdr_len, walked.info.hdr_len);
-	EXPECT_EQ(hinted.info.use_reply_chunk, walked.info.use_reply_chunk);
+	EXPECT_EQ(hinted.inline_len, walked.inline_len);
 	EXPECT_EQ(hinted.info.n_read_results, walked.info.n_read_results);
 	EXPECT_EQ(hinted.info.bad_chunk, walked.info.bad_chunk);
 }
@@ -742,8 +729,8 @@ TEST(UlbReplyWalk, HintedLinuxReadAgreesWithTheWalk)
 			pcl_init(&pcl);
 			pcl_add_write(&pcl, room);
 			for (const std::vector<iovec> &iov : {one(r.x.buf), split, split_head}) {
-				Planned h = plan_hinted(c, iov, &pcl, it.stream_offset, 4096);
-				expect_same(h, plan_of(c, iov, &pcl, 4096));
+				Planned h = plan_hinted(c, iov, &pcl, it.stream_offset);
+				expect_same(h, plan_of(c, iov, &pcl));
 				if (room >= len && len > 0) {
 					ASSERT_EQ(h.r, ULB_REPLY_OK);
 					ASSERT_EQ(h.plan.nspans, 1);
@@ -753,8 +740,8 @@ TEST(UlbReplyWalk, HintedLinuxReadAgreesWithTheWalk)
 			}
 		}
 		/* no chunks at all: the sizes alone decide */
-		expect_same(plan_hinted(c, one(r.x.buf), nullptr, it.stream_offset, 4096),
-			    plan_of(c, one(r.x.buf), nullptr, 4096));
+		expect_same(plan_hinted(c, one(r.x.buf), nullptr, it.stream_offset),
+			    plan_of(c, one(r.x.buf), nullptr));
 	}
 }
 

@@ -205,16 +205,14 @@ struct Walked {
 Walked walk(const ulb_call &c, const std::vector<iovec> &iov, const rr_pcl *pcl)
 {
 	Walked w;
-	ulb_reply_limits l;
-	l.inline_send = 65536;
-	w.r = ulb_reply_plan(&c, iov.data(), int(iov.size()), pcl, &l, &w.plan, &w.info);
+	w.r = ulb_reply_plan(&c, iov.data(), int(iov.size()), pcl, 0, &w.plan, &w.info);
 	return w;
 }
 
 bool same(const Walked &a, const Walked &b)
 {
 	return a.r == b.r && rr_reply_plan_same(a.plan, b.plan) &&
-	       a.info.inline_len == b.info.inline_len && a.info.reply_len == b.info.reply_len &&
+	       a.info.reply_len == b.info.reply_len &&
 	       a.info.n_read_results == b.info.n_read_results &&
 	       a.info.bad_chunk == b.info.bad_chunk;
 }
