@@ -13,9 +13,9 @@ cd "$(dirname "$0")/.."
 jobs=${1:-$(nproc 2>/dev/null || echo 2)}
 tests="test_transport_shapes test_transport_hostile test_transport_faults
  test_transport_config test_transport_bounds test_transport_srq test_transport_sinks
- test_transport_soak test_transport_devrm test_requester_checks test_rr_fuzz_seeds
- test_fabric_conformance test_fabric_leaks test_rr_handoff test_rrp_workq test_rrp_slots
- test_rrp_config test_rrp_backchannel test_rrp_payload_threads"
+ test_transport_soak test_transport_devrm test_transport_evt test_requester_checks
+ test_rr_fuzz_seeds test_fabric_conformance test_fabric_leaks test_rr_handoff test_rrp_workq
+ test_rrp_slots test_rrp_config test_rrp_backchannel test_rrp_payload_threads"
 
 CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DRPCRDMA_TSAN=ON \
 	>/dev/null

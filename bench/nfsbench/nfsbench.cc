@@ -7,7 +7,9 @@
  *
  *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT --export PATH]
  *            --op null|getattr|read4k|write4k|read1m|write1m
- *            [--qd N] [--count N | --secs S] [--warmup N] [--sync]
+ *            [--qd N] [--conns N] [--count N | --secs S] [--warmup N] [--sync]
+ *            (--conns, RDMA only: N connections from this one thread, each
+ *            kept at --qd calls, served in turn; --warmup runs on each)
  *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]
  *            --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m
  *            [--count N] [--warmup N] [--sync]
@@ -480,7 +482,7 @@ Bytes create_file(Client &c, const Bytes &dir, uint32_t xid)
 
 struct Opts {
 	std::string rdma, tcp, mount, exp = "/mem", op = "null";
-	unsigned qd = 1, idle = 0, storm = 0, junk = 0;
+	unsigned qd = 1, conns = 1, idle = 0, storm = 0, junk = 0;
 	uint64_t count = 0, warmup = 0;
 	double secs = 0, hold = 0, start_at = 0;
 	bool sync = false;
@@ -502,7 +504,7 @@ void usage()
 {
 	fprintf(stderr,
 		"usage: nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--mount HOST:PORT]"
-		" [--export PATH] --op null|getattr|read4k|write4k|read1m|write1m [--qd N]"
+		" [--export PATH] --op null|getattr|read4k|write4k|read1m|write1m [--qd N] [--conns N]"
 		" [--count N | --secs S] [--warmup N] [--sync]\n"
 		"       nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]"
 		" --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m [--count N]"
@@ -683,6 +685,8 @@ int main(int argc, char **argv)
 			o.op = val();
 		else if (a == "--qd")
 			o.qd = unsigned(std::stoul(val()));
+		else if (a == "--conns")
+			o.conns = unsigned(std::stoul(val()));
 		else if (a == "--count")
 			o.count = std::stoull(val());
 		else if (a == "--secs")
@@ -704,7 +708,8 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (o.rdma.empty() == o.tcp.empty() || o.qd < 1)
+	if (o.rdma.empty() == o.tcp.empty() || o.qd < 1 || o.conns < 1 ||
+	    (o.conns > 1 && o.rdma.empty()))
 		usage();
 	if (o.idle)
 		return idle_conns(o);
@@ -766,16 +771,24 @@ int main(int argc, char **argv)
 	if (s.size && o.op[0] == 'w')
 		s.data = nfsxdr::pattern(s.size, 1);
 
+	/* --conns: the others, each with its own requester and XIDs. */
+	std::vector<std::unique_ptr<RdmaClient>> more_conns;
+	std::vector<Client *> all{c.get()};
+	for (unsigned i = 1; i < o.conns; i++) {
+		more_conns.emplace_back(new RdmaClient(o.rdma));
+		all.push_back(more_conns.back().get());
+	}
+
 	Stats st;
 	uint64_t seq = 0, done = 0, bytes = 0;
-	auto issue = [&](void) {
-		uint32_t x = next();
+	auto issue_on = [&](size_t ci) {
+		uint32_t x = ci ? static_cast<RdmaClient *>(all[ci])->req()->next_xid() : next();
 		Op op = build(s, x, seq++);
-		c->post(op, x);
+		all[ci]->post(op, x);
 	};
-	auto reap = [&](void) {
+	auto reap_on = [&](size_t ci) {
 		Bytes r;
-		c->complete(&r, &st);
+		all[ci]->complete(&r, &st);
 		Rd d{r.data(), r.size()};
 		if (!reply_results(d) || (o.op != "null" && d.u32() != 0)) {
 			if (!st.errors)
@@ -784,35 +797,47 @@ int main(int argc, char **argv)
 		}
 		done++;
 	};
-	unsigned inflight = 0;
+	std::vector<unsigned> inflight(all.size(), 0);
 	/* Warm-up: run @warmup ops at the same depth first (registration caches,
-	 * pools, grants), not timed. */
-	for (uint64_t i = 0; i < o.warmup; i++) {
-		issue();
-		reap();
+	 * pools, grants), not timed; on every connection. */
+	for (size_t ci = 0; ci < all.size(); ci++) {
+		for (uint64_t i = 0; i < o.warmup; i++) {
+			issue_on(ci);
+			reap_on(ci);
+		}
 	}
+	uint64_t warm = seq;
 	done = 0;
 	sync_point(o, "WARM");
 	double t0 = nfsbench_now(), end = o.secs > 0 ? t0 + o.secs : 0;
 	uint64_t target = o.count;
 	for (;;) {
-		bool more = end ? nfsbench_now() < end : seq - o.warmup < target;
-		while (more && inflight < o.qd && c->room() > 0) {
-			issue();
-			inflight++;
-			more = end ? true : seq - o.warmup < target;
+		bool more = end ? nfsbench_now() < end : seq - warm < target;
+		unsigned busy = 0;
+
+		for (size_t ci = 0; ci < all.size(); ci++) {
+			while (more && inflight[ci] < o.qd && all[ci]->room() > 0) {
+				issue_on(ci);
+				inflight[ci]++;
+				more = end ? true : seq - warm < target;
+			}
 		}
-		if (!inflight)
+		for (size_t ci = 0; ci < all.size(); ci++) {
+			if (!inflight[ci])
+				continue;
+			reap_on(ci);
+			inflight[ci]--;
+			bytes += s.size;
+			busy++;
+		}
+		if (!busy)
 			break;
-		reap();
-		inflight--;
-		bytes += s.size;
 	}
 	double dt = nfsbench_now() - t0;
-	printf("{\"transport\":\"%s\",\"op\":\"%s\",\"qd\":%u,\"ops\":%llu,\"secs\":%.4f,"
+	printf("{\"transport\":\"%s\",\"op\":\"%s\",\"qd\":%u,\"conns\":%u,\"ops\":%llu,\"secs\":%.4f,"
 	       "\"ops_per_s\":%.1f,\"MBps\":%.2f,\"errors\":%llu,\"min_credit\":%u,"
 	       "\"max_credit\":%u,\"zero_grants\":%llu,\"violations\":%llu,\"first_err\":\"%s\"}\n",
-	       o.rdma.empty() ? "tcp" : "rdma", o.op.c_str(), o.qd, (unsigned long long)done, dt,
+	       o.rdma.empty() ? "tcp" : "rdma", o.op.c_str(), o.qd, o.conns, (unsigned long long)done, dt,
 	       done / dt, bytes / dt / 1e6, (unsigned long long)st.errors,
 	       st.min_credit == UINT32_MAX ? 0 : st.min_credit, st.max_credit,
 	       (unsigned long long)st.zero, (unsigned long long)st.viol, st.first_err.c_str());

@@ -118,9 +118,16 @@ static void put_int(void *p, size_t len, uint64_t v)
 
 uint64_t rrp_key_get(const struct rrp_config *c, const struct rrp_key *k)
 {
+	uint64_t v;
+
 	if (k->type == RRP_KEY_BOOL)
 		return *(const bool *)((const char *)c + k->off);
-	return get_int((const char *)c + k->off, k->len);
+	v = get_int((const char *)c + k->off, k->len);
+	/* RRP_KEY_AUTO in a member narrower than 64 bits (Event_Threads) is
+	 * stored cut to its width, all ones: read it back whole. */
+	if (k->dflt == RRP_DFLT_AUTO && k->len < sizeof(v) && v == (1ull << (8 * k->len)) - 1)
+		return RRP_KEY_AUTO;
+	return v;
 }
 
 void rrp_key_set(struct rrp_config *c, const struct rrp_key *k, uint64_t v)

@@ -668,12 +668,12 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		snprintf(budget, sizeof(budget), "none");
 	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s (%s; %u SGEs a Write, "
 		"%u a Read, Send With Invalidate %s), credits %u (device holds %u), inline %u, "
-		"RDMA Read depth %u, SRQ %s, %s, memory budget %s; "
+		"RDMA Read depth %u, SRQ %s, event threads %u, %s, memory budget %s; "
 		"registered memory at most %llu MiB (connections %llu, shared receives %llu, "
 		"Read sinks %llu, READ payload pool %llu); built for %s",
 		addr, rrp.cfg.fabric, sv.device, sv.transport, sv.write_sge, sv.read_sge,
 		sv.send_with_inv ? "yes" : "no", sv.credits, sv.credits_cap, sv.inline_size,
-		sv.ord, sv.srq ? "on" : "off", conns, budget,
+		sv.ord, sv.srq ? "on" : "off", ec->event_threads, conns, budget,
 		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
 		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), rrp_host_ops.name);
 }
@@ -703,8 +703,8 @@ static uint64_t locked_planned;
  * The settings against RLIMIT_MEMLOCK where it binds (rrp_memlock.c): a
  * limit registrations would pass fails them one connection at a time, so
  * the listener is made again with Max_Connections, Receive_Memory_Budget,
- * the shared pool's bound, the Read sinks' bound (sink_mem_max) and the
- * READ payload pool scaled down together until all it may register fits
+ * the shared pool's bound, the Read sinks' bound (sink_mem_max), the READ
+ * payload pool and Event_Threads scaled down together until all it may register fits
  * (7/8 of what is left: a margin for the parts that do not scale), and one
  * line says so; or, when not even one connection fits, RDMA is not served
  * there. 0 or -ENOMEM; @ec, @sv and @payload are the settings served.
@@ -716,7 +716,7 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 	uint64_t need = reg_need(sv, *payload), first_need = need, left;
 	struct rr_config want = *ec;
 	uint64_t want_payload = *payload, want_sinks = sv->mem_sinks;
-	char served[200];
+	char served[256];
 	int ret;
 
 	if (limit == UINT64_MAX || need <= limit - (limit < locked_planned ? limit : locked_planned))
@@ -745,6 +745,10 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 			ec->sink_mem_max = 1;
 		/* whole 2 MiB: one 1 MiB buffer in each half, else none */
 		*payload = (*payload * num / den) & ~(uint64_t)((2u << 20) - 1);
+		/* each event thread has Read sinks of its own, each pool with a
+		 * floor (docs/threading.md): halved, to one at most */
+		if (ec->event_threads > 1)
+			ec->event_threads /= 2;
 		rr_server_destroy(rrp.srv[slot]);
 		rrp.srv[slot] = NULL;
 		ret = rr_server_create(rrp.fab, addr, ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);
@@ -767,10 +771,10 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 	}
 	snprintf(served, sizeof(served),
 		 "Max_Connections %u, Receive_Memory_Budget %llu MiB, Payload_Pool_MB %llu, "
-		 "Read sinks %llu MiB (set: %u, %llu MiB, %llu, %llu MiB)",
+		 "Read sinks %llu MiB, Event_Threads %u (set: %u, %llu MiB, %llu, %llu MiB, %u)",
 		 ec->max_conns, mib(ec->recv_mem_budget), (unsigned long long)(*payload >> 20),
-		 mib(sv->mem_sinks), want.max_conns, mib(want.recv_mem_budget),
-		 (unsigned long long)(want_payload >> 20), mib(want_sinks));
+		 mib(sv->mem_sinks), ec->event_threads, want.max_conns, mib(want.recv_mem_budget),
+		 (unsigned long long)(want_payload >> 20), mib(want_sinks), want.event_threads);
 	rrp_memlock_say(addr, sv->device, limit, first_need, need, served);
 fits:
 	locked_planned += need;

@@ -111,10 +111,11 @@ static int conn_send_buffers(struct rr_conn *c)
 }
 
 /* The CQ and QP on the connection's device (a host may have several), the
- * CQ watched by the event thread. With an SRQ a client within its grant
+ * CQ watched by its event thread: here when that is this one, else from
+ * the hand-over (rr_conn_hand_over). With an SRQ a client within its grant
  * still has at most nrecv receives completing at once; one that overruns
  * is closed (rr_recv_complete). */
-static int conn_queues(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
+static int conn_queues(struct rr_conn *c, uint32_t nrecv)
 {
 	struct fab_qp_caps caps = {0};
 	int ret;
@@ -130,10 +131,12 @@ static int conn_queues(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	ret = fab_conn_create_qp(c->fc, c->cq, c->cq, &caps);
 	if (ret)
 		return ret;
-	ret = rr_server_epoll_add(srv, fab_cq_fd(c->cq), c);
-	if (ret)
-		return ret;
-	c->in_epoll = true;
+	if (c->home == c->evt) {
+		ret = rr_evt_epoll_add(c->evt, fab_cq_fd(c->cq), c);
+		if (ret)
+			return ret;
+		c->in_epoll = true;
+	}
 	fab_cq_arm(c->cq);
 	return 0;
 }
@@ -158,7 +161,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 	if (!ret)
 		ret = conn_send_buffers(c);
 	if (!ret)
-		ret = conn_queues(srv, c, nrecv);
+		ret = conn_queues(c, nrecv);
 	if (ret)
 		return ret;
 	/* Receives go up before the accept: the client may send at once. */
@@ -239,18 +242,24 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	struct fab_limits lim;
 	uint8_t ip[16];
 	uint32_t nrecv = 0;
-	bool ip_known;
+	bool ip_known, admitted = true;
 	char why[96];
 	int ret;
 
 	/* Refused before anything is allocated for the request. */
-	if (srv->nconns >= srv->cfg.max_conns) {
-		snprintf(why, sizeof(why), "%u connections already", srv->nconns);
+	if (atomic_load(&srv->nconns) >= srv->cfg.max_conns) {
+		snprintf(why, sizeof(why), "%u connections already", atomic_load(&srv->nconns));
 		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_MAX_CONNS, why);
 		goto reject;
 	}
 	ip_known = rr_admit_peer_ip(&srv->cfg, ev->conn, ip);
-	if (ip_known && !rr_admit_peer(srv, ip)) {
+	if (ip_known) {
+		/* Other event threads take their closed connections off the list. */
+		pthread_mutex_lock(&srv->lock);
+		admitted = rr_admit_peer(srv, ip);
+		pthread_mutex_unlock(&srv->lock);
+	}
+	if (!admitted) {
 		snprintf(why, sizeof(why), "%u connections from this address%s already",
 			 srv->cfg.max_conns_per_peer, peer_prefix(&srv->cfg, ip));
 		rr_admit_refuse(srv, fab_conn_peer(ev->conn), RR_REFUSE_PEER, why);
@@ -262,6 +271,9 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		goto reject;
 	}
 	c->srv = srv;
+	/* Set up here, on evt[0]; then its home's (rr_conn_hand_over). */
+	c->evt = srv->evt;
+	c->home = rr_server_pick_evt(srv);
 	c->peer_known = ip_known;
 	memcpy(c->peer_ip, ip, sizeof(ip));
 	c->fc = ev->conn;
@@ -301,7 +313,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	}
 	/* The sink pool stays the device PD's: on iWARP its buffers reach
 	 * this QP through registrations of their own (rr_read.c, rr_rw.c). */
-	c->big = rr_server_bigpool(srv, c->pd);
+	c->big = rr_server_bigpool(srv, c->home, c->pd);
 	/* iWARP: a Read's sink takes the peer's tagged Writes while its Read
 	 * is in flight; in a PD of the connection's own, only this peer can
 	 * name it (docs/devices.md). */
@@ -329,31 +341,37 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 		rr_log("%s: accept failed: %s (%s)", c->peer, strerror(-ret), fab_last_error());
 		goto undo_budget;
 	}
-	/* The list is walked by the event thread; srv->lock guards it against
-	 * readers elsewhere (rr_server_foreach_conn). */
 	/* the handshake timeout runs, and the Send timeout's clock */
 	c->accepted_at = c->quiet_since = c->send_wait_since = rr_now_s();
+	/* Every connection, for the caps, the stats and a device removal;
+	 * srv->lock guards it against those readers on other threads. */
 	pthread_mutex_lock(&srv->lock);
 	c->next = srv->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &srv->conns;
 	srv->conns = c;
-	srv->nconns++;
+	atomic_store(&srv->nconns, atomic_load(&srv->nconns) + 1);
 	pthread_mutex_unlock(&srv->lock);
+	rr_conn_hand_over(c);
 	return;
 
 undo_budget:
 	RR_SRV_STAT_ADD(srv, conns_failed, 1);
 	if (c->state == RR_CONN_CLOSING) /* a failed receive post closed it: never listed */
-		atomic_fetch_sub(&srv->nclosing, 1);
+		atomic_fetch_sub(&c->evt->nclosing, 1);
 	pthread_mutex_lock(&srv->lock);
 	srv->recv_mem_used -= c->pinned;
 	pthread_mutex_unlock(&srv->lock);
 	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
 	RR_STAT_SUB(c, pinned_bytes, c->pinned);
 	fab_reject(c->fc, NULL, 0);
+	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);
 	rr_conn_free(c);
 	return;
 free_reject:
 	fab_reject(c->fc, NULL, 0);
+	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);
 	rr_conn_free(c);
 	return;
 reject:

@@ -181,8 +181,8 @@ bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
 	 * Closing connections no longer count: a client that reconnects at
 	 * once must not wait for the old one's last reference. */
 	for (const struct rr_conn *c = srv->conns; c; c = c->next)
-		if (c->peer_known && c->state != RR_CONN_CLOSING && !memcmp(c->peer_ip, ip, 16) &&
-		    ++n >= cap)
+		if (c->peer_known && !atomic_load_explicit(&c->gone, memory_order_relaxed) &&
+		    !memcmp(c->peer_ip, ip, 16) && ++n >= cap)
 			return false;
 	return true;
 }
@@ -293,15 +293,18 @@ static void conn_timeouts(struct rr_server *srv, struct rr_conn *c, uint64_t now
 	rr_conn_close(c, why);
 }
 
-void rr_admit_tick(struct rr_server *srv)
+void rr_admit_tick(struct rr_evt *e)
 {
+	struct rr_server *srv = e->srv;
 	const struct rr_config *cfg = &srv->cfg;
 	uint64_t now = rr_now_s();
 
 	if (cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout)
-		for (struct rr_conn *c = srv->conns; c; c = c->next)
+		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
 			if (c->state != RR_CONN_CLOSING)
 				conn_timeouts(srv, c, now);
+	if (e->idx)
+		return;
 	rr_ratelog_summary(&srv->refusals, false);
 	rr_ratelog_summary(&srv->conn_events, false);
 }

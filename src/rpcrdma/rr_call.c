@@ -20,7 +20,7 @@ void rr_call_free(struct rr_call_ctx *ctx)
 			rr_sink_unexpose(ctx, i); /* freed before its Reads completed */
 			rr_big_put(c->big, c, ctx->sink_ref[i]);
 			ctx->sink[i] = NULL;
-			rr_big_returned(srv);
+			rr_big_returned(c);
 		}
 	}
 	ctx->nsinks = 0;
@@ -33,11 +33,8 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		c->srq_held--;
 		pthread_mutex_unlock(&c->lock);
 		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
-		if (rr_on_event_thread(srv))
-			rr_recv_refill(c);
-		else
-			rr_server_kick(srv);
-	} else if (rr_on_event_thread(srv)) {
+		rr_srq_kick(srv);
+	} else if (rr_on_conn_thread(c)) {
 		ctx->state = RR_CALL_FREE;
 		ctx->next = c->free_calls;
 		c->free_calls = ctx;

@@ -4,7 +4,9 @@
  * server's that they follow: docs/linux-client-wire.md), its log sink, and
  * the rate-limited logs a peer cannot flood.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +121,21 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 	       (unsigned long long)(now > r->since ? now - r->since : 1), kinds);
 }
 
+uint32_t rr_event_threads_default(void)
+{
+	cpu_set_t set;
+	int cores = 1;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cores = CPU_COUNT(&set);
+	/* The workers, the clients' side of a software device and the device
+	 * itself need cores too: one event thread per two (bench/RESULTS.md,
+	 * Event threads), and past four the listener's one thread and the
+	 * shared counters bound it before the event threads do. */
+	cores /= 2;
+	return cores < 1 ? 1 : cores > 4 ? 4 : (uint32_t)cores;
+}
+
 void rr_config_default(struct rr_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -151,6 +168,7 @@ void rr_config_default(struct rr_config *cfg)
 	cfg->peer_prefix_v4 = 32;
 	cfg->peer_prefix_v6 = 64;
 	cfg->recv_mem_budget = rr_mem_budget_default();
+	cfg->event_threads = rr_event_threads_default();
 	rr_hdr_limits_default(&cfg->limits);
 }
 
@@ -168,6 +186,8 @@ int rr_config_check(const struct rr_config *c)
 	    c->send_timeout > RR_MAX_TIMEOUT)
 		return -EINVAL;
 	if (c->peer_prefix_v4 > 32 || c->peer_prefix_v6 > 128)
+		return -EINVAL;
+	if (c->event_threads < 1 || c->event_threads > RR_MAX_EVENT_THREADS)
 		return -EINVAL;
 	if (c->limits.max_read_chunks > RR_PCL_MAX_READ_CHUNKS ||
 	    c->limits.max_write_chunks > RR_PCL_MAX_WRITE_CHUNKS ||

@@ -20,11 +20,11 @@ void rr_conn_get(struct rr_conn *c)
 
 void rr_conn_put(struct rr_conn *c)
 {
-	struct rr_server *srv = c->srv; /* c may be reaped once the count drops */
+	struct rr_evt *e = c->evt; /* c may be reaped once the count drops */
 
-	/* The last reference is reaped on the event thread. */
+	/* The last reference is reaped on its event thread. */
 	if (atomic_fetch_sub(&c->refs, 1) == 1)
-		rr_server_kick(srv);
+		rr_evt_kick(e);
 }
 
 /*
@@ -42,20 +42,22 @@ static void reclaim_flushed(struct rr_conn *c)
 			    (struct rr_call_ctx *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)RR_WRID_MASK);
 
 			if ((wc[i].wr_id & RR_WRID_MASK) == RR_WRID_RECV && ctx->srq) {
-				c->srv->srq->posted--;
+				atomic_fetch_sub(&ctx->srq->posted, 1);
 				rr_srq_put(ctx);
-				rr_server_kick(c->srv);
+				rr_srq_kick(c->srv);
 			}
 		}
 	}
 }
 
-/* Everything a connection holds, and the connection; its references are gone. */
+/* Everything a connection holds, and the connection; its references are
+ * gone. evt[0] (or set-up and shutdown, single-threaded). */
 void rr_conn_free(struct rr_conn *c)
 {
 	if (c->cq) {
 		if (c->in_epoll)
-			rr_server_epoll_del(c->srv, fab_cq_fd(c->cq));
+			rr_evt_epoll_del(c->evt, fab_cq_fd(c->cq));
+		c->in_epoll = false;
 		/* Before the QP goes too: a verbs provider may purge its CQEs. */
 		reclaim_flushed(c);
 	}
@@ -73,24 +75,34 @@ void rr_conn_free(struct rr_conn *c)
 	free(c);
 }
 
+/* Once per connection: out of the receive path's code. */
+__attribute__((noinline, cold)) void rr_conn_established(struct rr_conn *c)
+{
+	bool up = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->state == RR_CONN_ACCEPTING) {
+		c->state = RR_CONN_UP;
+		up = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!up)
+		return;
+	RR_STAT_ADD(c, conns_accepted, 1);
+	RR_STAT_ADD(c, conns_active, 1);
+	rr_ratelog(&c->srv->conn_events, RR_EV_CONNECTED,
+		   "%s: connected: credits %u, inline send %u recv %u, ord %u%s", c->peer,
+		   c->credits, c->inl.max_send, c->inl.max_recv, c->ord,
+		   c->send_w_inv ? ", send-with-invalidate" : "");
+	if (c->srv->ops.conn_up)
+		c->srv->ops.conn_up(c->srv->ctx, c);
+}
+
 void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev)
 {
 	switch (ev->type) {
 	case FAB_CM_ESTABLISHED:
-		pthread_mutex_lock(&c->lock);
-		if (c->state == RR_CONN_ACCEPTING)
-			c->state = RR_CONN_UP;
-		pthread_mutex_unlock(&c->lock);
-		if (c->state != RR_CONN_UP)
-			break;
-		RR_STAT_ADD(c, conns_accepted, 1);
-		RR_STAT_ADD(c, conns_active, 1);
-		rr_ratelog(&c->srv->conn_events, RR_EV_CONNECTED,
-			   "%s: connected: credits %u, inline send %u recv %u, ord %u%s", c->peer,
-			   c->credits, c->inl.max_send, c->inl.max_recv, c->ord,
-			   c->send_w_inv ? ", send-with-invalidate" : "");
-		if (c->srv->ops.conn_up)
-			c->srv->ops.conn_up(c->srv->ctx, c);
+		rr_conn_established(c);
 		break;
 	case FAB_CM_DISCONNECTED:
 		rr_conn_close(c, "peer disconnected");
@@ -107,6 +119,40 @@ void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev)
 	}
 }
 
+__attribute__((noinline)) void rr_conn_cm_pending(struct rr_conn *c)
+{
+	uint32_t bits = atomic_exchange(&c->cm_pending, 0);
+
+	/* ESTABLISHED first: it comes before whatever ends the connection. */
+	if (bits & 1u << FAB_CM_ESTABLISHED)
+		rr_conn_cm_event(c, &(struct fab_cm_event){.type = FAB_CM_ESTABLISHED});
+	bits &= ~(1u << FAB_CM_ESTABLISHED);
+	for (unsigned int t = 0; bits; t++, bits >>= 1)
+		if (bits & 1)
+			rr_conn_cm_event(c, &(struct fab_cm_event){.type = (enum fab_cm_event_type)t});
+}
+
+/*
+ * evt[0], after the accept: a connection of another thread's goes to it
+ * whole. Until the push evt[0] had it alone (its CQ in no epoll yet); the
+ * push orders everything set up here before the home thread's first look.
+ */
+void rr_conn_hand_over(struct rr_conn *c)
+{
+	struct rr_evt *home = c->home;
+
+	if (home == c->evt) {
+		c->evt_next = home->conns;
+		home->conns = c;
+		home->nconns++;
+		return;
+	}
+	c->evt = home;
+	rr_handoff_push(&home->adopt, &c->adopt_link);
+	atomic_store(&home->handover, true);
+	rr_evt_kick(home);
+}
+
 void rr_conn_close(struct rr_conn *c, const char *why)
 {
 	enum rr_conn_state was;
@@ -117,12 +163,13 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 	pthread_mutex_unlock(&c->lock);
 	if (was == RR_CONN_CLOSING)
 		return;
-	atomic_fetch_add(&c->srv->nclosing, 1);
+	atomic_store(&c->gone, true);
+	atomic_fetch_add(&c->evt->nclosing, 1);
 	RR_STAT_ADD(c, disconnects, 1);
 	/* A peer reconnecting in a loop must not flood the log (rr_ratelog). */
 	rr_ratelog(&c->srv->conn_events, RR_EV_CLOSING, "%s: closing: %s", c->peer, why);
-	/* The event thread disconnects (rr_conn_reap), whoever noticed. */
-	rr_server_kick(c->srv);
+	/* Its event thread disconnects (rr_conn_reap), whoever noticed. */
+	rr_evt_kick(c->evt);
 }
 
 /* Event thread: completions of one connection. */
@@ -165,19 +212,64 @@ void rr_conn_poll_cq(struct rr_conn *c)
 	}
 }
 
-/* Event thread: report closed connections up, free the unreferenced ones. */
-void rr_conn_reap(struct rr_server *srv)
+void rr_conn_forget(struct rr_conn *c)
 {
-	struct rr_conn **pp = &srv->conns;
+	struct rr_server *srv = c->srv;
 
-	if (!atomic_load_explicit(&srv->nclosing, memory_order_acquire))
+	pthread_mutex_lock(&srv->lock);
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	atomic_store(&srv->nconns, atomic_load(&srv->nconns) - 1);
+	srv->recv_mem_used -= c->pinned;
+	pthread_mutex_unlock(&srv->lock);
+	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);
+	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
+	RR_STAT_SUB(c, pinned_bytes, c->pinned);
+	RR_SRV_STAT_ADD(srv, conns_freed, 1);
+	rr_ratelog(&srv->conn_events, RR_EV_FREED, "%s: connection freed", c->peer);
+}
+
+/*
+ * Off its thread's list with no reference left. The fab_conn is destroyed on
+ * evt[0], whose CM channel reports its events, and the connection leaves
+ * the server's list and count there too: another thread does its own part
+ * (its epoll, its CQ) and hands the rest over, so evt[0] never meets a
+ * connection freed under it, nor releases a removed device's pools while
+ * one is on the way (rr_listener_tick waits for the count).
+ */
+static void retire(struct rr_conn *c)
+{
+	struct rr_evt *e0 = c->srv->evt;
+
+	if (c->evt != e0) {
+		if (c->in_epoll)
+			rr_evt_epoll_del(c->evt, fab_cq_fd(c->cq));
+		c->in_epoll = false;
+		reclaim_flushed(c);
+		rr_handoff_push(&e0->dead, &c->adopt_link);
+		atomic_store(&e0->handover, true);
+		rr_evt_kick(e0);
+		return;
+	}
+	rr_conn_forget(c);
+	rr_conn_free(c);
+}
+
+/* @e's thread: report closed connections up, free the unreferenced ones. */
+void rr_conn_reap(struct rr_evt *e)
+{
+	struct rr_server *srv = e->srv;
+	struct rr_conn **pp = &e->conns;
+
+	if (!atomic_load_explicit(&e->nclosing, memory_order_acquire))
 		return; /* the common case: no walk per wake-up */
 
 	while (*pp) {
 		struct rr_conn *c = *pp;
 
 		if (c->state != RR_CONN_CLOSING) {
-			pp = &c->next;
+			pp = &c->evt_next;
 			continue;
 		}
 		if (!c->disconnected) {
@@ -215,20 +307,13 @@ void rr_conn_reap(struct rr_server *srv)
 		/* Completions (flushes) may still release references. */
 		rr_conn_poll_cq(c);
 		if (atomic_load(&c->refs) > 0) {
-			pp = &c->next;
+			pp = &c->evt_next;
 			continue;
 		}
-		pthread_mutex_lock(&srv->lock);
-		*pp = c->next;
-		srv->nconns--;
-		atomic_fetch_sub(&srv->nclosing, 1);
-		srv->recv_mem_used -= c->pinned;
-		pthread_mutex_unlock(&srv->lock);
-		RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
-		RR_STAT_SUB(c, pinned_bytes, c->pinned);
-		RR_SRV_STAT_ADD(srv, conns_freed, 1);
-		rr_ratelog(&srv->conn_events, RR_EV_FREED, "%s: connection freed", c->peer);
-		rr_conn_free(c);
+		*pp = c->evt_next;
+		e->nconns--;
+		atomic_fetch_sub(&e->nclosing, 1);
+		retire(c);
 	}
 }
 

@@ -44,9 +44,10 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
 
 /*
  * Sinks: registered buffers for Read chunk data and the reply path's bounce
- * buffers (a Long Reply's body, payload copies), one pool per protection
- * domain, shared by its connections. Only the event thread takes buffers
- * (and so grows the pool); any thread gives one back, lock-free.
+ * buffers (a Long Reply's body, payload copies), one pool per event thread
+ * and protection domain, shared by that thread's connections. Only its
+ * event thread takes buffers (and so grows the pool); any thread gives one
+ * back, lock-free. The shape below is one thread's share (sink_shape_evt).
  *
  * Sized to the data: a few classes (4 KiB, 64 KiB, and one chunk's worth,
  * buf_size), the smallest that fits, so a 64-byte chunk pins 4 KiB, not
@@ -351,8 +352,15 @@ enum rr_conn_state {
 	RR_CONN_CLOSING,	/* disconnect started; waiting for references */
 };
 
+struct rr_evt;
+
 struct rr_conn {
 	struct rr_server *srv;
+	/* The event thread that owns it (docs/threading.md): evt[0], the
+	 * listener's, while the accept sets it up; its home from the hand-over
+	 * on (rr_accept.c). */
+	struct rr_evt *evt;
+	struct rr_evt *home;
 	struct fab_conn *fc;
 	struct fab_cq *cq;
 	struct fab_pd *pd;		/* its QP's: own_pd, or the device's */
@@ -440,9 +448,17 @@ struct rr_conn {
 	 * newest first: pushed lock-free, taken whole by the event thread. */
 	_Atomic(struct rr_handoff *) rep_stack;
 	_Atomic(struct rr_handoff *) offthread_sends;
-	/* On srv->ready: one of the stacks above has work (rr_conn_kick). */
+	/* On evt->ready: one of the stacks above has work (rr_conn_kick). */
 	struct rr_handoff ready_link;
 	atomic_bool ready_queued;
+	/* Handed from the listener's thread to its home (evt->adopt), and at
+	 * the end back to it (evt->dead): fab_conn_destroy is the CM
+	 * channel's thread's (rr_server.c). */
+	struct rr_handoff adopt_link;
+	/* CM events the listener's thread took for it, 1u << type, handled on
+	 * its home thread at the next visit (rr_conn_kick). */
+	_Atomic uint32_t cm_pending;
+	atomic_bool gone;		/* closing: no longer counted by the per-peer cap */
 	bool disconnected;				/* fab_disconnect called */
 
 	/* Shared receive queue mode: no receive buffers of its own. */
@@ -451,7 +467,9 @@ struct rr_conn {
 	uint32_t srq_held_max;		/* more means the client overran its grant */
 
 	struct rr_counters st;
-	struct rr_conn *next;		/* srv->conns */
+	struct rr_conn *next;		/* srv->conns (srv->lock) */
+	struct rr_conn **pprev;
+	struct rr_conn *evt_next;	/* evt->conns (its event thread only) */
 };
 
 /* Largest message the client can receive inline on @c (RFC 8797
@@ -476,11 +494,14 @@ struct rr_srq {
 	struct fab_pd *pd;		/* connections on another PD use their own receives */
 	uint32_t bound;			/* most receives the pool grows to */
 	uint32_t chunk;			/* the first registration; each later one doubles the pool */
-	uint32_t low_water;		/* grow when fewer stay posted */
-	bool starved;			/* fell below low_water since the last refill */
-	uint32_t nbufs;			/* registered so far (event thread) */
+	/* The pool is the listener's event thread's (evt[0]): it posts and
+	 * grows it. posted, starved and low_water are atomics because every
+	 * event thread counts its connections' receives against them. */
+	_Atomic uint32_t low_water;	/* grow when fewer stay posted */
+	atomic_bool starved;		/* fell below low_water since the last refill */
+	uint32_t nbufs;			/* registered so far (evt[0]) */
 	uint64_t bytes;			/* their registered bytes (rr_pool_bytes) */
-	uint32_t posted;		/* (event thread) */
+	_Atomic uint32_t posted;
 	uint32_t nchunks, maxchunks;
 	struct rr_srq_chunk *chunks;	/* maxchunks */
 	pthread_mutex_t lock;		/* free_calls: any thread gives back */
@@ -493,8 +514,11 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd);
 /* After the grant: the pool grows to one client's window, within what the
  * budget has left. */
 void rr_srq_fit(struct rr_server *srv);
-/* Event thread: post every free pool buffer, growing the pool when it runs low. */
+/* evt[0]: post every free pool buffer, growing the pool when it runs low. */
 void rr_srq_refill(struct rr_server *srv);
+/* Any thread: buffers went back to the pool (or it runs low): refill it
+ * here on evt[0], or wake evt[0] to. */
+void rr_srq_kick(struct rr_server *srv);
 /* Any thread: a pool buffer is free again (posted at the next refill). */
 void rr_srq_put(struct rr_call_ctx *ctx);
 /* After the last connection is gone. */
@@ -564,14 +588,14 @@ bool rr_peer_key(const struct sockaddr_storage *ss, unsigned int prefix_v4,
 /* The peer of a connection request as rr_admit_peer counts it: its
  * address's prefix (Peer_Prefix_V4 / _V6), IPv4 as v4-mapped IPv6. */
 bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t ip[16]);
-/* Event thread, srv->lock held: may @ip open one more connection? */
+/* evt[0], srv->lock held: may @ip open one more connection? */
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16]);
 /* Event thread: count a refused connection request and log it (rate-limited). */
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
 		     const char *detail);
-/* Event thread, once a second: handshake, idle and Send timeouts, the log
- * summaries. */
-void rr_admit_tick(struct rr_server *srv);
+/* Each event thread, once a second: its connections' handshake, idle and
+ * Send timeouts; evt[0] also the log summaries. */
+void rr_admit_tick(struct rr_evt *e);
 /* Set-up: the rate-limited logs. */
 void rr_admit_init(struct rr_server *srv);
 /* After the event thread: log the events still held for a summary. */
@@ -608,6 +632,41 @@ int rr_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2,
  */
 #define RR_LISTEN_BACKLOG 4096
 
+/*
+ * One event thread (docs/threading.md): its own epoll, kick eventfd, timer
+ * and connections. evt[0] also takes the listener's CM events and owns the
+ * shared receive pool; a connection it accepts for another thread is handed
+ * over whole (adopt), and given back at its end for fab_conn_destroy (dead).
+ */
+struct rr_evt {
+	struct rr_server *srv;
+	unsigned int idx;
+	int epfd;
+	int kickfd;			/* eventfd: wake this thread */
+	int timerfd;			/* once a second: its connections' timeouts */
+	atomic_bool kick_pending;	/* a wake-up is written and not yet handled */
+	/* Connections other threads queued work on, each once, each holding a
+	 * reference: a wake-up visits these, not every connection. */
+	_Atomic(struct rr_handoff *) ready;
+	/* Accepted by evt[0] for this thread, through adopt_link. */
+	_Atomic(struct rr_handoff *) adopt;
+	/* evt[0] only: other threads' connections, freed but for what is the
+	 * CM channel's thread's to destroy (rr_conn_free). */
+	_Atomic(struct rr_handoff *) dead;
+	atomic_bool close_all;		/* device removed: close every connection */
+	/* adopt, dead or close_all has work: one test per wake-up for the three */
+	atomic_bool handover;
+	bool reads_starved;		/* a Read waits for a big buffer (this thread) */
+	struct rr_conn *conns;		/* its own, through evt_next (this thread) */
+	uint32_t nconns;		/* on conns (this thread) */
+	_Atomic uint32_t nclosing;	/* on conns and closing: rr_conn_reap has work */
+	_Atomic uint32_t load;		/* connections given to it and not freed */
+	pthread_t thread;
+	bool started;
+};
+
+#define RR_BIGPOOLS 4			/* devices (protection domains) per event thread */
+
 struct rr_server {
 	struct fab_fabric *fab;
 	struct rr_config cfg;
@@ -615,24 +674,21 @@ struct rr_server {
 	void *ctx;
 	struct fab_channel *ch;
 	struct fab_listener *listener;
-	int epfd;
-	int kickfd;			/* eventfd: wake the event thread */
-	atomic_bool kick_pending;	/* a wake-up is written and not yet handled */
-	/* Connections other threads queued work on, each once, each holding a
-	 * reference: a wake-up visits these, not every connection. */
-	_Atomic(struct rr_handoff *) ready;
-	bool reads_starved;		/* a Read waits for a big buffer (event thread) */
-	pthread_t thread;
+	struct rr_evt *evt;		/* [nevt]; evt[0] is the listener's */
+	unsigned int nevt;
+	unsigned int next_evt;		/* round robin among the least loaded (evt[0]) */
 	bool started;
 	_Atomic bool stopping;
+	atomic_bool dev_gone;		/* device removed: adopted connections close */
 
 	pthread_mutex_t lock;		/* conns list, bigpools, budget */
-	struct rr_conn *conns;
-	uint32_t nconns;
-	_Atomic uint32_t nclosing;	/* on the list and closing: rr_conn_reap has work */
+	struct rr_conn *conns;		/* every connection, through next/pprev */
+	_Atomic uint32_t nconns;	/* on conns; changed under lock */
 	uint64_t recv_mem_used;		/* all bytes counted against the budget */
-	struct rr_bigpool *bigpools[4];
-	unsigned int nbigpools;
+	/* Sink pools: per event thread (its connections only take from its
+	 * own: no lock between threads), per device. */
+	struct rr_bigpool *bigpools[RR_MAX_EVENT_THREADS][RR_BIGPOOLS];
+	unsigned int nbigpools[RR_MAX_EVENT_THREADS];
 	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
 	struct fab_pd *region_pd;
 	unsigned int nregions;
@@ -640,7 +696,6 @@ struct rr_server {
 	struct rr_srq *srq;		/* cfg.use_srq: the shared receive pool */
 	struct rr_served served;	/* what it serves with (rr_server_create) */
 
-	int timerfd;			/* once a second: timeouts, log summaries */
 	struct rr_ratelog refusals;
 	struct rr_ratelog conn_events;
 
@@ -667,6 +722,8 @@ void rr_listener_tick(struct rr_server *srv);
 /* Set-up: the first listen worked on @addr. */
 void rr_listener_init(struct rr_server *srv, const char *addr);
 
+/* Wake one event thread; every one of the server's. */
+void rr_evt_kick(struct rr_evt *e);
 void rr_server_kick(struct rr_server *srv);
 /*
  * Any thread, holding a reference to @c that this consumes: work was pushed
@@ -676,10 +733,10 @@ void rr_server_kick(struct rr_server *srv);
  */
 void rr_conn_kick(struct rr_conn *c);
 
-/* The server whose event thread this is (NULL on every other thread).
+/* The event thread this is (NULL on every other thread).
  * Initial-exec: the plugin is preloaded, so its TLS is static - a load,
  * not a __tls_get_addr call, on every test below. */
-extern _Thread_local struct rr_server *rr_this_event_thread
+extern _Thread_local struct rr_evt *rr_this_event_thread
 	__attribute__((tls_model("initial-exec")));
 
 /*
@@ -689,36 +746,55 @@ extern _Thread_local struct rr_server *rr_this_event_thread
  * per request. Other threads queue work and kick. True on @srv's event
  * thread, or before it runs (set-up is single-threaded).
  */
-static inline bool rr_on_event_thread(const struct rr_server *srv)
+static inline bool rr_on_conn_thread(const struct rr_conn *c)
 {
-	return !srv->started || rr_this_event_thread == srv;
+	return rr_this_event_thread == c->evt || !c->srv->started;
 }
 
-/* A big buffer was given back. Reads waiting for one are retried at the
- * next wake-up; on the event thread there may be none coming, so make one
- * (off it, the caller's hand-off wakes the event thread anyway). */
-static inline void rr_big_returned(struct rr_server *srv)
+/* True on evt[0], the listener's thread, or before the threads run. */
+static inline bool rr_on_listener_thread(const struct rr_server *srv)
 {
-	if (rr_on_event_thread(srv) && srv->reads_starved)
-		rr_server_kick(srv);
+	return !srv->started || rr_this_event_thread == srv->evt;
+}
+
+/* A big buffer of @c's was given back. Reads waiting for one are retried at
+ * the next wake-up; on its thread there may be none coming, so make one
+ * (off it, the caller's hand-off wakes that thread anyway). */
+static inline void rr_big_returned(struct rr_conn *c)
+{
+	if (rr_on_conn_thread(c) && c->evt->reads_starved)
+		rr_evt_kick(c->evt);
 }
 
 /* Event thread: build the Replies and post the chains other threads queued. */
 void rr_send_run_deferred(struct rr_conn *c);
-struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct fab_pd *pd);
-int rr_server_epoll_add(struct rr_server *srv, int fd, void *tag);
-void rr_server_epoll_del(struct rr_server *srv, int fd);
+/* @e's sink pool on @pd, made (and filled a little) on first use. */
+struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, struct fab_pd *pd);
+int rr_evt_epoll_add(struct rr_evt *e, int fd, void *tag);
+void rr_evt_epoll_del(struct rr_evt *e, int fd);
+/* evt[0], after the accept: @c goes to its home thread (or stays here). */
+void rr_conn_hand_over(struct rr_conn *c);
+/* An event thread for a new connection: the least loaded. */
+struct rr_evt *rr_server_pick_evt(struct rr_server *srv);
 
 /* connection stages */
 void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *ev);
 void rr_conn_cm_event(struct rr_conn *c, const struct fab_cm_event *ev);
+/* Accepting to up, once: its ESTABLISHED, or its first message if that
+ * comes first (its thread). */
+void rr_conn_established(struct rr_conn *c);
 void rr_conn_close(struct rr_conn *c, const char *why);
 /* Everything a connection holds, and the connection (rr_conn.c). */
 void rr_conn_free(struct rr_conn *c);
 void rr_conn_get(struct rr_conn *c);
 void rr_conn_put(struct rr_conn *c);
-/* Reap connections whose references are gone (event thread). */
-void rr_conn_reap(struct rr_server *srv);
+/* Off the server's list, its budget and counters given back (rr_conn_free
+ * follows). */
+void rr_conn_forget(struct rr_conn *c);
+/* Reap connections whose references are gone (@e's thread). */
+void rr_conn_reap(struct rr_evt *e);
+/* The CM events evt[0] handed over (cm_pending), on @c's thread. */
+void rr_conn_cm_pending(struct rr_conn *c);
 void rr_conn_poll_cq(struct rr_conn *c);
 
 /* receive stages */

@@ -69,13 +69,18 @@ void rr_listener_device_lost(struct rr_server *srv, const struct fab_cm_event *e
 	set_health(srv, false, why);
 	rr_log("%s: RDMA device removed: closing %u connection(s) and the listener; "
 	       "listening again every %d s",
-	       srv->listen_addr, srv->nconns, RR_RELISTEN_S);
+	       srv->listen_addr, atomic_load(&srv->nconns), RR_RELISTEN_S);
 	if (srv->listener) {
 		fab_listener_destroy(srv->listener);
 		srv->listener = NULL;
 	}
-	for (struct rr_conn *c = srv->conns; c; c = c->next)
-		rr_conn_close(c, "device removed");
+	/* Each event thread closes its own; one handed over later, at once. */
+	atomic_store(&srv->dev_gone, true);
+	for (unsigned int i = 0; i < srv->nevt; i++) {
+		atomic_store(&srv->evt[i].close_all, true);
+		atomic_store(&srv->evt[i].handover, true);
+		rr_evt_kick(&srv->evt[i]);
+	}
 }
 
 /* Step 2: nothing of ours may stay registered on the dead device. */
@@ -90,12 +95,14 @@ static void release_device(struct rr_server *srv)
 	}
 	srv->region_pd = NULL;
 	pthread_mutex_lock(&srv->lock);
-	for (unsigned int i = 0; i < srv->nbigpools; i++) {
-		/* No connection is left, so no Read holds one of these. */
-		rr_big_destroy(srv->bigpools[i]);
-		srv->bigpools[i] = NULL;
+	for (unsigned int e = 0; e < srv->nevt; e++) {
+		for (unsigned int i = 0; i < srv->nbigpools[e]; i++) {
+			/* No connection is left, so no Read holds one of these. */
+			rr_big_destroy(srv->bigpools[e][i]);
+			srv->bigpools[e][i] = NULL;
+		}
+		srv->nbigpools[e] = 0;
 	}
-	srv->nbigpools = 0;
 	pthread_mutex_unlock(&srv->lock);
 	srv->dev_released = true;
 	rr_log("%s: everything registered on the removed device is released", srv->listen_addr);
@@ -138,7 +145,7 @@ void rr_listener_tick(struct rr_server *srv)
 	if (!srv->dev_lost || atomic_load(&srv->stopping))
 		return;
 	if (!srv->dev_released) {
-		if (srv->nconns)
+		if (atomic_load(&srv->nconns))
 			return; /* their calls are still out: rr_conn_reap frees them */
 		release_device(srv);
 		clock_gettime(CLOCK_MONOTONIC, &srv->relisten_at); /* try at once */
@@ -174,6 +181,7 @@ void rr_listener_tick(struct rr_server *srv)
 	}
 	reregister_regions(srv);
 	srv->dev_lost = false;
+	atomic_store(&srv->dev_gone, false);
 	set_health(srv, true, "");
 	rr_log("%s: RDMA device back: listening again", srv->listen_addr);
 }

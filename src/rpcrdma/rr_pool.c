@@ -187,15 +187,47 @@ static void sink_shape(const struct rr_config *cfg, struct sink_shape *s)
 	s->prealloc = s->shared < RR_BIG_PREALLOC ? s->shared : RR_BIG_PREALLOC;
 }
 
+/*
+ * One event thread's share of it (each has a pool of its own, so that no
+ * lock is taken between them): the shared part, the small classes and the
+ * up-front buffers divided among the threads, never below one slab, one
+ * buffer, or what one connection needs for a whole Call's chunks. The
+ * reserves stay every connection's: a connection is on one thread only.
+ */
+static void sink_shape_evt(const struct rr_config *cfg, struct sink_shape *s)
+{
+	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
+	uint32_t min_shared = cfg->limits.max_read_chunks > RR_SINK_RESERVE_BIG
+				  ? cfg->limits.max_read_chunks - RR_SINK_RESERVE_BIG
+				  : 1;
+	uint32_t reserve;
+
+	sink_shape(cfg, s);
+	if (n == 1)
+		return;
+	reserve = s->big_max - s->shared - (cfg->sink_mem_max ? 0 : s->prealloc);
+	for (unsigned int i = 0; i < s->nsmall; i++)
+		s->small_slabs[i] = s->small_slabs[i] / n ? s->small_slabs[i] / n : 1;
+	if (s->shared > min_shared)
+		s->shared = s->shared / n > min_shared ? s->shared / n : min_shared;
+	s->prealloc = s->prealloc / n ? s->prealloc / n : 1;
+	if (s->prealloc > s->shared)
+		s->prealloc = s->shared;
+	s->big_max = s->shared + reserve + (cfg->sink_mem_max ? 0 : s->prealloc);
+}
+
 uint64_t rr_big_bound_bytes(const struct rr_config *cfg)
 {
+	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
 	struct sink_shape s;
-	uint64_t bytes;
+	uint64_t bytes, reserve;
 
-	sink_shape(cfg, &s);
-	bytes = (uint64_t)s.big * s.big_max;
+	sink_shape_evt(cfg, &s);
+	/* Each thread's pool, but every connection's reserve once. */
+	reserve = (uint64_t)RR_SINK_RESERVE_BIG * cfg->max_conns;
+	bytes = (uint64_t)s.big * ((uint64_t)n * (s.big_max - reserve) + reserve);
 	for (unsigned int i = 0; i < s.nsmall; i++)
-		bytes += (uint64_t)RR_SINK_SLAB * s.small_slabs[i];
+		bytes += (uint64_t)n * RR_SINK_SLAB * s.small_slabs[i];
 	return bytes;
 }
 
@@ -207,7 +239,7 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
 
 	if (!bp)
 		return NULL;
-	sink_shape(cfg, &s);
+	sink_shape_evt(cfg, &s);
 	bp->pd = pd;
 	bp->buf_size = s.big;
 	for (unsigned int i = 0; i < s.nsmall && !ret; i++) {

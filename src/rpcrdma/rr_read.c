@@ -166,7 +166,7 @@ static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 			break; /* out of buffers, the window full, or the queue empty */
 	}
 	if (starved)
-		c->srv->reads_starved = true; /* retried at the next wake-up */
+		c->evt->reads_starved = true; /* retried at the next wake-up */
 }
 
 static void add_iov(struct rr_call_ctx *ctx, const void *base, size_t len)

@@ -80,7 +80,7 @@ void rr_recv_refill(struct rr_conn *c)
 	uint32_t batch = c->srv->cfg.recv_batch ? c->srv->cfg.recv_batch : 1;
 
 	if (c->srq) {
-		rr_srq_refill(c->srv);
+		rr_srq_kick(c->srv);
 		return;
 	}
 	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
@@ -115,10 +115,10 @@ static bool recv_taken(struct rr_conn *c, struct rr_call_ctx *ctx, const struct 
 	bool overrun = false;
 
 	if (ctx->srq) {
-		/* The pool's counters are the event thread's; srq_held is shared
+		/* The pool's counters are shared by the event threads; srq_held
 		 * with rr_call_free on any thread. */
-		if (--ctx->srq->posted < ctx->srq->low_water)
-			ctx->srq->starved = true;
+		if (atomic_fetch_sub(&ctx->srq->posted, 1) - 1 < atomic_load(&ctx->srq->low_water))
+			atomic_store(&ctx->srq->starved, true);
 		ctx->conn = c;
 		pthread_mutex_lock(&c->lock);
 		overrun = ++c->srq_held > c->srq_held_max;
@@ -183,6 +183,10 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 
 	if (!recv_taken(c, ctx, wc))
 		return;
+	/* A message: the client's side is connected, whether or not our
+	 * ESTABLISHED got through the listener's thread yet (IB's COMM_EST). */
+	if (c->state == RR_CONN_ACCEPTING)
+		rr_conn_established(c);
 	ctx->recv_len = wc->byte_len;
 	rr_recv_refill(c);
 

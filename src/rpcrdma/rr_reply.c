@@ -488,12 +488,12 @@ int rr_reply(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	struct rr_call_ctx *ctx = (struct rr_call_ctx *)call;
 	struct rr_conn *c = ctx->conn;
 
-	if (rr_on_event_thread(c->srv))
+	if (rr_on_conn_thread(c))
 		return reply_now(call, iov, iovcnt, plan, done, done_arg);
 	/*
 	 * Another thread: keep the description (not the bytes, which stay
 	 * the caller's until done) and let the event thread build and post
-	 * it - no other thread may post (rr_on_event_thread says why).
+	 * it - no other thread may post (rr_on_conn_thread says why).
 	 */
 	reply_keep(ctx, iov, iovcnt, plan, done, done_arg);
 	/* Once pushed, the event thread may send it and release the call's

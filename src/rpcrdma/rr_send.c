@@ -217,7 +217,7 @@ void rr_send_ctx_release(struct rr_send_ctx *s)
 	s->nlent = 0;
 	for (unsigned int i = 0; i < s->nbounce; i++) {
 		rr_big_put(c->big, c, s->bounce_ref[i]);
-		rr_big_returned(c->srv);
+		rr_big_returned(c);
 	}
 	s->nbounce = 0;
 	if (s->done)
@@ -316,7 +316,7 @@ static bool post_chain(struct rr_conn *c, struct rr_send_ctx *s)
 void rr_send_post(struct rr_conn *c, struct rr_send_ctx *s)
 {
 	s->rw.wr[s->rw.nwr - 1].next = NULL;
-	if (!rr_on_event_thread(c->srv)) {
+	if (!rr_on_conn_thread(c)) {
 		rr_conn_get(c); /* once pushed, c may otherwise go at any time */
 		rr_handoff_push(&c->offthread_sends, &s->handoff);
 		rr_conn_kick(c);

@@ -8,8 +8,9 @@
  * window (credits + backchannel + batch) when the first client connects,
  * and, whenever fewer than low_water (a quarter of the pool) receives were
  * left posted, doubles (one registration per step) up to an explicit bound; it never shrinks, so
- * steady state registers nothing. Buffers are posted only here, on the event thread; any thread
- * gives one back with rr_srq_put. Credits stay per connection: a client
+ * steady state registers nothing. Buffers are posted only here, on evt[0] (the listener's event
+ * thread, which makes and grows the pool too); any thread gives one back with rr_srq_put, and
+ * another event thread's connections wake evt[0] to post it again (rr_srq_kick). Credits stay per connection: a client
  * within its grant may still meet a momentarily empty SRQ, which its RNR
  * retries (accepted with rnr_retry_count 7) turn into a delay.
  */
@@ -106,7 +107,8 @@ static int srq_add(struct rr_srq *q, uint32_t want)
 	q->nchunks++;
 	q->nbufs += n;
 	/* A quarter of the pool: a bigger pool serves more connections at once. */
-	q->low_water = q->nbufs / 4 > q->chunk / 2 ? q->nbufs / 4 : (q->chunk + 1) / 2;
+	atomic_store(&q->low_water,
+		     q->nbufs / 4 > q->chunk / 2 ? q->nbufs / 4 : (q->chunk + 1) / 2);
 	return 0;
 }
 
@@ -159,7 +161,7 @@ struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd)
 		return NULL;
 	}
 	q->chunk = q->bound < RR_SRQ_START ? q->bound : RR_SRQ_START;
-	q->low_water = (q->chunk + 1) / 2;
+	atomic_store(&q->low_water, (q->chunk + 1) / 2);
 	/* A device may offer a shallower SRQ than asked: take what it gives. */
 	for (depth = q->bound;; depth /= 2) {
 		ret = fab_srq_create(pd, depth, 1, &q->fsrq);
@@ -237,7 +239,7 @@ static void srq_post_list(struct rr_srq *q, struct rr_call_ctx *list)
 
 			rr_log("shared receive queue: posting failed: %s (%s)", strerror(-ret),
 			       fab_last_error());
-			q->posted += done;
+			atomic_fetch_add(&q->posted, (uint32_t)done);
 			for (int i = done; i < n; i++)
 				rr_srq_put(batch[i]);
 			while (list) {
@@ -248,7 +250,7 @@ static void srq_post_list(struct rr_srq *q, struct rr_call_ctx *list)
 			}
 			return;
 		}
-		q->posted += n;
+		atomic_fetch_add(&q->posted, (uint32_t)n);
 	}
 }
 
@@ -267,12 +269,22 @@ void rr_srq_refill(struct rr_server *srv)
 		srq_post_list(q, list);
 		/* Most buffers held by calls in progress (now, or at a completion
 		 * since the last refill): the load needs more. */
-		if ((q->posted >= q->low_water && !q->starved) || q->nbufs >= q->bound ||
-		    srq_grow(q))
+		if ((atomic_load(&q->posted) >= atomic_load(&q->low_water) &&
+		     !atomic_load(&q->starved)) ||
+		    q->nbufs >= q->bound || srq_grow(q))
 			break;
-		q->starved = false;
+		atomic_store(&q->starved, false);
 	}
-	q->starved = false;
+	atomic_store(&q->starved, false);
+}
+
+/* Out of line: keeps the SRQ-less receive path's code as it was. */
+__attribute__((noinline)) void rr_srq_kick(struct rr_server *srv)
+{
+	if (rr_on_listener_thread(srv))
+		rr_srq_refill(srv);
+	else
+		rr_evt_kick(srv->evt);
 }
 
 void rr_srq_put(struct rr_call_ctx *ctx)

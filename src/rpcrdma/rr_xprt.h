@@ -92,8 +92,20 @@ struct rr_config {
 	 * finds no sink waits for one, as it does at the default bound.
 	 */
 	uint64_t sink_mem_max;
+	/*
+	 * Event threads (Event_Threads): connections are spread over this
+	 * many, each with its own epoll, completions, send queues and sink
+	 * pool (docs/threading.md). rr_config_default takes it from the cores
+	 * (rr_event_threads_default).
+	 */
+	uint32_t event_threads;
 	struct rr_hdr_limits limits;
 };
+
+#define RR_MAX_EVENT_THREADS 64
+/* Default Event_Threads: half the cores this process may run on, 1 to 4
+ * (docs/threading.md says why). */
+uint32_t rr_event_threads_default(void);
 
 #define RR_SRQ_START 4		/* receives registered when the first client connects */
 #define RR_SRQ_MIN_DEPTH 32

@@ -79,7 +79,7 @@ static void on_done(void *arg)
 
 static void do_reply(struct msg *m)
 {
-	struct rr_server *self = rr_this_event_thread;
+	struct rr_evt *self = rr_this_event_thread;
 
 	m->replied = true;
 	/* a worker thread's Reply: handed to the event thread (rr_reply's
@@ -153,15 +153,16 @@ static void setup_once(void)
 	cfg.recv_batch = 2;
 	cfg.inline_size = RRF_INLINE;
 	cfg.limits.max_chunk_bytes = RRF_MAX_CHUNK_BYTES;
+	cfg.event_threads = 1; /* this thread plays the one */
 	CHECK(rr_server_create(&F.fab, "fuzz", &cfg, &ops, NULL, &srv) == 0);
 	region = aligned_alloc(4096, RRF_REGION_LEN);
 	CHECK(region != NULL);
 	CHECK(rr_server_add_region(srv, region, RRF_REGION_LEN) == 0);
-	/* No event thread: this one plays it (rr_on_event_thread), a wake-up
+	/* No event thread: this one plays it (rr_on_conn_thread), a wake-up
 	 * is never written, and the driver does the wake-up's work. */
 	srv->started = true;
-	rr_this_event_thread = srv;
-	atomic_store(&srv->kick_pending, true);
+	rr_this_event_thread = &srv->evt[0];
+	atomic_store(&srv->evt[0].kick_pending, true);
 }
 
 struct in {
@@ -193,8 +194,8 @@ static unsigned int big_all_free(void)
 {
 	unsigned int regs = 0;
 
-	for (unsigned int i = 0; i < srv->nbigpools; i++) {
-		const struct rr_bigpool *bp = srv->bigpools[i];
+	for (unsigned int i = 0; i < srv->nbigpools[0]; i++) {
+		const struct rr_bigpool *bp = srv->bigpools[0][i];
 
 		CHECK(atomic_load(&bp->shared_used) == 0);
 		for (unsigned int c = 0; c < bp->nclass; c++) {
@@ -215,7 +216,7 @@ static unsigned int big_all_free(void)
 /* The event thread's wake-up work (rr_server.c handle_kick). */
 static void kick_work(struct rr_conn *c)
 {
-	for (struct rr_handoff *h = rr_handoff_take(&srv->ready); h;) {
+	for (struct rr_handoff *h = rr_handoff_take(&srv->evt[0].ready); h;) {
 		struct rr_conn *q = RR_CONTAINER_OF(h, struct rr_conn, ready_link);
 
 		h = h->next;
@@ -233,8 +234,8 @@ static void kick_work(struct rr_conn *c)
 		rr_recv_refill(c);
 		rr_read_pump(c);
 	}
-	if (srv->reads_starved) {
-		srv->reads_starved = false;
+	if (srv->evt[0].reads_starved) {
+		srv->evt[0].reads_starved = false;
 		if (c->state != RR_CONN_CLOSING)
 			rr_read_pump(c);
 	}
@@ -400,7 +401,7 @@ static void teardown(struct rr_conn *c)
 	rr_conn_close(c, "fuzz: closing");
 	F.limit = UINT32_MAX;
 	for (int i = 0; i < 16 && srv->conns; i++)
-		rr_conn_reap(srv);
+		rr_conn_reap(&srv->evt[0]);
 	CHECK(srv->conns == NULL && srv->nconns == 0);
 	CHECK(F.conn == NULL && F.cq == NULL);
 	check_pools(0);

@@ -308,6 +308,9 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 		r << "\tInline_Threshold = " << o.inline_threshold << ";\n";
 	if (!stats_path.empty())
 		r << "\tStats_Socket = " << stats_path << ";\n";
+	/* The suites again over several event threads (docs/threading.md). */
+	if (getenv("RPCRDMA_TEST_EVENT_THREADS") && o.extra_rdma.find("Event_Threads") == std::string::npos)
+		r << "\tEvent_Threads = " << atoi(getenv("RPCRDMA_TEST_EVENT_THREADS")) << ";\n";
 	r << o.extra_rdma << "}\n";
 	if (o.rdma_in_include) {
 		std::ofstream f(dir + "/rdma.conf");

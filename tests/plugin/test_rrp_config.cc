@@ -14,6 +14,8 @@
 extern "C" {
 #include "plugin/rrp_config.h"
 }
+#include "rpcrdma/rr_xprt.h"
+
 
 namespace {
 
@@ -68,6 +70,38 @@ TEST(RrpConfig, DefaultsMatchTheSample)
 	EXPECT_EQ(c.stats_socket_mode, 0600u); /* root only */
 	EXPECT_STREQ(c.stats_socket_group, "");
 	EXPECT_EQ(c.nfs_port, 2049);
+}
+
+/*
+ * A key decided at start-up and not set takes the engine's own default;
+ * Event_Threads is 32 bits wide, so the "not set" mark is stored cut to 32
+ * bits and must still read as not set (it once reached the engine as
+ * 4294967295 threads, and every plugin test's ganesha refused to serve).
+ */
+TEST(RrpConfig, AutoKeysNotSetTakeTheEnginesDefault)
+{
+	rrp_config c;
+	rr_config e;
+	std::string err;
+
+	ASSERT_EQ(parse("RDMA { Credits = 8; }", &c, &err), 0) << err;
+	EXPECT_EQ(rrp_key_get(&c, rrp_key_find("RDMA", "Event_Threads")), RRP_KEY_AUTO);
+	rr_config_default(&e);
+	rrp_config_engine(&c, &e);
+	EXPECT_EQ(e.event_threads, rr_event_threads_default());
+	EXPECT_GE(e.event_threads, 1u);
+	EXPECT_LE(e.event_threads, 4u);
+	EXPECT_EQ(e.credits, 8u);
+
+	ASSERT_EQ(parse("RDMA { Event_Threads = 3; }", &c, &err), 0) << err;
+	rr_config_default(&e);
+	rrp_config_engine(&c, &e);
+	EXPECT_EQ(e.event_threads, 3u);
+
+	std::string bad;
+	EXPECT_NE(parse("RDMA { Event_Threads = 0; }", &c, &bad), 0);
+	EXPECT_NE(bad.find("Event_Threads"), std::string::npos) << bad;
+	EXPECT_NE(parse("RDMA { Event_Threads = 65; }", &c, &bad), 0);
 }
 
 TEST(RrpConfig, EveryKeyInGaneshaSyntax)

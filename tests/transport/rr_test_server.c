@@ -8,7 +8,10 @@
  *                       [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]
  *                       [--max-per-peer N] [--handshake-timeout S] [--idle-timeout S]
  *                       [--send-timeout S] [--peer-prefix-v4 BITS] [--peer-prefix-v6 BITS]
+ *                       [--sink-mem BYTES] [--event-threads N]
  *
+ * Event threads: 1 unless --event-threads or RPCRDMA_TEST_EVENT_THREADS
+ * says otherwise.
  * Opens the fabric named by RPCRDMA_FABRIC (default soft; RPCRDMA_SOFT_FAULT
  * applies), listens on ADDR, prints "READY" on stdout, then reads commands
  * on stdin: "stats" prints the server's rr_server_stats as one JSON line;
@@ -775,7 +778,8 @@ static int usage(void)
 			"                      [--max-per-peer N] [--handshake-timeout S] "
 			"[--idle-timeout S]\n"
 			"                      [--send-timeout S] [--peer-prefix-v4 BITS] "
-			"[--peer-prefix-v6 BITS]\n");
+			"[--peer-prefix-v6 BITS]\n"
+			"                      [--sink-mem BYTES] [--event-threads N]\n");
 	return 2;
 }
 
@@ -800,6 +804,11 @@ int main(int argc, char **argv)
 		return usage();
 	rr_set_log_sink(log_line);
 	rr_config_default(&cfg);
+	/* One event thread unless asked: the suites run again with more
+	 * (tests/transport/CMakeLists.txt, RPCRDMA_TEST_EVENT_THREADS). */
+	cfg.event_threads = 1;
+	if (getenv("RPCRDMA_TEST_EVENT_THREADS"))
+		cfg.event_threads = (uint32_t)strtoul(getenv("RPCRDMA_TEST_EVENT_THREADS"), NULL, 0);
 	/* Options come in pairs: --name value. */
 	for (int i = 2; i < argc; i += 2) {
 		if (i + 1 >= argc)
@@ -834,6 +843,8 @@ int main(int argc, char **argv)
 			cfg.limits.max_chunk_bytes = (uint32_t)v; /* also sizes the big buffers */
 		else if (!strcmp(argv[i], "--sink-mem"))
 			cfg.sink_mem_max = (uint64_t)v;
+		else if (!strcmp(argv[i], "--event-threads"))
+			cfg.event_threads = (uint32_t)v;
 		else
 			return usage();
 	}
