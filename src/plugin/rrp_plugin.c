@@ -60,7 +60,9 @@ static const int gsh_level[] = {
 void rrp_log_at(enum rrp_log_level level, const char *func, const char *fmt, ...)
 {
 	int niv = gsh_level[level];
-	char line[512];
+	/* The longest line, RLIMIT_MEMLOCK's, runs past 600 bytes with a
+	 * long listener path; ganesha's own buffer (LOG_BUFF_LEN) is 2048. */
+	char line[1024];
 	va_list ap;
 
 	pthread_once(&gsh_log.once, gsh_log_find);

@@ -90,7 +90,10 @@ TEST_F(EvtThreads, EachThreadRuns)
 
 	for (int i = 0; i < kThreads; i++)
 		want.insert("rpcrdma-event" + std::to_string(i));
-	EXPECT_EQ(thread_names(srv.pid(), "rpcrdma-event"), want);
+	/* each thread names itself as it starts, which READY does not wait for */
+	std::set<std::string> seen;
+	eventually([&] { return (seen = thread_names(srv.pid(), "rpcrdma-event")) == want; });
+	EXPECT_EQ(seen, want);
 }
 
 /*
