@@ -73,8 +73,10 @@ else
 	BASE=$((30000 + ($$ % 5000) * 4))
 	NFS_PORT=$BASE MNT_PORT=$((BASE + 1)) NLM_PORT=$((BASE + 2)) RQ_PORT=$((BASE + 3))
 fi
+# The key table lives in the core module beside the preloaded library.
 STATS_LINE=
-strings "$PLUGIN" 2>/dev/null | grep -q '^Stats_Socket$' && STATS_LINE="Stats_Socket = $DIR/stats.sock;"
+cat "$PLUGIN" "$(dirname "$PLUGIN")/librpcrdma_core.so" 2>/dev/null | strings |
+	grep -q '^Stats_Socket$' && STATS_LINE="Stats_Socket = $DIR/stats.sock;"
 cat >"$DIR/ganesha.conf" <<EOF
 NFS_CORE_PARAM {
 	NFS_Port = $NFS_PORT; MNT_Port = $MNT_PORT; NLM_Port = $NLM_PORT; Rquota_Port = $RQ_PORT;
