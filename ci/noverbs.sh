@@ -4,7 +4,7 @@
 # librdmacm headers that stop the compiler (#error) ahead of the real ones,
 # checks that no link line names either library, then runs the tests that do
 # not need a verbs device. Usage: ci/noverbs.sh [jobs] [ctest label regex]
-# [build folders: all by default; e.g. "src tools tests/codec" builds what
+# [build folders: all by default; e.g. "src/fabric tests/codec" builds what
 # those folders define and what it needs (Unix Makefiles)]
 set -eu
 cd "$(dirname "$0")/.."

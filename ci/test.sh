@@ -42,7 +42,7 @@ ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300 -LE interop
 # plugin and soak run above on the same soft fabric (the whole tree: about
 # 12 minutes on 2 shared cores; this: see the closing note of #34).
 echo "== gcc build without the verbs provider (ci/noverbs.sh)"
-./ci/noverbs.sh "$jobs" 'codec|fabric|ulb' 'src tools tests/codec tests/fabric tests/ulb'
+./ci/noverbs.sh "$jobs" 'codec|fabric|ulb' 'src/fabric src/rpcrdma src/ulb src/plugin tools tests/codec tests/fabric tests/ulb'
 
 echo "== bench, quick mode (bounded, no thresholds: figures only)"
 RPCRDMA_BENCH_OUT=$PWD/build/bench-quick.md bench/run.sh --quick
