@@ -187,6 +187,32 @@ TEST_F(SinksCapped, HoardersStayWithinTheCapOthersServed)
 		EXPECT_TRUE(h->connected()) << "a connection over the cap is only made to wait";
 }
 
+/* Peer @b RDMA-Writes @len bytes of 0xEE to @addr by @key; true once the
+ * Write completed, its status in *@status. */
+bool peer_writes(Requester *b, uint64_t addr, uint32_t key, size_t len, int *status)
+{
+	RegionP src = b->reg(len, FAB_ACCESS_LOCAL_WRITE, 0xEE);
+	fab_sge sge = {};
+	sge.addr = src->p;
+	sge.length = uint32_t(len);
+	sge.lkey = src->mr->lkey;
+	fab_send_wr wr = {};
+	wr.wr_id = Requester::kTestWrBase;
+	wr.opcode = FAB_WR_RDMA_WRITE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.signaled = true;
+	wr.remote_addr = addr;
+	wr.rkey = key;
+	fab_send_wr *bad = nullptr;
+	if (fab_post_send(b->conn(), &wr, &bad))
+		return false;
+	return eventually([&] {
+		b->progress(0);
+		return b->completion_of(wr.wr_id, status);
+	});
+}
+
 /*
  * A sink is registered for local write only: the RDMA Read response is the
  * only thing that writes it. Another client that learned (or guessed) a
@@ -217,26 +243,10 @@ TEST_F(Sinks, PeerRdmaWriteIntoASinkFails)
 	std::map<std::string, uint64_t> st = srv.stats();
 	ASSERT_NE(st["last_sink_addr"], 0u);
 
-	RegionP src = b->reg(d.size(), FAB_ACCESS_LOCAL_WRITE, 0xEE);
-	fab_sge sge = {};
-	sge.addr = src->p;
-	sge.length = uint32_t(d.size());
-	sge.lkey = src->mr->lkey;
-	fab_send_wr wr = {};
-	wr.wr_id = Requester::kTestWrBase;
-	wr.opcode = FAB_WR_RDMA_WRITE;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.signaled = true;
-	wr.remote_addr = st["last_sink_addr"];
-	wr.rkey = uint32_t(st["last_sink_key"]);
-	fab_send_wr *bad = nullptr;
-	ASSERT_EQ(fab_post_send(b->conn(), &wr, &bad), 0);
 	int status = FAB_WC_SUCCESS;
-	ASSERT_TRUE(eventually([&] {
-		b->progress(0);
-		return b->completion_of(wr.wr_id, &status);
-	})) << "the RDMA Write never completed";
+	ASSERT_TRUE(peer_writes(b, st["last_sink_addr"], uint32_t(st["last_sink_key"]), d.size(),
+				&status))
+	    << "the RDMA Write never completed";
 	/* REM_ACCESS_ERR, or a flush: the server closes the connection its QP
 	 * error broke, and on the soft fabric a connection destroyed before its
 	 * writer thread sent the NAK takes the NAK with it. Either way the Write
@@ -288,26 +298,10 @@ TEST_F(Sinks, NoOtherPeerReachesASinkWhileItsReadIsInFlight)
 	})) << "the server posted no Read";
 	EXPECT_EQ(st["ul_calls"], st0["ul_calls"]) << "the Read was not held in flight";
 
-	RegionP src = b->reg(d.size(), FAB_ACCESS_LOCAL_WRITE, 0xEE);
-	fab_sge sge = {};
-	sge.addr = src->p;
-	sge.length = uint32_t(d.size());
-	sge.lkey = src->mr->lkey;
-	fab_send_wr wr = {};
-	wr.wr_id = Requester::kTestWrBase;
-	wr.opcode = FAB_WR_RDMA_WRITE;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.signaled = true;
-	wr.remote_addr = st["fab_read_sink_addr"];
-	wr.rkey = uint32_t(st["fab_read_sink_key"]);
-	fab_send_wr *bad = nullptr;
-	ASSERT_EQ(fab_post_send(b->conn(), &wr, &bad), 0);
 	int status = FAB_WC_SUCCESS;
-	ASSERT_TRUE(eventually([&] {
-		b->progress(0);
-		return b->completion_of(wr.wr_id, &status);
-	})) << "the RDMA Write never completed";
+	ASSERT_TRUE(peer_writes(b, st["fab_read_sink_addr"], uint32_t(st["fab_read_sink_key"]),
+				d.size(), &status))
+	    << "the RDMA Write never completed";
 	EXPECT_TRUE(status == FAB_WC_REM_ACCESS_ERR || status == FAB_WC_WR_FLUSH_ERR)
 	    << "an RDMA Write into another connection's sink in flight completed with status "
 	    << status << " on " << rr_test_device_name();
