@@ -58,7 +58,8 @@ struct rrp_host_ops {
 	bool bc_client_xprt;
 
 	/* Transports: the xp_control requests this ntirpc adds (true if
-	 * answered), and the host's verdict on a new transport. */
+	 * answered), and the host's verdict on a new transport. NULL: the
+	 * release adds no request, and admits every transport. */
 	bool (*xp_control)(struct xp_ops *ops, u_int rq, void *in);
 	bool (*xprt_admitted)(SVCXPRT *xprt);
 };

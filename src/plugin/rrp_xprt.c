@@ -368,7 +368,8 @@ static bool x_control(SVCXPRT *xprt, const u_int rq, void *in)
 		XP(xprt)->ops.xp_free_user_data = (svc_xprt_fun_t)in;
 		return true;
 	default:
-		return rrp_host_ops.xp_control(&XP(xprt)->ops, rq, in);
+		return rrp_host_ops.xp_control &&
+		       rrp_host_ops.xp_control(&XP(xprt)->ops, rq, in);
 	}
 }
 
@@ -427,7 +428,7 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 
 	/* ganesha's NFS rendezvous sets process_cb (nfs_rpc_valid_NFS). */
 	rrp_host.nfs_rendezvous(&x->xprt);
-	if (!rrp_host_ops.xprt_admitted(&x->xprt)) {
+	if (rrp_host_ops.xprt_admitted && !rrp_host_ops.xprt_admitted(&x->xprt)) {
 		/* its Calls are dropped; the client's retransmission timer and
 		 * the engine's idle bound end the connection */
 		x->host_refused = true;

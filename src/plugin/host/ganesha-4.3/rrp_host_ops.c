@@ -5,22 +5,6 @@
  */
 #include "plugin/rrp_host.h"
 
-/* xp_ops has nothing beyond what rrp_xprt.c sets. */
-static bool xp_control(struct xp_ops *ops, u_int rq, void *in)
-{
-	(void)ops;
-	(void)rq;
-	(void)in;
-	return false;
-}
-
-/* No remote-address callback: a connection is ganesha's once rendezvous ran. */
-static bool xprt_admitted(SVCXPRT *xprt)
-{
-	(void)xprt;
-	return true;
-}
-
 const struct rrp_host_ops rrp_host_ops = {
 	.name = "nfs-ganesha 4.3 / libntirpc 4.3",
 	/* nfs3_read.c: gsh_malloc(RNDUP(count)); nfs4_op_read.c:
@@ -35,6 +19,9 @@ const struct rrp_host_ops rrp_host_ops = {
 	.enc_split_tail = false,
 	/* ntirpc 4.3 has no clnt_vc_get_client_xprt. */
 	.bc_client_xprt = false,
-	.xp_control = xp_control,
-	.xprt_admitted = xprt_admitted,
+	/* xp_ops has nothing beyond what rrp_xprt.c sets, and no
+	 * remote-address callback: a connection is ganesha's once rendezvous
+	 * ran. */
+	.xp_control = NULL,
+	.xprt_admitted = NULL,
 };

@@ -5,22 +5,6 @@
  */
 #include "plugin/rrp_host.h"
 
-/* xp_ops has nothing beyond what rrp_xprt.c sets. */
-static bool xp_control(struct xp_ops *ops, u_int rq, void *in)
-{
-	(void)ops;
-	(void)rq;
-	(void)in;
-	return false;
-}
-
-/* No remote-address callback: a connection is ganesha's once rendezvous ran. */
-static bool xprt_admitted(SVCXPRT *xprt)
-{
-	(void)xprt;
-	return true;
-}
-
 const struct rrp_host_ops rrp_host_ops = {
 	.name = "nfs-ganesha 5.9 / libntirpc 5.8",
 	/* As 4.3: nfs3_read.c: gsh_malloc(RNDUP(count)); nfs4_op_read.c:
@@ -36,6 +20,9 @@ const struct rrp_host_ops rrp_host_ops = {
 	/* ntirpc 5.8 has clnt_vc_get_client_xprt; ntirpc's own reads a
 	 * private record ours has not, should ganesha call it on our CLIENT. */
 	.bc_client_xprt = true,
-	.xp_control = xp_control,
-	.xprt_admitted = xprt_admitted,
+	/* xp_ops has nothing beyond what rrp_xprt.c sets, and no
+	 * remote-address callback: a connection is ganesha's once rendezvous
+	 * ran. */
+	.xp_control = NULL,
+	.xprt_admitted = NULL,
 };
