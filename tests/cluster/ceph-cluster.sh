@@ -12,6 +12,8 @@
 #   ceph-cluster.sh stop DIR    kill the daemons (only the ones started here,
 #                               by their pid files), remove DIR
 #
+# With CEPH_CLUSTER_OWNER=PID in the environment, start leaves a watcher
+# that stops the cluster once process PID is gone.
 # The daemons bind 127.0.0.1 on Ceph's standard ports of the caller's network
 # namespace: run it in one of its own (the cluster tests unshare theirs, see
 # docs/cluster.md) so that a second run or a real Ceph on the host cannot
@@ -148,13 +150,21 @@ CONF
 			cephc osd pool application enable nfs-ganesha nfs
 	} >"$DIR/log/setup.out" 2>&1 || die "pool or file system setup failed: $(tail -5 "$DIR/log/setup.out")"
 	wait_for 60 mds_active || die "no active MDS in 60 s: $(cephc mds stat 2>&1; tail -5 "$DIR/log/mds.a.log" 2>/dev/null)"
+	# CEPH_CLUSTER_OWNER=PID: stop the cluster when that process is gone
+	# (a test killed by its timeout leaves no daemons behind)
+	if [ -n "${CEPH_CLUSTER_OWNER:-}" ]; then
+		setsid sh -c 'while kill -0 "$1" 2>/dev/null && [ -e "$3/ceph.conf" ]; do sleep 2; done
+			[ ! -e "$3/ceph.conf" ] || "$2" stop "$3"' \
+			watch "$CEPH_CLUSTER_OWNER" "$0" "$DIR" </dev/null >/dev/null 2>&1 &
+	fi
 	echo "$DIR/ceph.conf"
 }
 
-# TERM the given pids (only ones we started) together, KILL what is left after 10 s
+# TERM the given pids (only ones we started) together, KILL what is left
+# after 2 s (nothing to keep: memstore, a throw-away cluster)
 stop_pids() {
 	kill -TERM "$@" 2>/dev/null || true
-	n=100
+	n=20
 	while [ "$n" -gt 0 ]; do
 		alive=0
 		for pid in "$@"; do
@@ -167,15 +177,23 @@ stop_pids() {
 	kill -KILL "$@" 2>/dev/null || true
 }
 
+pid_of() {
+	[ ! -f "$DIR/run/$1.pid" ] || cat "$DIR/run/$1.pid"
+}
+
 stop() {
 	[ -d "$DIR" ] || return 0
-	pids=""
-	for f in "$DIR"/run/mds.a.pid "$DIR"/run/osd.0.pid "$DIR"/run/mon.a.pid; do
-		[ -f "$f" ] && pids="$pids $(cat "$f")"
-	done
+	# the MDS and the OSD first: they shut down talking to the monitor
+	pids="$(pid_of mds.a) $(pid_of osd.0)"
 	# shellcheck disable=SC2086
-	[ -z "$pids" ] || stop_pids $pids
-	[ -n "${RR_KEEP_TMP:-}" ] || rm -rf "$DIR"
+	[ -z "${pids# }" ] || stop_pids $pids
+	pids=$(pid_of mon.a)
+	[ -z "$pids" ] || stop_pids "$pids"
+	if [ -n "${RR_KEEP_TMP:-}" ]; then
+		mv "$DIR/ceph.conf" "$DIR/ceph.conf.stopped" 2>/dev/null || true
+	else
+		rm -rf "$DIR"
+	fi
 }
 
 [ $# -eq 2 ] || die "usage: ceph-cluster.sh start|stop DIR"

@@ -65,6 +65,8 @@ using nfsc::Stateid;
 enum : int {
 	NFS4ERR_DENIED = 10010,
 	NFS4ERR_GRACE = 10013,
+	NFS4ERR_NO_GRACE = 10033,
+	NFS4ERR_RECLAIM_BAD = 10034,
 	READ_LT = 1,
 	WRITE_LT = 2,
 	ACCESS_READ = 1,
@@ -136,6 +138,14 @@ class Cluster : public ::testing::Test
 	static std::unique_ptr<V4> v4(Head &h, const std::string &owner, uint64_t verf,
 				      bool reclaim_complete, std::string *err,
 				      bool small = false);
+	static std::unique_ptr<V4> v4_at(const std::string &addr, const std::string &owner,
+					 uint64_t verf, bool reclaim_complete, std::string *err,
+					 bool small = false);
+	/* what a client does when its server went away: connect, EXCHANGE_ID
+	 * and CREATE_SESSION again and again, 100 ms apart, for @limit_s */
+	static std::unique_ptr<V4> reconnect(const std::string &addr, const std::string &owner,
+					     uint64_t verf, double limit_s, std::string *err,
+					     bool small = false);
 	/* poll LOCKT through @cl until it answers something other than
 	 * NFS4ERR_GRACE (at most @s seconds); the last status */
 	static int until_not_grace(V4 &cl, const Fh &fh, double s);
@@ -202,7 +212,9 @@ void Cluster::SetUpTestSuite()
 	dir = tmpl;
 
 	auto t0 = Clock::now();
-	if (run(std::string(RR_CEPH_SCRIPT) + " start " + dir + "/ceph", &out)) {
+	if (run("CEPH_CLUSTER_OWNER=" + std::to_string(getpid()) + " " + RR_CEPH_SCRIPT +
+		    " start " + dir + "/ceph",
+		&out)) {
 		setup_err = "ceph-cluster.sh start failed: " + out;
 		return;
 	}
@@ -261,6 +273,14 @@ void Cluster::SetUpTestSuite()
 
 void Cluster::TearDownTestSuite()
 {
+	long rss = 0;
+	for (const char *d : {"mon.a", "osd.0", "mds.a"})
+		rss += rss_kib(atoi(slurp(dir + "/ceph/run/" + d + ".pid").c_str()));
+	if (heads[0].g && heads[1].g)
+		printf("[cluster] at the end: RSS mon+osd+mds %ld MiB, head a %ld MiB, "
+		       "head b %ld MiB\n",
+		       rss / 1024, rss_kib(heads[0].g->pid) / 1024,
+		       rss_kib(heads[1].g->pid) / 1024);
 	for (Head &h : heads)
 		h.g.reset();
 	if (!dir.empty()) {
@@ -292,6 +312,26 @@ void Cluster::TearDown()
 std::unique_ptr<Cluster::V4> Cluster::v4(Head &h, const std::string &owner, uint64_t verf,
 					 bool reclaim_complete, std::string *err, bool small)
 {
+	return v4_at(h.g->rdma_addr, owner, verf, reclaim_complete, err, small);
+}
+
+std::unique_ptr<Cluster::V4> Cluster::reconnect(const std::string &addr, const std::string &owner,
+						uint64_t verf, double limit_s, std::string *err,
+						bool small)
+{
+	auto t0 = Clock::now();
+	for (;;) {
+		auto v = v4_at(addr, owner, verf, false, err, small);
+		if (v || since(t0) > limit_s)
+			return v;
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+}
+
+std::unique_ptr<Cluster::V4> Cluster::v4_at(const std::string &addr, const std::string &owner,
+					    uint64_t verf, bool reclaim_complete, std::string *err,
+					    bool small)
+{
 	std::unique_ptr<V4> v(new V4());
 	rrtest::RequesterOptions ro;
 	ro.connect_timeout_ms = 20000;
@@ -299,7 +339,7 @@ std::unique_ptr<Cluster::V4> Cluster::v4(Head &h, const std::string &owner, uint
 		ro.recv_bufs = 8;
 		ro.max_requests = 4;
 	}
-	v->t = nfsc::RdmaTransport::connect(h.g->rdma_addr, ro, err);
+	v->t = nfsc::RdmaTransport::connect(addr, ro, err);
 	if (!v->t)
 		return nullptr;
 	v->c.reset(new nfsc::Nfs4(*v->t));
@@ -313,8 +353,7 @@ std::unique_ptr<Cluster::V4> Cluster::v4(Head &h, const std::string &owner, uint
 	if (!rc)
 		rc = v->c->lookup_path("mem", &v->root);
 	if (rc) {
-		*err = "mount through head " + h.node + ": " + std::to_string(rc) + " " +
-		       v->c->err();
+		*err = "mount through " + addr + ": " + std::to_string(rc) + " " + v->c->err();
 		return nullptr;
 	}
 	return v;
@@ -457,6 +496,8 @@ TEST_F(Cluster, Nfs3ReadsAndWritesThroughBothHeads)
 		Fh there;
 		std::string name = std::string("v3-from-") + heads[i].node;
 		ASSERT_EQ(c[o]->lookup(root[o], name, &there), 0) << c[o]->err();
+		/* one export id on both heads: a handle is good on either */
+		EXPECT_EQ(there.b, fh[i].b) << "the heads give different handles for one file";
 		Bytes got;
 		for (size_t off = 0; off < len; off += 256 << 10) {
 			Bytes d;
@@ -508,11 +549,27 @@ TEST_F(Cluster, HeadKilledClientReclaimsOverRdma)
 	V4_OK(*c2, c2->c->open(c2->root, "failover-f", ACCESS_BOTH, &fb, &fbo));
 	ASSERT_EQ(try_lock(*c2, fb, fbo, 0, 1), NFS4ERR_DENIED);
 
+	const std::string addr = A.g->rdma_addr; /* the restarted head keeps it */
 	auto t0 = Clock::now();
 	A.g->crash();
 	double t_kill = 0;
 	c1->c.reset(); /* its connection is gone with the head */
 	c1->t.reset();
+	/* the client reconnects over RDMA as soon as A listens again */
+	std::unique_ptr<V4> r;
+	std::string rerr;
+	double t_reconnect = -1;
+	std::thread rt([&] {
+		r = reconnect(addr, owner, verf, 90, &rerr);
+		t_reconnect = since(t0);
+	});
+	struct Joiner {
+		std::thread &t;
+		~Joiner()
+		{
+			t.join();
+		}
+	} joiner{rt};
 
 	ASSERT_TRUE(start_head(A, &err)) << "head a did not restart: " << err;
 	double t_up = since(t0);
@@ -535,10 +592,22 @@ TEST_F(Cluster, HeadKilledClientReclaimsOverRdma)
 	Stateid xo;
 	EXPECT_EQ(c3->c->open_create(c3->root, "failover-new", &x, &xo), NFS4ERR_GRACE);
 
-	/* the client reconnects over RDMA to A and reclaims */
-	auto r = v4(A, owner, verf, false, &err);
-	ASSERT_TRUE(r) << "reconnect: " << err;
-	double t_reconnect = since(t0);
+	/* a client A never knew has nothing to reclaim (RFC 8881 section
+	 * 18.16.3: NFS4ERR_RECLAIM_BAD or NFS4ERR_NO_GRACE) */
+	{
+		auto stranger = v4(A, "", 0, false, &err);
+		ASSERT_TRUE(stranger) << err;
+		Stateid s;
+		rc = stranger->c->open_reclaim(f, ACCESS_BOTH, &s);
+		EXPECT_TRUE(rc == NFS4ERR_RECLAIM_BAD || rc == NFS4ERR_NO_GRACE)
+		    << "a reclaim by an unknown client: " << rc << " " << stranger->c->err();
+		forget(*stranger);
+	}
+
+	/* the client, reconnected over RDMA to A, reclaims */
+	rt.join();
+	rt = std::thread([] {}); /* for the joiner */
+	ASSERT_TRUE(r) << "reconnect: " << rerr;
 	V4_OK(*r, r->c->open_reclaim(f, ACCESS_BOTH, &fo));
 	V4_OK(*r, r->c->open_reclaim(g, ACCESS_BOTH, &go));
 	V4_OK(*r, r->c->lock(f, fo, WRITE_LT, 0, 4096, true, &fl));
@@ -555,9 +624,10 @@ TEST_F(Cluster, HeadKilledClientReclaimsOverRdma)
 	double t_grace = since(t0);
 
 	printf("[cluster] failover timeline (s from SIGKILL of head a): kill %.2f, "
-	       "head a up %.2f, head b refusing new locks %.2f, client reconnected %.2f, "
-	       "reclaim done %.2f, grace end b %.2f, grace end a %.2f\n",
-	       t_kill, t_up, t_b_grace, t_reconnect, t_reclaimed, t_grace_b, t_grace);
+	       "client reconnected (RDMA, session) %.2f, head a up (banner) %.2f, "
+	       "head b refusing new locks %.2f, reclaim done %.2f, grace end b %.2f, "
+	       "grace end a %.2f\n",
+	       t_kill, t_reconnect, t_up, t_b_grace, t_reclaimed, t_grace_b, t_grace);
 	RecordProperty("failover_head_up_s", std::to_string(t_up));
 	RecordProperty("failover_reclaim_done_s", std::to_string(t_reclaimed));
 	RecordProperty("failover_grace_end_s", std::to_string(t_grace));
@@ -642,44 +712,42 @@ TEST_F(Cluster, TwoHundredClientsReconnectAtOnceAndReclaim)
 		ASSERT_EQ(st[i].err, "") << "client " << i;
 	ASSERT_LT(t_setup, kLease) << "the clients' leases may run out before the crash";
 
-	t0 = Clock::now();
-	A.g->crash();
-	std::string err;
-	ASSERT_TRUE(start_head(A, &err)) << "head a did not restart: " << err;
-	double t_up = since(t0);
-
-	/* all at once: each thread connects, then they reclaim together */
+	/* all at once: each client reconnects as soon as A listens again and
+	 * reclaims at once */
+	const std::string addr = A.g->rdma_addr;
 	std::vector<std::unique_ptr<V4>> cl(kStorm);
 	std::atomic<int> connected{0}, reclaimed{0};
-	std::vector<double> done_at(kStorm);
-	{
-		std::vector<std::thread> th;
-		for (int i = 0; i < kStorm; i++)
-			th.emplace_back([&, i] {
-				std::string err;
-				auto v = v4(A, owner(i), verf, false, &err, true);
-				if (!v) {
-					st[i].err = "reconnect: " + err;
-					return;
-				}
-				connected++;
-				int rc = v->c->open_reclaim(st[i].fh, ACCESS_BOTH, &st[i].open);
-				if (!rc)
-					rc = v->c->lock(st[i].fh, st[i].open, WRITE_LT, 0, 64, true,
-							&st[i].lock);
-				if (!rc)
-					rc = v->c->reclaim_complete();
-				if (rc) {
-					st[i].err = "reclaim " + std::to_string(rc) + " " + v->c->err();
-					return;
-				}
-				done_at[i] = since(t0);
-				reclaimed++;
-				cl[i] = std::move(v);
-			});
-		for (auto &t : th)
-			t.join();
-	}
+	std::vector<std::thread> th;
+	t0 = Clock::now();
+	A.g->crash();
+	for (int i = 0; i < kStorm; i++)
+		th.emplace_back([&, i] {
+			std::string err;
+			auto v = reconnect(addr, owner(i), verf, 90, &err, true);
+			if (!v) {
+				st[i].err = "reconnect: " + err;
+				return;
+			}
+			connected++;
+			int rc = v->c->open_reclaim(st[i].fh, ACCESS_BOTH, &st[i].open);
+			if (!rc)
+				rc = v->c->lock(st[i].fh, st[i].open, WRITE_LT, 0, 64, true,
+						&st[i].lock);
+			if (!rc)
+				rc = v->c->reclaim_complete();
+			if (rc) {
+				st[i].err = "reclaim " + std::to_string(rc) + " " + v->c->err();
+				return;
+			}
+			reclaimed++;
+			cl[i] = std::move(v);
+		});
+	std::string err;
+	bool up = start_head(A, &err);
+	double t_up = since(t0);
+	for (auto &t : th)
+		t.join();
+	ASSERT_TRUE(up) << "head a did not restart: " << err;
 	double t_all = since(t0);
 	int bad = 0;
 	for (int i = 0; i < kStorm; i++)
