@@ -66,7 +66,7 @@ static void conn_pick_srq(struct rr_server *srv, struct rr_conn *c)
 {
 	if (!srv->cfg.use_srq || c->own_pd) /* an SRQ is one PD's */
 		return;
-	c->srq = rr_srq_for(srv, c->pd);
+	c->srq = rr_srq_for(srv, c->home, c->pd);
 	if (!c->srq)
 		rr_log("%s: no shared receive queue here, receives of its own", c->peer);
 }
@@ -80,7 +80,7 @@ static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t 
 	int ret;
 
 	if (c->srq) {
-		rr_srq_fit(srv);
+		rr_srq_fit(srv, c->srq);
 		return 0;
 	}
 	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);

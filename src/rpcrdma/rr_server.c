@@ -217,14 +217,19 @@ int rr_server_fit_device(struct rr_server *srv)
 	sv->inline_size = cfg->inline_size;
 	sv->srq = cfg->use_srq;
 	/* Each connection's buffers at the full grant, all within the budget;
-	 * the shared pool at its bound, the device's if smaller (rr_srq.c). */
+	 * each event thread's shared pool at its bound, the device's if
+	 * smaller, all of them within the budget too (rr_srq.c). */
 	sv->mem_conns = rr_conn_pinned(cfg, cfg->credits, !cfg->use_srq) * cfg->max_conns;
 	if (cfg->recv_mem_budget && cfg->recv_mem_budget < sv->mem_conns)
 		sv->mem_conns = cfg->recv_mem_budget;
 	srq_bufs = rr_srq_bound(cfg);
 	if (srq_bufs > lim.max_srq_wr)
 		srq_bufs = lim.max_srq_wr;
-	sv->mem_srq = cfg->use_srq ? rr_pool_bytes(cfg->inline_size, (uint32_t)srq_bufs) : 0;
+	sv->mem_srq = rr_pool_bytes(cfg->inline_size, (uint32_t)srq_bufs) * srv->nevt;
+	if (cfg->recv_mem_budget && cfg->recv_mem_budget < sv->mem_srq)
+		sv->mem_srq = cfg->recv_mem_budget;
+	if (!cfg->use_srq)
+		sv->mem_srq = 0;
 	sv->mem_sinks = rr_big_bound_bytes(cfg);
 	return 0;
 }
@@ -236,6 +241,7 @@ void rr_server_served(struct rr_server *srv, struct rr_served *out)
 
 static void evt_fini(struct rr_evt *e)
 {
+	pthread_mutex_destroy(&e->srq_lock);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->kickfd >= 0)
@@ -295,8 +301,10 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 		ret = -ENOMEM;
 		goto err;
 	}
-	for (unsigned int i = 0; i < srv->nevt; i++)
+	for (unsigned int i = 0; i < srv->nevt; i++) {
 		srv->evt[i].epfd = srv->evt[i].kickfd = srv->evt[i].timerfd = -1;
+		pthread_mutex_init(&srv->evt[i].srq_lock, NULL);
+	}
 
 	ret = fab_channel_create(fab, &srv->ch);
 	if (ret) {
@@ -412,6 +420,9 @@ static void adopt(struct rr_evt *e)
 			rr_conn_close(c, "its completion queue cannot be watched");
 		else
 			c->in_epoll = true;
+		/* Its pool is this thread's alone from now on. */
+		if (c->srq)
+			rr_srq_adopt(c->srq);
 		if (atomic_load(&srv->dev_gone))
 			rr_conn_close(c, "device removed");
 	}
@@ -447,6 +458,7 @@ static __attribute__((noinline)) void handovers(struct rr_evt *e)
 	adopt(e);
 	if (atomic_exchange(&e->close_all, false))
 		close_all(e, "device removed");
+	rr_srq_woken(e);
 }
 
 /* Work that other threads asked for: Replies, refills, queued reads. */
@@ -462,9 +474,6 @@ static void handle_kick(struct rr_evt *e)
 	 * here can miss it (a plain store orders nothing after it on arm64).
 	 */
 	(void)atomic_exchange(&e->kick_pending, false);
-	/* Pool buffers given back by any connection, closing ones included. */
-	if (e->idx == 0)
-		rr_srq_refill(e->srv);
 	if (atomic_load_explicit(&e->handover, memory_order_relaxed))
 		handovers(e);
 	for (h = rr_handoff_take(&e->ready); h;) {
@@ -479,6 +488,8 @@ static void handle_kick(struct rr_evt *e)
 		if (c->state != RR_CONN_CLOSING) {
 			rr_recv_refill(c);
 			rr_read_pump(c);
+		} else if (c->srq) {
+			rr_srq_refill(c->srq); /* what its calls gave back */
 		}
 		rr_conn_put(c); /* the ready stack's */
 	}
