@@ -453,7 +453,7 @@ struct rr_conn {
 	atomic_bool ready_queued;
 	/* Handed from the listener's thread to its home (evt->adopt), and at
 	 * the end back to it (evt->dead): fab_conn_destroy is the CM
-	 * channel's thread's (rr_server.c). */
+	 * channel's thread's (rr_evt.c). */
 	struct rr_handoff adopt_link;
 	/* CM events the listener's thread took for it, 1u << type, handled on
 	 * its home thread at the next visit (rr_conn_kick). */
@@ -641,7 +641,7 @@ int rr_server_fit_device(struct rr_server *srv);
 /* Set rr_last_error(); returns @err. */
 int rr_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- server (rr_server.c) ---- */
+/* ---- server (rr_server.c) and its event threads (rr_evt.c) ---- */
 
 /*
  * Connection requests the listener may have waiting for the event thread:
@@ -741,6 +741,14 @@ struct rr_server {
 	char why[RR_HEALTH_WHY_LEN];
 	uint64_t device_removals, relisten_tries;
 };
+
+/* Set-up: event thread @idx's epoll, kick eventfd and timer (evt[0]: and
+ * the CM channel); rr_evt_fini closes what was made, even after a failure. */
+int rr_evt_init(struct rr_server *srv, unsigned int idx);
+void rr_evt_fini(struct rr_evt *e);
+/* Teardown: stop the threads (or, never started, close what they would
+ * have), then free every connection left. */
+void rr_evt_stop(struct rr_server *srv);
 
 /* Event thread: a device went away (any FAB_CM_DEVICE_REMOVAL). */
 void rr_listener_device_lost(struct rr_server *srv, const struct fab_cm_event *ev);
