@@ -516,8 +516,9 @@ struct rr_srq {
 	uint32_t nchunks, maxchunks;
 	struct rr_srq_chunk *chunks;	/* maxchunks */
 	/* Free contexts, through free_link: any thread gives back, the
-	 * pool's thread takes them all to post. */
+	 * pool's thread takes them all to post; about how many there are. */
 	_Atomic(struct rr_handoff *) returned;
+	_Atomic uint32_t nreturned;
 };
 
 /* evt[0]: @home's pool on @pd, every thread's made (its first chunk

@@ -332,10 +332,22 @@ static void srq_post_chain(struct rr_srq *q, struct rr_handoff *h)
 	}
 }
 
+/* Every free buffer, counted off returned as it is taken. */
+static void srq_post_returned(struct rr_srq *q)
+{
+	struct rr_handoff *h = rr_handoff_take_all(&q->returned);
+	uint32_t n = 0;
+
+	for (struct rr_handoff *k = h; k; k = k->next)
+		n++;
+	atomic_fetch_sub_explicit(&q->nreturned, n, memory_order_relaxed);
+	srq_post_chain(q, h);
+}
+
 void rr_srq_refill(struct rr_srq *q)
 {
 	for (;;) {
-		srq_post_chain(q, rr_handoff_take_all(&q->returned));
+		srq_post_returned(q);
 		/* Most buffers held by calls in progress (now, or at a completion
 		 * since the last refill): the load needs more. */
 		if ((atomic_load_explicit(&q->posted, memory_order_relaxed) >= q->low_water &&
@@ -349,8 +361,25 @@ void rr_srq_refill(struct rr_srq *q)
 
 void rr_srq_put(struct rr_call_ctx *ctx)
 {
+	struct rr_srq *q = ctx->srq;
+
 	ctx->state = RR_CALL_FREE;
-	rr_handoff_push(&ctx->srq->returned, &ctx->free_link);
+	atomic_fetch_add_explicit(&q->nreturned, 1, memory_order_relaxed);
+	rr_handoff_push(&q->returned, &ctx->free_link);
+}
+
+/*
+ * The pool's thread, per message and per Call freed: post in batches of
+ * recv_batch, as a connection's own receives are (rr_recv_refill), so one
+ * post serves many; at once when the pool runs low.
+ */
+static void srq_refill_batched(struct rr_srq *q)
+{
+	uint32_t batch = q->srv->cfg.recv_batch ? q->srv->cfg.recv_batch : 1;
+
+	if (atomic_load_explicit(&q->nreturned, memory_order_relaxed) >= batch || q->starved ||
+	    atomic_load_explicit(&q->posted, memory_order_relaxed) < q->low_water)
+		rr_srq_refill(q);
 }
 
 /* Out of line: keeps the SRQ-less receive path's code as it was. */
@@ -374,7 +403,7 @@ __attribute__((noinline)) void rr_srq_recv_refill(struct rr_conn *c)
 	/* Not on evt[0] setting up another thread's connection: that pool
 	 * was posted when it was made or fitted. */
 	if (rr_this_event_thread == c->srq->evt)
-		rr_srq_refill(c->srq);
+		srq_refill_batched(c->srq);
 }
 
 __attribute__((noinline)) void rr_srq_call_freed(struct rr_conn *c, struct rr_call_ctx *ctx)
@@ -384,7 +413,7 @@ __attribute__((noinline)) void rr_srq_call_freed(struct rr_conn *c, struct rr_ca
 	atomic_fetch_sub_explicit(&c->srq_held, 1, memory_order_relaxed);
 	rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
 	if (rr_this_event_thread == q->evt) {
-		rr_srq_refill(q);
+		srq_refill_batched(q);
 	} else {
 		/* c's visit on its thread, the pool's, posts it (handle_kick). */
 		rr_conn_get(c);
