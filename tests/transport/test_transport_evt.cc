@@ -333,6 +333,8 @@ TEST_F(EvtThreadsSrqOwn, OtherThreadsServeTheirOwnWhileTheListenersIsBlocked)
 	Reply sr;
 	bool early = blocker->wait(uint32_t(stall), &sr, 0);
 
+	RecordProperty("others_ms", int(took));
+
 	/* Each thread's connections used its pool over several times. */
 	EXPECT_GE(calls / (kThreads - 1), 3 * uint64_t(kPool));
 	EXPECT_FALSE(early) << "evt[0] was back before the others were done (" << took
