@@ -25,9 +25,9 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	ctx->nsinks = 0;
 	ctx->has_ref = false;
 	ctx->queued = false;
-	if (ctx->srq)
+	if (ctx->srq) {
 		rr_srq_call_freed(c, ctx); /* its home thread's pool */
-	else if (rr_on_conn_thread(c)) {
+	} else if (rr_on_conn_thread(c)) {
 		ctx->state = RR_CALL_FREE;
 		ctx->next = c->free_calls;
 		c->free_calls = ctx;
