@@ -56,9 +56,9 @@ static uint32_t grant_credits(struct rr_server *srv, bool own_recv, uint32_t *nr
 }
 
 /*
- * With Use_SRQ, whether this connection draws from the shared pool: the
- * pool is made on the first connection's device, and one that cannot be
- * made or grown within the budget, or a connection on another device, means
+ * With Use_SRQ, whether this connection draws from its home thread's
+ * shared pool on its device (the home is picked already): pools that
+ * cannot be made within the budget, or a device past RR_SRQ_DEVICES, mean
  * receives of its own. Decided before the grant, so that those buffers are
  * charged to the budget at admission like any connection's (conn_grant).
  */
