@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 #
 # bench/evt-threads.sh [--secs S] [--rounds R] [--threads "1 2 4 8"] [--conns N]
-#                      [--procs P] [--qd Q]
+#                      [--procs P] [--qd Q] [--srq]
 # NULL and READ 4 KiB calls/s against ganesha + rpcrdma (soft fabric, FSAL
 # MEM) at N connections (default 64) with Event_Threads = each of --threads:
 # P nfsbench processes (default 4) of N/P connections each, every connection
-# kept at Q calls in flight (default 4). Rounds are interleaved (every
+# kept at Q calls in flight (default 4); --srq: with Use_SRQ (a shared
+# receive pool per event thread). Rounds are interleaved (every
 # thread count once per round, a fresh ganesha for each) and the median of
 # the rounds is reported, with the load averages before and after each
 # measurement, and the CPU the event threads and the whole ganesha process
@@ -18,7 +19,7 @@
 # directory it names. Needs root (ganesha.nfsd) and a build in
 # $RPCRDMA_BUILD (default build/) with nfsbench and rpcrdma_ganesha.
 set -u
-SECS=3 ROUNDS=3 THREADS="1 2 4 8" CONNS=64 PROCS=4 QD=4
+SECS=3 ROUNDS=3 THREADS="1 2 4 8" CONNS=64 PROCS=4 QD=4 SRQ=false
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--secs) SECS=$2; shift ;;
@@ -27,7 +28,8 @@ while [ $# -gt 0 ]; do
 	--conns) CONNS=$2; shift ;;
 	--procs) PROCS=$2; shift ;;
 	--qd) QD=$2; shift ;;
-	*) echo "usage: bench/evt-threads.sh [--secs S] [--rounds R] [--threads LIST] [--conns N] [--procs P] [--qd Q]" >&2; exit 2 ;;
+	--srq) SRQ=true ;;
+	*) echo "usage: bench/evt-threads.sh [--secs S] [--rounds R] [--threads LIST] [--conns N] [--procs P] [--qd Q] [--srq]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -64,7 +66,7 @@ EXPORT {
 	FSAL { Name = MEM; }
 }
 RDMA {
-	Enable = true; Fabric = soft; Soft_Socket = $d/rdma.sock; Event_Threads = $3;
+	Enable = true; Fabric = soft; Soft_Socket = $d/rdma.sock; Event_Threads = $3; Use_SRQ = $SRQ;
 	Stats_Socket = $d/stats.sock;
 }
 LOG { Default_Log_Level = EVENT; }
@@ -100,7 +102,7 @@ HZ=$(getconf CLK_TCK)
 
 BASE=$((30000 + (RANDOM % 2000) * 10))
 n=0
-echo "cores: $(nproc); $CONNS connections ($PROCS processes x $PER), qd $QD each, $SECS s, $ROUNDS rounds" >&2
+echo "cores: $(nproc); $CONNS connections ($PROCS processes x $PER), qd $QD each, $SECS s, $ROUNDS rounds, Use_SRQ $SRQ" >&2
 for r in $(seq "$ROUNDS"); do
 	for t in $THREADS; do
 		d=$W/r$r-t$t

@@ -28,7 +28,8 @@
 # seen by clients | clients failed or unanswered | conns_failed /
 # conns_timed_out | first Replies | first request to last first Reply |
 # max connect-to-established | max connect-to-refused | requests sent in |
-# listen overflows (host) | clients' errors.
+# listen overflows (host) | clients' errors. On stderr, the CPU time the
+# engine's event threads used in all (admission is evt[0]'s), and per request.
 # ENG: another bench_engine binary (before/after in one run); KEEP=1 keeps
 # the work directory.
 #
@@ -173,6 +174,15 @@ fi
 
 sleep 2 # the soft fabric's I/O threads end after 500 ms idle
 snap "$W/s1.json"
+# The engine's event threads' CPU since it started (admission is evt[0]'s):
+# user + system ticks of its rpcrdma-event* threads.
+evt_ticks=0
+for f in /proc/"$ep"/task/*; do
+	case $(cat "$f/comm" 2>/dev/null) in rpcrdma-event*) ;; *) continue ;; esac
+	evt_ticks=$((evt_ticks + $(awk '{ print $14 + $15 }' "$f/stat" 2>/dev/null || echo 0)))
+done
+echo "event threads' CPU: $(awk -v t="$evt_ticks" -v hz="$(getconf CLK_TCK)" -v n="$N" \
+	'BEGIN { printf "%.2f s, %.0f us per connection request", t / hz, t / hz / n * 1e6 }')" >&2
 kill "${cps[@]}" 2>/dev/null
 wait "${cps[@]}" 2>/dev/null
 kill "$ep" 2>/dev/null

@@ -736,11 +736,6 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 		ec->recv_mem_budget = conns * num / den;
 		if (ec->recv_mem_budget == 0)
 			ec->recv_mem_budget = 1;
-		if (ec->use_srq) {
-			uint64_t d = sv->mem_srq / ec->inline_size * num / den;
-
-			ec->srq_depth = d < RR_SRQ_MIN_DEPTH ? RR_SRQ_MIN_DEPTH : (uint32_t)d;
-		}
 		/* the engine keeps what one connection needs (rr_big_bound_bytes) */
 		ec->sink_mem_max = sv->mem_sinks * num / den;
 		if (ec->sink_mem_max == 0)
@@ -751,6 +746,12 @@ static int memlock_fit(const char *addr, int slot, struct rr_config *ec, struct 
 		 * floor (docs/threading.md): halved, to one at most */
 		if (ec->event_threads > 1)
 			ec->event_threads /= 2;
+		if (ec->use_srq) {
+			/* mem_srq is every event thread's pool; the depth is each's */
+			uint64_t d = sv->mem_srq / ec->inline_size * num / den / ec->event_threads;
+
+			ec->srq_depth = d < RR_SRQ_MIN_DEPTH ? RR_SRQ_MIN_DEPTH : (uint32_t)d;
+		}
 		rr_server_destroy(rrp.srv[slot]);
 		rrp.srv[slot] = NULL;
 		ret = rr_server_create(rrp.fab, addr, ec, &rrp_upper_ops, &rrp, &rrp.srv[slot]);

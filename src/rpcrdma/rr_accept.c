@@ -56,9 +56,9 @@ static uint32_t grant_credits(struct rr_server *srv, bool own_recv, uint32_t *nr
 }
 
 /*
- * With Use_SRQ, whether this connection draws from the shared pool: the
- * pool is made on the first connection's device, and one that cannot be
- * made or grown within the budget, or a connection on another device, means
+ * With Use_SRQ, whether this connection draws from its home thread's
+ * shared pool on its device (the home is picked already): pools that
+ * cannot be made within the budget, or a device past RR_SRQ_DEVICES, mean
  * receives of its own. Decided before the grant, so that those buffers are
  * charged to the budget at admission like any connection's (conn_grant).
  */
@@ -66,7 +66,7 @@ static void conn_pick_srq(struct rr_server *srv, struct rr_conn *c)
 {
 	if (!srv->cfg.use_srq || c->own_pd) /* an SRQ is one PD's */
 		return;
-	c->srq = rr_srq_for(srv, c->pd);
+	c->srq = rr_srq_for(srv, c->home, c->pd);
 	if (!c->srq)
 		rr_log("%s: no shared receive queue here, receives of its own", c->peer);
 }
@@ -80,7 +80,7 @@ static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t 
 	int ret;
 
 	if (c->srq) {
-		rr_srq_fit(srv);
+		rr_srq_fit(srv, c->srq);
 		return 0;
 	}
 	ret = rr_pool_init(&c->recv_pool, c->pd, cfg->inline_size, nrecv, FAB_ACCESS_LOCAL_WRITE);

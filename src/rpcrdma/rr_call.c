@@ -12,7 +12,6 @@
 void rr_call_free(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
-	struct rr_server *srv = c->srv; /* after a hand-off, c may be freed any time */
 	bool had_ref = ctx->has_ref;
 
 	for (unsigned int i = 0; i < ctx->nsinks; i++) {
@@ -27,13 +26,7 @@ void rr_call_free(struct rr_call_ctx *ctx)
 	ctx->has_ref = false;
 	ctx->queued = false;
 	if (ctx->srq) {
-		/* srq_held counts across threads: the one lock left on this path,
-		 * and only in the shared-pool mode. */
-		pthread_mutex_lock(&c->lock);
-		c->srq_held--;
-		pthread_mutex_unlock(&c->lock);
-		rr_srq_put(ctx); /* the pool's now: ctx may be reposted at once */
-		rr_srq_kick(srv);
+		rr_srq_call_freed(c, ctx); /* its home thread's pool */
 	} else if (rr_on_conn_thread(c)) {
 		ctx->state = RR_CALL_FREE;
 		ctx->next = c->free_calls;

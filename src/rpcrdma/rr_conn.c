@@ -44,7 +44,7 @@ static void reclaim_flushed(struct rr_conn *c)
 			if ((wc[i].wr_id & RR_WRID_MASK) == RR_WRID_RECV && ctx->srq) {
 				atomic_fetch_sub(&ctx->srq->posted, 1);
 				rr_srq_put(ctx);
-				rr_srq_kick(c->srv);
+				rr_srq_kick(ctx->srq);
 			}
 		}
 	}
@@ -147,6 +147,8 @@ void rr_conn_hand_over(struct rr_conn *c)
 		home->nconns++;
 		return;
 	}
+	if (c->srq)
+		c->srq->handed = true; /* its thread's alone from now on (rr_srq.c) */
 	c->evt = home;
 	rr_handoff_push(&home->adopt, &c->adopt_link);
 	atomic_store(&home->handover, true);

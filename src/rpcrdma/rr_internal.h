@@ -453,7 +453,7 @@ struct rr_conn {
 	atomic_bool ready_queued;
 	/* Handed from the listener's thread to its home (evt->adopt), and at
 	 * the end back to it (evt->dead): fab_conn_destroy is the CM
-	 * channel's thread's (rr_server.c). */
+	 * channel's thread's (rr_evt.c). */
 	struct rr_handoff adopt_link;
 	/* CM events the listener's thread took for it, 1u << type, handled on
 	 * its home thread at the next visit (rr_conn_kick). */
@@ -461,9 +461,10 @@ struct rr_conn {
 	atomic_bool gone;		/* closing: no longer counted by the per-peer cap */
 	bool disconnected;				/* fab_disconnect called */
 
-	/* Shared receive queue mode: no receive buffers of its own. */
+	/* Shared receive queue mode: no receive buffers of its own; its home
+	 * thread's pool. */
 	struct rr_srq *srq;
-	uint32_t srq_held;		/* pool receives this conn's messages hold (lock) */
+	_Atomic uint32_t srq_held;	/* pool receives this conn's messages hold */
 	uint32_t srq_held_max;		/* more means the client overran its grant */
 
 	struct rr_counters st;
@@ -477,53 +478,74 @@ struct rr_conn {
  * decides how each Reply goes (rr_reply.c). */
 uint32_t rr_conn_max_inline_send(const struct rr_conn *c);
 
-/* ---- shared receive pool (rr_srq.c) ---- */
+/* ---- shared receive pools (rr_srq.c) ---- */
 
 /* A client's Send that finds the pool empty retries after this long: the
  * event thread gives buffers back within a call's time, so a short wait. */
 #define RR_SRQ_RNR_TIMER_US 640
+#define RR_SRQ_DEVICES 4	/* devices (protection domains) with pools */
 
 struct rr_srq_chunk {
 	struct rr_pool pool;		/* one registration */
 	struct rr_call_ctx *calls;
 };
 
+/*
+ * One event thread's pool on one device (docs/threading.md): that thread
+ * alone posts and grows it. evt[0] makes it and, until a connection of its
+ * thread is handed over (handed), may fit it under its thread's srq_lock;
+ * it frees it at a device's release or at the end, when no connection is
+ * left.
+ */
 struct rr_srq {
 	struct rr_server *srv;
+	struct rr_evt *evt;		/* the thread whose pool it is */
 	struct fab_srq *fsrq;
 	struct fab_pd *pd;		/* connections on another PD use their own receives */
+	unsigned int dev;		/* its index in each thread's srq[] */
+	bool handed;			/* a connection of evt's has it (evt[0] only) */
 	uint32_t bound;			/* most receives the pool grows to */
 	uint32_t chunk;			/* the first registration; each later one doubles the pool */
-	/* The pool is the listener's event thread's (evt[0]): it posts and
-	 * grows it. posted, starved and low_water are atomics because every
-	 * event thread counts its connections' receives against them. */
-	_Atomic uint32_t low_water;	/* grow when fewer stay posted */
-	atomic_bool starved;		/* fell below low_water since the last refill */
-	uint32_t nbufs;			/* registered so far (evt[0]) */
+	uint32_t low_water;		/* grow when fewer stay posted */
+	bool starved;			/* fell below low_water since the last refill */
+	uint32_t nbufs;			/* registered so far */
 	uint64_t bytes;			/* their registered bytes (rr_pool_bytes) */
+	/* Atomic only for a connection freed on evt[0], whose last flushed
+	 * receive it counts off (rr_conn_free). */
 	_Atomic uint32_t posted;
 	uint32_t nchunks, maxchunks;
 	struct rr_srq_chunk *chunks;	/* maxchunks */
-	pthread_mutex_t lock;		/* free_calls: any thread gives back */
-	struct rr_call_ctx *free_calls;
+	/* Free contexts, through free_link: any thread gives back, the
+	 * pool's thread takes them all to post; about how many there are. */
+	_Atomic(struct rr_handoff *) returned;
+	_Atomic uint32_t nreturned;
 };
 
-/* The pool for a connection on @pd, made on first use (its first chunk
- * only); NULL: per-connection receives. Before the connection's grant. */
-struct rr_srq *rr_srq_for(struct rr_server *srv, struct fab_pd *pd);
-/* After the grant: the pool grows to one client's window, within what the
- * budget has left. */
-void rr_srq_fit(struct rr_server *srv);
-/* evt[0]: post every free pool buffer, growing the pool when it runs low. */
-void rr_srq_refill(struct rr_server *srv);
-/* Any thread: buffers went back to the pool (or it runs low): refill it
- * here on evt[0], or wake evt[0] to. */
-void rr_srq_kick(struct rr_server *srv);
+/* evt[0]: @home's pool on @pd, every thread's made (its first chunk
+ * posted) on the device's first use; NULL: per-connection receives. Before
+ * the connection's grant. */
+struct rr_srq *rr_srq_for(struct rr_server *srv, struct rr_evt *home, struct fab_pd *pd);
+/* evt[0], after the grant: @q and the device's pools no connection has yet
+ * grow to one client's window, within what the budget has left. */
+void rr_srq_fit(struct rr_server *srv, struct rr_srq *q);
+/* @q's thread, adopting a connection of @q's: the same for @q. */
+void rr_srq_adopt(struct rr_srq *q);
+/* @q's thread: post every free buffer, growing the pool when it runs low. */
+void rr_srq_refill(struct rr_srq *q);
+/* Any thread with no live connection at hand: buffers went back to @q;
+ * refill it here on its thread, or wake that thread to (rr_srq_woken). */
+void rr_srq_kick(struct rr_srq *q);
+/* @c's thread (or evt[0] setting @c up): before a message is processed. */
+void rr_srq_recv_refill(struct rr_conn *c);
+/* Any thread: @ctx, a call of @c's, is done with; its buffer goes back. */
+void rr_srq_call_freed(struct rr_conn *c, struct rr_call_ctx *ctx);
 /* Any thread: a pool buffer is free again (posted at the next refill). */
 void rr_srq_put(struct rr_call_ctx *ctx);
-/* After the last connection is gone. */
+/* @e's thread, its hand-over pass: refill its pools if woken. */
+void rr_srq_woken(struct rr_evt *e);
+/* After the last connection is gone: every thread's pools. */
 void rr_srq_destroy(struct rr_server *srv);
-/* The receives the pool may grow to under @cfg (before the device's say). */
+/* The receives one pool may grow to under @cfg (before the device's say). */
 uint32_t rr_srq_bound(const struct rr_config *cfg);
 
 /* ---- admission and bounds (rr_admit.c) ---- */
@@ -620,7 +642,7 @@ int rr_server_fit_device(struct rr_server *srv);
 /* Set rr_last_error(); returns @err. */
 int rr_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- server (rr_server.c) ---- */
+/* ---- server (rr_server.c) and its event threads (rr_evt.c) ---- */
 
 /*
  * Connection requests the listener may have waiting for the event thread:
@@ -633,10 +655,10 @@ int rr_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2,
 #define RR_LISTEN_BACKLOG 4096
 
 /*
- * One event thread (docs/threading.md): its own epoll, kick eventfd, timer
- * and connections. evt[0] also takes the listener's CM events and owns the
- * shared receive pool; a connection it accepts for another thread is handed
- * over whole (adopt), and given back at its end for fab_conn_destroy (dead).
+ * One event thread (docs/threading.md): its own epoll, kick eventfd, timer,
+ * connections and shared receive pools. evt[0] also takes the listener's CM
+ * events; a connection it accepts for another thread is handed over whole
+ * (adopt), and given back at its end for fab_conn_destroy (dead).
  */
 struct rr_evt {
 	struct rr_server *srv;
@@ -654,13 +676,20 @@ struct rr_evt {
 	 * CM channel's thread's to destroy (rr_conn_free). */
 	_Atomic(struct rr_handoff *) dead;
 	atomic_bool close_all;		/* device removed: close every connection */
-	/* adopt, dead or close_all has work: one test per wake-up for the three */
+	/* adopt, dead, close_all or srq_wake has work: one test per wake-up */
 	atomic_bool handover;
 	bool reads_starved;		/* a Read waits for a big buffer (this thread) */
 	struct rr_conn *conns;		/* its own, through evt_next (this thread) */
 	uint32_t nconns;		/* on conns (this thread) */
 	_Atomic uint32_t nclosing;	/* on conns and closing: rr_conn_reap has work */
 	_Atomic uint32_t load;		/* connections given to it and not freed */
+	/* Its shared receive pools, one per device (Use_SRQ, rr_srq.c):
+	 * listed and freed by evt[0] under srq_lock, which this thread takes
+	 * only to refill them all when woken (srq_wake). */
+	pthread_mutex_t srq_lock;
+	struct rr_srq *srq[RR_SRQ_DEVICES];
+	unsigned int nsrq;
+	atomic_bool srq_wake;
 	pthread_t thread;
 	bool started;
 };
@@ -693,7 +722,6 @@ struct rr_server {
 	struct fab_pd *region_pd;
 	unsigned int nregions;
 
-	struct rr_srq *srq;		/* cfg.use_srq: the shared receive pool */
 	struct rr_served served;	/* what it serves with (rr_server_create) */
 
 	struct rr_ratelog refusals;
@@ -714,6 +742,14 @@ struct rr_server {
 	char why[RR_HEALTH_WHY_LEN];
 	uint64_t device_removals, relisten_tries;
 };
+
+/* Set-up: event thread @idx's epoll, kick eventfd and timer (evt[0]: and
+ * the CM channel); rr_evt_fini closes what was made, even after a failure. */
+int rr_evt_init(struct rr_server *srv, unsigned int idx);
+void rr_evt_fini(struct rr_evt *e);
+/* Teardown: stop the threads (or, never started, close what they would
+ * have), then free every connection left. */
+void rr_evt_stop(struct rr_server *srv);
 
 /* Event thread: a device went away (any FAB_CM_DEVICE_REMOVAL). */
 void rr_listener_device_lost(struct rr_server *srv, const struct fab_cm_event *ev);

@@ -80,7 +80,7 @@ void rr_recv_refill(struct rr_conn *c)
 	uint32_t batch = c->srv->cfg.recv_batch ? c->srv->cfg.recv_batch : 1;
 
 	if (c->srq) {
-		rr_srq_kick(c->srv);
+		rr_srq_recv_refill(c);
 		return;
 	}
 	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
@@ -115,14 +115,15 @@ static bool recv_taken(struct rr_conn *c, struct rr_call_ctx *ctx, const struct 
 	bool overrun = false;
 
 	if (ctx->srq) {
-		/* The pool's counters are shared by the event threads; srq_held
-		 * with rr_call_free on any thread. */
-		if (atomic_fetch_sub(&ctx->srq->posted, 1) - 1 < atomic_load(&ctx->srq->low_water))
-			atomic_store(&ctx->srq->starved, true);
+		/* The pool is this thread's; srq_held is counted down by
+		 * rr_call_free on any thread. */
+		struct rr_srq *q = ctx->srq;
+
+		if (atomic_fetch_sub_explicit(&q->posted, 1, memory_order_relaxed) - 1 < q->low_water)
+			q->starved = true;
 		ctx->conn = c;
-		pthread_mutex_lock(&c->lock);
-		overrun = ++c->srq_held > c->srq_held_max;
-		pthread_mutex_unlock(&c->lock);
+		overrun = atomic_fetch_add_explicit(&c->srq_held, 1, memory_order_relaxed) + 1 >
+			  c->srq_held_max;
 	} else {
 		c->posted--; /* event thread only */
 	}

@@ -73,13 +73,13 @@ struct rr_config {
 	 * no receive posted keeps it in RNR retry); 0: none. */
 	uint32_t send_timeout;
 	/*
-	 * Shared receive queue (Use_SRQ): receives come from one server-wide
-	 * pool instead of 2 x credits + bc_credits + recv_batch buffers per
-	 * connection. The pool starts at RR_SRQ_START buffers, grows to one
-	 * client's window (credits + bc_credits + recv_batch) when the first
-	 * client connects, and doubles whenever fewer than a quarter of them
-	 * were left posted, up to
-	 * srq_depth (0: RR_SRQ_DEFAULT_DEPTH); never above the budget either.
+	 * Shared receive queue (Use_SRQ): receives come from a pool per event
+	 * thread and device instead of 2 x credits + bc_credits + recv_batch
+	 * buffers per connection. Each pool starts at RR_SRQ_START buffers,
+	 * grows to one client's window (credits + bc_credits + recv_batch) when
+	 * the device's first client connects, and doubles whenever fewer than
+	 * a quarter of them were left posted, up to srq_depth (0:
+	 * RR_SRQ_DEFAULT_DEPTH); all of them never above the budget.
 	 */
 	bool use_srq;
 	uint32_t srq_depth;		/* 0 or RR_SRQ_MIN_DEPTH..RR_SRQ_MAX_DEPTH (SRQ_Depth) */

@@ -213,7 +213,7 @@ static unsigned int big_all_free(void)
 	return regs;
 }
 
-/* The event thread's wake-up work (rr_server.c handle_kick). */
+/* The event thread's wake-up work (rr_evt.c handle_kick). */
 static void kick_work(struct rr_conn *c)
 {
 	for (struct rr_handoff *h = rr_handoff_take(&srv->evt[0].ready); h;) {

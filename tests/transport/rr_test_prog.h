@@ -24,6 +24,9 @@ enum rrt_proc {
 	RRT_PROC_CHUNKS = 6,	/* anything -> u32 n, then per rr_call.chunk_data:
 				 * u32 length, u32 fnv1a32 of its bytes, u32 1 if it
 				 * is an element of iov[] (else 0), u32 stream offset */
+	RRT_PROC_STALL = 7,	/* u32 ms -> u32 index of the engine's event thread
+				 * that delivered it, answered after blocking that
+				 * thread for ms (at most 10000) */
 };
 
 /* Largest SOURCE / ECHO the server accepts (else GARBAGE_ARGS). */

@@ -35,7 +35,8 @@
 #include "fabric/fab.h"
 #include "fabric/fab_soft.h"
 #include "rpcrdma/rr_xprt.h"
-/* Only for the sink hook below: the test reads one engine-internal field. */
+/* Only for the sink hook and STALL below: engine-internal fields the tests
+ * read (a Read sink, the event thread's index). */
 #include "rpcrdma/rr_internal.h"
 #include "transport/rr_test_prog.h"
 
@@ -612,6 +613,28 @@ static void on_call(void *ctx, struct rr_call *call)
 	case RRT_PROC_HOLD:
 		hold_call(call);
 		return;
+	case RRT_PROC_STALL: {
+		/* Holds up the connection's own event thread: the thread delivers
+		 * calls (on_call runs on it), so this is that thread busy. */
+		uint32_t ms = get32(&s);
+		struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+		const struct rr_evt *e = rr_this_event_thread;
+
+		if (s.bad || ms > 10000 || s.off != call->len) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		nanosleep(&ts, NULL);
+		struct reply_buf *rb = reply_start(xid, SUCCESS);
+
+		if (!rb) {
+			rr_call_release(call);
+			return;
+		}
+		put32(rb, e ? e->idx : UINT32_MAX);
+		send_reply(call, rb, NULL);
+		return;
+	}
 	case RRT_PROC_CHUNKS: {
 		struct reply_buf *rb = reply_start(xid, SUCCESS);
 

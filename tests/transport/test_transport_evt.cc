@@ -4,7 +4,7 @@
  * connections spread over several event threads, their Replies built on
  * the server's worker threads and handed back to each connection's own
  * thread, connections leaving with Replies in flight, the shared receive
- * pool fed from every thread. Also under ThreadSanitizer (ci/tsan.sh).
+ * pools, one per thread, each fed by its own thread. Also under ThreadSanitizer (ci/tsan.sh).
  */
 #include <dirent.h>
 
@@ -179,8 +179,8 @@ TEST_F(EvtThreads, ConnectionsLeaveWithRepliesInFlight)
 	EXPECT_EQ(srv.stats()["conns_freed"], uint64_t(kConns / 2));
 }
 
-/* The shared receive pool is the listener's thread's: receives that
- * connections on the other threads consumed come back through it. */
+/* A shared receive pool per event thread: each thread posts, reaps and
+ * grows its own connections' receives. */
 class EvtThreadsSrq : public EvtThreads {
       protected:
 	EvtThreadsSrq()
@@ -219,6 +219,132 @@ TEST_F(EvtThreadsSrq, CallsFlowOnEveryThread)
 			EXPECT_TRUE(opaque_result(r, std::get<1>(f), std::get<2>(f)));
 		}
 	}
+	EXPECT_EQ(srv.stats()["rnr_disconnects"], 0u);
+}
+
+/* Small pools and grants, so that a few rounds of calls need each pool's
+ * receives posted again several times over. */
+class EvtThreadsSrqOwn : public EvtThreads {
+      protected:
+	static constexpr uint32_t kPool = 64;
+
+	EvtThreadsSrqOwn()
+	{
+		for (const char *a : {"--srq", "1", "--srq-depth", "64", "--credits", "8"})
+			sopts.args.push_back(a);
+	}
+
+	void SetUp() override
+	{
+		if (!rr_test_device_srq())
+			GTEST_SKIP() << "device profile " << rr_test_device_name()
+				     << " gives Use_SRQ no shared receive queue";
+		EvtThreads::SetUp();
+	}
+
+	/* Post STALL @ms on @q; its xid, or a negative errno. */
+	int64_t post_stall(Requester *q, uint32_t ms)
+	{
+		Wire w = rpc_call_header(q->next_xid(), RRT_PROG, RRT_VERS, RRT_PROC_STALL);
+
+		w.u32(ms);
+		return q->post(w.b, CallSpec());
+	}
+
+	/* The event thread STALL's reply names; UINT32_MAX when it is no
+	 * good reply. */
+	static uint32_t stall_thread(const Reply &r, uint32_t xid)
+	{
+		size_t off;
+
+		if (!rpc_success(r, xid, &off) || r.rpc.size() < off + 4)
+			return UINT32_MAX;
+		return uint32_t(r.rpc[off]) << 24 | uint32_t(r.rpc[off + 1]) << 16 |
+		       uint32_t(r.rpc[off + 2]) << 8 | r.rpc[off + 3];
+	}
+};
+
+/*
+ * Each thread posts its own pool's receives and reaps its own connections'
+ * completions: while evt[0] (the listener's thread) is held up for five
+ * seconds by a call that blocks it, the connections of the other threads
+ * make many times more calls than their pools hold - each receive posted
+ * again several times over - and every one is answered before evt[0] is
+ * back. With one pool that evt[0] alone posts, they would wait for it.
+ */
+TEST_F(EvtThreadsSrqOwn, OtherThreadsServeTheirOwnWhileTheListenersIsBlocked)
+{
+	constexpr int kConns = 2 * kThreads;
+	constexpr int kRounds = 12;
+	constexpr uint32_t kStallMs = 5000;
+	Requester *blocker = nullptr;
+	std::vector<Requester *> others;
+	std::set<uint32_t> threads;
+
+	for (int i = 0; i < kConns; i++) {
+		Requester *q = connect();
+		Reply r;
+
+		ASSERT_NE(q, nullptr) << "connection " << i;
+		int64_t x = post_stall(q, 0);
+		ASSERT_GE(x, 0) << q->last_error();
+		ASSERT_TRUE(q->wait(uint32_t(x), &r)) << q->last_error();
+		uint32_t t = stall_thread(r, uint32_t(x));
+		ASSERT_LT(t, uint32_t(kThreads)) << "connection " << i;
+		if (t == 0 && !blocker)
+			blocker = q;
+		else if (t != 0)
+			others.push_back(q), threads.insert(t);
+	}
+	ASSERT_NE(blocker, nullptr) << "no connection on evt[0] among " << kConns;
+	EXPECT_EQ(threads.size(), size_t(kThreads - 1)) << "connections not spread";
+
+	uint64_t seen = srv.stats()["ul_calls"];
+	int64_t stall = post_stall(blocker, kStallMs);
+	ASSERT_GE(stall, 0) << blocker->last_error();
+	/* delivered, so evt[0] is inside it */
+	ASSERT_TRUE(eventually([&] { return srv.stats()["ul_calls"] > seen; }));
+	auto t0 = std::chrono::steady_clock::now();
+
+	uint64_t calls = 0;
+	for (int round = 0; round < kRounds; round++) {
+		std::vector<std::tuple<Requester *, uint32_t, std::vector<uint8_t>>> inflight;
+
+		for (Requester *q : others) {
+			for (uint32_t i = 0; i < q->grant(); i++) {
+				auto d = random_bytes(rng, 100 + rng() % 1500);
+				TestCall c = call_data(q->next_xid(), RRT_PROC_ECHO, d);
+
+				ASSERT_GE(q->post(c.rpc, CallSpec()), 0) << q->last_error();
+				inflight.emplace_back(q, c.xid, std::move(d));
+			}
+		}
+		for (auto &f : inflight) {
+			Reply r;
+
+			ASSERT_TRUE(std::get<0>(f)->wait(std::get<1>(f), &r, 20000))
+				<< "round " << round << ": " << std::get<0>(f)->last_error();
+			EXPECT_TRUE(opaque_result(r, std::get<1>(f), std::get<2>(f)));
+		}
+		calls += inflight.size();
+	}
+	auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+			    std::chrono::steady_clock::now() - t0).count();
+	Reply sr;
+	bool early = blocker->wait(uint32_t(stall), &sr, 0);
+
+	RecordProperty("others_ms", int(took));
+
+	/* Each thread's connections used its pool over several times. */
+	EXPECT_GE(calls / (kThreads - 1), 3 * uint64_t(kPool));
+	EXPECT_FALSE(early) << "evt[0] was back before the others were done (" << took
+			    << " ms): nothing shown";
+	EXPECT_LT(took, int64_t(kStallMs));
+	if (!early) {
+		ASSERT_TRUE(blocker->wait(uint32_t(stall), &sr, 2 * kStallMs))
+			<< blocker->last_error();
+	}
+	EXPECT_EQ(stall_thread(sr, uint32_t(stall)), 0u);
 	EXPECT_EQ(srv.stats()["rnr_disconnects"], 0u);
 }
 
