@@ -218,9 +218,12 @@ struct soft_conn {
 	struct fab_qp_caps caps;
 	struct fab_limits lim;	/* the fabric's profile when the QP was made */
 	struct soft_pd *pd;	/* the fabric's, or its own (fab_conn_own_pd) */
-	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent */
-	struct soft_swr *sq;
-	struct fab_sge *sq_sge;
+	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent.
+	 * A ring of caps.max_send_wr entries in segments of SOFT_SQ_SEG, each
+	 * with its SGEs, made the first time a post reaches it and never moved
+	 * (I/O threads read entries outside the lock): an idle QP holds one. */
+	struct soft_swr **sq;
+	uint32_t sq_nseg;
 	uint64_t sq_head, sq_resp, sq_tx, sq_tail;
 	/* receive queue (unused when srq is set) */
 	struct soft_srq *srq;
@@ -330,9 +333,14 @@ static inline int64_t soft_now_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+#define SOFT_SQ_SEG 8u
+
+/* The entry of send-queue position @i (its segment made: see soft_post_send). */
 static inline struct soft_swr *soft_sq_at(struct soft_conn *c, uint64_t i)
 {
-	return &c->sq[i % c->caps.max_send_wr];
+	uint32_t k = (uint32_t)(i % c->caps.max_send_wr);
+
+	return &c->sq[k / SOFT_SQ_SEG][k % SOFT_SQ_SEG];
 }
 
 static inline struct soft_conn *soft_conn(const struct fab_conn *c)

@@ -65,18 +65,17 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 				     c->lim.device, c->lim.max_qp_wr, c->lim.max_send_sge,
 				     c->lim.max_recv_sge);
 	c->caps = k;
-	c->sq = calloc(k.max_send_wr, sizeof(*c->sq));
-	c->sq_sge = calloc((size_t)k.max_send_wr * k.max_send_sge, sizeof(*c->sq_sge));
+	c->sq_nseg = (k.max_send_wr + SOFT_SQ_SEG - 1) / SOFT_SQ_SEG;
+	c->sq = calloc(c->sq_nseg, sizeof(*c->sq));
 	c->rq = calloc(k.max_recv_wr, sizeof(*c->rq));
 	c->rq_sge = calloc((size_t)(k.max_recv_wr + 1) * k.max_recv_sge, sizeof(*c->rq_sge));
-	c->ctl_cap = 64;
+	/* grows when responses queue up (soft_ctl_push_locked) */
+	c->ctl_cap = 4;
 	c->ctl = calloc(c->ctl_cap, sizeof(*c->ctl));
-	if (!c->sq || !c->sq_sge || !c->rq || !c->rq_sge || !c->ctl) {
+	if (!c->sq || !c->rq || !c->rq_sge || !c->ctl) {
 		soft_qp_free(c);
 		return fab_set_error(-ENOMEM, "soft: out of memory for QP");
 	}
-	for (uint32_t i = 0; i < k.max_send_wr; i++)
-		c->sq[i].sge = &c->sq_sge[(size_t)i * k.max_send_sge];
 	for (uint32_t i = 0; i < k.max_recv_wr; i++)
 		c->rq[i].sge = &c->rq_sge[(size_t)i * k.max_recv_sge];
 	c->scq = (struct soft_cq *)send_cq;
@@ -93,13 +92,14 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 
 void soft_qp_free(struct soft_conn *c)
 {
+	for (uint32_t i = 0; c->sq && i < c->sq_nseg; i++)
+		free(c->sq[i]);
 	free(c->sq);
-	free(c->sq_sge);
 	free(c->rq);
 	free(c->rq_sge);
 	free(c->ctl);
 	c->sq = NULL;
-	c->sq_sge = NULL;
+	c->sq_nseg = 0;
 	c->rq = NULL;
 	c->rq_sge = NULL;
 	c->ctl = NULL;
@@ -237,6 +237,29 @@ void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uin
 	soft_wake_locked(c);
 }
 
+/*
+ * c->lock held: the segment holding send-queue position @i exists (made
+ * here the first time a post reaches it, with room for its entries' SGEs;
+ * kept until the QP goes). False when out of memory.
+ */
+static bool sq_seg_make(struct soft_conn *c, uint64_t i)
+{
+	uint32_t seg = (uint32_t)(i % c->caps.max_send_wr) / SOFT_SQ_SEG;
+	struct soft_swr *e;
+	struct fab_sge *sge;
+
+	if (c->sq[seg])
+		return true;
+	e = calloc(1, SOFT_SQ_SEG * (sizeof(*e) + c->caps.max_send_sge * sizeof(*sge)));
+	if (!e)
+		return false;
+	sge = (struct fab_sge *)(e + SOFT_SQ_SEG);
+	for (uint32_t k = 0; k < SOFT_SQ_SEG; k++)
+		e[k].sge = &sge[(size_t)k * c->caps.max_send_sge];
+	c->sq[seg] = e;
+	return true;
+}
+
 int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr **bad)
 {
 	struct soft_conn *c = soft_conn(fc);
@@ -265,6 +288,10 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 		}
 		if (c->sq_tail - c->sq_head >= c->caps.max_send_wr) {
 			rc = fab_set_error(-ENOMEM, "soft: send queue full");
+			break;
+		}
+		if (!sq_seg_make(c, c->sq_tail)) {
+			rc = fab_set_error(-ENOMEM, "soft: out of memory for the send queue");
 			break;
 		}
 		e = soft_sq_at(c, c->sq_tail);

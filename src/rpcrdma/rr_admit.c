@@ -122,7 +122,8 @@ uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_
 uint64_t rr_conn_pinned_at_accept(const struct rr_config *cfg, uint32_t credits, bool own_recv)
 {
 	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
-	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends_bc(cfg) + RR_SEND_RESERVE);
+	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends_bc(cfg)) +
+			 rr_sendpool_claim(cfg);
 
 	if (own_recv)
 		bytes += rr_pool_bytes(cfg->inline_size, nrecv);
@@ -298,11 +299,22 @@ void rr_admit_tick(struct rr_evt *e)
 	struct rr_server *srv = e->srv;
 	const struct rr_config *cfg = &srv->cfg;
 	uint64_t now = rr_now_s();
+	struct rr_sendpool *sends[RR_BIGPOOLS];
+	unsigned int n;
 
 	if (cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout)
 		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
 			if (c->state != RR_CONN_CLOSING)
 				conn_timeouts(srv, c, now);
+	/* this thread's send pools give back what stays free */
+	pthread_mutex_lock(&srv->lock);
+	n = srv->nbigpools[e->idx];
+	for (unsigned int i = 0; i < n; i++)
+		sends[i] = srv->bigpools[e->idx][i]->sends;
+	pthread_mutex_unlock(&srv->lock);
+	for (unsigned int i = 0; i < n; i++)
+		if (sends[i])
+			rr_sendpool_tick(sends[i]);
 	if (e->idx)
 		return;
 	rr_ratelog_summary(&srv->refusals, false);

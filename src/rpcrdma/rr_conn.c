@@ -67,6 +67,7 @@ void rr_conn_free(struct rr_conn *c)
 		reclaim_flushed(c);
 		fab_cq_destroy(c->cq);
 	}
+	rr_sendpool_orphans(c); /* after the QP: nothing sends from them now */
 	rr_pool_fini(&c->recv_pool);
 	rr_send_chunks_free(c);
 	fab_pd_free(c->own_pd); /* after the QP and every registration in it */
@@ -225,7 +226,7 @@ void rr_conn_forget(struct rr_conn *c)
 	pthread_mutex_unlock(&srv->lock);
 	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);
 	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
-	RR_STAT_SUB(c, pinned_bytes, c->pinned);
+	RR_STAT_SUB(c, pinned_bytes, c->pinned - rr_sendpool_claim(&srv->cfg));
 	RR_SRV_STAT_ADD(srv, conns_freed, 1);
 	rr_ratelog(&srv->conn_events, RR_EV_FREED, "%s: connection freed", c->peer);
 }
@@ -313,6 +314,7 @@ void rr_conn_reap(struct rr_evt *e)
 		*pp = c->evt_next;
 		e->nconns--;
 		atomic_fetch_sub(&e->nclosing, 1);
+		rr_sendpool_leave(c); /* on its thread, the pool's */
 		retire(c);
 	}
 }

@@ -288,9 +288,10 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 {
 	struct rr_conn *c = s->conn;
 	/* Unsignalled Sends hold their contexts until a later completion:
-	 * never more than half, so a signalled one can always go. */
+	 * never more than half the reserve, so a connection that waits for a
+	 * context has a signalled Send out (RR_SEND_RESERVE). */
 	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS &&
-		     2 * (c->quiet_out + 1) <= c->sends_made && len < c->signal_from;
+		     2 * (c->quiet_out + 1) <= RR_SEND_RESERVE && len < c->signal_from;
 	struct fab_send_wr *send;
 	uint32_t rkey;
 

@@ -268,9 +268,10 @@ TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
 	EXPECT_EQ(st["send_ctx_waits"], 0u) << "no budget: nothing waits";
 	uint64_t sends = st["pinned_bytes"] - st["recv_mem_bytes"];
 	EXPECT_GT(sends, conns.size() * kReserveBytes);
-	/* Kept while the connection lives (how many a burst needs depends on
-	 * how the workers' answers batch), never past one per receive and
-	 * RR_QUIET_SENDS more and the reverse direction's: 150 x 4 KiB. */
+	/* Kept by the pool for a while (how many a burst needs depends on
+	 * how the workers' answers batch), never past the others' reserves
+	 * and one per receive and RR_QUIET_SENDS more and the reverse
+	 * direction's for the busy one: 150 x 4 KiB. */
 	for (uint32_t round = 0; round < 3; round++)
 		burst(conns[3].get(), conns[3]->grant(), 10 + round);
 	st = srv.stats();
@@ -279,8 +280,60 @@ TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
 		  (conns.size() - 1) * kReserveBytes + 150 * kPage);
 	conns.clear();
 	EXPECT_EQ(stat_when(srv, "conns_active", 0), 0u);
+	/* The pool gives chunks back once a second when no connection is
+	 * left (rr_sendpool_tick): within a few seconds, all of them. */
 	st = srv.stats();
-	EXPECT_EQ(st["pinned_bytes"], st["recv_mem_bytes"]) << "send buffers outlived their connections";
+	EXPECT_EQ(stat_when(srv, "pinned_bytes", st["recv_mem_bytes"], 400), st["recv_mem_bytes"])
+	    << "send buffers outlived their connections";
+}
+
+/*
+ * Two connections share one send pool (one event thread, one device) and a
+ * budget with room for their receives and reserves and 4 contexts more:
+ * while one has its whole grant in flight (its Replies wait for contexts),
+ * the other's calls are answered from its reserve, each within a second.
+ */
+constexpr uint64_t kTwoBudget = 2 * (kRecvBytes + kReserveBytes) + 4 * kPage;
+
+class SharedSends : public TransportTest {
+      protected:
+	SharedSends()
+	{
+		sopts.args = {"--recv-mem", std::to_string(kTwoBudget)};
+		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
+	}
+};
+
+TEST_F(SharedSends, BusyNeighbourLeavesTheReserve)
+{
+	auto busy = try_connect(srv.addr());
+	auto quiet = try_connect(srv.addr());
+	ASSERT_TRUE(busy && quiet);
+	ASSERT_TRUE(ping(busy.get()));
+	ASSERT_TRUE(ping(quiet.get()));
+	ASSERT_EQ(busy->grant(), 64u);
+	ASSERT_EQ(quiet->grant(), 64u);
+	std::thread t([&] {
+		for (uint32_t round = 0; round < 4; round++)
+			burst(busy.get(), busy->grant(), 20 + round);
+	});
+	uint32_t answered = 0;
+	for (int i = 0; i < 40; i++) {
+		auto t0 = std::chrono::steady_clock::now();
+		TestCall c = call_delay(quiet->next_xid(), 0, {1, 2, 3, 4});
+		Reply r;
+		ASSERT_GE(quiet->post(c.rpc, CallSpec()), 0);
+		ASSERT_TRUE(quiet->wait(c.xid, &r, 5000)) << quiet->last_error();
+		EXPECT_TRUE(opaque_result(r, c.xid, {1, 2, 3, 4}));
+		EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+		answered++;
+	}
+	t.join();
+	EXPECT_EQ(answered, 40u);
+	auto st = srv.stats();
+	EXPECT_GT(st["send_ctx_waits"], 0u) << "the busy one never waited: the test proves nothing";
+	EXPECT_LE(st["pinned_bytes"], kTwoBudget);
+	EXPECT_EQ(st["dropped"], 0u);
 }
 
 class RefusalLog : public TransportTest {
