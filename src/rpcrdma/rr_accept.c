@@ -255,7 +255,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	}
 	ip_known = rr_admit_peer_ip(&srv->cfg, ev->conn, ip);
 	if (ip_known) {
-		/* Other event threads take their closed connections off the list. */
+		/* The per-peer counts: other threads close their connections. */
 		pthread_mutex_lock(&srv->lock);
 		admitted = rr_admit_peer(srv, ip);
 		pthread_mutex_unlock(&srv->lock);
@@ -353,6 +353,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	c->pprev = &srv->conns;
 	srv->conns = c;
 	atomic_store(&srv->nconns, atomic_load(&srv->nconns) + 1);
+	rr_admit_peer_add(srv, c);
 	pthread_mutex_unlock(&srv->lock);
 	rr_conn_hand_over(c);
 	return;

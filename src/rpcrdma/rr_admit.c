@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -172,20 +173,85 @@ bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t 
 	       rr_peer_key(&remote, cfg->peer_prefix_v4, cfg->peer_prefix_v6, ip);
 }
 
+/*
+ * Connections per peer (its address prefix), kept as they are listed and as
+ * they close, so that a connection request costs one lookup, not a walk of
+ * every connection (quadratic in a reconnect storm). Closing connections no
+ * longer count: a client that reconnects at once must not wait for the old
+ * one's last reference. A hash of chains under srv->lock; a peer's entry
+ * goes with its last connection.
+ */
+struct rr_peer_count {
+	struct rr_peer_count *next;
+	uint8_t ip[16];
+	uint32_t n;
+};
+
+static uint32_t peer_hash(const uint8_t ip[16])
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ ip[i]) * 16777619u;
+	return h & (RR_PEER_BUCKETS - 1);
+}
+
+static struct rr_peer_count **peer_find(struct rr_server *srv, const uint8_t ip[16])
+{
+	struct rr_peer_count **pp = &srv->peers[peer_hash(ip)];
+
+	while (*pp && memcmp((*pp)->ip, ip, 16))
+		pp = &(*pp)->next;
+	return pp;
+}
+
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
 {
-	uint32_t cap = srv->cfg.max_conns_per_peer, n = 0;
+	uint32_t cap = srv->cfg.max_conns_per_peer;
+	struct rr_peer_count *p;
 
-	if (!cap)
+	if (!cap || !srv->peers)
 		return true;
-	/* A walk: at most Max_Connections, once per connection request.
-	 * Closing connections no longer count: a client that reconnects at
-	 * once must not wait for the old one's last reference. */
-	for (const struct rr_conn *c = srv->conns; c; c = c->next)
-		if (c->peer_known && !atomic_load_explicit(&c->gone, memory_order_relaxed) &&
-		    !memcmp(c->peer_ip, ip, 16) && ++n >= cap)
-			return false;
-	return true;
+	p = *peer_find(srv, ip);
+	return !p || p->n < cap;
+}
+
+void rr_admit_peer_add(struct rr_server *srv, struct rr_conn *c)
+{
+	struct rr_peer_count **pp, *p;
+
+	if (!c->peer_known || atomic_load_explicit(&c->gone, memory_order_relaxed))
+		return;
+	if (!srv->peers)
+		srv->peers = calloc(RR_PEER_BUCKETS, sizeof(*srv->peers));
+	if (!srv->peers)
+		return; /* out of memory: this one goes uncounted */
+	pp = peer_find(srv, c->peer_ip);
+	p = *pp;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		memcpy(p->ip, c->peer_ip, 16);
+		*pp = p;
+	}
+	p->n++;
+	c->peer_counted = true;
+}
+
+void rr_admit_peer_drop(struct rr_server *srv, struct rr_conn *c)
+{
+	struct rr_peer_count **pp, *p;
+
+	if (!c->peer_counted)
+		return;
+	c->peer_counted = false;
+	pp = peer_find(srv, c->peer_ip);
+	p = *pp;
+	if (p && --p->n == 0) {
+		*pp = p->next;
+		free(p);
+	}
 }
 
 static const char *const why_name[RR_RATELOG_KINDS] = {
@@ -225,6 +291,15 @@ void rr_admit_fini(struct rr_server *srv)
 	rr_ratelog_summary(&srv->conn_events, true);
 	rr_ratelog_fini(&srv->refusals);
 	rr_ratelog_fini(&srv->conn_events);
+	for (unsigned int i = 0; srv->peers && i < RR_PEER_BUCKETS; i++)
+		while (srv->peers[i]) {
+			struct rr_peer_count *p = srv->peers[i];
+
+			srv->peers[i] = p->next;
+			free(p);
+		}
+	free(srv->peers);
+	srv->peers = NULL;
 }
 
 /*

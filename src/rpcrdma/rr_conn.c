@@ -165,6 +165,10 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 	if (was == RR_CONN_CLOSING)
 		return;
 	atomic_store(&c->gone, true);
+	/* no longer counted for its peer (rr_admit_peer) */
+	pthread_mutex_lock(&c->srv->lock);
+	rr_admit_peer_drop(c->srv, c);
+	pthread_mutex_unlock(&c->srv->lock);
 	atomic_fetch_add(&c->evt->nclosing, 1);
 	RR_STAT_ADD(c, disconnects, 1);
 	/* A peer reconnecting in a loop must not flood the log (rr_ratelog). */
@@ -222,6 +226,7 @@ void rr_conn_forget(struct rr_conn *c)
 	if (c->next)
 		c->next->pprev = c->pprev;
 	atomic_store(&srv->nconns, atomic_load(&srv->nconns) - 1);
+	rr_admit_peer_drop(srv, c);
 	srv->recv_mem_used -= c->pinned;
 	pthread_mutex_unlock(&srv->lock);
 	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);

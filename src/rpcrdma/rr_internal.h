@@ -537,6 +537,7 @@ struct rr_conn {
 	 * its home thread at the next visit (rr_conn_kick). */
 	_Atomic uint32_t cm_pending;
 	atomic_bool gone;		/* closing: no longer counted by the per-peer cap */
+	bool peer_counted;		/* in srv->peers' count (srv->lock) */
 	bool disconnected;				/* fab_disconnect called */
 
 	/* Shared receive queue mode: no receive buffers of its own. */
@@ -668,6 +669,9 @@ bool rr_peer_key(const struct sockaddr_storage *ss, unsigned int prefix_v4,
 bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t ip[16]);
 /* evt[0], srv->lock held: may @ip open one more connection? */
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16]);
+/* srv->lock held: @c, listed, counts for its peer until it closes (drop). */
+void rr_admit_peer_add(struct rr_server *srv, struct rr_conn *c);
+void rr_admit_peer_drop(struct rr_server *srv, struct rr_conn *c);
 /* Event thread: count a refused connection request and log it (rate-limited). */
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
 		     const char *detail);
@@ -743,6 +747,9 @@ struct rr_evt {
 	bool started;
 };
 
+#define RR_PEER_BUCKETS 4096		/* per-peer counts' hash (a power of 2) */
+struct rr_peer_count;
+
 #define RR_BIGPOOLS 4			/* devices (protection domains) per event thread */
 
 struct rr_server {
@@ -759,7 +766,9 @@ struct rr_server {
 	_Atomic bool stopping;
 	atomic_bool dev_gone;		/* device removed: adopted connections close */
 
-	pthread_mutex_t lock;		/* conns list, bigpools, budget */
+	pthread_mutex_t lock;		/* conns list, bigpools, budget, peers */
+	/* Live connections per peer (rr_admit.c), RR_PEER_BUCKETS chains. */
+	struct rr_peer_count **peers;
 	struct rr_conn *conns;		/* every connection, through next/pprev */
 	_Atomic uint32_t nconns;	/* on conns; changed under lock */
 	uint64_t recv_mem_used;		/* all bytes counted against the budget */

@@ -97,6 +97,46 @@ TEST_F(PerPeer, ThirdFromOneAddressIsRefusedAnotherAddressGetsIn)
 	g.reset();
 }
 
+/*
+ * The per-peer counts (rr_admit.c keeps them in a hash as connections are
+ * listed and close): 24 addresses, each to its cap and one more refused;
+ * then one connection of each is closed and replaced, five times over, and
+ * each address is still held to exactly its cap.
+ */
+TEST_F(PerPeer, ManyPeersEachHeldToItsCapThroughReconnects)
+{
+	constexpr int kPeers = 24;
+	std::vector<std::unique_ptr<Requester>> held[kPeers];
+	auto addr = [](int p) { return "127.0.2." + std::to_string(p + 1); };
+	for (int p = 0; p < kPeers; p++) {
+		for (int k = 0; k < 2; k++) {
+			held[p].push_back(try_connect(srv.addr(), addr(p).c_str()));
+			ASSERT_TRUE(held[p].back()) << addr(p) << " connection " << k;
+		}
+		EXPECT_FALSE(try_connect(srv.addr(), addr(p).c_str())) << addr(p) << " past its cap";
+	}
+	EXPECT_EQ(srv.stats()["conns_refused_peer"], uint64_t(kPeers));
+	for (int round = 0; round < 5; round++) {
+		for (int p = 0; p < kPeers; p++) {
+			held[p][round % 2]->disconnect();
+			std::unique_ptr<Requester> again;
+			eventually([&] {
+				again = try_connect(srv.addr(), addr(p).c_str());
+				return again != nullptr;
+			});
+			ASSERT_TRUE(again) << addr(p) << " stayed refused after closing one";
+			held[p][round % 2] = std::move(again);
+		}
+	}
+	uint64_t refused = srv.stats()["conns_refused_peer"];
+	for (int p = 0; p < kPeers; p++) {
+		EXPECT_FALSE(try_connect(srv.addr(), addr(p).c_str())) << addr(p) << " past its cap";
+		EXPECT_TRUE(ping(held[p][0].get()));
+		EXPECT_TRUE(ping(held[p][1].get()));
+	}
+	EXPECT_EQ(srv.stats()["conns_refused_peer"], refused + kPeers);
+}
+
 class Handshake : public TransportTest {
       protected:
 	Handshake()
@@ -199,7 +239,9 @@ class BudgetCountsSends : public TransportTest {
       protected:
 	BudgetCountsSends()
 	{
-		sopts.args = {"--recv-mem", std::to_string(kBudget)};
+		/* Max_Connections set: left to the budget (1 here) it would
+		 * refuse the second connection before the budget does */
+		sopts.args = {"--recv-mem", std::to_string(kBudget), "--max-conns", "16"};
 		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
 	}
 };
