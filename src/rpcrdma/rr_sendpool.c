@@ -129,6 +129,10 @@ static bool join(struct rr_conn *c)
 	if (sp->nfree < sp->owed && !grow(sp, sp->owed - sp->nfree, false)) {
 		sp->claimed -= rr_sendpool_claim(&srv->cfg);
 		sp->owed -= RR_SEND_RESERVE;
+		if (sp == c->own_sp) { /* empty: the next Reply tries again */
+			free(sp);
+			c->own_sp = NULL;
+		}
 		return false;
 	}
 	charge(sp, sp->made_bytes, false);
@@ -282,10 +286,11 @@ void rr_sendpool_orphans(struct rr_conn *c)
 
 void rr_sendpool_tick(struct rr_sendpool *sp)
 {
-	uint32_t nfree = sp->nfree;
+	uint32_t nfree;
 	bool drop = false;
 
 	take_returned(sp);
+	nfree = sp->nfree;
 	/* Mark: chunks wholly free for a while (any, once no connection is
 	 * joined), as long as what every reserve needs stays made. */
 	for (struct rr_send_chunk *ch = sp->chunks; ch; ch = ch->next) {
