@@ -203,6 +203,9 @@ struct soft_ctl {
 	void *addr; /* READ_RESP source */
 };
 
+#define SOFT_SQ_FIRST 8u
+#define SOFT_SQ_MAX_SEGS 28	/* 8 << 27 is past any max_send_wr */
+
 struct soft_conn {
 	struct fab_conn_head h;
 	struct soft_fabric *sf;
@@ -219,11 +222,15 @@ struct soft_conn {
 	struct fab_limits lim;	/* the fabric's profile when the QP was made */
 	struct soft_pd *pd;	/* the fabric's, or its own (fab_conn_own_pd) */
 	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent.
-	 * A ring of caps.max_send_wr entries in segments of SOFT_SQ_SEG, each
-	 * with its SGEs, made the first time a post reaches it and never moved
-	 * (I/O threads read entries outside the lock): an idle QP holds one. */
+	 * A ring of pointers, sq_cap (a power of 2) of them, to entries made
+	 * in segments with their SGEs: SOFT_SQ_FIRST at first, twice as many
+	 * when a post finds the ring full (up to caps.max_send_wr in use), so
+	 * an idle QP holds a few. Entries never move (I/O threads read their
+	 * SGEs outside the lock); growing moves pointers, under the lock. */
 	struct soft_swr **sq;
+	uint32_t sq_cap;
 	uint32_t sq_nseg;
+	struct soft_swr *sq_seg[SOFT_SQ_MAX_SEGS];
 	uint64_t sq_head, sq_resp, sq_tx, sq_tail;
 	/* receive queue (unused when srq is set) */
 	struct soft_srq *srq;
@@ -333,14 +340,10 @@ static inline int64_t soft_now_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-#define SOFT_SQ_SEG 8u
-
-/* The entry of send-queue position @i (its segment made: see soft_post_send). */
+/* The entry of send-queue position @i (c->lock held). */
 static inline struct soft_swr *soft_sq_at(struct soft_conn *c, uint64_t i)
 {
-	uint32_t k = (uint32_t)(i % c->caps.max_send_wr);
-
-	return &c->sq[k / SOFT_SQ_SEG][k % SOFT_SQ_SEG];
+	return c->sq[i & (c->sq_cap - 1)];
 }
 
 static inline struct soft_conn *soft_conn(const struct fab_conn *c)

@@ -33,6 +33,45 @@ static bool soft_wr_fits_device(const struct soft_conn *c, const struct fab_send
 	return true;
 }
 
+/*
+ * The send ring full (or not made): twice the pointers, the live ones
+ * moved to their positions in the larger ring, a segment of new entries
+ * for the rest. c->lock held, or the QP not yet in use. 0 or -ENOMEM.
+ */
+static int sq_grow(struct soft_conn *c)
+{
+	uint32_t ncap = c->sq_cap ? 2 * c->sq_cap : SOFT_SQ_FIRST, nnew = ncap - c->sq_cap;
+	size_t sge = c->caps.max_send_sge;
+	struct soft_swr **ring, *e;
+	struct fab_sge *g;
+	uint32_t k = 0;
+
+	if (c->sq_nseg == SOFT_SQ_MAX_SEGS)
+		return -ENOMEM;
+	ring = calloc(ncap, sizeof(*ring));
+	e = calloc(nnew, sizeof(*e) + sge * sizeof(*g));
+	if (!ring || !e) {
+		free(ring);
+		free(e);
+		return -ENOMEM;
+	}
+	g = (struct fab_sge *)(e + nnew);
+	for (uint64_t i = c->sq_head; c->sq && i < c->sq_tail; i++)
+		ring[i & (ncap - 1)] = c->sq[i & (c->sq_cap - 1)];
+	/* the slots no live position holds take the new entries */
+	for (uint32_t s = 0; s < ncap; s++) {
+		if (ring[s])
+			continue;
+		e[k].sge = &g[k * sge];
+		ring[s] = &e[k++];
+	}
+	free(c->sq);
+	c->sq = ring;
+	c->sq_cap = ncap;
+	c->sq_seg[c->sq_nseg++] = e;
+	return 0;
+}
+
 int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
 		  const struct fab_qp_caps *caps)
 {
@@ -65,14 +104,12 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 				     c->lim.device, c->lim.max_qp_wr, c->lim.max_send_sge,
 				     c->lim.max_recv_sge);
 	c->caps = k;
-	c->sq_nseg = (k.max_send_wr + SOFT_SQ_SEG - 1) / SOFT_SQ_SEG;
-	c->sq = calloc(c->sq_nseg, sizeof(*c->sq));
 	c->rq = calloc(k.max_recv_wr, sizeof(*c->rq));
 	c->rq_sge = calloc((size_t)(k.max_recv_wr + 1) * k.max_recv_sge, sizeof(*c->rq_sge));
 	/* grows when responses queue up (soft_ctl_push_locked) */
 	c->ctl_cap = 4;
 	c->ctl = calloc(c->ctl_cap, sizeof(*c->ctl));
-	if (!c->sq || !c->rq || !c->rq_sge || !c->ctl) {
+	if (!c->rq || !c->rq_sge || !c->ctl || sq_grow(c)) {
 		soft_qp_free(c);
 		return fab_set_error(-ENOMEM, "soft: out of memory for QP");
 	}
@@ -92,14 +129,16 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 
 void soft_qp_free(struct soft_conn *c)
 {
-	for (uint32_t i = 0; c->sq && i < c->sq_nseg; i++)
-		free(c->sq[i]);
+	for (uint32_t i = 0; i < c->sq_nseg; i++)
+		free(c->sq_seg[i]);
 	free(c->sq);
+	c->sq_cap = 0;
 	free(c->rq);
 	free(c->rq_sge);
 	free(c->ctl);
 	c->sq = NULL;
 	c->sq_nseg = 0;
+	c->sq_cap = 0;
 	c->rq = NULL;
 	c->rq_sge = NULL;
 	c->ctl = NULL;
@@ -237,29 +276,6 @@ void soft_ctl_push_locked(struct soft_conn *c, uint8_t type, uint8_t status, uin
 	soft_wake_locked(c);
 }
 
-/*
- * c->lock held: the segment holding send-queue position @i exists (made
- * here the first time a post reaches it, with room for its entries' SGEs;
- * kept until the QP goes). False when out of memory.
- */
-static bool sq_seg_make(struct soft_conn *c, uint64_t i)
-{
-	uint32_t seg = (uint32_t)(i % c->caps.max_send_wr) / SOFT_SQ_SEG;
-	struct soft_swr *e;
-	struct fab_sge *sge;
-
-	if (c->sq[seg])
-		return true;
-	e = calloc(1, SOFT_SQ_SEG * (sizeof(*e) + c->caps.max_send_sge * sizeof(*sge)));
-	if (!e)
-		return false;
-	sge = (struct fab_sge *)(e + SOFT_SQ_SEG);
-	for (uint32_t k = 0; k < SOFT_SQ_SEG; k++)
-		e[k].sge = &sge[(size_t)k * c->caps.max_send_sge];
-	c->sq[seg] = e;
-	return true;
-}
-
 int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_wr **bad)
 {
 	struct soft_conn *c = soft_conn(fc);
@@ -290,7 +306,7 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 			rc = fab_set_error(-ENOMEM, "soft: send queue full");
 			break;
 		}
-		if (!sq_seg_make(c, c->sq_tail)) {
+		if (c->sq_tail - c->sq_head == c->sq_cap && sq_grow(c)) {
 			rc = fab_set_error(-ENOMEM, "soft: out of memory for the send queue");
 			break;
 		}

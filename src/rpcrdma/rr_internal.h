@@ -343,7 +343,7 @@ struct rr_send_chunk {
 	struct rr_send_chunk *next;
 	struct rr_pool pool;
 	uint32_t n;
-	uint32_t nfree;			/* on its pool's free list (pool chunks) */
+	uint32_t nfree;			/* on its pool's free list (counted by the tick) */
 	uint32_t idle_ticks;		/* seconds it has been wholly free */
 	struct rr_send_ctx ctx[];
 };

@@ -66,7 +66,6 @@ static bool grow(struct rr_sendpool *sp, uint32_t n, bool limit)
 		ch->ctx[i].next_free = sp->free;
 		sp->free = &ch->ctx[i];
 	}
-	ch->nfree = n;
 	sp->nfree += n;
 	sp->made_bytes += bytes;
 	RR_SRV_STAT_ADD(srv, pinned_bytes, bytes);
@@ -78,7 +77,6 @@ static void push_free(struct rr_sendpool *sp, struct rr_send_ctx *s)
 	s->next_free = sp->free;
 	sp->free = s;
 	sp->nfree++;
-	s->chunk->nfree++;
 }
 
 /* Contexts freed connections left: back on the free list (owner thread). */
@@ -173,8 +171,6 @@ struct rr_send_ctx *rr_sendpool_get(struct rr_conn *c)
 	s = sp->free;
 	sp->free = s->next_free;
 	sp->nfree--;
-	s->chunk->nfree--;
-	s->chunk->idle_ticks = 0;
 	if (c->sends_held < RR_SEND_RESERVE)
 		sp->owed--;
 	c->sends_held++;
@@ -291,6 +287,11 @@ void rr_sendpool_tick(struct rr_sendpool *sp)
 
 	take_returned(sp);
 	nfree = sp->nfree;
+	/* Each chunk's free contexts, counted here rather than per call. */
+	for (struct rr_send_chunk *ch = sp->chunks; ch; ch = ch->next)
+		ch->nfree = 0;
+	for (struct rr_send_ctx *s = sp->free; s; s = s->next_free)
+		s->chunk->nfree++;
 	/* Mark: chunks wholly free for a while (any, once no connection is
 	 * joined), as long as what every reserve needs stays made. */
 	for (struct rr_send_chunk *ch = sp->chunks; ch; ch = ch->next) {
