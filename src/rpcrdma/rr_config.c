@@ -97,6 +97,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 {
 	uint64_t now = rr_now_s();
 	char kinds[160];
+	uint64_t since;
 	uint32_t held;
 	size_t n = 0;
 
@@ -108,6 +109,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 	}
 	if (now < r->since)
 		now = r->since;
+	since = r->since; /* rr_ratelog sets it again once the lock is free */
 	kinds[0] = 0;
 	for (int i = 0; i < RR_RATELOG_KINDS && r->names[i]; i++)
 		if (r->kind[i] && n < sizeof(kinds))
@@ -118,7 +120,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 	r->quiet_until = now + RR_REFUSE_LOG_S;
 	pthread_mutex_unlock(&r->lock);
 	rr_log("%u more %s in the last %llu s (%s)", held, r->what,
-	       (unsigned long long)(now > r->since ? now - r->since : 1), kinds);
+	       (unsigned long long)(now > since ? now - since : 1), kinds);
 }
 
 uint32_t rr_event_threads_default(void)
