@@ -899,6 +899,13 @@ void rr_read_pump(struct rr_conn *c);
 
 /* reply build (rr_reply.c) */
 void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act);
+/* Event thread: build and post (or queue) a Reply to @call now. */
+int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
+		 const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
+/* Replies on their way (rr_reply_queue.c): no send context for it now, the
+ * Reply is kept in its call and waits for one (rr_send_ctx_wait). */
+void rr_reply_wait(struct rr_call_ctx *ctx, const struct iovec *iov, int iovcnt,
+		   const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
 
 /* send queue (rr_send.c) */
 /* A send context of @c's, reset, with a connection reference; NULL when none
