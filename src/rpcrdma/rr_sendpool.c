@@ -287,6 +287,10 @@ void rr_sendpool_tick(struct rr_sendpool *sp)
 
 	take_returned(sp);
 	nfree = sp->nfree;
+	/* Connections joined and no reserve's worth spare: nothing to give
+	 * back (the common case, in a few instructions a second). */
+	if (sp->nconns && nfree - sp->owed < RR_SEND_RESERVE)
+		return;
 	/* Each chunk's free contexts, counted here rather than per call. */
 	for (struct rr_send_chunk *ch = sp->chunks; ch; ch = ch->next)
 		ch->nfree = 0;
