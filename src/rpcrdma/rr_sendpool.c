@@ -350,7 +350,9 @@ void rr_sendpool_destroy(struct rr_sendpool *sp)
 		RR_SRV_STAT_SUB(sp->srv, pinned_bytes, ch->pool.map_len);
 		rr_send_chunk_free(ch);
 	}
-	/* the caller holds srv->lock, or no other thread runs */
-	sp->srv->recv_mem_used -= sp->charged;
+	/* the caller holds srv->lock, or no other thread runs, or (a pool of
+	 * a connection's own) nothing is charged any more */
+	if (sp->charged)
+		sp->srv->recv_mem_used -= sp->charged;
 	free(sp);
 }
