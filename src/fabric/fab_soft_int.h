@@ -203,6 +203,9 @@ struct soft_ctl {
 	void *addr; /* READ_RESP source */
 };
 
+#define SOFT_SQ_FIRST 8u
+#define SOFT_SQ_MAX_SEGS 28	/* 8 << 27 is past any max_send_wr */
+
 struct soft_conn {
 	struct fab_conn_head h;
 	struct soft_fabric *sf;
@@ -218,9 +221,16 @@ struct soft_conn {
 	struct fab_qp_caps caps;
 	struct fab_limits lim;	/* the fabric's profile when the QP was made */
 	struct soft_pd *pd;	/* the fabric's, or its own (fab_conn_own_pd) */
-	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent */
-	struct soft_swr *sq;
-	struct fab_sge *sq_sge;
+	/* send queue: [head, resp) answered, [resp, tx) awaiting answer, [tx, tail) unsent.
+	 * A ring of pointers, sq_cap (a power of 2) of them, to entries made
+	 * in segments with their SGEs: SOFT_SQ_FIRST at first, twice as many
+	 * when a post finds the ring full (up to caps.max_send_wr in use), so
+	 * an idle QP holds a few. Entries never move (I/O threads read their
+	 * SGEs outside the lock); growing moves pointers, under the lock. */
+	struct soft_swr **sq;
+	uint32_t sq_cap;
+	uint32_t sq_nseg;
+	struct soft_swr *sq_seg[SOFT_SQ_MAX_SEGS];
 	uint64_t sq_head, sq_resp, sq_tx, sq_tail;
 	/* receive queue (unused when srq is set) */
 	struct soft_srq *srq;
@@ -330,9 +340,10 @@ static inline int64_t soft_now_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* The entry of send-queue position @i (c->lock held). */
 static inline struct soft_swr *soft_sq_at(struct soft_conn *c, uint64_t i)
 {
-	return &c->sq[i % c->caps.max_send_wr];
+	return c->sq[i & (c->sq_cap - 1)];
 }
 
 static inline struct soft_conn *soft_conn(const struct fab_conn *c)

@@ -37,7 +37,9 @@ int soft_cq_create(struct fab_fabric *fab, int depth, struct fab_cq **out)
 	if (!cq)
 		return fab_set_error(-ENOMEM, "soft: out of memory for CQ");
 	cq->fab = fab;
-	cq->cap = depth > 0 ? (uint32_t)depth : 64;
+	/* the ring grows as completions queue up (soft_cq_push): an idle
+	 * connection's CQ stays small whatever its depth */
+	cq->cap = depth > 0 && depth < 16 ? (uint32_t)depth : 16;
 	cq->ring = calloc(cq->cap, sizeof(*cq->ring));
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!cq->ring || cq->efd < 0) {

@@ -33,6 +33,45 @@ static bool soft_wr_fits_device(const struct soft_conn *c, const struct fab_send
 	return true;
 }
 
+/*
+ * The send ring full (or not made): twice the pointers, the live ones
+ * moved to their positions in the larger ring, a segment of new entries
+ * for the rest. c->lock held, or the QP not yet in use. 0 or -ENOMEM.
+ */
+static int sq_grow(struct soft_conn *c)
+{
+	uint32_t ncap = c->sq_cap ? 2 * c->sq_cap : SOFT_SQ_FIRST, nnew = ncap - c->sq_cap;
+	size_t sge = c->caps.max_send_sge;
+	struct soft_swr **ring, *e;
+	struct fab_sge *g;
+	uint32_t k = 0;
+
+	if (c->sq_nseg == SOFT_SQ_MAX_SEGS)
+		return -ENOMEM;
+	ring = calloc(ncap, sizeof(*ring));
+	e = calloc(nnew, sizeof(*e) + sge * sizeof(*g));
+	if (!ring || !e) {
+		free(ring);
+		free(e);
+		return -ENOMEM;
+	}
+	g = (struct fab_sge *)(e + nnew);
+	for (uint64_t i = c->sq_head; c->sq && i < c->sq_tail; i++)
+		ring[i & (ncap - 1)] = c->sq[i & (c->sq_cap - 1)];
+	/* the slots no live position holds take the new entries */
+	for (uint32_t s = 0; s < ncap; s++) {
+		if (ring[s])
+			continue;
+		e[k].sge = &g[k * sge];
+		ring[s] = &e[k++];
+	}
+	free(c->sq);
+	c->sq = ring;
+	c->sq_cap = ncap;
+	c->sq_seg[c->sq_nseg++] = e;
+	return 0;
+}
+
 int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *recv_cq,
 		  const struct fab_qp_caps *caps)
 {
@@ -65,18 +104,15 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 				     c->lim.device, c->lim.max_qp_wr, c->lim.max_send_sge,
 				     c->lim.max_recv_sge);
 	c->caps = k;
-	c->sq = calloc(k.max_send_wr, sizeof(*c->sq));
-	c->sq_sge = calloc((size_t)k.max_send_wr * k.max_send_sge, sizeof(*c->sq_sge));
 	c->rq = calloc(k.max_recv_wr, sizeof(*c->rq));
 	c->rq_sge = calloc((size_t)(k.max_recv_wr + 1) * k.max_recv_sge, sizeof(*c->rq_sge));
-	c->ctl_cap = 64;
+	/* grows when responses queue up (soft_ctl_push_locked) */
+	c->ctl_cap = 4;
 	c->ctl = calloc(c->ctl_cap, sizeof(*c->ctl));
-	if (!c->sq || !c->sq_sge || !c->rq || !c->rq_sge || !c->ctl) {
+	if (!c->rq || !c->rq_sge || !c->ctl || sq_grow(c)) {
 		soft_qp_free(c);
 		return fab_set_error(-ENOMEM, "soft: out of memory for QP");
 	}
-	for (uint32_t i = 0; i < k.max_send_wr; i++)
-		c->sq[i].sge = &c->sq_sge[(size_t)i * k.max_send_sge];
 	for (uint32_t i = 0; i < k.max_recv_wr; i++)
 		c->rq[i].sge = &c->rq_sge[(size_t)i * k.max_recv_sge];
 	c->scq = (struct soft_cq *)send_cq;
@@ -93,13 +129,16 @@ int soft_qp_alloc(struct soft_conn *c, struct fab_cq *send_cq, struct fab_cq *re
 
 void soft_qp_free(struct soft_conn *c)
 {
+	for (uint32_t i = 0; i < c->sq_nseg; i++)
+		free(c->sq_seg[i]);
 	free(c->sq);
-	free(c->sq_sge);
+	c->sq_cap = 0;
 	free(c->rq);
 	free(c->rq_sge);
 	free(c->ctl);
 	c->sq = NULL;
-	c->sq_sge = NULL;
+	c->sq_nseg = 0;
+	c->sq_cap = 0;
 	c->rq = NULL;
 	c->rq_sge = NULL;
 	c->ctl = NULL;
@@ -265,6 +304,10 @@ int soft_post_send(struct fab_conn *fc, struct fab_send_wr *wr, struct fab_send_
 		}
 		if (c->sq_tail - c->sq_head >= c->caps.max_send_wr) {
 			rc = fab_set_error(-ENOMEM, "soft: send queue full");
+			break;
+		}
+		if (c->sq_tail - c->sq_head == c->sq_cap && sq_grow(c)) {
+			rc = fab_set_error(-ENOMEM, "soft: out of memory for the send queue");
 			break;
 		}
 		e = soft_sq_at(c, c->sq_tail);

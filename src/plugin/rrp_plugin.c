@@ -807,6 +807,7 @@ static int start_server(const char *addr, int slot)
 	/* Nothing is registered yet: the limit is met here, not per connection. */
 	payload = payload_done ? payload_len : (uint64_t)rrp.cfg.payload_pool_mb << 20;
 	rr_server_served(rrp.srv[slot], &sv);
+	ec.max_conns = sv.max_conns; /* 0: the engine chose it from the budget */
 	ret = memlock_fit(addr, slot, &ec, &sv, &payload);
 	if (ret)
 		return ret;

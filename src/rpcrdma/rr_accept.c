@@ -100,14 +100,14 @@ static int conn_recv_buffers(struct rr_server *srv, struct rr_conn *c, uint32_t 
 	return 0;
 }
 
-/* Send buffers and contexts: the reverse direction's and the reserve now
- * (their bytes were counted with the grant), the rest as Replies need them,
- * up to one per receive and RR_QUIET_SENDS more (rr_send.c). */
+/* Send buffers and contexts: the reverse direction's now (their bytes were
+ * counted with the grant, with the claim of the reserve the Replies' pool
+ * keeps for it: rr_sendpool.c). */
 static int conn_send_buffers(struct rr_conn *c)
 {
 	uint64_t pinned;
 
-	return rr_send_chunk_add(c, c->nsends_bc + RR_SEND_RESERVE, c->nsends_bc, &pinned);
+	return rr_send_chunk_add(c, c->nsends_bc, &pinned);
 }
 
 /* The CQ and QP on the connection's device (a host may have several), the
@@ -191,7 +191,8 @@ static bool conn_grant(struct rr_server *srv, struct rr_conn *c, uint32_t *nrecv
 	if (!c->credits)
 		return false;
 	RR_STAT_ADD(c, recv_mem_bytes, c->recv_mem);
-	RR_STAT_ADD(c, pinned_bytes, c->pinned);
+	/* registered: all but the reserve's claim (the pool registers that) */
+	RR_STAT_ADD(c, pinned_bytes, c->pinned - rr_sendpool_claim(&srv->cfg));
 	atomic_store(&c->st.credit_grant, c->credits);
 	atomic_store(&srv->st.credit_grant, c->credits);
 	return true;
@@ -254,7 +255,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	}
 	ip_known = rr_admit_peer_ip(&srv->cfg, ev->conn, ip);
 	if (ip_known) {
-		/* Other event threads take their closed connections off the list. */
+		/* The per-peer counts: other threads close their connections. */
 		pthread_mutex_lock(&srv->lock);
 		admitted = rr_admit_peer(srv, ip);
 		pthread_mutex_unlock(&srv->lock);
@@ -352,6 +353,7 @@ void rr_conn_connect_request(struct rr_server *srv, const struct fab_cm_event *e
 	c->pprev = &srv->conns;
 	srv->conns = c;
 	atomic_store(&srv->nconns, atomic_load(&srv->nconns) + 1);
+	rr_admit_peer_add(srv, c);
 	pthread_mutex_unlock(&srv->lock);
 	rr_conn_hand_over(c);
 	return;
@@ -364,7 +366,8 @@ undo_budget:
 	srv->recv_mem_used -= c->pinned;
 	pthread_mutex_unlock(&srv->lock);
 	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
-	RR_STAT_SUB(c, pinned_bytes, c->pinned);
+	if (c->pinned)
+		RR_STAT_SUB(c, pinned_bytes, c->pinned - rr_sendpool_claim(&srv->cfg));
 	fab_reject(c->fc, NULL, 0);
 	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);
 	rr_conn_free(c);

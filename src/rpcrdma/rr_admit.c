@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -122,7 +123,8 @@ uint64_t rr_conn_pinned(const struct rr_config *cfg, uint32_t credits, bool own_
 uint64_t rr_conn_pinned_at_accept(const struct rr_config *cfg, uint32_t credits, bool own_recv)
 {
 	uint32_t nrecv = 2 * credits + cfg->bc_credits + cfg->recv_batch;
-	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends_bc(cfg) + RR_SEND_RESERVE);
+	uint64_t bytes = rr_pool_bytes(cfg->inline_size, rr_conn_nsends_bc(cfg)) +
+			 rr_sendpool_claim(cfg);
 
 	if (own_recv)
 		bytes += rr_pool_bytes(cfg->inline_size, nrecv);
@@ -171,20 +173,85 @@ bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t 
 	       rr_peer_key(&remote, cfg->peer_prefix_v4, cfg->peer_prefix_v6, ip);
 }
 
+/*
+ * Connections per peer (its address prefix), kept as they are listed and as
+ * they close, so that a connection request costs one lookup, not a walk of
+ * every connection (quadratic in a reconnect storm). Closing connections no
+ * longer count: a client that reconnects at once must not wait for the old
+ * one's last reference. A hash of chains under srv->lock; a peer's entry
+ * goes with its last connection.
+ */
+struct rr_peer_count {
+	struct rr_peer_count *next;
+	uint8_t ip[16];
+	uint32_t n;
+};
+
+static uint32_t peer_hash(const uint8_t ip[16])
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ ip[i]) * 16777619u;
+	return h & (RR_PEER_BUCKETS - 1);
+}
+
+static struct rr_peer_count **peer_find(struct rr_server *srv, const uint8_t ip[16])
+{
+	struct rr_peer_count **pp = &srv->peers[peer_hash(ip)];
+
+	while (*pp && memcmp((*pp)->ip, ip, 16))
+		pp = &(*pp)->next;
+	return pp;
+}
+
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16])
 {
-	uint32_t cap = srv->cfg.max_conns_per_peer, n = 0;
+	uint32_t cap = srv->cfg.max_conns_per_peer;
+	struct rr_peer_count *p;
 
-	if (!cap)
+	if (!cap || !srv->peers)
 		return true;
-	/* A walk: at most Max_Connections, once per connection request.
-	 * Closing connections no longer count: a client that reconnects at
-	 * once must not wait for the old one's last reference. */
-	for (const struct rr_conn *c = srv->conns; c; c = c->next)
-		if (c->peer_known && !atomic_load_explicit(&c->gone, memory_order_relaxed) &&
-		    !memcmp(c->peer_ip, ip, 16) && ++n >= cap)
-			return false;
-	return true;
+	p = *peer_find(srv, ip);
+	return !p || p->n < cap;
+}
+
+void rr_admit_peer_add(struct rr_server *srv, struct rr_conn *c)
+{
+	struct rr_peer_count **pp, *p;
+
+	if (!c->peer_known || atomic_load_explicit(&c->gone, memory_order_relaxed))
+		return;
+	if (!srv->peers)
+		srv->peers = calloc(RR_PEER_BUCKETS, sizeof(*srv->peers));
+	if (!srv->peers)
+		return; /* out of memory: this one goes uncounted */
+	pp = peer_find(srv, c->peer_ip);
+	p = *pp;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		memcpy(p->ip, c->peer_ip, 16);
+		*pp = p;
+	}
+	p->n++;
+	c->peer_counted = true;
+}
+
+void rr_admit_peer_drop(struct rr_server *srv, struct rr_conn *c)
+{
+	struct rr_peer_count **pp, *p;
+
+	if (!c->peer_counted)
+		return;
+	c->peer_counted = false;
+	pp = peer_find(srv, c->peer_ip);
+	p = *pp;
+	if (p && --p->n == 0) {
+		*pp = p->next;
+		free(p);
+	}
 }
 
 static const char *const why_name[RR_RATELOG_KINDS] = {
@@ -224,6 +291,15 @@ void rr_admit_fini(struct rr_server *srv)
 	rr_ratelog_summary(&srv->conn_events, true);
 	rr_ratelog_fini(&srv->refusals);
 	rr_ratelog_fini(&srv->conn_events);
+	for (unsigned int i = 0; srv->peers && i < RR_PEER_BUCKETS; i++)
+		while (srv->peers[i]) {
+			struct rr_peer_count *p = srv->peers[i];
+
+			srv->peers[i] = p->next;
+			free(p);
+		}
+	free(srv->peers);
+	srv->peers = NULL;
 }
 
 /*
@@ -298,11 +374,22 @@ void rr_admit_tick(struct rr_evt *e)
 	struct rr_server *srv = e->srv;
 	const struct rr_config *cfg = &srv->cfg;
 	uint64_t now = rr_now_s();
+	struct rr_sendpool *sends[RR_BIGPOOLS];
+	unsigned int n;
 
 	if (cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout)
 		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
 			if (c->state != RR_CONN_CLOSING)
 				conn_timeouts(srv, c, now);
+	/* this thread's send pools give back what stays free */
+	pthread_mutex_lock(&srv->lock);
+	n = srv->nbigpools[e->idx];
+	for (unsigned int i = 0; i < n; i++)
+		sends[i] = srv->bigpools[e->idx][i]->sends;
+	pthread_mutex_unlock(&srv->lock);
+	for (unsigned int i = 0; i < n; i++)
+		if (sends[i])
+			rr_sendpool_tick(sends[i]);
 	if (e->idx)
 		return;
 	rr_ratelog_summary(&srv->refusals, false);

@@ -97,6 +97,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 {
 	uint64_t now = rr_now_s();
 	char kinds[160];
+	uint64_t since;
 	uint32_t held;
 	size_t n = 0;
 
@@ -108,6 +109,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 	}
 	if (now < r->since)
 		now = r->since;
+	since = r->since; /* rr_ratelog sets it again once the lock is free */
 	kinds[0] = 0;
 	for (int i = 0; i < RR_RATELOG_KINDS && r->names[i]; i++)
 		if (r->kind[i] && n < sizeof(kinds))
@@ -118,7 +120,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 	r->quiet_until = now + RR_REFUSE_LOG_S;
 	pthread_mutex_unlock(&r->lock);
 	rr_log("%u more %s in the last %llu s (%s)", held, r->what,
-	       (unsigned long long)(now > r->since ? now - r->since : 1), kinds);
+	       (unsigned long long)(now > since ? now - since : 1), kinds);
 }
 
 uint32_t rr_event_threads_default(void)
@@ -145,7 +147,9 @@ void rr_config_default(struct rr_config *cfg)
 	cfg->recv_batch = 8;
 	cfg->inline_size = 4096;
 	cfg->max_ord = 16;
-	cfg->max_conns = 1024;
+	/* What the budget holds (rr_max_conns_for_budget): a head with the
+	 * memory for 10,000 idle connections serves them. */
+	cfg->max_conns = 0;
 	/* The Linux client opens one connection per server and mount options,
 	 * nconnect up to 16 of them: 64 leaves room for several such clients
 	 * behind one address (NAT, containers). */
@@ -170,6 +174,24 @@ void rr_config_default(struct rr_config *cfg)
 	cfg->recv_mem_budget = rr_mem_budget_default();
 	cfg->event_threads = rr_event_threads_default();
 	rr_hdr_limits_default(&cfg->limits);
+}
+
+uint32_t rr_max_conns_for_budget(const struct rr_config *cfg)
+{
+	uint64_t budget = cfg->recv_mem_budget, per, n;
+
+	if (!budget)
+		return RR_MAX_CONNS_NO_BUDGET;
+	if (cfg->use_srq) {
+		/* one shared receive pool per event thread (rr_srq.c) */
+		uint64_t srq = rr_pool_bytes(cfg->inline_size, rr_srq_bound(cfg)) *
+			       cfg->event_threads;
+
+		budget = budget > srq ? budget - srq : 0;
+	}
+	per = rr_conn_pinned_at_accept(cfg, cfg->credits, !cfg->use_srq);
+	n = per ? budget / per : RR_MAX_CONNS_AUTO;
+	return n < 1 ? 1 : n > RR_MAX_CONNS_AUTO ? RR_MAX_CONNS_AUTO : (uint32_t)n;
 }
 
 int rr_config_check(const struct rr_config *c)

@@ -67,6 +67,7 @@ void rr_conn_free(struct rr_conn *c)
 		reclaim_flushed(c);
 		fab_cq_destroy(c->cq);
 	}
+	rr_sendpool_orphans(c); /* after the QP: nothing sends from them now */
 	rr_pool_fini(&c->recv_pool);
 	rr_send_chunks_free(c);
 	fab_pd_free(c->own_pd); /* after the QP and every registration in it */
@@ -166,6 +167,10 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 	if (was == RR_CONN_CLOSING)
 		return;
 	atomic_store(&c->gone, true);
+	/* no longer counted for its peer (rr_admit_peer) */
+	pthread_mutex_lock(&c->srv->lock);
+	rr_admit_peer_drop(c->srv, c);
+	pthread_mutex_unlock(&c->srv->lock);
 	atomic_fetch_add(&c->evt->nclosing, 1);
 	RR_STAT_ADD(c, disconnects, 1);
 	/* A peer reconnecting in a loop must not flood the log (rr_ratelog). */
@@ -223,11 +228,12 @@ void rr_conn_forget(struct rr_conn *c)
 	if (c->next)
 		c->next->pprev = c->pprev;
 	atomic_store(&srv->nconns, atomic_load(&srv->nconns) - 1);
+	rr_admit_peer_drop(srv, c);
 	srv->recv_mem_used -= c->pinned;
 	pthread_mutex_unlock(&srv->lock);
 	atomic_fetch_sub_explicit(&c->home->load, 1, memory_order_relaxed);
 	RR_STAT_SUB(c, recv_mem_bytes, c->recv_mem);
-	RR_STAT_SUB(c, pinned_bytes, c->pinned);
+	RR_STAT_SUB(c, pinned_bytes, c->pinned - rr_sendpool_claim(&srv->cfg));
 	RR_SRV_STAT_ADD(srv, conns_freed, 1);
 	rr_ratelog(&srv->conn_events, RR_EV_FREED, "%s: connection freed", c->peer);
 }
@@ -315,6 +321,7 @@ void rr_conn_reap(struct rr_evt *e)
 		*pp = c->evt_next;
 		e->nconns--;
 		atomic_fetch_sub(&e->nclosing, 1);
+		rr_sendpool_leave(c); /* on its thread, the pool's */
 		retire(c);
 	}
 }

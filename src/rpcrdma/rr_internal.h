@@ -94,6 +94,7 @@ struct rr_bigpool {
 	_Atomic int64_t shared_used;
 	unsigned int nclass;
 	struct rr_sink_class cls[RR_SINK_CLASSES];	/* ascending sizes */
+	struct rr_sendpool *sends;	/* the same thread's and device's send pool */
 };
 
 struct rr_conn;
@@ -292,15 +293,20 @@ int rr_rw_post(struct rr_conn *c, struct fab_send_wr *first, struct fab_send_wr 
 /* Work requests of one reply: small replies use the arrays inside the
  * context; a reply naming many segments grows them once, and the context
  * keeps them, so steady state allocates nothing. */
-#define RR_SEND_SMALL_WR 16
-#define RR_SEND_SMALL_SGE 32
+/* Small: every context of a device's pool carries them, idle or not (a
+ * Reply with Writes grows its context's once, rr_rw_reserve). */
+#define RR_SEND_SMALL_WR 2
+#define RR_SEND_SMALL_SGE 4
 #define RR_SEND_MAX_SGE (RR_PCL_MAX_SEGS + 144)
 /* every work request carries at least one SGE: a device that gathers one
  * per Write reaches this */
 #define RR_SEND_MAX_WR RR_SEND_MAX_SGE
 
+struct rr_send_chunk;
+
 struct rr_send_ctx {
-	struct rr_conn *conn;
+	struct rr_conn *conn;		/* whose Reply it carries now */
+	struct rr_send_chunk *chunk;	/* where it and its buffer live */
 	uint8_t *hdr;			/* its chunk's pool: header + inline body */
 	uint32_t lkey;			/* of hdr */
 	void *bounce[RR_PCL_MAX_WRITE_CHUNKS + 1];	/* sink pool buffers */
@@ -328,21 +334,87 @@ struct rr_send_ctx {
 };
 
 /*
- * A connection's send contexts come in chunks, each with its buffers in one
- * registration (rr_send_grow, rr_send.c): the first holds the reverse
- * direction's and RR_SEND_RESERVE more, made at accept; the rest are made
- * as Replies in flight need them, within the budget, up to nsends. An idle
- * connection keeps only its first chunk, as svcrdma keeps only the send
- * contexts a transport has used.
+ * Send contexts come in chunks, each with its buffers in one registration:
+ * a connection's own chunk holds the reverse direction's (made at accept:
+ * those calls come from any thread), and the Replies' come from the pool of
+ * its device and event thread (struct rr_sendpool).
  */
 struct rr_send_chunk {
 	struct rr_send_chunk *next;
 	struct rr_pool pool;
 	uint32_t n;
+	uint32_t nfree;			/* on its pool's free list (counted by the tick) */
+	uint32_t idle_ticks;		/* seconds it has been wholly free */
 	struct rr_send_ctx ctx[];
 };
 
+/*
+ * The Replies' send contexts and buffers of the connections of one event
+ * thread on one device (protection domain): taken when a Reply is built,
+ * back at its completion, so an idle connection holds none (issue #33;
+ * svcrdma likewise makes send contexts on demand). Only that thread uses
+ * it: no lock on the per-call path. A connection on a PD of its own
+ * (iWARP) has a pool of its own.
+ *
+ * Every connection may always hold RR_SEND_RESERVE contexts: the pool keeps
+ * that many free for each connection below it (owed), made when the
+ * connection first takes one and counted against the budget at admission
+ * (its claim), so a busy neighbour never leaves it unable to answer.
+ * Beyond its reserve a connection takes what is free past what is owed, or
+ * grows the pool within the budget, up to one context per receive and
+ * RR_QUIET_SENDS more (its credits bound it, RFC 8166 section 3.3);
+ * otherwise its Reply waits for a context (rr_send_ctx_wait): its own
+ * Sends' completions bring one back. Chunks that stay wholly free are
+ * given back once a second (rr_sendpool_tick).
+ */
+struct rr_sendpool {
+	struct rr_server *srv;
+	struct fab_pd *pd;
+	struct rr_send_chunk *chunks;
+	struct rr_send_ctx *free;	/* LIFO through next_free */
+	uint32_t nfree;
+	uint32_t owed;			/* sum of (reserve - held) over those below */
+	uint32_t nconns;		/* joined */
+	uint64_t made_bytes;		/* registered (pinned_bytes) */
+	uint64_t claimed;		/* the joined connections' claims */
+	uint64_t charged;		/* budget: made_bytes beyond claimed */
+	/* Connections whose Replies wait for a context (through sp_wait_next). */
+	struct rr_conn *wait_head, *wait_tail;
+	/* Contexts of freed connections (unsignalled Sends retired with the
+	 * QP, rr_conn_free on evt[0]): any thread, lock-free. */
+	_Atomic(struct rr_handoff *) returned;
+};
+
+/* What a connection's reserve claims of the budget at admission. */
+uint64_t rr_sendpool_claim(const struct rr_config *cfg);
+/* Event thread: a context from @c's pool for one of @c's Replies (joining
+ * the pool on the first); NULL when none may be had now. */
+struct rr_send_ctx *rr_sendpool_get(struct rr_conn *c);
+/* Event thread: @s back to its pool, waking a connection that waits. */
+void rr_sendpool_put(struct rr_conn *c, struct rr_send_ctx *s);
+/* Event thread: @c's Replies wait for a context of its pool. */
+void rr_sendpool_wait(struct rr_conn *c);
+/* Event thread, no reference left: @c leaves its pool (its unsignalled
+ * contexts go back with its QP, rr_sendpool_orphans). */
+void rr_sendpool_leave(struct rr_conn *c);
+/* After @c's QP is gone (any thread): its unsignalled contexts are free;
+ * a pool of its own is freed. */
+void rr_sendpool_orphans(struct rr_conn *c);
+/* Once a second on the pool's thread: chunks wholly free for a while (at
+ * once when no connection is joined) are given back. */
+void rr_sendpool_tick(struct rr_sendpool *sp);
+/* After the last connection, srv->lock held or no other thread running:
+ * everything, its charge off the budget. */
+void rr_sendpool_destroy(struct rr_sendpool *sp);
+
+/* Reply contexts every connection may always hold. Half may be unsignalled
+ * Sends (rr_reply.c, reply_send), so a connection that waits for a context
+ * always has a signalled Send out whose completion brings its own back. */
 #define RR_SEND_RESERVE 8u
+/* Contexts a pool grows by for a connection past its reserve, at most. */
+#define RR_SENDPOOL_GROW 16u
+/* Seconds a chunk stays wholly free before it is given back. */
+#define RR_SENDPOOL_IDLE_S 5u
 
 /* ---- connections (rr_conn.c) ---- */
 
@@ -420,12 +492,18 @@ struct rr_conn {
 
 	struct rr_pool recv_pool;
 	struct rr_call_ctx *calls;	/* nrecv contexts */
-	struct rr_send_chunk *send_chunks;	/* newest first (event thread) */
-	struct rr_send_ctx *free_sends;		/* event thread */
+	struct rr_send_chunk *send_chunks;	/* the reverse direction's (made at accept) */
 	struct rr_send_ctx *free_bc_sends;	/* reverse-direction calls (lock) */
 	uint32_t nsends;			/* at most: replies' + the reverse direction's */
-	uint32_t nsends_bc;			/* the reverse direction's, all in the first chunk */
-	uint32_t sends_made;			/* replies' contexts made so far */
+	uint32_t nsends_bc;			/* the reverse direction's, all in send_chunks */
+	/* Replies' contexts: from sp, the pool of its device and thread (or of
+	 * its own PD), joined at the first Reply (event thread). */
+	struct rr_sendpool *sp;
+	struct rr_sendpool *own_sp;		/* own_pd: a pool of its own */
+	uint32_t sends_held;			/* taken from sp, not yet back */
+	bool sp_waiting;			/* on sp's wait list */
+	bool sp_kicked;				/* woken for a context, not yet run */
+	struct rr_conn *sp_wait_next;
 	/* Replies waiting for a send context the budget could not give yet:
 	 * they go, in order, as this connection's Sends complete (event thread). */
 	struct rr_handoff *ctx_wait_head, *ctx_wait_tail;	/* through rep_link */
@@ -459,6 +537,7 @@ struct rr_conn {
 	 * its home thread at the next visit (rr_conn_kick). */
 	_Atomic uint32_t cm_pending;
 	atomic_bool gone;		/* closing: no longer counted by the per-peer cap */
+	bool peer_counted;		/* in srv->peers' count (srv->lock) */
 	bool disconnected;				/* fab_disconnect called */
 
 	/* Shared receive queue mode: no receive buffers of its own; its home
@@ -612,6 +691,9 @@ bool rr_peer_key(const struct sockaddr_storage *ss, unsigned int prefix_v4,
 bool rr_admit_peer_ip(const struct rr_config *cfg, struct fab_conn *fc, uint8_t ip[16]);
 /* evt[0], srv->lock held: may @ip open one more connection? */
 bool rr_admit_peer(struct rr_server *srv, const uint8_t ip[16]);
+/* srv->lock held: @c, listed, counts for its peer until it closes (drop). */
+void rr_admit_peer_add(struct rr_server *srv, struct rr_conn *c);
+void rr_admit_peer_drop(struct rr_server *srv, struct rr_conn *c);
 /* Event thread: count a refused connection request and log it (rate-limited). */
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
 		     const char *detail);
@@ -694,6 +776,9 @@ struct rr_evt {
 	bool started;
 };
 
+#define RR_PEER_BUCKETS 4096		/* per-peer counts' hash (a power of 2) */
+struct rr_peer_count;
+
 #define RR_BIGPOOLS 4			/* devices (protection domains) per event thread */
 
 struct rr_server {
@@ -710,7 +795,9 @@ struct rr_server {
 	_Atomic bool stopping;
 	atomic_bool dev_gone;		/* device removed: adopted connections close */
 
-	pthread_mutex_t lock;		/* conns list, bigpools, budget */
+	pthread_mutex_t lock;		/* conns list, bigpools, budget, peers */
+	/* Live connections per peer (rr_admit.c), RR_PEER_BUCKETS chains. */
+	struct rr_peer_count **peers;
 	struct rr_conn *conns;		/* every connection, through next/pprev */
 	_Atomic uint32_t nconns;	/* on conns; changed under lock */
 	uint64_t recv_mem_used;		/* all bytes counted against the budget */
@@ -848,18 +935,27 @@ void rr_read_pump(struct rr_conn *c);
 
 /* reply build (rr_reply.c) */
 void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act);
+/* Event thread: build and post (or queue) a Reply to @call now. */
+int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
+		 const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
+/* Replies on their way (rr_reply_queue.c): no send context for it now, the
+ * Reply is kept in its call and waits for one (rr_send_ctx_wait). */
+void rr_reply_wait(struct rr_call_ctx *ctx, const struct iovec *iov, int iovcnt,
+		   const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
 
 /* send queue (rr_send.c) */
 /* A send context of @c's, reset, with a connection reference; NULL when none
  * is free. Event thread, except a reverse-direction call's (@bc). */
 struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc);
-/* A chunk of @n send contexts, @nbc of them the reverse direction's, with
- * @pinned bytes registered for them (accept: the first; rr_send_ctx_get:
- * more). */
-int rr_send_chunk_add(struct rr_conn *c, uint32_t n, uint32_t nbc, uint64_t *pinned);
 void rr_send_chunks_free(struct rr_conn *c);
-/* The lkey of [@addr, @addr + @len) when it lies in a send buffer. */
-bool rr_send_lkey(const struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey);
+/* The lkey of [@addr, @addr + @len) when it lies in @s's send buffer or
+ * one of its connection's own. */
+bool rr_send_lkey(const struct rr_send_ctx *s, const void *addr, size_t len, uint32_t *lkey);
+/* @n contexts of @c's reverse direction, @pinned bytes registered for them. */
+int rr_send_chunk_add(struct rr_conn *c, uint32_t n, uint64_t *pinned);
+/* A chunk of @n contexts in @pd (@srv's buffer size); NULL when it cannot be made. */
+struct rr_send_chunk *rr_send_chunk_make(struct rr_server *srv, struct fab_pd *pd, uint32_t n);
+void rr_send_chunk_free(struct rr_send_chunk *ch);
 /* Event thread: no send context now and none may be made (budget); the
  * Reply described in @ctx's rep_* waits for one of this connection's. */
 void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx);

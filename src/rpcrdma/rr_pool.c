@@ -264,6 +264,7 @@ void rr_big_destroy(struct rr_bigpool *bp)
 {
 	if (!bp)
 		return;
+	rr_sendpool_destroy(bp->sends);
 	for (unsigned int i = 0; i < bp->nclass; i++) {
 		struct rr_sink_class *k = &bp->cls[i];
 

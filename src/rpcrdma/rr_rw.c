@@ -203,7 +203,7 @@ static bool lkey_of(struct rr_send_ctx *s, void *addr, size_t len, uint32_t *lke
 		*lkey = c->recv_pool.mr->lkey;
 		return true;
 	}
-	if (rr_send_lkey(c, addr, len, lkey))
+	if (rr_send_lkey(s, addr, len, lkey))
 		return true;
 	/* iWARP: the payload pools and the sink pool are the device PD's,
 	 * not this QP's (docs/devices.md) */

@@ -13,41 +13,58 @@
 #include "rpcrdma/rr_internal.h"
 
 /*
- * Send contexts: replies and error replies are built on the event thread
- * from free_sends, which is its own; reverse-direction calls come from any
- * thread and take theirs from a small reserve under the lock (@bc).
+ * Send contexts: Replies and error replies are built on the event thread
+ * from the pool of the connection's device and thread (rr_sendpool.c);
+ * reverse-direction calls come from any thread and take theirs from a
+ * small chunk of the connection's own, under the lock (@bc).
  */
-int rr_send_chunk_add(struct rr_conn *c, uint32_t n, uint32_t nbc, uint64_t *pinned)
+struct rr_send_chunk *rr_send_chunk_make(struct rr_server *srv, struct fab_pd *pd, uint32_t n)
 {
 	struct rr_send_chunk *ch = calloc(1, sizeof(*ch) + n * sizeof(ch->ctx[0]));
-	int ret;
 
 	if (!ch)
-		return -ENOMEM;
-	ret = rr_pool_init(&ch->pool, c->pd, c->srv->cfg.inline_size, n, FAB_ACCESS_LOCAL_WRITE);
-	if (ret) {
+		return NULL;
+	if (rr_pool_init(&ch->pool, pd, srv->cfg.inline_size, n, FAB_ACCESS_LOCAL_WRITE)) {
 		free(ch);
-		return ret;
+		return NULL;
 	}
-	RR_STAT_ADD(c, registrations, 1);
+	RR_SRV_STAT_ADD(srv, registrations, 1);
 	ch->n = n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct rr_send_ctx *s = &ch->ctx[i];
 
 		rr_rw_init(&s->rw, s->wr_small, RR_SEND_SMALL_WR, s->sge_small, RR_SEND_SMALL_SGE);
-		s->conn = c;
+		s->chunk = ch;
 		s->hdr = rr_pool_get(&ch->pool);
 		s->lkey = ch->pool.mr->lkey;
-		s->bc = i < nbc;
-		if (s->bc) {
-			s->next_free = c->free_bc_sends;
-			c->free_bc_sends = s;
-		} else {
-			s->next_free = c->free_sends;
-			c->free_sends = s;
-		}
 	}
-	c->sends_made += n - nbc;
+	return ch;
+}
+
+void rr_send_chunk_free(struct rr_send_chunk *ch)
+{
+	for (uint32_t i = 0; i < ch->n; i++) {
+		rr_rw_fini(&ch->ctx[i].rw);
+		free(ch->ctx[i].lent);
+	}
+	rr_pool_fini(&ch->pool);
+	free(ch);
+}
+
+int rr_send_chunk_add(struct rr_conn *c, uint32_t n, uint64_t *pinned)
+{
+	struct rr_send_chunk *ch = rr_send_chunk_make(c->srv, c->pd, n);
+
+	if (!ch)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct rr_send_ctx *s = &ch->ctx[i];
+
+		s->conn = c;
+		s->bc = true;
+		s->next_free = c->free_bc_sends;
+		c->free_bc_sends = s;
+	}
 	ch->next = c->send_chunks;
 	c->send_chunks = ch;
 	*pinned = ch->pool.map_len;
@@ -60,70 +77,21 @@ void rr_send_chunks_free(struct rr_conn *c)
 		struct rr_send_chunk *ch = c->send_chunks;
 
 		c->send_chunks = ch->next;
-		for (uint32_t i = 0; i < ch->n; i++) {
-			rr_rw_fini(&ch->ctx[i].rw);
-			free(ch->ctx[i].lent);
-		}
-		rr_pool_fini(&ch->pool);
-		free(ch);
+		rr_send_chunk_free(ch);
 	}
 }
 
-bool rr_send_lkey(const struct rr_conn *c, const void *addr, size_t len, uint32_t *lkey)
+bool rr_send_lkey(const struct rr_send_ctx *s, const void *addr, size_t len, uint32_t *lkey)
 {
-	for (const struct rr_send_chunk *ch = c->send_chunks; ch; ch = ch->next)
+	if (rr_pool_owns(&s->chunk->pool, addr, len)) {
+		*lkey = s->chunk->pool.mr->lkey;
+		return true;
+	}
+	for (const struct rr_send_chunk *ch = s->conn->send_chunks; ch; ch = ch->next)
 		if (rr_pool_owns(&ch->pool, addr, len)) {
 			*lkey = ch->pool.mr->lkey;
 			return true;
 		}
-	return false;
-}
-
-/*
- * Event thread, free list empty (out of line: the per-call path only
- * tests the list): make more contexts, as many again as
- * there are (a burst that needed them will likely come back), within
- * nsends and within what the budget has left. False when none may be made
- * now.
- */
-static __attribute__((noinline, cold)) bool send_grow(struct rr_conn *c)
-{
-	struct rr_server *srv = c->srv;
-	uint32_t max = c->nsends - c->nsends_bc;
-	uint32_t n = c->sends_made;
-	uint64_t bytes, pinned = 0;
-	bool ok;
-
-	if (n >= max)
-		return false;
-	if (n > max - n)
-		n = max - n;
-	pthread_mutex_lock(&srv->lock);
-	if (srv->cfg.recv_mem_budget) {
-		uint64_t left = srv->cfg.recv_mem_budget > srv->recv_mem_used
-				    ? srv->cfg.recv_mem_budget - srv->recv_mem_used
-				    : 0;
-
-		/* fewer, when that is what the budget has left */
-		while (n && rr_pool_bytes(srv->cfg.inline_size, n) > left)
-			n /= 2;
-	}
-	bytes = n ? rr_pool_bytes(srv->cfg.inline_size, n) : 0;
-	ok = n > 0;
-	if (ok)
-		srv->recv_mem_used += bytes;
-	pthread_mutex_unlock(&srv->lock);
-	if (ok && rr_send_chunk_add(c, n, 0, &pinned) == 0) {
-		c->pinned += pinned;
-		RR_STAT_ADD(c, pinned_bytes, pinned);
-		RR_STAT_ADD(c, send_ctx_grown, n);
-		return true;
-	}
-	if (ok) { /* charged, then the registration failed */
-		pthread_mutex_lock(&srv->lock);
-		srv->recv_mem_used -= bytes;
-		pthread_mutex_unlock(&srv->lock);
-	}
 	return false;
 }
 
@@ -138,10 +106,7 @@ struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
 			c->free_bc_sends = s->next_free;
 		pthread_mutex_unlock(&c->lock);
 	} else {
-		if (!c->free_sends && !send_grow(c))
-			return NULL;
-		s = c->free_sends;
-		c->free_sends = s->next_free;
+		s = rr_sendpool_get(c);
 	}
 	if (!s)
 		return NULL;
@@ -184,13 +149,7 @@ static void send_ctx_free(struct rr_conn *c, struct rr_send_ctx *s)
 		c->free_bc_sends = s;
 		pthread_mutex_unlock(&c->lock);
 	} else {
-		s->next_free = c->free_sends;
-		c->free_sends = s;
-		/* the first one back takes the oldest waiting Reply (handle_kick) */
-		if (c->ctx_wait_head && !s->next_free) {
-			rr_conn_get(c);
-			rr_conn_kick(c);
-		}
+		rr_sendpool_put(c, s);
 	}
 }
 
@@ -477,8 +436,8 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc)
 	}
 }
 
-/* A Reply that found no send context waits, in order, for one of its
- * connection's own (rr_send_run_deferred takes these first). */
+/* A Reply that found no send context waits, in order, for one to come back
+ * to the pool (rr_send_run_deferred takes these first). */
 void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
 {
 	ctx->rep_link.next = NULL;
@@ -487,5 +446,6 @@ void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
 	else
 		c->ctx_wait_head = &ctx->rep_link;
 	c->ctx_wait_tail = &ctx->rep_link;
+	rr_sendpool_wait(c);
 	RR_STAT_ADD(c, send_ctx_waits, 1);
 }

@@ -98,6 +98,7 @@ int rr_server_fit_device(struct rr_server *srv)
 	sv->ord = cfg->max_ord;
 	sv->inline_size = cfg->inline_size;
 	sv->srq = cfg->use_srq;
+	sv->max_conns = cfg->max_conns;
 	/* Each connection's buffers at the full grant, all within the budget;
 	 * each event thread's shared pool at its bound, the device's if
 	 * smaller, all of them within the budget too (rr_srq.c). */
@@ -138,6 +139,15 @@ int rr_server_create(struct fab_fabric *fab, const char *addr, const struct rr_c
 		return rr_set_error(-ENOMEM, "out of memory");
 	srv->fab = fab;
 	srv->cfg = *cfg;
+	if (!srv->cfg.max_conns) {
+		srv->cfg.max_conns = rr_max_conns_for_budget(&srv->cfg);
+		rr_log("Max_Connections %u: Receive_Memory_Budget %llu B over %llu B an idle "
+		       "connection%s (docs/configuration.md)",
+		       srv->cfg.max_conns, (unsigned long long)srv->cfg.recv_mem_budget,
+		       (unsigned long long)rr_conn_pinned_at_accept(&srv->cfg, srv->cfg.credits,
+								     !srv->cfg.use_srq),
+		       srv->cfg.use_srq ? ", less the shared receive pools" : "");
+	}
 	srv->ops = *ops;
 	srv->ctx = ctx;
 	srv->nevt = cfg->event_threads;

@@ -57,6 +57,8 @@ struct rr_config {
 	 */
 	uint64_t recv_mem_budget;
 	uint8_t max_ord;		/* cap on RDMA Reads in flight per connection */
+	/* 0 (the default): what the budget holds of idle connections
+	 * (rr_max_conns_for_budget), decided when the server is made. */
 	uint32_t max_conns;
 	uint32_t max_conns_per_peer;	/* per peer address prefix; 0: no cap */
 	/* Bits of a peer's address that name the peer for that cap
@@ -124,6 +126,19 @@ void rr_config_default(struct rr_config *cfg);
  * and the Read sinks' (registrations past the limit fail).
  */
 uint64_t rr_mem_budget_default(void);
+
+/*
+ * Max_Connections when it is not set (0): Receive_Memory_Budget, less the
+ * shared receive pool at its bound (Use_SRQ), over what the budget counts
+ * for one connection at its admission at the full grant (its receive
+ * buffers unless Use_SRQ, the reverse direction's send buffers, the claim
+ * of its send reserve: rr_conn_pinned_at_accept), so that the budget, not
+ * a fixed count, says how many idle connections a head holds; at least 1,
+ * at most RR_MAX_CONNS_AUTO. No budget (0): RR_MAX_CONNS_NO_BUDGET.
+ */
+#define RR_MAX_CONNS_AUTO 65536u
+#define RR_MAX_CONNS_NO_BUDGET 1024u
+uint32_t rr_max_conns_for_budget(const struct rr_config *cfg);
 
 /* A received RPC Call, owned by the engine; the upper layer answers it with
  * rr_reply() or gives it back with rr_call_release() exactly once. */
@@ -273,6 +288,7 @@ struct rr_served {
 	uint32_t ord;			/* RDMA Read depth: Max_RDMA_Read_Depth, capped */
 	uint32_t inline_size;
 	bool srq;
+	uint32_t max_conns;		/* Max_Connections, as decided (0: from the budget) */
 	uint64_t mem_conns;		/* connections' buffers, within the budget */
 	uint64_t mem_srq;		/* the shared receive pool at its bound */
 	uint64_t mem_sinks;		/* Read sinks, per device */

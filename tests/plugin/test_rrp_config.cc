@@ -51,7 +51,8 @@ TEST(RrpConfig, DefaultsMatchTheSample)
 	EXPECT_STREQ(c.fabric, "verbs");
 	EXPECT_EQ(c.credits, 64u);
 	EXPECT_EQ(c.inline_threshold, 4096u);
-	EXPECT_EQ(c.max_connections, 1024u);
+	/* 0: what the budget holds, decided by the engine (rr_max_conns_for_budget) */
+	EXPECT_EQ(c.max_connections, 0u);
 	EXPECT_EQ(c.max_conns_per_peer, 64u);
 	/* one IPv4 address, one IPv6 /64 */
 	EXPECT_EQ(c.peer_prefix_v4, 32u);

@@ -97,6 +97,46 @@ TEST_F(PerPeer, ThirdFromOneAddressIsRefusedAnotherAddressGetsIn)
 	g.reset();
 }
 
+/*
+ * The per-peer counts (rr_admit.c keeps them in a hash as connections are
+ * listed and close): 24 addresses, each to its cap and one more refused;
+ * then one connection of each is closed and replaced, five times over, and
+ * each address is still held to exactly its cap.
+ */
+TEST_F(PerPeer, ManyPeersEachHeldToItsCapThroughReconnects)
+{
+	constexpr int kPeers = 24;
+	std::vector<std::unique_ptr<Requester>> held[kPeers];
+	auto addr = [](int p) { return "127.0.2." + std::to_string(p + 1); };
+	for (int p = 0; p < kPeers; p++) {
+		for (int k = 0; k < 2; k++) {
+			held[p].push_back(try_connect(srv.addr(), addr(p).c_str()));
+			ASSERT_TRUE(held[p].back()) << addr(p) << " connection " << k;
+		}
+		EXPECT_FALSE(try_connect(srv.addr(), addr(p).c_str())) << addr(p) << " past its cap";
+	}
+	EXPECT_EQ(srv.stats()["conns_refused_peer"], uint64_t(kPeers));
+	for (int round = 0; round < 5; round++) {
+		for (int p = 0; p < kPeers; p++) {
+			held[p][round % 2]->disconnect();
+			std::unique_ptr<Requester> again;
+			eventually([&] {
+				again = try_connect(srv.addr(), addr(p).c_str());
+				return again != nullptr;
+			});
+			ASSERT_TRUE(again) << addr(p) << " stayed refused after closing one";
+			held[p][round % 2] = std::move(again);
+		}
+	}
+	uint64_t refused = srv.stats()["conns_refused_peer"];
+	for (int p = 0; p < kPeers; p++) {
+		EXPECT_FALSE(try_connect(srv.addr(), addr(p).c_str())) << addr(p) << " past its cap";
+		EXPECT_TRUE(ping(held[p][0].get()));
+		EXPECT_TRUE(ping(held[p][1].get()));
+	}
+	EXPECT_EQ(srv.stats()["conns_refused_peer"], refused + kPeers);
+}
+
 class Handshake : public TransportTest {
       protected:
 	Handshake()
@@ -199,7 +239,9 @@ class BudgetCountsSends : public TransportTest {
       protected:
 	BudgetCountsSends()
 	{
-		sopts.args = {"--recv-mem", std::to_string(kBudget)};
+		/* Max_Connections set: left to the budget (1 here) it would
+		 * refuse the second connection before the budget does */
+		sopts.args = {"--recv-mem", std::to_string(kBudget), "--max-conns", "16"};
 		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
 	}
 };
@@ -268,9 +310,10 @@ TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
 	EXPECT_EQ(st["send_ctx_waits"], 0u) << "no budget: nothing waits";
 	uint64_t sends = st["pinned_bytes"] - st["recv_mem_bytes"];
 	EXPECT_GT(sends, conns.size() * kReserveBytes);
-	/* Kept while the connection lives (how many a burst needs depends on
-	 * how the workers' answers batch), never past one per receive and
-	 * RR_QUIET_SENDS more and the reverse direction's: 150 x 4 KiB. */
+	/* Kept by the pool for a while (how many a burst needs depends on
+	 * how the workers' answers batch), never past the others' reserves
+	 * and one per receive and RR_QUIET_SENDS more and the reverse
+	 * direction's for the busy one: 150 x 4 KiB. */
 	for (uint32_t round = 0; round < 3; round++)
 		burst(conns[3].get(), conns[3]->grant(), 10 + round);
 	st = srv.stats();
@@ -279,8 +322,60 @@ TEST_F(SendContexts, IdleConnectionPinsOnlyItsReserveBusyOneGrows)
 		  (conns.size() - 1) * kReserveBytes + 150 * kPage);
 	conns.clear();
 	EXPECT_EQ(stat_when(srv, "conns_active", 0), 0u);
+	/* The pool gives chunks back once a second when no connection is
+	 * left (rr_sendpool_tick): within a few seconds, all of them. */
 	st = srv.stats();
-	EXPECT_EQ(st["pinned_bytes"], st["recv_mem_bytes"]) << "send buffers outlived their connections";
+	EXPECT_EQ(stat_when(srv, "pinned_bytes", st["recv_mem_bytes"], 400), st["recv_mem_bytes"])
+	    << "send buffers outlived their connections";
+}
+
+/*
+ * Two connections share one send pool (one event thread, one device) and a
+ * budget with room for their receives and reserves and 4 contexts more:
+ * while one has its whole grant in flight (its Replies wait for contexts),
+ * the other's calls are answered from its reserve, each within a second.
+ */
+constexpr uint64_t kTwoBudget = 2 * (kRecvBytes + kReserveBytes) + 4 * kPage;
+
+class SharedSends : public TransportTest {
+      protected:
+	SharedSends()
+	{
+		sopts.args = {"--recv-mem", std::to_string(kTwoBudget)};
+		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
+	}
+};
+
+TEST_F(SharedSends, BusyNeighbourLeavesTheReserve)
+{
+	auto busy = try_connect(srv.addr());
+	auto quiet = try_connect(srv.addr());
+	ASSERT_TRUE(busy && quiet);
+	ASSERT_TRUE(ping(busy.get()));
+	ASSERT_TRUE(ping(quiet.get()));
+	ASSERT_EQ(busy->grant(), 64u);
+	ASSERT_EQ(quiet->grant(), 64u);
+	std::thread t([&] {
+		for (uint32_t round = 0; round < 4; round++)
+			burst(busy.get(), busy->grant(), 20 + round);
+	});
+	uint32_t answered = 0;
+	for (int i = 0; i < 40; i++) {
+		auto t0 = std::chrono::steady_clock::now();
+		TestCall c = call_delay(quiet->next_xid(), 0, {1, 2, 3, 4});
+		Reply r;
+		ASSERT_GE(quiet->post(c.rpc, CallSpec()), 0);
+		ASSERT_TRUE(quiet->wait(c.xid, &r, 5000)) << quiet->last_error();
+		EXPECT_TRUE(opaque_result(r, c.xid, {1, 2, 3, 4}));
+		EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+		answered++;
+	}
+	t.join();
+	EXPECT_EQ(answered, 40u);
+	auto st = srv.stats();
+	EXPECT_GT(st["send_ctx_waits"], 0u) << "the busy one never waited: the test proves nothing";
+	EXPECT_LE(st["pinned_bytes"], kTwoBudget);
+	EXPECT_EQ(st["dropped"], 0u);
 }
 
 class RefusalLog : public TransportTest {

@@ -50,8 +50,9 @@ class RecvBudget : public TransportTest {
       protected:
 	RecvBudget()
 	{
-		/* room for one default connection and part of another */
-		sopts.args = {"--recv-mem", "800000"};
+		/* room for one default connection and part of another;
+		 * Max_Connections set, as left to the budget it would be 1 */
+		sopts.args = {"--recv-mem", "800000", "--max-conns", "16"};
 	}
 };
 

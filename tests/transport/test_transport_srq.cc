@@ -277,8 +277,10 @@ class SrqBudget : public TransportTest {
       protected:
 	SrqBudget()
 	{
+		/* Max_Connections set: left to the budget, the shared pool's
+		 * bound alone would leave it 1 */
 		sopts.args = {"--srq", "1", "--credits", "8", "--recv-mem",
-			      std::to_string(kTightBudget)};
+			      std::to_string(kTightBudget), "--max-conns", "16"};
 	}
 };
 
