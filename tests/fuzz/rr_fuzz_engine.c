@@ -186,6 +186,25 @@ static unsigned int in16(struct in *in)
 }
 
 /*
+ * Every Reply context of a send pool is back on its free list, none twice.
+ * Returns its registrations (one per chunk).
+ */
+static unsigned int sendpool_all_free(const struct rr_sendpool *sp)
+{
+	unsigned int regs = 0;
+	uint32_t made = 0, n = 0;
+
+	if (!sp)
+		return 0;
+	for (const struct rr_send_chunk *ch = sp->chunks; ch; ch = ch->next, regs++)
+		made += ch->n;
+	for (const struct rr_send_ctx *x = sp->free; x; x = x->next_free)
+		CHECK(++n <= made); /* a cycle: a context given back twice */
+	CHECK(n == made && sp->nfree == made && !sp->wait_head);
+	return regs;
+}
+
+/*
  * Every big buffer (Read sinks, bounce buffers) is free: each free chain of
  * the pool walked, no slot twice. Returns the pool's registrations. The one
  * place that reads struct rr_bigpool's layout (rr_internal.h).
@@ -209,6 +228,7 @@ static unsigned int big_all_free(void)
 			CHECK(n == k->n);
 			regs += k->n / k->per_slab; /* one registration per slab */
 		}
+		regs += sendpool_all_free(bp->sends);
 	}
 	return regs;
 }
@@ -455,10 +475,10 @@ static void idle_check(struct rr_conn *c)
 	CHECK(!c->read_head && !c->pend_head && !c->batch_head && c->reads_in_flight == 0);
 	CHECK(!atomic_load(&c->rep_stack) && !atomic_load(&c->offthread_sends));
 	CHECK(c->sq_avail == c->sq_depth && F.sq_posted == F.sq_retired);
-	/* every context made is back (more than the reserve once a burst
-	 * needed them: rr_send.c), none beyond nsends, no Reply waiting */
-	CHECK(list_len(c->free_sends) == c->sends_made && list_len(c->free_bc_sends) == nbc);
-	CHECK(c->nsends_bc == nbc && c->sends_made <= c->nsends - nbc && !c->ctx_wait_head);
+	/* every Reply context taken from the pool is back (big_all_free walks
+	 * the pool), every reverse-direction one too, no Reply waiting */
+	CHECK(c->sends_held == 0 && !c->sp_waiting && list_len(c->free_bc_sends) == nbc);
+	CHECK(c->nsends_bc == nbc && !c->ctx_wait_head);
 	for (uint32_t i = 0; i < c->nrecv; i++) {
 		const struct rr_call_ctx *x = &c->calls[i];
 
