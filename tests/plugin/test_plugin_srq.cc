@@ -6,7 +6,7 @@
  * than their grants together, and the stats socket showing the pool as
  * global receive memory and none per connection.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 using namespace nfsc;
 
