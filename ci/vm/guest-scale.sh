@@ -23,6 +23,7 @@ SC_ADDRS=${SCALE_ADDRS:-12}
 SC_EXPORTS=${SCALE_EXPORTS:-3}
 SC_NCONNECT=${SCALE_NCONNECT:-16}
 SC_MB=${SCALE_MB:-2}
+SC_VERSIONS=${SCALE_VERSIONS:-3 4.1}
 SC_FLOOR_MB=${SCALE_FLOOR_MB:-384}
 SC_SOCK=/run/rpcrdma/stats.sock
 SC_M=/mnt/scale
@@ -108,7 +109,7 @@ sc_mount_all() { # mounts address after address while memory lasts; sets sc_n, s
 		fi
 		e=1
 		while [ $e -le $SC_EXPORTS ]; do
-			for v in 3 4.1; do
+			for v in $SC_VERSIONS; do
 				d=$SC_M/a$a-e$e-v$v; mkdir -p $d
 				if timeout -s KILL 90 mount.nfs 192.168.77.$a:/export/e$e $d -o "$(sc_opts $v)"; then
 					echo $d >> /tmp/sc_mounts; sc_n=$((sc_n + 1))
@@ -155,7 +156,7 @@ sc_run() { # SERVER [PROTO]: mount, I/O, count, unmount
 	t0=$(up)
 	sc_mount_all
 	st=pass; [ $sc_n -gt 0 ] && [ $sc_nf = 0 ] || st=fail
-	sc mounts $st "$(secs $t0)" "$sc_n mounts ($sc_addrs addresses x $SC_EXPORTS exports x v3+v4.1," \
+	sc mounts $st "$(secs $t0)" "$sc_n mounts ($sc_addrs addresses x $SC_EXPORTS exports x v$(echo $SC_VERSIONS | sed 's/ /+v/g')," \
 		"nconnect=$SC_NCONNECT), $sc_nf failed${sc_stop:+; $sc_stop}"
 	[ $sc_n -gt 0 ] || return 1
 	t0=$(up)

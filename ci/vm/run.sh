@@ -39,7 +39,8 @@
 #                          nconnect mounts, v3 and v4.1, with I/O on all, ganesha+rpcrdma then knfsd;
 #                          RPCRDMA_VM_SCALE_ADDRS (12 server addresses), _EXPORTS (3), _NCONNECT
 #                          (16), _MB (2 MiB per mount), _FLOOR_MB (384: no more mounts below it),
-#                          _GANESHA_TCP (1: the same against ganesha's own TCP as a control; 0 skips)
+#                          _GANESHA_TCP (1: the same against ganesha's own TCP as a control; 0 skips),
+#                          _VERSIONS ("3 4.1")
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_TESTS    only these tests of the list, "mount" first (e.g. "mount rsize_4k")
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
@@ -139,11 +140,12 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	SCALE_MB=${RPCRDMA_VM_SCALE_MB:-2}
 	SCALE_FLOOR_MB=${RPCRDMA_VM_SCALE_FLOOR_MB:-384}
 	SCALE_GANESHA_TCP=${RPCRDMA_VM_SCALE_GANESHA_TCP:-1}
+	SCALE_VERSIONS='${RPCRDMA_VM_SCALE_VERSIONS:-3 4.1}'
 	SIW_MODULE='$SIW_MODULE'
 	SIW_WHY='$SIW_WHY'
 	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_TESTS VM_MTU
 	export VM_SIW SIW_MODULE SIW_WHY
-	export SCALE_ADDRS SCALE_EXPORTS SCALE_NCONNECT SCALE_MB SCALE_FLOOR_MB SCALE_GANESHA_TCP
+	export SCALE_ADDRS SCALE_EXPORTS SCALE_NCONNECT SCALE_MB SCALE_FLOOR_MB SCALE_GANESHA_TCP SCALE_VERSIONS
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
