@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 #
 # bench/lib.sh - what bench/run.sh and bench/evt-threads.sh share: the build
 # dir, the host's set-up, and ganesha serving FSAL MEM over NFS/TCP and

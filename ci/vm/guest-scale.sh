@@ -202,6 +202,7 @@ scale_all() {
 	echo "  [scale] MemTotal $(awk '/^MemTotal/{print int($2 / 1024)}' /proc/meminfo) MiB, MemAvailable $(sc_memavail) MiB"
 	if [ -f "$H$PLUGIN" ]; then
 		sc_ganesha_conf
+		# shellcheck disable=SC2034 # read by guest-main.sh's ganesha_start
 		GANESHA_CONF=/tmp/scale-ganesha.conf GANESHA_PREP=sc_ganesha_dirs
 		if ganesha_start scale-ganesha rdma "$PLUGIN"; then
 			sc_run ganesha
@@ -219,6 +220,7 @@ scale_all() {
 	fi
 	# knfsd: 8 threads (Debian's default); its connection limit, (threads + 3) x 20 = 220 unless
 	# max_connections says, would close the oldest connections past it: lifted as ganesha's cap is
+	# shellcheck disable=SC2034 # read by guest-main.sh's knfsd_start
 	KNFSD_THREADS=8 KNFSD_PREP=sc_knfsd_exports KNFSD_MAXCONN=4096
 	knfsd_start
 	sc_run knfsd
