@@ -37,7 +37,7 @@
 #      RPCRDMA_VM_DEVRM=0  skip part 4 in a full run
 #      RPCRDMA_VM_ONLY=scale   only the kernel client at scale (guest-scale.sh, issue #33): many
 #                          nconnect mounts, v3 and v4.1, with I/O on all, ganesha+rpcrdma then knfsd;
-#                          RPCRDMA_VM_SCALE_ADDRS (12 server addresses), _EXPORTS (3), _NCONNECT
+#                          RPCRDMA_VM_SCALE_ADDRS (server addresses: 12, trixie 4), _EXPORTS (3), _NCONNECT
 #                          (16), _MB (2 MiB per mount), _FLOOR_MB (384: no more mounts below it),
 #                          _GANESHA_TCP (1: the same against ganesha's own TCP as a control; 0 skips),
 #                          _VERSIONS ("3 4.1")
@@ -134,7 +134,7 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	VM_TESTS='${RPCRDMA_VM_TESTS:-}'
 	VM_MTU=${RPCRDMA_VM_MTU:-1500}
 	VM_SIW=${RPCRDMA_VM_SIW:-1}
-	SCALE_ADDRS=${RPCRDMA_VM_SCALE_ADDRS:-12}
+	SCALE_ADDRS=${RPCRDMA_VM_SCALE_ADDRS:-$([ "$RELEASE" = bookworm ] && echo 12 || echo 4)}
 	SCALE_EXPORTS=${RPCRDMA_VM_SCALE_EXPORTS:-3}
 	SCALE_NCONNECT=${RPCRDMA_VM_SCALE_NCONNECT:-16}
 	SCALE_MB=${RPCRDMA_VM_SCALE_MB:-2}
