@@ -29,6 +29,10 @@ PKGS="
  lintian
  debootstrap
 "
+# ceph-mon, ceph-osd, ceph-mds, nfs-ganesha-ceph, nfs-ganesha-rados-grace: the cluster tests'
+# throw-away Ceph (tests/cluster/ceph-cluster.sh: no manager, memstore) and two ganesha heads with
+# FSAL CEPH and the rados_cluster recovery backend (docs/cluster.md); added at the end where apt
+# has them.
 # The ganesha host: libntirpc-dev pulls the matching runtime (libntirpc4.3, 5.8 or 6.3).
 # glusterfs-server too: nfs-ganesha-gluster pulls libglusterfs0 of its own
 # suite, and glusterd must be of the same one (backports: 11.1, not 10.3).
@@ -66,3 +70,18 @@ echo "install-deps: Debian ${codename:-unknown}, clang $clang_major, ganesha fro
 $SUDO apt-get install -y -q --no-install-recommends $PKGS
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends ${target:+-t "$target"} $GANESHA_PKGS
+
+# The cluster area, where this release has it: Ceph's daemons (no manager) and ganesha's FSAL CEPH
+# and grace tool, all of the release's own suite. Not with ganesha from backports: its FSAL CEPH
+# would want backports' Ceph libraries beside the release's daemons (the cluster tests run on the
+# host's release only).
+if [ -z "$target" ]; then
+	CLUSTER_PKGS=""
+	for p in ceph-mon ceph-osd ceph-mds nfs-ganesha-ceph nfs-ganesha-rados-grace; do
+		[ -z "$(candidate "$p")" ] || CLUSTER_PKGS="$CLUSTER_PKGS $p"
+	done
+	if [ -n "$CLUSTER_PKGS" ]; then
+		# shellcheck disable=SC2086
+		$SUDO apt-get install -y -q --no-install-recommends $CLUSTER_PKGS
+	fi
+fi

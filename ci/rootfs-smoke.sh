@@ -10,10 +10,11 @@
 #   - PID 1 reaps: rpcbind (daemonized, so PID 1's child) killed leaves no
 #     zombie;
 #   - a stop (SIGTERM to PID 1) reaches ganesha, which exits cleanly.
-#   ci/rootfs-smoke.sh [RELEASE [ROOTFS_DIR]]
+#   [VARIANT=ceph] ci/rootfs-smoke.sh [RELEASE [ROOTFS_DIR]]
 # RELEASE is the Containerfile's build argument (default trixie; bookworm,
-# bookworm-backports), ROOTFS_DIR defaults to build-rootfs/RELEASE (ignored
-# by git). Needs root, debootstrap, unshare, nsenter; `ci/package.sh RELEASE`'s
+# bookworm-backports), VARIANT its other one (ceph: FSAL CEPH and
+# ganesha-rados-grace too, checked to load and run), ROOTFS_DIR defaults to
+# build-rootfs/RELEASE[-VARIANT] (ignored by git). Needs root, debootstrap, unshare, nsenter; `ci/package.sh RELEASE`'s
 # .deb in build-rel-RELEASE/packages/ (made when missing).
 set -eu
 cd "$(dirname "$0")/.."
@@ -23,8 +24,13 @@ case $RELEASE in
 bookworm | bookworm-backports | trixie) ;;
 *) echo "usage: ci/rootfs-smoke.sh [bookworm|bookworm-backports|trixie [ROOTFS_DIR]]" >&2; exit 2 ;;
 esac
+VARIANT=${VARIANT:-}
+case $VARIANT in
+'' | ceph) ;;
+*) echo "rootfs-smoke: VARIANT is '' or ceph, not $VARIANT" >&2; exit 2 ;;
+esac
 suite=${RELEASE%-backports}
-root=${2:-build-rootfs/$RELEASE}
+root=${2:-build-rootfs/$RELEASE${VARIANT:+-$VARIANT}}
 mkdir -p "$root"
 root=$(cd "$root" && pwd)
 [ "$root" != / ] || exit 1
@@ -82,7 +88,7 @@ while read -r instr args; do
 	case $instr in
 	RUN)
 		echo "-- RUN $(printf "%s" "$args" | cut -c1-100)"
-		chroot "$root" /usr/bin/env RELEASE="$RELEASE" /bin/sh -c "$args" >"$root.step.log" 2>&1 ||
+		chroot "$root" /usr/bin/env RELEASE="$RELEASE" VARIANT="$VARIANT" /bin/sh -c "$args" >"$root.step.log" 2>&1 ||
 			{ tail -20 "$root.step.log"; exit 1; }
 		;;
 	COPY)
@@ -183,6 +189,23 @@ echo "   healthy after $(($(date +%s) - t0)) s: $hc"
 echo "== rpcrdma-stat (podman exec)"
 in_container rpcrdma-stat | sed 's/^/   /'
 in_container rpcrdma-stat | grep -q "^rpcrdma: .*fabric soft" || exit 1
+
+if [ "$VARIANT" = ceph ]; then
+	echo "== VARIANT=ceph: FSAL CEPH resolves, ganesha-rados-grace runs"
+	fsal=$(in_container 'ls /usr/lib/*/ganesha/libfsalceph.so' 2>/dev/null | head -1)
+	[ -n "$fsal" ] || { echo "rootfs-smoke: no libfsalceph.so"; exit 1; }
+	missing=$(in_container "ldd $fsal" | grep 'not found' || true)
+	[ -z "$missing" ] || { echo "$missing"; echo "rootfs-smoke: $fsal: libraries missing"; exit 1; }
+	echo "   $fsal: every library found"
+	# with no cluster to reach it fails, but only after parsing its
+	# arguments: its usage text names the commands a head's set-up uses
+	usage=$(in_container 'ganesha-rados-grace --help' 2>&1 || true)
+	cmds=$(echo "$usage" | grep -o 'dump|add|[a-z|]*' || true)
+	case "|$cmds|" in
+	*'|add|'*'|lift|'*) echo "   ganesha-rados-grace: commands $cmds" ;;
+	*) echo "$usage"; echo "rootfs-smoke: ganesha-rados-grace gives no usage"; exit 1 ;;
+	esac
+fi
 
 echo "== PID 1 reaps: rpcbind killed"
 # rpcbind -w daemonizes: its daemon's parent is PID 1, which must wait for it.

@@ -196,6 +196,8 @@ bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 /* the EXPORT's FSAL sub-block: MEM, VFS or GLUSTER (gfapi logs beside ganesha's) */
 static std::string fsal_block(const GaneshaOptions &o, const std::string &dir)
 {
+	if (!o.fsal.empty())
+		return o.fsal;
 	if (!o.gluster_volume.empty())
 		return "Name = GLUSTER; Hostname = \"" + o.gluster_host + "\"; Volume = \"" +
 		       o.gluster_volume + "\"; glfs_log = \"" + dir + "/gfapi.log\";";
@@ -259,15 +261,16 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 		o.vfs_dir = b.data();
 		chmod(o.vfs_dir.c_str(), 0777);
 	}
-	nfs_port = free_port(0, 0, 0);
-	mnt_port = free_port(nfs_port, 0, 0);
+	nfs_port = o.nfs_port ? o.nfs_port : free_port(0, 0, 0);
+	mnt_port = o.mnt_port ? o.mnt_port : free_port(nfs_port, 0, 0);
 	uint16_t nlm = free_port(nfs_port, mnt_port, 0);
 	uint16_t rq = free_port(nfs_port, mnt_port, nlm);
 	if (!nfs_port || !mnt_port || !nlm || !rq) {
 		*err = "no free ports";
 		return false;
 	}
-	uint16_t rdma_port = o.soft_tcp ? free_port(nfs_port, mnt_port, nlm) : 0;
+	uint16_t rdma_port = !o.soft_tcp ? 0 : o.rdma_port ? o.rdma_port
+							   : free_port(nfs_port, mnt_port, nlm);
 	rdma_addr = o.soft_tcp ? "tcp:127.0.0.1:" + std::to_string(rdma_port)
 			       : "unix:" + dir + "/rdma.sock";
 	stats_path = o.stats ? dir + "/stats.sock" : "";
@@ -282,12 +285,17 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 	   * that they do not know the key */
 	  << "\tallow_set_io_flusher_fail = true;\n"
 	  /* NFSv3 MOUNT by the pseudo path /mem, whatever the export's Path */
-	  << (o.vfs_dir.empty() ? "" : "\tMount_Path_Pseudo = true;\n") << "}\n"
-	  << "NFSV4 {\n\tGraceless = true;\n\tLease_Lifetime = 10;\n\tGrace_Period = 10;\n"
+	  << (o.vfs_dir.empty() && o.export_path.empty() ? "" : "\tMount_Path_Pseudo = true;\n")
+	  << "}\n"
+	  << "NFSV4 {\n\tGraceless = " << (o.graceless ? "true" : "false")
+	  << ";\n\tLease_Lifetime = " << o.lease_lifetime
+	  << ";\n\tGrace_Period = " << o.grace_period << ";\n"
 	  << "\tRecoveryRoot = " << dir << "/recov;\n"
 	  << o.extra_nfsv4 << "}\n"
 	  << "EXPORT {\n\tExport_Id = 1;\n\tPath = "
-	  << (o.vfs_dir.empty() ? std::string("/mem") : o.vfs_dir) << ";\n\tPseudo = /mem;\n"
+	  << (!o.export_path.empty() ? o.export_path
+	      : o.vfs_dir.empty() ? std::string("/mem") : o.vfs_dir)
+	  << ";\n\tPseudo = /mem;\n"
 	  << "\tAccess_Type = RW;\n\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
 	  << "\tMaxRead = 4194304;\n\tMaxWrite = 4194304;\n"
 	  << o.extra_export << "\tFSAL { " << fsal_block(o, dir)
@@ -366,7 +374,7 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 		      "-p", pidf.c_str(), static_cast<char *>(nullptr));
 		_exit(127);
 	}
-	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.start_s);
 	bool listening = o.ready_line.empty();
 	while (!listening && std::chrono::steady_clock::now() < deadline) {
 		/* the plugin's lines are in ganesha's log; the preloaded
@@ -389,11 +397,12 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 		std::this_thread::sleep_for(std::chrono::milliseconds(50));
 	}
 	if (!listening) {
-		*err = "no 'NFS over RDMA listening' line within 20 s:\n" + logs();
+		*err = "no 'NFS over RDMA listening' line within " + std::to_string(o.start_s) +
+		       " s:\n" + logs();
 		stop();
 		return false;
 	}
-	while (std::chrono::steady_clock::now() < deadline + std::chrono::seconds(10)) {
+	while (std::chrono::steady_clock::now() < deadline + std::chrono::seconds(o.start_s / 2)) {
 		/* a config error leaves ganesha up without the export: fail loudly */
 		if (config_rejected(slurp(logf))) {
 			*err = "ganesha rejected the generated config:\n" + logs();
@@ -411,6 +420,17 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 	*err = "ganesha never finished start-up (banner, TCP ports):\n" + logs();
 	stop();
 	return false;
+}
+
+void GaneshaServer::crash()
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		int st;
+		waitpid(pid, &st, 0);
+		pid = -1;
+	}
+	stop();
 }
 
 bool GaneshaServer::stop(int grace_ms, int *status)

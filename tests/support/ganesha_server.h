@@ -46,6 +46,18 @@ struct GaneshaOptions {
 	/* non-zero: ganesha's RLIMIT_MEMLOCK, soft and hard (bytes), set in the
 	 * launcher as a unit's LimitMEMLOCK= or ulimit -l would */
 	uint64_t memlock = 0;
+	/* non-zero: these ports instead of free ones (a head restarted after a
+	 * crash keeps its addresses; the soft fabric's tcp port with soft_tcp) */
+	uint16_t nfs_port = 0, mnt_port = 0, rdma_port = 0;
+	/* the NFSV4 block's grace settings (seconds) */
+	bool graceless = true;
+	uint32_t lease_lifetime = 10, grace_period = 10;
+	/* non-empty: the EXPORT's FSAL block contents (e.g. "Name = CEPH;") and
+	 * its Path, instead of MEM, VFS or GLUSTER; NFSv3 mounts /mem still */
+	std::string fsal, export_path;
+	/* seconds start() waits for the plugin's line, then as long again for
+	 * the banner (a clustered head waits for its peers at start-up) */
+	int start_s = 20;
 };
 
 class GaneshaServer
@@ -69,6 +81,8 @@ class GaneshaServer
 	 * (@status gets its wait status), false when it had to be killed.
 	 */
 	bool stop(int grace_ms = 5000, int *status = nullptr);
+	/* SIGKILL at once (a crash: no shutdown, no state written), then stop() */
+	void crash();
 	bool alive();
 	/* ganesha's stderr and log, for failure messages */
 	std::string logs() const;

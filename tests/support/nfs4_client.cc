@@ -25,6 +25,7 @@ enum : uint32_t {
 	OPEN4_CREATE = 1,
 	UNCHECKED4 = 0,
 	CLAIM_NULL = 0,
+	CLAIM_PREVIOUS = 1,
 	FILE_SYNC4 = 2,
 	SP4_NONE = 0,
 	NFS4ERR_SEQ_MISORDERED = 10063,
@@ -286,11 +287,16 @@ int Nfs4::exchange_id()
 	begin(c, false);
 	op(c, nfsxdr::EXCHANGE_ID);
 	auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+	/* a client that reclaims after a server restart presents the same
+	 * owner and verifier: the same client incarnation (RFC 8881 section
+	 * 2.4, 8.4.2.1) */
+	uint64_t v = boot_verifier ? boot_verifier : uint64_t(now);
 	for (int i = 0; i < 8; i++)
-		verf_[i] = uint8_t(uint64_t(now) >> (8 * i));
+		verf_[i] = uint8_t(v >> (8 * i));
 	c.x.fixed(Bytes(verf_, verf_ + 8));
-	std::string owner =
-	    machine + "-" + std::to_string(uint64_t(now)) + "-" + std::to_string(uintptr_t(this));
+	std::string owner = !owner_id.empty() ? owner_id
+					      : machine + "-" + std::to_string(uint64_t(now)) + "-" +
+						    std::to_string(uintptr_t(this));
 	c.x.string(owner);
 	c.x.u32(0);	   /* flags */
 	c.x.u32(SP4_NONE); /* state_protect4_a */
@@ -411,6 +417,20 @@ int Nfs4::destroy_session()
 		return rc;
 	RES(*d, nfsxdr::DESTROY_SESSION);
 	have_session_ = false;
+	END(*d);
+}
+
+int Nfs4::destroy_clientid()
+{
+	Comp c;
+	begin(c, false);
+	op(c, nfsxdr::DESTROY_CLIENTID);
+	c.x.u64(clientid_);
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, false);
+	if (rc)
+		return rc;
+	RES(*d, nfsxdr::DESTROY_CLIENTID);
 	END(*d);
 }
 
@@ -673,6 +693,38 @@ int Nfs4::open(const Fh &dir, const std::string &name, uint32_t access, Fh *out,
 	CHECK_DEC(r);
 	RES(r, nfsxdr::GETFH);
 	out->b = r.opaque(NFS4_FHSIZE);
+	END(r);
+}
+
+int Nfs4::open_reclaim(const Fh &fh, uint32_t access, Stateid *sid)
+{
+	Comp c;
+	begin(c, true);
+	op(c, nfsxdr::PUTFH);
+	c.x.opaque(fh.b);
+	op(c, nfsxdr::OPEN);
+	c.x.u32(0); /* seqid: ignored in 4.1 */
+	c.x.u32(access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
+	c.x.u32(0); /* deny none */
+	c.x.u64(clientid_);
+	c.x.string("owner-" + std::to_string(++owner_seq_));
+	c.x.u32(0); /* OPEN4_NOCREATE */
+	/* open_claim4 CLAIM_PREVIOUS: the file is the current filehandle, and
+	 * the delegation held before the restart (none) - section 18.16.1 */
+	c.x.u32(CLAIM_PREVIOUS);
+	c.x.u32(0); /* OPEN_DELEGATE_NONE */
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	Dec &r = *d;
+	RES(r, nfsxdr::PUTFH);
+	RES(r, nfsxdr::OPEN);
+	get_stateid4(r, sid);
+	change_info4(r);
+	r.u32(); /* rflags */
+	bitmap4(r, nullptr);
+	open_delegation4(r);
 	END(r);
 }
 

@@ -306,6 +306,13 @@ struct Deleg {
 	uint32_t why_none = 0; /* NONE_EXT: why_no_delegation4 */
 };
 
+/* LOCK4denied's range and type (RFC 8881 section 18.10.2) */
+struct LockRange {
+	uint64_t off = 0, len = 0;
+	uint32_t type = 0;
+	uint64_t owner_clientid = 0;
+};
+
 /* NFSv4.1 / 4.2 (RFC 8881, RFC 7862) with one session, slot 0. */
 class Nfs4 : public Client
 {
@@ -318,6 +325,9 @@ class Nfs4 : public Client
 	int create_session();
 	int reclaim_complete();
 	int destroy_session();
+	/* after destroy_session(), with no state left: the server forgets the
+	 * client and its recovery record (RFC 8881 section 18.50) */
+	int destroy_clientid();
 	/* EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE */
 	int mount();
 	/* PUTROOTFH, LOOKUP each component, GETFH */
@@ -332,6 +342,25 @@ class Nfs4 : public Client
 	int open(const Fh &dir, const std::string &name, uint32_t access, Fh *out, Stateid *sid,
 		 Deleg *dg = nullptr, uint32_t want = 0);
 	int delegreturn(const Fh &fh, const Stateid &deleg);
+	/*
+	 * State reclaim after a server restart (RFC 8881 section 8.4.2.1), in
+	 * the grace period, between CREATE_SESSION and RECLAIM_COMPLETE:
+	 * OPEN with CLAIM_PREVIOUS of the file @fh (no create, no delegation).
+	 */
+	int open_reclaim(const Fh &fh, uint32_t access, Stateid *sid);
+	/*
+	 * Byte-range locks (section 18.10-18.12; nfs4_lock.cc). @type: READ_LT 1,
+	 * WRITE_LT 2; @len 0xffffffffffffffff: to the end of the file. lock()
+	 * takes a new lock owner of this client from the open stateid @open;
+	 * @reclaim sets the reclaim flag (in the grace period). NFS4ERR_DENIED
+	 * fills @denied with the conflicting range when given.
+	 */
+	int lock(const Fh &fh, const Stateid &open, uint32_t type, uint64_t off, uint64_t len,
+		 bool reclaim, Stateid *lock_sid, LockRange *denied = nullptr);
+	/* LOCKT as a new lock owner: 0 when the range is free */
+	int lockt(const Fh &fh, uint32_t type, uint64_t off, uint64_t len,
+		  LockRange *denied = nullptr);
+	int locku(const Fh &fh, Stateid *lock_sid, uint32_t type, uint64_t off, uint64_t len);
 	int read(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count, Bytes *data,
 		 bool *eof);
 	int write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data,
@@ -367,6 +396,10 @@ class Nfs4 : public Client
 	{
 		return seqid_;
 	}
+	/* EXCHANGE_ID's co_ownerid and verifier; empty / 0: unique ones per
+	 * call (a new client incarnation each time) */
+	std::string owner_id;
+	uint64_t boot_verifier = 0;
 	/* SEQUENCE statuses that made the client retry with the next seqid */
 	uint32_t seq_recoveries = 0;
 	/* the statuses that caused them, in order */
