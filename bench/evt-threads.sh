@@ -34,15 +34,14 @@ while [ $# -gt 0 ]; do
 	shift
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=${RPCRDMA_BUILD:-$ROOT/build}
-case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
+. "$ROOT/bench/lib.sh"
+B=$(bench_builddir)
 NB=$B/bench/nfsbench/nfsbench
 PLUGIN=$B/src/plugin/librpcrdma_ganesha.so
 W=$(mktemp -d "${RPCRDMA_BENCH_TMP:-/tmp}/rpcrdma-evt.XXXXXX")
 make -C "$B" -j"$(nproc)" nfsbench rpcrdma_ganesha >"$W/make.log" 2>&1 ||
 	{ cat "$W/make.log" >&2; exit 1; }
-ulimit -n 65536 2>/dev/null || true
-if ! pgrep -x rpcbind >/dev/null; then mkdir -p /run/rpcbind; rpcbind -w 2>/dev/null || true; fi
+bench_host_setup
 PER=$((CONNS / PROCS))
 [ $((PER * PROCS)) -eq "$CONNS" ] || { echo "--conns must be a multiple of --procs" >&2; exit 2; }
 
@@ -50,41 +49,8 @@ GPID=
 cleanup() { [ -z "$GPID" ] || { kill "$GPID" 2>/dev/null; wait "$GPID" 2>/dev/null; }; }
 trap cleanup EXIT
 
-# start DIR PORT THREADS: ganesha serving FSAL MEM over NFS/TCP and NFS/RDMA.
-start() {
-	local d=$1 port=$2
-	mkdir -p "$d"
-	cat >"$d/ganesha.conf" <<EOF
-NFS_CORE_PARAM {
-	NFS_Port = $port; MNT_Port = $((port + 1)); NLM_Port = $((port + 2)); Rquota_Port = $((port + 3));
-	Protocols = 3, 4; Enable_NLM = false; Enable_RQUOTA = false;
-	allow_set_io_flusher_fail = true;
-}
-NFSV4 { Grace_Period = 10; Lease_Lifetime = 10; Graceless = true; }
-EXPORT {
-	Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW; Squash = No_Root_Squash;
-	FSAL { Name = MEM; }
-}
-RDMA {
-	Enable = true; Fabric = soft; Soft_Socket = $d/rdma.sock; Event_Threads = $3; Use_SRQ = $SRQ;
-	Stats_Socket = $d/stats.sock;
-}
-LOG { Default_Log_Level = EVENT; }
-EOF
-	LD_PRELOAD=$PLUGIN ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" -p "$d/pid" \
-		>"$d/stdout.log" 2>&1 &
-	GPID=$!
-	for _ in $(seq 240); do
-		if [ -S "$d/rdma.sock" ] && "$NB" --tcp 127.0.0.1:"$port" --op null --count 1 \
-			>/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$GPID" 2>/dev/null || break
-		sleep 0.5
-	done
-	echo "ganesha did not start; see $d" >&2
-	return 1
-}
+# start DIR PORT THREADS: ganesha (bench/lib.sh) with Event_Threads = THREADS.
+start() { bench_ganesha "$1" "$2" "Event_Threads = $3; Use_SRQ = $SRQ;"; }
 
 # ticks PID [PREFIX]: user + system clock ticks of the process, its exited
 # threads included (the soft provider's readers and writers come and go); with

@@ -74,8 +74,8 @@ if [ -n "$RELEASE" ] && [ -z "${RPCRDMA_BENCH_RELEASE:-}" ]; then
 		${RPCRDMA_SOFT_PROFILE:+RPCRDMA_SOFT_PROFILE="$RPCRDMA_SOFT_PROFILE"} \
 		bash "$ROOT/bench/run.sh" ${ARGS[@]+"${ARGS[@]}"}
 fi
-B=${RPCRDMA_BUILD:-$ROOT/build}
-case "$B" in /*) ;; *) B=$ROOT/$B ;; esac
+. "$ROOT/bench/lib.sh"
+B=$(bench_builddir)
 W=$(mktemp -d "${RPCRDMA_BENCH_TMP:-/tmp}/rpcrdma-bench.XXXXXX")
 # RPCRDMA_BENCH_OUT: where the report goes (CI keeps the committed one intact)
 OUT=${RPCRDMA_BENCH_OUT:-$ROOT/bench/RESULTS.md}
@@ -117,58 +117,19 @@ log "building in $B"
 	{ cat "$W/cmake.log" >&2; exit 1; }
 make -C "$B" -j"$(nproc)" nfsbench bench_engine fab_bench rpcrdma_ganesha \
 	>"$W/make.log" 2>&1 || { cat "$W/make.log" >&2; exit 1; }
-ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null || true
-if ! pgrep -x rpcbind >/dev/null; then mkdir -p /run/rpcbind; rpcbind -w 2>/dev/null || true; fi
+bench_host_setup
 
 # Ports unlikely to collide with another bench or ganesha on this machine.
 BASE=$((20000 + (RANDOM % 2000) * 10))
 
-# gconf DIR PORTBASE CREDITS: a ganesha.conf serving FSAL MEM on NFS/TCP and
-# NFS/RDMA (soft fabric on a unix socket) with the stats socket in DIR.
-gconf() {
-	cat >"$1/ganesha.conf" <<EOF
-NFS_CORE_PARAM {
-	NFS_Port = $2; MNT_Port = $(($2 + 1)); NLM_Port = $(($2 + 2)); Rquota_Port = $(($2 + 3));
-	Protocols = 3, 4; Enable_NLM = false; Enable_RQUOTA = false;
-	# ganesha 6 stops without CAP_SYS_RESOURCE otherwise (containers, CI);
-	# 4.3 and 5.9 only warn that they do not know the key
-	allow_set_io_flusher_fail = true;
-}
-NFSV4 { Grace_Period = 10; Lease_Lifetime = 10; Graceless = true; }
-EXPORT {
-	Export_Id = 1; Path = /mem; Pseudo = /mem; Access_Type = RW; Squash = No_Root_Squash;
-	FSAL { Name = MEM; }
-}
-RDMA {
-	Enable = true; Fabric = soft; Soft_Socket = $1/rdma.sock; Credits = $3;
-	Stats_Socket = $1/stats.sock;
-	${RPCRDMA_BENCH_RDMA_EXTRA:-}
-}
-LOG { Default_Log_Level = EVENT; }
-EOF
-}
-
-# start_ganesha DIR PORT [valgrind args...]; sets GPID.
+# start_ganesha DIR PORT [valgrind args...]: bench_ganesha (bench/lib.sh) with
+# 64 credits and $RPCRDMA_BENCH_RDMA_EXTRA in the RDMA block; sets GPID.
 start_ganesha() {
-	local d=$1 port=$2
+	local d=$1 port=$2 rc=0
 	shift 2
-	mkdir -p "$d"
-	gconf "$d" "$port" 64
-	LD_PRELOAD=$PLUGIN "$@" ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" \
-		-p "$d/pid" >"$d/stdout.log" 2>&1 &
-	GPID=$!
+	bench_ganesha "$d" "$port" "Credits = 64; ${RPCRDMA_BENCH_RDMA_EXTRA:-}" "$@" || rc=1
 	PIDS+=("$GPID")
-	for _ in $(seq 240); do
-		if [ -S "$d/rdma.sock" ] && "$NB" --tcp 127.0.0.1:"$port" --op null --count 1 \
-			>/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$GPID" 2>/dev/null || break
-		sleep 0.5
-	done
-	log "ganesha did not start; see $d"
-	tail -5 "$d/ganesha.log" "$d/stdout.log" >&2
-	return 1
+	return $rc
 }
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }

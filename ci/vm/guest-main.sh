@@ -5,7 +5,8 @@
 #   2. knfsd over RDMA (reference): guest-tests.sh for NFSv3, v4.1, v4.2
 #   3. ganesha + librpcrdma_ganesha.so (LD_PRELOAD) over RDMA, same tests, if the plugin is built
 # VM_ONLY=fabric stops after 1; VM_ONLY=bench skips 1-3 and runs guest-bench.sh instead, with knfsd
-# and ganesha+rpcrdma up side by side (knfsd on 2049/20049, ganesha on 2050/20050).
+# and ganesha+rpcrdma up side by side (knfsd on 2049/20049, ganesha on 2050/20050); VM_ONLY=scale
+# runs only guest-scale.sh (many nconnect mounts, ganesha+rpcrdma then knfsd).
 #   4. device removal under ganesha + rpcrdma (guest-devrm.sh), unless GANESHA_DEVRM=0;
 #      VM_ONLY=devrm runs only the setup and 4.
 #   5. soft-iWARP: siw0 on dummy2, 192.168.79.1 (when the initramfs has siw.ko, SIW_MODULE), then on
@@ -100,7 +101,7 @@ fabric_suite() { # LABEL ADDR [MEMLOCK]: the suite on the device of ADDR, to /ou
 	result $1 verbs conformance $st "$(secs $t0)" \
 		"rc=$rc tests=${tot:-?} ok=$(cnt OK $1) failed=$(cnt FAILED $1) skipped=$(cnt SKIPPED $1)"
 }
-if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ] || [ "${VM_ONLY:-}" = siw ]; then
+if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ] || [ "${VM_ONLY:-}" = siw ] || [ "${VM_ONLY:-}" = scale ]; then
 	: # the bench measures NFS; the fabric suite is the interop run's job
 else
 	fabric_suite fabric $IP
@@ -160,6 +161,7 @@ knfsd_start() {
 		mount -t tmpfs -o size=${KNFSD_EXPORT_SIZE:-256m} tmpfs /export
 	fi
 	echo '/export *(rw,no_root_squash,fsid=1,insecure,no_subtree_check)' > /etc/exports
+	[ -z "${KNFSD_PREP:-}" ] || $KNFSD_PREP	# the scale run: its own exports
 	touch /var/lib/nfs/etab /var/lib/nfs/rmtab
 	mkdir -p /run/rpcbind; chown _rpc /run/rpcbind
 	rpcbind -w || echo "FAIL rpcbind"
@@ -167,6 +169,7 @@ knfsd_start() {
 	# a fixed MOUNT port: ganesha, started beside knfsd in the bench, takes over rpcbind's entries
 	rpc.mountd --no-udp -p 20048 || echo "FAIL mountd"
 	echo 10 > /proc/fs/nfsd/nfsv4leasetime; echo 10 > /proc/fs/nfsd/nfsv4gracetime
+	[ -z "${KNFSD_MAXCONN:-}" ] || echo $KNFSD_MAXCONN > /proc/fs/nfsd/max_connections || echo "FAIL max_connections"
 	rpc.nfsd --no-udp ${KNFSD_THREADS:-4} || echo "FAIL nfsd"
 	echo "rdma 20049" > /proc/fs/nfsd/portlist || echo "FAIL portlist"
 	cat /proc/fs/nfsd/portlist
@@ -187,7 +190,7 @@ knfsd_list() { # LABEL: the list against knfsd, every version
 	done
 	knfsd_stop
 }
-case "${VM_ONLY:-}" in bench|devrm|siw) ;; *) knfsd_list knfsd ;; esac
+case "${VM_ONLY:-}" in bench|devrm|siw|scale) ;; *) knfsd_list knfsd ;; esac
 
 # ---------------------------------------------------------------- part 3: ganesha + rpcrdma
 PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
@@ -208,7 +211,8 @@ ganesha_start() {
 		modprobe ext4; [ -b /dev/ram0 ] || modprobe brd rd_nr=1 rd_size=${GANESHA_EXPORT_KB:-393216} || echo "FAIL modprobe brd"
 		chroot $H mkfs.ext4 -q -F -b 4096 /dev/ram0 && mount -t ext4 /dev/ram0 $H/tmp/export || echo "FAIL ext4 export"
 	fi
-	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} $H$REPO/ci/vm/ganesha.conf > $H/tmp/ganesha.conf
+	[ -z "${GANESHA_PREP:-}" ] || $GANESHA_PREP	# the scale run: its exports' directories
+	sed -e "s|@EXPORT@|/tmp/export|" ${4:+-e "$4"} ${GANESHA_CONF:-$H$REPO/ci/vm/ganesha.conf} > $H/tmp/ganesha.conf
 	t0=$(up)
 	# where this run's lines begin in ganesha's log (each start appends to it)
 	glog0=$(wc -c < $H/tmp/ganesha.log 2>/dev/null || echo 0)
@@ -289,6 +293,17 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty), $4 = sed on t
 	fi
 	ganesha_stop "$1"
 }
+if [ "${VM_ONLY:-}" = scale ]; then
+	# the kernel client at scale (guest-scale.sh): ganesha + rpcrdma, then knfsd, and nothing else
+	. $HERE/guest-scale.sh
+	scale_all
+	step done
+	dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|oom' |
+		grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding|kill' > /out/dmesg-errors.txt
+	dmesg > /out/dmesg.txt
+	echo "GUEST-MAIN-DONE"
+	exit 0
+fi
 if [ "${VM_ONLY:-}" = bench ]; then
 	# both servers up at once, so the rounds can alternate without restarts
 	KNFSD_THREADS=8; KNFSD_EXPORT_SIZE=512m	# 8: Debian's default (RPCNFSDCOUNT)

@@ -35,6 +35,12 @@
 #                          thread, library and function (perf record -a, out/bench/perf-*.txt)
 #      RPCRDMA_VM_ONLY=devrm   run only the rxe setup and part 4 (device removal under ganesha+rpcrdma)
 #      RPCRDMA_VM_DEVRM=0  skip part 4 in a full run
+#      RPCRDMA_VM_ONLY=scale   only the kernel client at scale (guest-scale.sh, issue #33): many
+#                          nconnect mounts, v3 and v4.1, with I/O on all, ganesha+rpcrdma then knfsd;
+#                          RPCRDMA_VM_SCALE_ADDRS (server addresses: 12, trixie 4), _EXPORTS (3), _NCONNECT
+#                          (16), _MB (2 MiB per mount), _FLOOR_MB (384: no more mounts below it),
+#                          _GANESHA_TCP (1: the same against ganesha's own TCP as a control; 0 skips),
+#                          _VERSIONS ("3 4.1")
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_TESTS    only these tests of the list, "mount" first (e.g. "mount rsize_4k")
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
@@ -128,10 +134,18 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	VM_TESTS='${RPCRDMA_VM_TESTS:-}'
 	VM_MTU=${RPCRDMA_VM_MTU:-1500}
 	VM_SIW=${RPCRDMA_VM_SIW:-1}
+	SCALE_ADDRS=${RPCRDMA_VM_SCALE_ADDRS:-$([ "$RELEASE" = bookworm ] && echo 12 || echo 4)}
+	SCALE_EXPORTS=${RPCRDMA_VM_SCALE_EXPORTS:-3}
+	SCALE_NCONNECT=${RPCRDMA_VM_SCALE_NCONNECT:-16}
+	SCALE_MB=${RPCRDMA_VM_SCALE_MB:-2}
+	SCALE_FLOOR_MB=${RPCRDMA_VM_SCALE_FLOOR_MB:-384}
+	SCALE_GANESHA_TCP=${RPCRDMA_VM_SCALE_GANESHA_TCP:-1}
+	SCALE_VERSIONS='${RPCRDMA_VM_SCALE_VERSIONS:-3 4.1}'
 	SIW_MODULE='$SIW_MODULE'
 	SIW_WHY='$SIW_WHY'
 	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_TESTS VM_MTU
 	export VM_SIW SIW_MODULE SIW_WHY
+	export SCALE_ADDRS SCALE_EXPORTS SCALE_NCONNECT SCALE_MB SCALE_FLOOR_MB SCALE_GANESHA_TCP SCALE_VERSIONS
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
@@ -208,7 +222,7 @@ fabric_row() { # LABEL TITLE: the fabric suite's row; a failure fails the run
 	      grep -aE 'Segmentation|Abort|terminate called' "$OUT/$1.log" | head -3 | sed 's/^/    /'
 	      echo "    (full log: $OUT/$1.log)" ;;
 	*) case "${RPCRDMA_VM_ONLY:-}" in
-	   devrm|bench) printf '%-28s %s\n' "$2" "not run (RPCRDMA_VM_ONLY=$RPCRDMA_VM_ONLY)" ;;
+	   devrm|bench|scale) printf '%-28s %s\n' "$2" "not run (RPCRDMA_VM_ONLY=$RPCRDMA_VM_ONLY)" ;;
 	   *) printf '%-28s %s\n' "$2" "not available $fnote" ;;
 	   esac ;;
 	esac
@@ -221,7 +235,7 @@ pass) printf '%-28s %s%s\n' "siw0 setup" "$(cell setup - siw0)" "$(notes setup s
       fabric_row fabric-siw "fabric conformance on siw0" ;;
 fail) printf '%-28s %s%s\n' "siw0 setup" "FAIL" "$(notes setup siw0)"; fail=1; why+=("siw0 setup failed") ;;
 na) printf '%-28s %s%s\n' "siw0 setup" "not available:" "$(notes setup siw0)" ;;
-*) case "${RPCRDMA_VM_ONLY:-}" in devrm|bench) ;; *) printf '%-28s %s\n' "siw0 setup" "not run" ;; esac ;;
+*) case "${RPCRDMA_VM_ONLY:-}" in devrm|bench|scale) ;; *) printf '%-28s %s\n' "siw0 setup" "not run" ;; esac ;;
 esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
 
@@ -247,6 +261,34 @@ devrm_report() {
 if [ "${RPCRDMA_VM_ONLY:-}" = devrm ]; then
 	devrm_report
 	grep -q "^devrm " "$R" || { fail=1; why+=("no device-removal results (see $OUT/guest.log)"); }
+	finish
+fi
+if [ "${RPCRDMA_VM_ONLY:-}" = scale ]; then
+	# the kernel client at scale (guest-scale.sh): each server's rows side by side; a failing
+	# row fails the run
+	echo
+	echo "-- the kernel client at scale (ci/vm/guest-scale.sh)"
+	for s in ganesha ganesha-tcp knfsd; do
+		start_row=$(awk -v s="scale-$s" '$1==s && $3=="start" {print $4; exit}' "$R")
+		[ -n "$start_row" ] && printf '  %-11s %-7s %-5s\n' "$s" start "$start_row"
+		awk -v s="scale-$s" -v n="$s" '$1==s && $3!="start" {t=""; for (i = 6; i <= NF; i++) t = t " " $i
+			printf "  %-11s %-7s %-5s %6ss %s\n", n, $3, $4, $5, t}' "$R"
+	done
+	for s in ganesha knfsd; do
+		grep -q "^scale-$s " "$R" || { fail=1; why+=("no scale results for $s (see $OUT/guest.log)"); }
+	done
+	# the ganesha/tcp control's rows are a note, as in the test list; the others fail the run
+	if awk '($1=="scale-ganesha" || $1=="scale-knfsd") && $4=="fail" {f=1} END{exit !f}' "$R"; then
+		fail=1; why+=("scale: $(awk '($1=="scale-ganesha" || $1=="scale-knfsd") && $4=="fail" {printf "%s %s, ", $1, $3}' "$R")failed")
+	fi
+	awk '$1=="scale-ganesha-tcp" && $4=="fail" {f=1} END{exit !f}' "$R" &&
+		echo "note: the ganesha/tcp control has failing rows (ganesha's, not the RDMA transport's); no change to the exit status"
+	[ -s "$OUT/scale-ganesha.stats" ] && { echo; echo "-- scale-ganesha: plugin counters"; cat "$OUT/scale-ganesha.stats"; }
+	[ -s "$OUT/scale-ganesha.startup" ] && { echo; echo "-- scale-ganesha: start-up lines"; sed 's/^/  /' "$OUT/scale-ganesha.startup"; }
+	echo
+	if [ -s "$OUT/dmesg-errors.txt" ]; then
+		echo "-- dmesg (error lines; all: $OUT/dmesg.txt)"; head -30 "$OUT/dmesg-errors.txt"
+	fi
 	finish
 fi
 if [ "${RPCRDMA_VM_ONLY:-}" = bench ]; then

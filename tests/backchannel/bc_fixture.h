@@ -8,7 +8,7 @@
  */
 #pragma once
 
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 #include "support/nfs4_callback.h"
 
 #include <sys/stat.h>

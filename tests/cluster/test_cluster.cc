@@ -45,7 +45,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/ganesha_server.h"
+#include "support/ganesha_server.h"
 #include "support/nfs_client.h"
 
 #ifndef RR_CEPH_SCRIPT

@@ -13,7 +13,7 @@
  * served every such call from the pool (issue #32). With a 4 MiB pool (one
  * 1 MiB slot) the first sink slab took the only slot READs fit in.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 using namespace nfsc;
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/ganesha_server.h"
+#include "support/ganesha_server.h"
 #include "support/rr_device_profile.h"
 #include "support/nfs_client.h"
 

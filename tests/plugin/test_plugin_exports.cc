@@ -12,7 +12,7 @@
  * shows ganesha's own answers over TCP, which those over RDMA must match.
  * A second ganesha excludes Export_Id 0, the NFSv4 pseudo root.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 #include <algorithm>
 #include <cstdlib>

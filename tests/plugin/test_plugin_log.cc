@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/ganesha_server.h"
+#include "support/ganesha_server.h"
 #include "support/nfs_client.h"
 #include "support/rr_requester.h"
 

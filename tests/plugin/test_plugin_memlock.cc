@@ -9,7 +9,7 @@
  * RDMA served within the limit (rrp_plugin.c: memlock_fit) or not at all,
  * never one registration failing on a connection.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 #include <sstream>
 

@@ -6,7 +6,7 @@
  * chunk, a Long Call, and ERR_CHUNK for a reply that fits nowhere.
  * The same client over TCP is the reference.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 #include <algorithm>
 #include <set>

@@ -7,7 +7,7 @@
  * Reply chunk, a Long Call, ERR_CHUNK for a COMPOUND reply that fits
  * nowhere (and the session slot recovering after it), DESTROY_SESSION.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 #include <algorithm>
 #include <set>

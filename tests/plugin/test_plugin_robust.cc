@@ -6,7 +6,7 @@
  * stats socket's connection list drains to empty); the stats socket's
  * counters: no registrations and no payload copies per I/O in steady state.
  */
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 #include <signal.h>
 #include <sys/wait.h>

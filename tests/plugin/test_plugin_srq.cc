@@ -11,7 +11,7 @@
 #include <fstream>
 #include <set>
 
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 using namespace nfsc;
 

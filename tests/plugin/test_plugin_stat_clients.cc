@@ -18,7 +18,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 namespace rrplug
 {

@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/ganesha_server.h"
+#include "support/ganesha_server.h"
 #include "support/nfs_client.h"
 #include "support/rr_requester.h"
 

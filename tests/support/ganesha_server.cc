@@ -2,7 +2,7 @@
 /*
  * ganesha_server.cc - see ganesha_server.h.
  */
-#include "plugin/ganesha_server.h"
+#include "support/ganesha_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "plugin/ganesha_server.h"
+#include "support/ganesha_server.h"
 #include "support/rr_device_profile.h"
 #include "support/nfs_client.h"
 

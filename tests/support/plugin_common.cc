@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "plugin/plugin_common.h"
+#include "support/plugin_common.h"
 
 #include <unistd.h>
 
