@@ -40,13 +40,13 @@ enum : uint32_t {
 };
 constexpr uint32_t kMaxData = 64u << 20;
 
-static void stateid4(Xdr &x, const Stateid &s)
+void stateid4(Xdr &x, const Stateid &s)
 {
 	x.u32(s.seqid);
 	x.fixed(Bytes(s.other, s.other + 12));
 }
 
-static void get_stateid4(Dec &d, Stateid *s)
+void get_stateid4(Dec &d, Stateid *s)
 {
 	s->seqid = d.u32();
 	d.fixed(12, s->other);
@@ -624,18 +624,36 @@ static void open_delegation4(Dec &d, Deleg *dg = nullptr)
 	}
 }
 
-int Nfs4::open_create(const Fh &dir, const std::string &name, Fh *out, Stateid *sid)
+void Nfs4::open_head(Comp &c, const Fh &fh, uint32_t access)
 {
-	Comp c;
 	begin(c, true);
 	op(c, nfsxdr::PUTFH);
-	c.x.opaque(dir.b);
+	c.x.opaque(fh.b);
 	op(c, nfsxdr::OPEN);
 	c.x.u32(0); /* seqid: ignored in 4.1 */
-	c.x.u32(OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
+	c.x.u32(access);
 	c.x.u32(0); /* deny none */
 	c.x.u64(clientid_);
 	c.x.string("owner-" + std::to_string(++owner_seq_));
+}
+
+/* OPEN4resok after its status: the open stateid, and the delegation into
+ * @dg when asked for (RFC 8881 section 18.16.2) */
+static void open4_result(Dec &r, Stateid *sid, Deleg *dg)
+{
+	Deleg none;
+
+	get_stateid4(r, sid);
+	change_info4(r);
+	r.u32(); /* rflags */
+	bitmap4(r, nullptr);
+	open_delegation4(r, dg ? dg : &none);
+}
+
+int Nfs4::open_create(const Fh &dir, const std::string &name, Fh *out, Stateid *sid)
+{
+	Comp c;
+	open_head(c, dir, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
 	c.x.u32(OPEN4_CREATE);
 	c.x.u32(UNCHECKED4);
 	fattr_mode(c.x, 0644);
@@ -649,11 +667,7 @@ int Nfs4::open_create(const Fh &dir, const std::string &name, Fh *out, Stateid *
 	Dec &r = *d;
 	RES(r, nfsxdr::PUTFH);
 	RES(r, nfsxdr::OPEN);
-	get_stateid4(r, sid);
-	change_info4(r);
-	r.u32(); /* rflags */
-	bitmap4(r, nullptr);
-	open_delegation4(r);
+	open4_result(r, sid, nullptr);
 	CHECK_DEC(r);
 	RES(r, nfsxdr::GETFH);
 	out->b = r.opaque(NFS4_FHSIZE);
@@ -664,15 +678,7 @@ int Nfs4::open(const Fh &dir, const std::string &name, uint32_t access, Fh *out,
 	       Deleg *dg, uint32_t want)
 {
 	Comp c;
-	begin(c, true);
-	op(c, nfsxdr::PUTFH);
-	c.x.opaque(dir.b);
-	op(c, nfsxdr::OPEN);
-	c.x.u32(0); /* seqid: ignored in 4.1 */
-	c.x.u32(access | want);
-	c.x.u32(0); /* deny none */
-	c.x.u64(clientid_);
-	c.x.string("owner-" + std::to_string(++owner_seq_));
+	open_head(c, dir, access | want);
 	c.x.u32(0); /* OPEN4_NOCREATE */
 	c.x.u32(CLAIM_NULL);
 	c.x.string(name);
@@ -684,12 +690,7 @@ int Nfs4::open(const Fh &dir, const std::string &name, uint32_t access, Fh *out,
 	Dec &r = *d;
 	RES(r, nfsxdr::PUTFH);
 	RES(r, nfsxdr::OPEN);
-	get_stateid4(r, sid);
-	change_info4(r);
-	r.u32(); /* rflags */
-	bitmap4(r, nullptr);
-	Deleg tmp;
-	open_delegation4(r, dg ? dg : &tmp);
+	open4_result(r, sid, dg);
 	CHECK_DEC(r);
 	RES(r, nfsxdr::GETFH);
 	out->b = r.opaque(NFS4_FHSIZE);
@@ -699,15 +700,7 @@ int Nfs4::open(const Fh &dir, const std::string &name, uint32_t access, Fh *out,
 int Nfs4::open_reclaim(const Fh &fh, uint32_t access, Stateid *sid)
 {
 	Comp c;
-	begin(c, true);
-	op(c, nfsxdr::PUTFH);
-	c.x.opaque(fh.b);
-	op(c, nfsxdr::OPEN);
-	c.x.u32(0); /* seqid: ignored in 4.1 */
-	c.x.u32(access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
-	c.x.u32(0); /* deny none */
-	c.x.u64(clientid_);
-	c.x.string("owner-" + std::to_string(++owner_seq_));
+	open_head(c, fh, access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
 	c.x.u32(0); /* OPEN4_NOCREATE */
 	/* open_claim4 CLAIM_PREVIOUS: the file is the current filehandle, and
 	 * the delegation held before the restart (none) - section 18.16.1 */
@@ -720,11 +713,7 @@ int Nfs4::open_reclaim(const Fh &fh, uint32_t access, Stateid *sid)
 	Dec &r = *d;
 	RES(r, nfsxdr::PUTFH);
 	RES(r, nfsxdr::OPEN);
-	get_stateid4(r, sid);
-	change_info4(r);
-	r.u32(); /* rflags */
-	bitmap4(r, nullptr);
-	open_delegation4(r);
+	open4_result(r, sid, nullptr);
 	END(r);
 }
 

@@ -18,18 +18,6 @@ enum : uint32_t {
 	NFS4_OPAQUE_LIMIT = 1024,
 };
 
-static void put_stateid(Xdr &x, const Stateid &s)
-{
-	x.u32(s.seqid);
-	x.fixed(Bytes(s.other, s.other + 12));
-}
-
-static void get_stateid(Dec &d, Stateid *s)
-{
-	s->seqid = d.u32();
-	d.fixed(12, s->other);
-}
-
 /* LOCK4denied (section 18.10.2) */
 static void get_denied(Dec &d, LockRange *out)
 {
@@ -57,7 +45,7 @@ int Nfs4::lock(const Fh &fh, const Stateid &open, uint32_t type, uint64_t off, u
 	c.x.u64(len);
 	c.x.boolean(true); /* new_lock_owner: open_to_lock_owner4 */
 	c.x.u32(0);	   /* open_seqid */
-	put_stateid(c.x, open);
+	stateid4(c.x, open);
 	c.x.u32(0); /* lock_seqid */
 	c.x.u64(clientid_);
 	c.x.string("lock-owner-" + std::to_string(++owner_seq_));
@@ -78,7 +66,7 @@ int Nfs4::lock(const Fh &fh, const Stateid &open, uint32_t type, uint64_t off, u
 	}
 	if (rc)
 		return rc;
-	get_stateid(r, lock_sid);
+	get_stateid4(r, lock_sid);
 	if (!r.end())
 		return fail(r.why());
 	return 0;
@@ -123,7 +111,7 @@ int Nfs4::locku(const Fh &fh, Stateid *lock_sid, uint32_t type, uint64_t off, ui
 	op(c, nfsxdr::LOCKU);
 	c.x.u32(type);
 	c.x.u32(0); /* seqid */
-	put_stateid(c.x, *lock_sid);
+	stateid4(c.x, *lock_sid);
 	c.x.u64(off);
 	c.x.u64(len);
 	std::unique_ptr<Dec> d;
@@ -137,7 +125,7 @@ int Nfs4::locku(const Fh &fh, Stateid *lock_sid, uint32_t type, uint64_t off, ui
 	rc = res(r, nfsxdr::LOCKU);
 	if (rc)
 		return rc;
-	get_stateid(r, lock_sid);
+	get_stateid4(r, lock_sid);
 	if (!r.end())
 		return fail(r.why());
 	return 0;

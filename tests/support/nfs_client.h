@@ -298,6 +298,10 @@ struct Stateid {
 	uint32_t seqid = 0;
 	uint8_t other[12] = {};
 };
+/* stateid4 on the wire (RFC 8881 section 3.3.12), for the NFSv4 client's
+ * files (nfs4_client.cc, nfs4_lock.cc) */
+void stateid4(nfsxdr::Xdr &x, const Stateid &s);
+void get_stateid4(Dec &d, Stateid *s);
 
 /* open_delegation4 as OPEN returned it (RFC 8881 section 18.16.2) */
 struct Deleg {
@@ -436,6 +440,9 @@ class Nfs4 : public Client
 	/* read op @op's header: 0 on NFS4_OK, the status otherwise (or E_RPC) */
 	int res(Dec &d, uint32_t op);
 	void fattr_mode(nfsxdr::Xdr &x, uint32_t mode);
+	/* a COMPOUND of PUTFH @fh and OPEN, up to its openflag4, under a new
+	 * open owner: the part every OPEN here shares */
+	void open_head(Comp &c, const Fh &fh, uint32_t access);
 	int decode_fattr(Dec &d, Attr *a);
 	int decode_dirlist(Dec &d, std::vector<DirEntry> *out, uint64_t *last, bool *eof);
 
