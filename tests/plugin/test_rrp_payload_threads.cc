@@ -22,31 +22,14 @@ extern "C" {
 #include "plugin/rrp_payload_test_hooks.h"
 }
 
+#include "plugin/payload_arena.h"
+
 namespace {
 
-constexpr size_t kSmall = 8, kLarge = 2;
-
-struct Arena {
-	uint8_t *base = nullptr;
-	size_t len = 0;
-	bool has(const void *p) const
-	{
-		auto a = static_cast<const uint8_t *>(p);
-		return a >= base && a < base + len;
-	}
-};
-
-const Arena &arena()
-{
-	static Arena a = [] {
-		Arena r;
-		void *b = nullptr;
-		EXPECT_EQ(0, rrp_payload_init(kSmall, kLarge, &b, &r.len));
-		r.base = static_cast<uint8_t *>(b);
-		return r;
-	}();
-	return a;
-}
+using rrp_test::Arena;
+using rrp_test::arena;
+using rrp_test::kLarge;
+using rrp_test::kSmall;
 
 // One announced READ buffer, by posix_memalign or by malloc as a host
 // adapter may say.
