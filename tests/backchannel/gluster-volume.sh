@@ -16,6 +16,9 @@
 # RR_GLUSTER_FORCE_FALLBACK=1 takes the lo fallback address (see brick_host)
 # even where a global address exists, to test that path.
 set -eu
+# stop_pids SECONDS PID...
+# shellcheck source=tests/support/stop-pids.sh
+. "$(dirname "$0")/../support/stop-pids.sh"
 
 GLUSTERD_PORT=24007 # fixed: gfapi (ganesha's FSAL) always asks this port
 
@@ -62,21 +65,6 @@ brick_online() {
 	cli volume status "$VOLUME" --xml 2>/dev/null | grep -q '<status>1</status>'
 }
 
-# TERM the given pids (only ones we started) together, KILL what is left after 5 s
-stop_pids() {
-	kill -TERM "$@" 2>/dev/null || true
-	n=50
-	while [ "$n" -gt 0 ]; do
-		alive=0
-		for pid in "$@"; do
-			! kill -0 "$pid" 2>/dev/null || alive=1
-		done
-		[ "$alive" = 1 ] || return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	kill -KILL "$@" 2>/dev/null || true
-}
 
 up() {
 	command -v glusterd >/dev/null || die "glusterd is not installed (glusterfs-server)"
@@ -132,7 +120,7 @@ down() {
 	done
 	[ -f "$DIR/glusterd.pid" ] && pids="$pids $(cat "$DIR/glusterd.pid")"
 	# shellcheck disable=SC2086
-	[ -z "$pids" ] || stop_pids $pids
+	[ -z "$pids" ] || stop_pids 5 $pids
 	# shellcheck disable=SC2086
 	[ -z "$files" ] || rm -f $files
 	[ ! -f "$DIR/lo-addr" ] || ip addr del "$FALLBACK_ADDR/32" dev lo 2>/dev/null || true

@@ -21,6 +21,9 @@
 # RADOS need none (docs/cluster.md: what a manager would cost). No cephx
 # (auth none): one host, one user. Bounded: every wait has a limit of seconds.
 set -eu
+# stop_pids SECONDS PID...
+# shellcheck source=tests/support/stop-pids.sh
+. "$(dirname "$0")/../support/stop-pids.sh"
 
 die() {
 	echo "ceph-cluster.sh: $*" >&2
@@ -160,22 +163,6 @@ CONF
 	echo "$DIR/ceph.conf"
 }
 
-# TERM the given pids (only ones we started) together, KILL what is left
-# after 2 s (nothing to keep: memstore, a throw-away cluster)
-stop_pids() {
-	kill -TERM "$@" 2>/dev/null || true
-	n=20
-	while [ "$n" -gt 0 ]; do
-		alive=0
-		for pid in "$@"; do
-			! kill -0 "$pid" 2>/dev/null || alive=1
-		done
-		[ "$alive" = 1 ] || return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	kill -KILL "$@" 2>/dev/null || true
-}
 
 pid_of() {
 	[ ! -f "$DIR/run/$1.pid" ] || cat "$DIR/run/$1.pid"
@@ -186,9 +173,9 @@ stop() {
 	# the MDS and the OSD first: they shut down talking to the monitor
 	pids="$(pid_of mds.a) $(pid_of osd.0)"
 	# shellcheck disable=SC2086
-	[ -z "${pids# }" ] || stop_pids $pids
+	[ -z "${pids# }" ] || stop_pids 2 $pids
 	pids=$(pid_of mon.a)
-	[ -z "$pids" ] || stop_pids "$pids"
+	[ -z "$pids" ] || stop_pids 2 "$pids"
 	if [ -n "${RR_KEEP_TMP:-}" ]; then
 		mv "$DIR/ceph.conf" "$DIR/ceph.conf.stopped" 2>/dev/null || true
 	else
