@@ -624,12 +624,17 @@ static void open_delegation4(Dec &d, Deleg *dg = nullptr)
 	}
 }
 
-void Nfs4::open_head(Comp &c, const Fh &fh, uint32_t access)
+void Nfs4::begin_fh(Comp &c, const Fh &fh, uint32_t o)
 {
 	begin(c, true);
 	op(c, nfsxdr::PUTFH);
 	c.x.opaque(fh.b);
-	op(c, nfsxdr::OPEN);
+	op(c, o);
+}
+
+void Nfs4::open_head(Comp &c, const Fh &fh, uint32_t access)
+{
+	begin_fh(c, fh, nfsxdr::OPEN);
 	c.x.u32(0); /* seqid: ignored in 4.1 */
 	c.x.u32(access);
 	c.x.u32(0); /* deny none */

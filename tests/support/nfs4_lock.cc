@@ -35,10 +35,7 @@ int Nfs4::lock(const Fh &fh, const Stateid &open, uint32_t type, uint64_t off, u
 	       bool reclaim, Stateid *lock_sid, LockRange *denied)
 {
 	Comp c;
-	begin(c, true);
-	op(c, nfsxdr::PUTFH);
-	c.x.opaque(fh.b);
-	op(c, nfsxdr::LOCK);
+	begin_fh(c, fh, nfsxdr::LOCK);
 	c.x.u32(type);
 	c.x.boolean(reclaim);
 	c.x.u64(off);
@@ -75,10 +72,7 @@ int Nfs4::lock(const Fh &fh, const Stateid &open, uint32_t type, uint64_t off, u
 int Nfs4::lockt(const Fh &fh, uint32_t type, uint64_t off, uint64_t len, LockRange *denied)
 {
 	Comp c;
-	begin(c, true);
-	op(c, nfsxdr::PUTFH);
-	c.x.opaque(fh.b);
-	op(c, nfsxdr::LOCKT);
+	begin_fh(c, fh, nfsxdr::LOCKT);
 	c.x.u32(type);
 	c.x.u64(off);
 	c.x.u64(len);
@@ -105,10 +99,7 @@ int Nfs4::lockt(const Fh &fh, uint32_t type, uint64_t off, uint64_t len, LockRan
 int Nfs4::locku(const Fh &fh, Stateid *lock_sid, uint32_t type, uint64_t off, uint64_t len)
 {
 	Comp c;
-	begin(c, true);
-	op(c, nfsxdr::PUTFH);
-	c.x.opaque(fh.b);
-	op(c, nfsxdr::LOCKU);
+	begin_fh(c, fh, nfsxdr::LOCKU);
 	c.x.u32(type);
 	c.x.u32(0); /* seqid */
 	stateid4(c.x, *lock_sid);

@@ -440,8 +440,10 @@ class Nfs4 : public Client
 	/* read op @op's header: 0 on NFS4_OK, the status otherwise (or E_RPC) */
 	int res(Dec &d, uint32_t op);
 	void fattr_mode(nfsxdr::Xdr &x, uint32_t mode);
-	/* a COMPOUND of PUTFH @fh and OPEN, up to its openflag4, under a new
-	 * open owner: the part every OPEN here shares */
+	/* a COMPOUND of SEQUENCE, PUTFH @fh and @op, whose arguments follow */
+	void begin_fh(Comp &c, const Fh &fh, uint32_t op);
+	/* ... of OPEN, up to its openflag4, under a new open owner: the part
+	 * every OPEN here shares */
 	void open_head(Comp &c, const Fh &fh, uint32_t access);
 	int decode_fattr(Dec &d, Attr *a);
 	int decode_dirlist(Dec &d, std::vector<DirEntry> *out, uint64_t *last, bool *eof);
