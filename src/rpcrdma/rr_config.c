@@ -182,13 +182,7 @@ uint32_t rr_max_conns_for_budget(const struct rr_config *cfg)
 
 	if (!budget)
 		return RR_MAX_CONNS_NO_BUDGET;
-	if (cfg->use_srq) {
-		/* one shared receive pool per event thread (rr_srq.c) */
-		uint64_t srq = rr_pool_bytes(cfg->inline_size, rr_srq_bound(cfg)) *
-			       cfg->event_threads;
-
-		budget = budget > srq ? budget - srq : 0;
-	}
+	budget -= rr_srq_pools_bytes(cfg, UINT32_MAX);
 	per = rr_conn_pinned_at_accept(cfg, cfg->credits, !cfg->use_srq);
 	n = per ? budget / per : RR_MAX_CONNS_AUTO;
 	return n < 1 ? 1 : n > RR_MAX_CONNS_AUTO ? RR_MAX_CONNS_AUTO : (uint32_t)n;

@@ -626,6 +626,9 @@ void rr_srq_woken(struct rr_evt *e);
 void rr_srq_destroy(struct rr_server *srv);
 /* The receives one pool may grow to under @cfg (before the device's say). */
 uint32_t rr_srq_bound(const struct rr_config *cfg);
+/* Every event thread's pool at its bound, the device's (@max_srq_wr) if
+ * smaller, at most the budget; 0 without Use_SRQ. */
+uint64_t rr_srq_pools_bytes(const struct rr_config *cfg, uint32_t max_srq_wr);
 
 /* ---- admission and bounds (rr_admit.c) ---- */
 

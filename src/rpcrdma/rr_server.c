@@ -58,7 +58,6 @@ int rr_server_fit_device(struct rr_server *srv)
 	struct rr_config *cfg = &srv->cfg;
 	struct rr_served *sv = &srv->served;
 	struct fab_limits lim;
-	uint64_t srq_bufs;
 	int ret;
 
 	ret = fab_listener_limits(srv->listener, &lim);
@@ -105,14 +104,7 @@ int rr_server_fit_device(struct rr_server *srv)
 	sv->mem_conns = rr_conn_pinned(cfg, cfg->credits, !cfg->use_srq) * cfg->max_conns;
 	if (cfg->recv_mem_budget && cfg->recv_mem_budget < sv->mem_conns)
 		sv->mem_conns = cfg->recv_mem_budget;
-	srq_bufs = rr_srq_bound(cfg);
-	if (srq_bufs > lim.max_srq_wr)
-		srq_bufs = lim.max_srq_wr;
-	sv->mem_srq = rr_pool_bytes(cfg->inline_size, (uint32_t)srq_bufs) * srv->nevt;
-	if (cfg->recv_mem_budget && cfg->recv_mem_budget < sv->mem_srq)
-		sv->mem_srq = cfg->recv_mem_budget;
-	if (!cfg->use_srq)
-		sv->mem_srq = 0;
+	sv->mem_srq = rr_srq_pools_bytes(cfg, lim.max_srq_wr);
 	sv->mem_sinks = rr_big_bound_bytes(cfg);
 	return 0;
 }

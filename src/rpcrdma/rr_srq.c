@@ -60,6 +60,21 @@ uint32_t rr_srq_bound(const struct rr_config *cfg)
 	return bound > RR_SRQ_MAX_DEPTH ? RR_SRQ_MAX_DEPTH : (uint32_t)bound;
 }
 
+uint64_t rr_srq_pools_bytes(const struct rr_config *cfg, uint32_t max_srq_wr)
+{
+	uint32_t bufs = rr_srq_bound(cfg);
+	uint64_t bytes;
+
+	if (!cfg->use_srq)
+		return 0;
+	if (bufs > max_srq_wr)
+		bufs = max_srq_wr;
+	bytes = rr_pool_bytes(cfg->inline_size, bufs) * cfg->event_threads;
+	if (cfg->recv_mem_budget && cfg->recv_mem_budget < bytes)
+		bytes = cfg->recv_mem_budget;
+	return bytes;
+}
+
 /* Register one more chunk of @want buffers (fewer at the bound or the
  * budget) and give its contexts to the pool. */
 static int srq_add(struct rr_srq *q, uint32_t want)
