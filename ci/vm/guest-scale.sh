@@ -84,8 +84,11 @@ sc_ganesha_conf() {
 		}
 	      }
 	      next }
+	lease != "" && /Lease_Lifetime = / { sub(/= [0-9]+;/, "= " lease ";") }
 	{ print }
-	/^RDMA \{/ { print "\tMax_Connections_Per_Peer = 1024;" }' $H$REPO/ci/vm/ganesha.conf > /tmp/scale-ganesha.conf
+	/^RDMA \{/ { print "\tMax_Connections_Per_Peer = 1024;"; if (srq) print "\tUse_SRQ = true;" }' \
+		lease="${SCALE_LEASE:-}" \
+		srq="${SCALE_SRQ:-0}" $H$REPO/ci/vm/ganesha.conf > /tmp/scale-ganesha.conf
 }
 sc_ganesha_dirs() { i=1; while [ $i -le $SC_EXPORTS ]; do mkdir -p $H/tmp/export/e$i; i=$((i + 1)); done; }
 sc_knfsd_exports() {
@@ -122,6 +125,21 @@ sc_mount_all() { # mounts address after address while memory lasts; sets sc_n, s
 		a=$((a + 1))
 	done
 	sc_addrs=$((a - 1))
+}
+# A heartbeat every 0.2 s while the I/O runs: its longest gap is how long the whole guest stood
+# still (TCG on a loaded host, memory reclaim), beside which a server's own stall can be told
+sc_beat_start() { ( while :; do up; sleep 0.2; done ) > /tmp/sc_beat & sc_beat_pid=$!; }
+sc_beat_stop() { # prints the longest gap in seconds
+	kill $sc_beat_pid 2>/dev/null; wait $sc_beat_pid 2>/dev/null
+	awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%.1f", m }' /tmp/sc_beat
+}
+# the NFSv4 clients whose lease the server let lapse (ganesha logs each removal of a client's
+# recovery record at EVENT; its Lease_Lifetime is ci/vm/ganesha.conf's)
+sc_lapsed() {
+	case $SC_SRV in ganesha*) ;; *) return ;; esac
+	n=$(tail -c +$((glog0 + 1)) $H/tmp/ganesha.log 2>/dev/null | grep -c 'fs_rm_clid_impl')
+	oom=""; dmesg | grep -q 'Killed process [0-9]* (ganesha.nfsd)' && oom="; ganesha was OOM-killed"
+	echo "; NFSv4 clients expired by ganesha so far: ${n:-0}$oom"
 }
 sc_parallel() { # NAME CMD: CMD DIR on every mount at once; sets sc_bad (how many failed)
 	pids=""
@@ -160,16 +178,22 @@ sc_run() { # SERVER [PROTO]: mount, I/O, count, unmount
 		"nconnect=$SC_NCONNECT), $sc_nf failed${sc_stop:+; $sc_stop}"
 	[ $sc_n -gt 0 ] || return 1
 	t0=$(up)
+	sc_beat_start
 	sc_parallel write sc_write
+	gap=$(sc_beat_stop)
 	st=pass; [ $sc_bad = 0 ] || st=fail
 	sc write $st "$(secs $t0)" "$SC_MB MiB on each of $sc_n mounts at once, $sc_bad failed," \
-		"$(awk -v n=$sc_n -v m=$SC_MB -v s="$(secs $t0)" 'BEGIN{printf "%.1f", n * m / s}') MiB/s in all"
+		"$(awk -v n=$sc_n -v m=$SC_MB -v s="$(secs $t0)" 'BEGIN{printf "%.1f", n * m / s}') MiB/s in all;" \
+		"a 0.2 s heartbeat in the guest paused up to ${gap} s$(sc_lapsed)"
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	t0=$(up)
+	sc_beat_start
 	sc_parallel read sc_read
+	gap=$(sc_beat_stop)
 	st=pass; [ $sc_bad = 0 ] || st=fail
 	sc read $st "$(secs $t0)" "read back and compared on $sc_n mounts at once, $sc_bad differ or failed," \
-		"$(awk -v n=$sc_n -v m=$SC_MB -v s="$(secs $t0)" 'BEGIN{printf "%.1f", n * m / s}') MiB/s in all"
+		"$(awk -v n=$sc_n -v m=$SC_MB -v s="$(secs $t0)" 'BEGIN{printf "%.1f", n * m / s}') MiB/s in all;" \
+		"a 0.2 s heartbeat in the guest paused up to ${gap} s$(sc_lapsed)"
 	# what is held while every mount is up and has done its I/O
 	if [ $SC_PROTO = rdma ]; then
 		srv=$(sc_cmids src-addr)
@@ -218,6 +242,7 @@ scale_all() {
 	else
 		result scale-ganesha - start na 0 "no $PLUGIN"
 	fi
+	[ "${SCALE_KNFSD:-1}" != 0 ] || return 0
 	# knfsd: 8 threads (Debian's default); its connection limit, (threads + 3) x 20 = 220 unless
 	# max_connections says, would close the oldest connections past it: lifted as ganesha's cap is
 	# shellcheck disable=SC2034 # read by guest-main.sh's knfsd_start

@@ -40,7 +40,9 @@
 #                          RPCRDMA_VM_SCALE_ADDRS (server addresses: 12, trixie 4), _EXPORTS (3), _NCONNECT
 #                          (16), _MB (2 MiB per mount), _FLOOR_MB (384: no more mounts below it),
 #                          _GANESHA_TCP (1: the same against ganesha's own TCP as a control; 0 skips),
-#                          _VERSIONS ("3 4.1")
+#                          _VERSIONS ("3 4.1"), _SRQ (1: Use_SRQ on in ganesha's RDMA block),
+#                          _KNFSD (0: skip the knfsd column), _LEASE (ganesha's Lease_Lifetime in
+#                          this part; default ganesha.conf's 10 s; knfsd's is 90)
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_TESTS    only these tests of the list, "mount" first (e.g. "mount rsize_4k")
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
@@ -141,11 +143,15 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	SCALE_FLOOR_MB=${RPCRDMA_VM_SCALE_FLOOR_MB:-384}
 	SCALE_GANESHA_TCP=${RPCRDMA_VM_SCALE_GANESHA_TCP:-1}
 	SCALE_VERSIONS='${RPCRDMA_VM_SCALE_VERSIONS:-3 4.1}'
+	SCALE_SRQ=${RPCRDMA_VM_SCALE_SRQ:-0}
+	SCALE_KNFSD=${RPCRDMA_VM_SCALE_KNFSD:-1}
+	SCALE_LEASE=${RPCRDMA_VM_SCALE_LEASE:-}
 	SIW_MODULE='$SIW_MODULE'
 	SIW_WHY='$SIW_WHY'
 	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_TESTS VM_MTU
 	export VM_SIW SIW_MODULE SIW_WHY
 	export SCALE_ADDRS SCALE_EXPORTS SCALE_NCONNECT SCALE_MB SCALE_FLOOR_MB SCALE_GANESHA_TCP SCALE_VERSIONS
+	export SCALE_SRQ SCALE_KNFSD SCALE_LEASE
 	export BENCH_ROUNDS BENCH_MB BENCH_SECS BENCH_TCP BENCH_JOBS BENCH_STRACE BENCH_PERF
 	EOF
 	APPEND="console=ttyS0 panic=-1 quiet"
@@ -274,7 +280,7 @@ if [ "${RPCRDMA_VM_ONLY:-}" = scale ]; then
 		awk -v s="scale-$s" -v n="$s" '$1==s && $3!="start" {t=""; for (i = 6; i <= NF; i++) t = t " " $i
 			printf "  %-11s %-7s %-5s %6ss %s\n", n, $3, $4, $5, t}' "$R"
 	done
-	for s in ganesha knfsd; do
+	for s in ganesha $([ "${RPCRDMA_VM_SCALE_KNFSD:-1}" = 0 ] || echo knfsd); do
 		grep -q "^scale-$s " "$R" || { fail=1; why+=("no scale results for $s (see $OUT/guest.log)"); }
 	done
 	# the ganesha/tcp control's rows are a note, as in the test list; the others fail the run
