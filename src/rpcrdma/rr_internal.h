@@ -86,6 +86,7 @@ struct rr_sink_class {
 };
 
 struct rr_bigpool {
+	struct rr_server *srv;		/* its sink_pool_bytes */
 	struct fab_pd *pd;
 	size_t buf_size;		/* the largest class: one chunk plus an XDR pad */
 	uint64_t reserve;		/* bytes each connection may always hold */
@@ -98,7 +99,7 @@ struct rr_bigpool {
 };
 
 struct rr_conn;
-struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg);
+struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd);
 /* The most bytes one device's sink pool can register. */
 uint64_t rr_big_bound_bytes(const struct rr_config *cfg);
 void rr_big_destroy(struct rr_bigpool *bp);

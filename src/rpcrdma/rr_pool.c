@@ -231,7 +231,7 @@ uint64_t rr_big_bound_bytes(const struct rr_config *cfg)
 	return bytes;
 }
 
-struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
+struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd)
 {
 	struct rr_bigpool *bp = calloc(1, sizeof(*bp));
 	struct sink_shape s;
@@ -239,7 +239,8 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
 
 	if (!bp)
 		return NULL;
-	sink_shape_evt(cfg, &s);
+	sink_shape_evt(&srv->cfg, &s);
+	bp->srv = srv;
 	bp->pd = pd;
 	bp->buf_size = s.big;
 	for (unsigned int i = 0; i < s.nsmall && !ret; i++) {
@@ -271,6 +272,7 @@ void rr_big_destroy(struct rr_bigpool *bp)
 		for (uint32_t j = 0; k->slab && j < k->n / k->per_slab; j++) {
 			fab_mr_dereg(k->mr[j]);
 			munmap(k->slab[j], k->size * k->per_slab);
+			RR_SRV_STAT_SUB(bp->srv, sink_pool_bytes, k->size * k->per_slab);
 		}
 		free(k->next);
 		free(k->slab);
@@ -281,7 +283,8 @@ void rr_big_destroy(struct rr_bigpool *bp)
 
 /* Event thread: a free slot of class @k, registering one more slab if it
  * has none; -1 when the class is at its bound (or memory is short). */
-static int64_t sink_slot_get(struct fab_pd *pd, struct rr_sink_class *k, uint64_t *registrations)
+static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k,
+			     uint64_t *registrations)
 {
 	uint32_t i;
 
@@ -306,11 +309,12 @@ static int64_t sink_slot_get(struct fab_pd *pd, struct rr_sink_class *k, uint64_
 
 		if (mem == MAP_FAILED)
 			return -1;
-		if (fab_mr_reg(pd, mem, len, FAB_ACCESS_LOCAL_WRITE, &k->mr[s])) {
+		if (fab_mr_reg(bp->pd, mem, len, FAB_ACCESS_LOCAL_WRITE, &k->mr[s])) {
 			munmap(mem, len);
 			return -1;
 		}
 		k->slab[s] = mem;
+		RR_SRV_STAT_ADD(bp->srv, sink_pool_bytes, len);
 	}
 	(*registrations)++;
 	i = k->n;
@@ -362,7 +366,7 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_
 		if (d && atomic_load_explicit(&bp->shared_used, memory_order_relaxed) + d >
 			     bp->shared_cap)
 			return NULL;
-		slot = sink_slot_get(bp->pd, &bp->cls[ci], &regs);
+		slot = sink_slot_get(bp, &bp->cls[ci], &regs);
 		if (regs)
 			RR_STAT_ADD(c, registrations, regs);
 		if (slot >= 0)
@@ -433,7 +437,7 @@ void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations)
 	uint32_t got = 0;
 
 	while (got < n && got < RR_BIG_PREALLOC) {
-		int64_t slot = sink_slot_get(bp->pd, k, registrations);
+		int64_t slot = sink_slot_get(bp, k, registrations);
 
 		if (slot < 0)
 			break;

@@ -26,7 +26,7 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, st
 		if (pools[i]->pd == pd)
 			bp = pools[i];
 	if (!bp && *n < RR_BIGPOOLS) {
-		bp = rr_big_create(pd, &srv->cfg);
+		bp = rr_big_create(srv, pd);
 		if (bp) {
 			pools[(*n)++] = bp;
 			created = true;
