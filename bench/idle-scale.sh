@@ -38,9 +38,10 @@
 # (its data pulled by RDMA Read into a sink), then a 1 MiB READ on every one
 # at once (the engine answers through the Write chunk, from a bounce
 # buffer: bench_engine --fill-write 1); the snapshot is taken IDLE_WAIT
-# seconds (default 10) after the last client's I/O. Every row also gives the
-# sink pool's registered bytes (sink_pool_bytes: Read sinks and bounce
-# buffers, not in pinned_bytes; "-" for a build without the counter).
+# seconds (default 10 with IO=1, else 2) after the last client is done.
+# Every row also gives the sink pool's registered bytes (sink_pool_bytes:
+# Read sinks and bounce buffers, not in pinned_bytes; "-" for a build
+# without the counter) and the I/O calls made.
 #
 # timeout: the engine at its defaults (Max_Connections 1024, 64 per peer,
 # a peer being an IPv4 address or an IPv6 /64; Idle_Timeout 360 s unless
@@ -186,7 +187,7 @@ fi
 
 # The soft fabric's I/O threads end after 500 ms idle; after I/O, the
 # pools' idle periods too.
-[ "$IO" = 1 ] && sleep "${IDLE_WAIT:-10}" || sleep 2
+sleep "${IDLE_WAIT:-$([ "$IO" = 1 ] && echo 10 || echo 2)}"
 snap "$W/s1.json"
 # The engine's event threads' CPU since it started (admission is evt[0]'s):
 # user + system ticks of its rpcrdma-event* threads.

@@ -16,11 +16,13 @@
  *
  * Prints "READY" when listening. On SIGUSR1 it writes one JSON line to
  * stdout: the server's counters, the smallest and largest per-connection
- * credit grant, its own VmRSS in KiB and its thread count. Exits on SIGTERM/SIGINT.
+ * credit grant, its own VmRSS in KiB, its thread count, and its malloc
+ * heap's bytes in use and free (mallinfo2, every arena; KiB). Exits on SIGTERM/SIGINT.
  */
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -124,6 +126,7 @@ static void print_stats(struct rr_server *srv)
 {
 	struct rr_stats st;
 	struct grants g = {UINT32_MAX, 0, 0};
+	struct mallinfo2 mi = mallinfo2();
 
 	rr_server_stats(srv, &st);
 	rr_server_foreach_conn(srv, conn_grant, &g);
@@ -132,8 +135,9 @@ static void print_stats(struct rr_server *srv)
 	RR_STATS_FIELDS(P)
 #undef P
 	printf("\"conn_grant_min\":%u,\"conn_grant_max\":%u,\"conns\":%" PRIu64
-	       ",\"rss_kib\":%ld,\"threads\":%ld}\n",
-	       g.n ? g.min : 0, g.max, g.n, proc_status("VmRSS"), proc_status("Threads"));
+	       ",\"rss_kib\":%ld,\"threads\":%ld,\"heap_used_kib\":%zu,\"heap_free_kib\":%zu}\n",
+	       g.n ? g.min : 0, g.max, g.n, proc_status("VmRSS"), proc_status("Threads"),
+	       (mi.uordblks + mi.hblkhd) / 1024, mi.fordblks / 1024);
 	fflush(stdout);
 }
 
