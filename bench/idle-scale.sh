@@ -33,6 +33,16 @@
 # ENG: another bench_engine binary (before/after in one run); KEEP=1 keeps
 # the work directory.
 #
+# IO=1: connections that did I/O, then went idle. Each client process, once
+# its PER_PEER connections are up, makes a 1 MiB WRITE on every one at once
+# (its data pulled by RDMA Read into a sink), then a 1 MiB READ on every one
+# at once (the engine answers through the Write chunk, from a bounce
+# buffer: bench_engine --fill-write 1); the snapshot is taken IDLE_WAIT
+# seconds (default 10 with IO=1, else 2) after the last client is done.
+# Every row also gives the sink pool's registered bytes (sink_pool_bytes:
+# Read sinks and bounce buffers, not in pinned_bytes; "-" for a build
+# without the counter) and the I/O calls made.
+#
 # timeout: the engine at its defaults (Max_Connections 1024, 64 per peer,
 # a peer being an IPv4 address or an IPv6 /64; Idle_Timeout 360 s unless
 # IDLE_TIMEOUT is given). The connections take their slots (16 x 64 is all
@@ -76,6 +86,8 @@ timeout) args=(--idle-timeout "$IDLE") ;;
    [ "$MODE" = srq ] && args+=(--srq 1) ;;
 esac
 [ -n "$BUDGET" ] && args+=(--budget "$BUDGET")
+IO=${IO:-0}
+[ "$IO" = 1 ] && args+=(--fill-write 1)
 "$ENG" "tcp:127.0.0.1:$PORT" "${args[@]}" >"$W/eng.out" 2>"$W/eng.err" &
 ep=$!
 for _ in $(seq 100); do grep -q READY "$W/eng.out" && break; sleep 0.1; done
@@ -111,6 +123,7 @@ for p in $(seq "$PEERS"); do
 		mode_args=(--idle "$PER")
 	fi
 	[ "$MODE" = timeout ] && [ "$p" = 1 ] && mode_args+=(--junk 1)
+	[ "$IO" = 1 ] && mode_args+=(--io 1)
 	RPCRDMA_SOFT_SOURCE_ADDR=127.0.0.$((p + 1)) "$NB" --rdma "tcp:127.0.0.1:$PORT" \
 		"${mode_args[@]}" --hold "$HOLD" >"$W/c$p.out" 2>"$W/c$p.err" &
 	cps+=($!)
@@ -172,7 +185,9 @@ EOF
 	exit 0
 fi
 
-sleep 2 # the soft fabric's I/O threads end after 500 ms idle
+# The soft fabric's I/O threads end after 500 ms idle; after I/O, the
+# pools' idle periods too.
+sleep "${IDLE_WAIT:-$([ "$IO" = 1 ] && echo 10 || echo 2)}"
 snap "$W/s1.json"
 # The engine's event threads' CPU since it started (admission is evt[0]'s):
 # user + system ticks of its rpcrdma-event* threads.
@@ -214,9 +229,10 @@ EOF
 	[ -n "${KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"
 	exit 0
 fi
-python3 - "$W" "$MODE" "$N" "$t0" "$t1" <<'EOF'
+python3 - "$W" "$MODE" "$N" "$t0" "$t1" "$IO" <<'EOF'
 import json, sys, glob
 w, mode, n, t0, t1 = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+io = sys.argv[6] == "1"
 a = json.load(open(w + "/s0.json")); b = json.load(open(w + "/s1.json"))
 conns = b["conns"] - a["conns"]
 cli = [json.loads(l) for f in glob.glob(w + "/c*.out") for l in open(f) if l.startswith('{"idle_conns"')]
@@ -224,7 +240,11 @@ refused = sum(c["refused"] for c in cli)
 reg = b["pinned_bytes"] - a["pinned_bytes"]
 rss = (b["rss_kib"] - a["rss_kib"]) * 1024
 per = lambda v: f"{v // conns:,}" if conns else "-"
-print(f"| {mode} | {n:,} | {conns:,} | {refused:,} | {reg:,} | {per(reg)} | {rss:,} | {per(rss)} "
+sink = b["sink_pool_bytes"] - a["sink_pool_bytes"] if "sink_pool_bytes" in b else None
+sinks = f"{sink:,} | {per(sink)}" if sink is not None else "- | -"
+ops = f"{sum(c.get('io_ops', 0) for c in cli):,} ({sum(c.get('violations', 0) for c in cli)} bad)"
+print(f"| {mode} | {'I/O, then idle' if io else 'never used'} | {n:,} | {conns:,} | {refused:,} "
+      f"| {reg:,} | {per(reg)} | {sinks} | {rss:,} | {per(rss)} | {ops} "
       f"| {b['threads']} | {t1 - t0:.1f} s |")
 EOF
 [ -n "${KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"

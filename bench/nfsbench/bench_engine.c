@@ -6,17 +6,23 @@
  *
  *   bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] [--srq 0|1]
  *                [--srq-depth N] [--max-per-peer N] [--idle-timeout S]
+ *                [--fill-write 0|1]
  *
  * Engine defaults otherwise (rr_config_default): --budget 0 is no budget,
  * --max-per-peer 0 no per-peer cap (every unix-socket peer is 127.0.0.1).
+ * --fill-write 1: a Call that offers Write chunks is answered with an opaque
+ * as long as the first (up to 1 MiB), sent through it, as a READ's data:
+ * from unregistered memory, so the engine copies it into a bounce buffer.
  *
  * Prints "READY" when listening. On SIGUSR1 it writes one JSON line to
  * stdout: the server's counters, the smallest and largest per-connection
- * credit grant, its own VmRSS in KiB and its thread count. Exits on SIGTERM/SIGINT.
+ * credit grant, its own VmRSS in KiB, its thread count, and its malloc
+ * heap's bytes in use and free (mallinfo2, every arena; KiB). Exits on SIGTERM/SIGINT.
  */
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +35,9 @@
 
 static int sig_pipe[2] = {-1, -1};
 
+#define FILL_MAX (1u << 20)
+static uint8_t *fill_data; /* --fill-write: FILL_MAX bytes, not registered */
+
 static void on_sig(int sig)
 {
 	char c = sig == SIGUSR1 ? 's' : 'q';
@@ -39,10 +48,11 @@ static void on_sig(int sig)
 
 static void on_call(void *ctx, struct rr_call *call)
 {
-	uint8_t *r = malloc(24);
-	struct rr_reply_plan none = {.nspans = 0, .deliverable = true};
-	uint32_t w[6] = {0, htobe32(1), 0, 0, 0, 0};
-	struct iovec iov;
+	uint8_t *r = malloc(28);
+	struct rr_reply_plan plan = {.nspans = 0, .deliverable = true};
+	uint32_t w[7] = {0, htobe32(1), 0, 0, 0, 0, 0};
+	struct iovec iov[2];
+	int iovcnt = 1;
 
 	(void)ctx;
 	if (!r) {
@@ -50,10 +60,23 @@ static void on_call(void *ctx, struct rr_call *call)
 		return;
 	}
 	w[0] = htobe32(call->xid);
+	iov[0].iov_base = r;
+	iov[0].iov_len = 24;
+	if (fill_data && call->pcl->n_write) {
+		uint32_t len = call->pcl->write[0].length < FILL_MAX
+				   ? (uint32_t)call->pcl->write[0].length & ~3u
+				   : FILL_MAX;
+
+		w[6] = htobe32(len);
+		iov[0].iov_len = 28;
+		iov[1].iov_base = fill_data;
+		iov[1].iov_len = len;
+		iovcnt = 2;
+		plan.nspans = 1;
+		plan.spans[0] = (struct rr_payload_span){.chunk = 0, .offset = 28, .length = len};
+	}
 	memcpy(r, w, sizeof(w));
-	iov.iov_base = r;
-	iov.iov_len = sizeof(w);
-	if (rr_reply(call, &iov, 1, &none, free, r))
+	if (rr_reply(call, iov, iovcnt, &plan, free, r))
 		fprintf(stderr, "bench_engine: rr_reply failed\n");
 }
 
@@ -103,6 +126,7 @@ static void print_stats(struct rr_server *srv)
 {
 	struct rr_stats st;
 	struct grants g = {UINT32_MAX, 0, 0};
+	struct mallinfo2 mi = mallinfo2();
 
 	rr_server_stats(srv, &st);
 	rr_server_foreach_conn(srv, conn_grant, &g);
@@ -111,8 +135,9 @@ static void print_stats(struct rr_server *srv)
 	RR_STATS_FIELDS(P)
 #undef P
 	printf("\"conn_grant_min\":%u,\"conn_grant_max\":%u,\"conns\":%" PRIu64
-	       ",\"rss_kib\":%ld,\"threads\":%ld}\n",
-	       g.n ? g.min : 0, g.max, g.n, proc_status("VmRSS"), proc_status("Threads"));
+	       ",\"rss_kib\":%ld,\"threads\":%ld,\"heap_used_kib\":%zu,\"heap_free_kib\":%zu}\n",
+	       g.n ? g.min : 0, g.max, g.n, proc_status("VmRSS"), proc_status("Threads"),
+	       (mi.uordblks + mi.hblkhd) / 1024, mi.fordblks / 1024);
 	fflush(stdout);
 }
 
@@ -145,6 +170,8 @@ int main(int argc, char **argv)
 			cfg.srq_depth = (uint32_t)v;
 		else if (!strcmp(argv[i], "--idle-timeout"))
 			cfg.idle_timeout = (uint32_t)v;
+		else if (!strcmp(argv[i], "--fill-write"))
+			fill_data = v ? calloc(1, FILL_MAX) : NULL;
 		else
 			goto usage;
 	}
@@ -189,6 +216,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: bench_engine ADDR [--credits N] [--budget BYTES] [--max-conns N] "
-			"[--srq 0|1] [--srq-depth N] [--max-per-peer N] [--idle-timeout S]\n");
+			"[--srq 0|1] [--srq-depth N] [--max-per-peer N] [--idle-timeout S] "
+			"[--fill-write 0|1]\n");
 	return 2;
 }

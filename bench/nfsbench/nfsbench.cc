@@ -13,11 +13,13 @@
  *   nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]
  *            --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m
  *            [--count N] [--warmup N] [--sync]
- *   nfsbench --rdma FABADDR --idle N --hold S [--junk K]
+ *   nfsbench --rdma FABADDR --idle N --hold S [--junk K] [--io 1]
  *            open N idle connections (one NULL call each), hold them S
  *            seconds or until the server has closed them all; the first K
  *            send a message the server drops (too short for a header) every
- *            second instead of staying quiet
+ *            second instead of staying quiet; --io 1: before going idle,
+ *            every connection at once a 1 MiB WRITE (its data in a Read
+ *            chunk), then every one at once a 1 MiB READ (a Write chunk)
  *   nfsbench --rdma FABADDR --storm N [--start-at T] [--hold S]
  *                                                 N connections at once
  *
@@ -482,7 +484,7 @@ Bytes create_file(Client &c, const Bytes &dir, uint32_t xid)
 
 struct Opts {
 	std::string rdma, tcp, mount, exp = "/mem", op = "null";
-	unsigned qd = 1, conns = 1, idle = 0, storm = 0, junk = 0;
+	unsigned qd = 1, conns = 1, idle = 0, storm = 0, junk = 0, io = 0;
 	uint64_t count = 0, warmup = 0;
 	double secs = 0, hold = 0, start_at = 0;
 	bool sync = false;
@@ -509,7 +511,7 @@ void usage()
 		"       nfsbench (--rdma FABADDR | --tcp HOST:PORT) [--export PATH]"
 		" --op v41getattr|v41read4k|v41write4k|v41read1m|v41write1m [--count N]"
 		" [--warmup N] [--sync]\n"
-		"       nfsbench --rdma FABADDR --idle N --hold SECONDS [--junk K]\n"
+		"       nfsbench --rdma FABADDR --idle N --hold SECONDS [--junk K] [--io 1]\n"
 		"       nfsbench --rdma FABADDR --storm N [--start-at UNIX_TIME] [--hold SECONDS]\n");
 	exit(2);
 }
@@ -534,11 +536,35 @@ int idle_conns(const Opts &o)
 		v.back()->complete(&r, &st);
 		last.push_back(nfsbench_now());
 	}
+	/* --io: the same I/O on every connection at once, as many clients
+	 * that all wrote and read a file before going quiet. */
+	uint64_t io_ops = 0;
+	for (const char *op : {"write1m", "read1m"}) {
+		if (!o.io)
+			break;
+		Spec sp{op, {}, 1u << 20, {}};
+		if (sp.op == "write1m")
+			sp.data.assign(sp.size, 0x5a);
+		for (auto &c : v) {
+			uint32_t xid = c->req()->next_xid();
+			c->post(build(sp, xid, 0), xid);
+		}
+		for (size_t i = 0; i < v.size(); i++) {
+			Bytes r;
+			v[i]->complete(&r, &st);
+			Rd d{r.data(), r.size()};
+			if (!reply_results(d))
+				die(std::string("--io: ") + op + " failed");
+			io_ops++;
+			last[i] = nfsbench_now();
+		}
+	}
 	printf("{\"idle_conns\":%u,\"connected\":%zu,\"refused\":%u,\"min_credit\":%u,"
-	       "\"max_credit\":%u,\"zero_grants\":%llu,\"refusal\":\"%s\"}\n",
+	       "\"max_credit\":%u,\"zero_grants\":%llu,\"io_ops\":%llu,\"violations\":%llu,"
+	       "\"refusal\":\"%s\"}\n",
 	       o.idle, v.size(), refused, st.min_credit == UINT32_MAX ? 0 : st.min_credit,
-	       st.max_credit, (unsigned long long)st.zero,
-	       refused ? why.substr(0, 80).c_str() : "");
+	       st.max_credit, (unsigned long long)st.zero, (unsigned long long)io_ops,
+	       (unsigned long long)st.viol, refused ? why.substr(0, 80).c_str() : "");
 	fflush(stdout);
 	/*
 	 * Keep every connection serviced while held; the junk senders post
@@ -695,6 +721,8 @@ int main(int argc, char **argv)
 			o.warmup = std::stoull(val());
 		else if (a == "--idle")
 			o.idle = unsigned(std::stoul(val()));
+		else if (a == "--io")
+			o.io = unsigned(std::stoul(val()));
 		else if (a == "--hold")
 			o.hold = std::stod(val());
 		else if (a == "--storm")

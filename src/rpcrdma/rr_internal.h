@@ -65,6 +65,12 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
  *     is retried whenever any sink comes back: so one connection's held
  *     calls stall only that connection, and another's Reads and Long
  *     Replies find their reserve.
+ *
+ * A buffer is a call's from the post of its Read (or the build of its
+ * Reply) until the call is done (its Send completed); a connection owns
+ * none between calls. Its reserve is a claim on the class's bound, kept
+ * whether the memory is made or not; slabs wholly free for RR_SINK_IDLE_S
+ * are given back (rr_big_tick), so an idle connection pins no sink memory.
  */
 #define RR_BIG_MAX 256		/* full-size buffers in the shared part */
 #define RR_BIG_PREALLOC 8	/* registered when the pool is made */
@@ -73,19 +79,32 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len);
 #define RR_SINK_CLASSES 3
 #define RR_SINK_REF_SHIFT 28	/* sink reference: class << shift | slot */
 
+/* One registration of a class; mem NULL: not mapped (never, or given back). */
+struct rr_sink_slab {
+	uint8_t *mem;
+	struct fab_mr *mr;
+	uint32_t nfree;			/* free buffers, counted by the tick */
+	uint8_t idle_ticks;		/* seconds wholly free and untouched */
+	bool taken;			/* a buffer was taken since the last tick */
+};
+
 struct rr_sink_class {
 	size_t size;			/* of each buffer */
 	uint32_t per_slab;		/* buffers per registration */
 	uint32_t max;			/* slots at most */
-	uint32_t n;			/* slots registered so far (event thread) */
+	uint32_t n;			/* slots registered now (event thread) */
+	uint32_t nslab;			/* slab indices used: [0, nslab), holes unmapped */
 	uint32_t free_top;		/* event thread's free slots: slot+1, 0 = none */
 	_Atomic uint32_t returned;	/* slots given back, slot+1 chain, 0 = none */
 	uint32_t *next;			/* [max]: slot+1 below each free slot, 0 = bottom */
-	uint8_t **slab;			/* [max / per_slab] */
-	struct fab_mr **mr;
+	struct rr_sink_slab *slab;	/* [max / per_slab] */
 };
 
+/* Seconds a sink slab stays wholly free before it is given back. */
+#define RR_SINK_IDLE_S 5u
+
 struct rr_bigpool {
+	struct rr_server *srv;		/* its sink_pool_bytes */
 	struct fab_pd *pd;
 	size_t buf_size;		/* the largest class: one chunk plus an XDR pad */
 	uint64_t reserve;		/* bytes each connection may always hold */
@@ -98,7 +117,7 @@ struct rr_bigpool {
 };
 
 struct rr_conn;
-struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg);
+struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd);
 /* The most bytes one device's sink pool can register. */
 uint64_t rr_big_bound_bytes(const struct rr_config *cfg);
 void rr_big_destroy(struct rr_bigpool *bp);
@@ -113,6 +132,9 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_
 void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
 /* Event thread: lkey of [addr, addr+len) if it lies in one registration, else false. */
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
+/* Once a second on the pool's thread: slabs wholly free for RR_SINK_IDLE_S
+ * are unregistered and unmapped. */
+void rr_big_tick(struct rr_bigpool *bp);
 
 /* ---- counters ---- */
 

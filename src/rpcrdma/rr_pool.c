@@ -98,9 +98,13 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
  * class carves its buffers out of registrations of RR_SINK_SLAB bytes (one
  * buffer each in the largest class); a slot numbers a buffer within its
  * class, and a reference is class << RR_SINK_REF_SHIFT | slot. Slabs are
- * mapped, as the connections' buffers are (rr_pool_init): a slab is held
- * for the server's life, and one taken from an interposed allocator's pool
- * would be that pool's for good (docs/memory.md).
+ * mapped, as the connections' buffers are (rr_pool_init): one taken from an
+ * interposed allocator's pool would be that pool's for good
+ * (docs/memory.md). A slab stays while it is used; one wholly free for
+ * RR_SINK_IDLE_S is unregistered and unmapped (rr_big_tick), so what a burst
+ * of I/O made goes back when it ends, while steady I/O, reusing its slabs
+ * every second, registers nothing. The up-front buffers go the same way:
+ * kept, they would be touched by the first I/O and stay resident for good.
  */
 #define RR_SINK_SLAB (256u * 1024u)
 
@@ -120,8 +124,7 @@ static int sink_class_init(struct rr_sink_class *k, size_t size, uint32_t per_sl
 	k->max = per_slab * max_slabs;
 	k->next = calloc(k->max, sizeof(*k->next));
 	k->slab = calloc(max_slabs, sizeof(*k->slab));
-	k->mr = calloc(max_slabs, sizeof(*k->mr));
-	return k->next && k->slab && k->mr ? 0 : -ENOMEM;
+	return k->next && k->slab ? 0 : -ENOMEM;
 }
 
 /* One chunk's worth plus room for an XDR pad. */
@@ -231,7 +234,7 @@ uint64_t rr_big_bound_bytes(const struct rr_config *cfg)
 	return bytes;
 }
 
-struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
+struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd)
 {
 	struct rr_bigpool *bp = calloc(1, sizeof(*bp));
 	struct sink_shape s;
@@ -239,7 +242,8 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
 
 	if (!bp)
 		return NULL;
-	sink_shape_evt(cfg, &s);
+	sink_shape_evt(&srv->cfg, &s);
+	bp->srv = srv;
 	bp->pd = pd;
 	bp->buf_size = s.big;
 	for (unsigned int i = 0; i < s.nsmall && !ret; i++) {
@@ -260,6 +264,17 @@ struct rr_bigpool *rr_big_create(struct fab_pd *pd, const struct rr_config *cfg)
 	return bp;
 }
 
+static void slab_unmap(struct rr_bigpool *bp, struct rr_sink_class *k, uint32_t s)
+{
+	size_t len = k->size * k->per_slab;
+
+	fab_mr_dereg(k->slab[s].mr);
+	munmap(k->slab[s].mem, len);
+	k->slab[s] = (struct rr_sink_slab){0};
+	k->n -= k->per_slab;
+	RR_SRV_STAT_SUB(bp->srv, sink_pool_bytes, len);
+}
+
 void rr_big_destroy(struct rr_bigpool *bp)
 {
 	if (!bp)
@@ -268,20 +283,19 @@ void rr_big_destroy(struct rr_bigpool *bp)
 	for (unsigned int i = 0; i < bp->nclass; i++) {
 		struct rr_sink_class *k = &bp->cls[i];
 
-		for (uint32_t j = 0; k->slab && j < k->n / k->per_slab; j++) {
-			fab_mr_dereg(k->mr[j]);
-			munmap(k->slab[j], k->size * k->per_slab);
-		}
+		for (uint32_t j = 0; k->slab && j < k->nslab; j++)
+			if (k->slab[j].mem)
+				slab_unmap(bp, k, j);
 		free(k->next);
 		free(k->slab);
-		free(k->mr);
 	}
 	free(bp);
 }
 
 /* Event thread: a free slot of class @k, registering one more slab if it
  * has none; -1 when the class is at its bound (or memory is short). */
-static int64_t sink_slot_get(struct fab_pd *pd, struct rr_sink_class *k, uint64_t *registrations)
+static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k,
+			     uint64_t *registrations)
 {
 	uint32_t i;
 
@@ -297,38 +311,50 @@ static int64_t sink_slot_get(struct fab_pd *pd, struct rr_sink_class *k, uint64_
 	/* Grow by one registration; only under load growth. Local write only:
 	 * the fabric writes a sink on our behalf (the RDMA Read response) and
 	 * reads a bounce buffer as a Write's source; no peer ever addresses
-	 * this memory, so a guessed rkey finds nothing to write. */
+	 * this memory, so a guessed rkey finds nothing to write. The lowest
+	 * index given back is taken again first, so the array stays short. */
 	{
-		uint32_t s = k->n / k->per_slab;
+		uint32_t s = 0;
 		size_t len = k->size * k->per_slab;
-		void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				 -1, 0);
+		void *mem;
 
+		if (k->n / k->per_slab < k->nslab)
+			while (k->slab[s].mem)
+				s++;
+		else
+			s = k->nslab;
+		mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED)
 			return -1;
-		if (fab_mr_reg(pd, mem, len, FAB_ACCESS_LOCAL_WRITE, &k->mr[s])) {
+		if (fab_mr_reg(bp->pd, mem, len, FAB_ACCESS_LOCAL_WRITE, &k->slab[s].mr)) {
 			munmap(mem, len);
 			return -1;
 		}
-		k->slab[s] = mem;
+		k->slab[s].mem = mem;
+		k->slab[s].idle_ticks = 0;
+		if (s == k->nslab)
+			k->nslab++;
+		RR_SRV_STAT_ADD(bp->srv, sink_pool_bytes, len);
+		i = s * k->per_slab;
 	}
 	(*registrations)++;
-	i = k->n;
 	k->n += k->per_slab;
 	/* The rest of the slab on the free list, lowest slot first out. */
-	for (uint32_t j = k->n - 1; j > i; j--) {
+	for (uint32_t j = i + k->per_slab - 1; j > i; j--) {
 		k->next[j] = k->free_top;
 		k->free_top = j + 1;
 	}
 	return i;
 }
 
-static void *sink_addr(const struct rr_sink_class *k, uint32_t slot, uint32_t *lkey)
+/* Taken: the tick leaves its slab for RR_SINK_IDLE_S more. */
+static void *sink_addr(struct rr_sink_class *k, uint32_t slot, uint32_t *lkey)
 {
-	uint32_t s = slot / k->per_slab;
+	struct rr_sink_slab *sl = &k->slab[slot / k->per_slab];
 
-	*lkey = k->mr[s]->lkey;
-	return k->slab[s] + (size_t)(slot % k->per_slab) * k->size;
+	sl->taken = true;
+	*lkey = sl->mr->lkey;
+	return sl->mem + (size_t)(slot % k->per_slab) * k->size;
 }
 
 void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_t *lkey,
@@ -362,7 +388,7 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_
 		if (d && atomic_load_explicit(&bp->shared_used, memory_order_relaxed) + d >
 			     bp->shared_cap)
 			return NULL;
-		slot = sink_slot_get(bp->pd, &bp->cls[ci], &regs);
+		slot = sink_slot_get(bp, &bp->cls[ci], &regs);
 		if (regs)
 			RR_STAT_ADD(c, registrations, regs);
 		if (slot >= 0)
@@ -414,11 +440,11 @@ bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *
 		const struct rr_sink_class *k = &bp->cls[i];
 		size_t slab_len = k->size * k->per_slab;
 
-		for (uint32_t s = 0; s < k->n / k->per_slab; s++) {
-			const uint8_t *b = k->slab[s];
+		for (uint32_t s = 0; s < k->nslab; s++) {
+			const uint8_t *b = k->slab[s].mem;
 
-			if (a >= b && a + len <= b + slab_len) {
-				*lkey = k->mr[s]->lkey;
+			if (b && a >= b && a + len <= b + slab_len) {
+				*lkey = k->slab[s].mr->lkey;
 				return true;
 			}
 		}
@@ -433,7 +459,7 @@ void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations)
 	uint32_t got = 0;
 
 	while (got < n && got < RR_BIG_PREALLOC) {
-		int64_t slot = sink_slot_get(bp->pd, k, registrations);
+		int64_t slot = sink_slot_get(bp, k, registrations);
 
 		if (slot < 0)
 			break;
@@ -445,5 +471,78 @@ void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations)
 
 		k->next[slot] = k->free_top;
 		k->free_top = slot + 1;
+	}
+}
+
+/* The event thread's free list with @k's returned chain on top. */
+static void take_returned(struct rr_sink_class *k)
+{
+	uint32_t top = atomic_exchange_explicit(&k->returned, 0, memory_order_acquire);
+	uint32_t end = top;
+
+	if (!top)
+		return;
+	while (k->next[end - 1])
+		end = k->next[end - 1];
+	k->next[end - 1] = k->free_top;
+	k->free_top = top;
+}
+
+/*
+ * Count each slab's free buffers (here, once a second, rather than per
+ * call), age those wholly free and untouched, and mark those that have
+ * been so for RR_SINK_IDLE_S to go (idle_ticks UINT8_MAX). Returns how many.
+ */
+static uint32_t sink_class_age(struct rr_sink_class *k)
+{
+	uint32_t drop = 0;
+
+	for (uint32_t s = 0; s < k->nslab; s++)
+		k->slab[s].nfree = 0;
+	for (uint32_t top = k->free_top; top; top = k->next[top - 1])
+		k->slab[(top - 1) / k->per_slab].nfree++;
+	for (uint32_t s = 0; s < k->nslab; s++) {
+		struct rr_sink_slab *sl = &k->slab[s];
+
+		if (!sl->mem)
+			continue;
+		if (sl->nfree != k->per_slab || sl->taken)
+			sl->idle_ticks = 0;
+		else if (sl->idle_ticks < RR_SINK_IDLE_S)
+			sl->idle_ticks++;
+		sl->taken = false;
+		if (sl->idle_ticks >= RR_SINK_IDLE_S) {
+			sl->idle_ticks = UINT8_MAX;
+			drop++;
+		}
+	}
+	return drop;
+}
+
+void rr_big_tick(struct rr_bigpool *bp)
+{
+	for (unsigned int i = 0; i < bp->nclass; i++) {
+		struct rr_sink_class *k = &bp->cls[i];
+		uint32_t *link = &k->free_top;
+
+		/* Nothing registered: a test a second. */
+		if (!k->n)
+			continue;
+		take_returned(k);
+		if (!sink_class_age(k))
+			continue;
+		/* Their slots off the free list (all of them are on it), then
+		 * the slabs go. */
+		while (*link) {
+			if (k->slab[(*link - 1) / k->per_slab].idle_ticks == UINT8_MAX)
+				*link = k->next[*link - 1];
+			else
+				link = &k->next[*link - 1];
+		}
+		for (uint32_t s = 0; s < k->nslab; s++)
+			if (k->slab[s].mem && k->slab[s].idle_ticks == UINT8_MAX)
+				slab_unmap(bp, k, s);
+		while (k->nslab && !k->slab[k->nslab - 1].mem)
+			k->nslab--;
 	}
 }

@@ -26,7 +26,7 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, st
 		if (pools[i]->pd == pd)
 			bp = pools[i];
 	if (!bp && *n < RR_BIGPOOLS) {
-		bp = rr_big_create(pd, &srv->cfg);
+		bp = rr_big_create(srv, pd);
 		if (bp) {
 			pools[(*n)++] = bp;
 			created = true;
@@ -38,6 +38,7 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, st
 		 * Register a few buffers up front: even one client calling one
 		 * at a time overlaps a call's release with the next call's Read
 		 * sink, and growth must not show up as registrations per I/O.
+		 * Unused for RR_SINK_IDLE_S, they go back like any slab.
 		 */
 		uint64_t regs = 0;
 

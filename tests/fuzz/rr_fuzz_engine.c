@@ -52,7 +52,9 @@
  *     or posted with no sink, every send context back, one reference, nothing
  *     queued, the send queue empty) or, closed and reaped, freed with every
  *     MR of its own; every big buffer is free; each Reply's done callback ran
- *     exactly once.
+ *     exactly once; each check is a second of the pools' clock, and once
+ *     the connection is gone RR_SINK_IDLE_S more leave no sink slab mapped
+ *     (so the next input grows the pool again from nothing).
  *
  * The big-buffer check (big_all_free) is the one place that reads struct
  * rr_bigpool's layout (rr_internal.h).
@@ -206,8 +208,10 @@ static unsigned int sendpool_all_free(const struct rr_sendpool *sp)
 
 /*
  * Every big buffer (Read sinks, bounce buffers) is free: each free chain of
- * the pool walked, no slot twice. Returns the pool's registrations. The one
- * place that reads struct rr_bigpool's layout (rr_internal.h).
+ * the pool walked, no slot twice, none in a slab given back; the slabs
+ * mapped are those counted, the last index in use mapped. Returns the
+ * pool's registrations. The one place that reads struct rr_bigpool's
+ * layout (rr_internal.h).
  */
 static unsigned int big_all_free(void)
 {
@@ -219,14 +223,20 @@ static unsigned int big_all_free(void)
 		CHECK(atomic_load(&bp->shared_used) == 0);
 		for (unsigned int c = 0; c < bp->nclass; c++) {
 			const struct rr_sink_class *k = &bp->cls[c];
-			uint32_t n = 0;
+			uint32_t n = 0, mapped = 0;
 
-			for (uint32_t top = k->free_top; top; top = k->next[top - 1])
+			for (uint32_t top = k->free_top; top; top = k->next[top - 1]) {
 				CHECK(++n <= k->n); /* a cycle: a buffer given back twice */
+				CHECK(k->slab[(top - 1) / k->per_slab].mem != NULL);
+			}
 			for (uint32_t top = atomic_load(&k->returned); top; top = k->next[top - 1])
 				CHECK(++n <= k->n);
 			CHECK(n == k->n);
-			regs += k->n / k->per_slab; /* one registration per slab */
+			for (uint32_t s = 0; s < k->nslab; s++)
+				mapped += k->slab[s].mem != NULL;
+			CHECK(mapped * k->per_slab == k->n);
+			CHECK(!k->nslab || k->slab[k->nslab - 1].mem);
+			regs += mapped; /* one registration per slab */
 		}
 		regs += sendpool_all_free(bp->sends);
 	}
@@ -410,12 +420,17 @@ static struct rr_conn *connection(uint8_t ord)
 	return c;
 }
 
+/* Then a second of the pools' clock: slabs free for RR_SINK_IDLE_S of
+ * them are given back, and the next input takes them again. */
 static void check_pools(unsigned int conn_mrs)
 {
 	CHECK(F.nmr == base_mrs + big_all_free() + conn_mrs);
+	for (unsigned int i = 0; i < srv->nbigpools[0]; i++)
+		rr_big_tick(srv->bigpools[0][i]);
 }
 
-/* Close and reap: the connection must be freed with everything it held. */
+/* Close and reap: the connection must be freed with everything it held,
+ * and its sinks' slabs given back once they have been idle long enough. */
 static void teardown(struct rr_conn *c)
 {
 	rr_conn_close(c, "fuzz: closing");
@@ -425,6 +440,12 @@ static void teardown(struct rr_conn *c)
 	CHECK(srv->conns == NULL && srv->nconns == 0);
 	CHECK(F.conn == NULL && F.cq == NULL);
 	check_pools(0);
+	for (unsigned int t = 0; t < RR_SINK_IDLE_S; t++)
+		check_pools(0);
+	for (unsigned int i = 0; i < srv->nbigpools[0]; i++)
+		for (unsigned int k = 0; k < srv->bigpools[0][i]->nclass; k++)
+			CHECK(srv->bigpools[0][i]->cls[k].n == 0 &&
+			      srv->bigpools[0][i]->cls[k].nslab == 0);
 }
 
 static unsigned int list_len(const struct rr_send_ctx *s)

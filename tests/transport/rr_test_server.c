@@ -741,7 +741,7 @@ static void print_stats(struct rr_server *srv)
 	       F(registrations) ","
 	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) "," F(pinned_bytes) ","
 	       F(conns_refused) "," F(conns_refused_peer) "," F(conns_refused_mem) ","
-	       F(conns_timed_out) "," F(conns_freed) "," F(sink_bytes) ","
+	       F(conns_timed_out) "," F(conns_freed) "," F(sink_bytes) "," F(sink_pool_bytes) ","
 	       F(last_sink_addr) "," F(last_sink_key) "," F(send_ctx_grown) "," F(send_ctx_waits)
 	       ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
@@ -750,7 +750,7 @@ static void print_stats(struct rr_server *srv)
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
 	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
 	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
-	       st.conns_timed_out, st.conns_freed, st.sink_bytes, u.sink_addr, u.sink_key,
+	       st.conns_timed_out, st.conns_freed, st.sink_bytes, st.sink_pool_bytes, u.sink_addr, u.sink_key,
 	       st.send_ctx_grown, st.send_ctx_waits, st.credit_grant);
 #undef F
 	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,\"log_lines\":%lu,", listed,

@@ -5,8 +5,9 @@
  * of the shared pool and the reserve every connection keeps, and sinks that
  * no peer can write by RDMA. The requester is the independent one in
  * tests/support; the server's stats line gives sink_bytes (sinks and reply
- * bounce buffers held) and, from a hook in rr_test_server, the address and
- * key of the latest call's first sink.
+ * bounce buffers held), sink_pool_bytes (what the pools have registered)
+ * and, from a hook in rr_test_server, the address and key of the latest
+ * call's first sink.
  */
 #include <unistd.h>
 
@@ -63,6 +64,46 @@ class Sinks : public TransportTest
 		EXPECT_EQ(x.u32(), d.size());
 		EXPECT_EQ(x.u32(), fnv(d));
 	}
+
+	/* Four connections to hoard sinks and a fifth, each answered once. */
+	void connect_five(std::vector<Requester *> *hoarders, Requester **e)
+	{
+		for (int i = 0; i < 4; i++) {
+			Requester *h = connect();
+			ASSERT_TRUE(h);
+			ASSERT_TRUE(ping(h));
+			hoarders->push_back(h);
+		}
+		*e = connect();
+		ASSERT_TRUE(*e);
+		ASSERT_TRUE(ping(*e));
+	}
+
+	/* A SINK of @len bytes through a Read chunk on @q, answered and whole. */
+	void sink_call(Requester *q, size_t len)
+	{
+		auto d = random_bytes(rng, len);
+		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
+		Reply r;
+		size_t off;
+
+		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000)) << q->last_error();
+		ASSERT_TRUE(rpc_success(r, c.xid, &off));
+		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+		EXPECT_EQ(x.u32(), d.size());
+		EXPECT_EQ(x.u32(), fnv(d)) << "the data pulled into the sink is not the client's";
+	}
+
+	/* Once every slab has been wholly free for RR_SINK_IDLE_S (5 s), the
+	 * pools hold nothing registered. */
+	::testing::AssertionResult pool_given_back()
+	{
+		if (eventually([&] { return srv.stats()["sink_pool_bytes"] == 0; }, 15000))
+			return ::testing::AssertionSuccess();
+		return ::testing::AssertionFailure()
+		       << "the sink pools still hold " << srv.stats()["sink_pool_bytes"]
+		       << " bytes registered 15 s after the last call";
+	}
 };
 
 /*
@@ -92,6 +133,61 @@ TEST_F(Sinks, HeldSmallChunksLeaveOtherConnectionsServed)
 }
 
 /*
+ * Sinks come and go with the calls (issue #33): four connections each with
+ * four calls at once whose 100 KiB Read chunks are echoed back in a Long
+ * Reply (a full-size sink and a full-size bounce buffer each, past the
+ * buffers registered up front), then quiet. The pools give every slab back
+ * once it has been wholly free for 5 s, the connections stay up, and the
+ * next Read takes a sink again (registered anew) with its data whole.
+ */
+TEST_F(Sinks, PoolGivesBackWhatIdleConnectionsUsedThenServesAgain)
+{
+	std::vector<Requester *> qs;
+	for (int i = 0; i < 4; i++) {
+		Requester *q = connect();
+		ASSERT_TRUE(q);
+		ASSERT_TRUE(ping(q));
+		qs.push_back(q);
+	}
+	std::vector<std::pair<TestCall, std::vector<uint8_t>>> calls;
+	uint64_t regs = srv.stats()["registrations"];
+	for (Requester *q : qs) {
+		for (int i = 0; i < 4; i++) {
+			auto d = random_bytes(rng, 100 * 1024);
+			TestCall c = call_delay(q->next_xid(), 300, d);
+			CallSpec s = read_spec(c);
+			s.reply = {uint32_t(d.size()) + 1024};
+			ASSERT_GE(q->post(c.rpc, s), 0) << q->last_error();
+			calls.emplace_back(c, d);
+		}
+	}
+	for (size_t i = 0; i < calls.size(); i++) {
+		Reply r;
+		ASSERT_TRUE(qs[i / 4]->wait(calls[i].first.xid, &r, 10000))
+		    << qs[i / 4]->last_error();
+		EXPECT_TRUE(opaque_result(r, calls[i].first.xid, calls[i].second));
+	}
+	auto st = srv.stats();
+	EXPECT_TRUE(eventually([&] { return srv.stats()["sink_bytes"] == 0; }))
+	    << "sinks still held after every call was answered";
+	EXPECT_GT(st["registrations"], regs)
+	    << "the pools did not grow past the buffers registered up front";
+	EXPECT_GT(st["sink_pool_bytes"], 0u);
+
+	EXPECT_TRUE(pool_given_back());
+	for (Requester *q : qs)
+		EXPECT_TRUE(q->connected()) << "a quiet connection was closed";
+
+	regs = srv.stats()["registrations"];
+	sink_call(qs[0], 100 * 1024);
+	st = srv.stats();
+	EXPECT_GT(st["registrations"], regs) << "the Read found a sink nobody registered";
+	EXPECT_GT(st["sink_pool_bytes"], 0u);
+	EXPECT_EQ(st["sink_bytes"], 0u);
+	EXPECT_TRUE(ping(qs[3]));
+}
+
+/*
  * Four connections hold calls whose Read chunks take full-size sinks, far
  * more than their shares: each is stopped at its share (its other calls
  * wait on its own queue), together they fill the shared part, and a fifth
@@ -111,15 +207,8 @@ class SinksSmallChunks : public Sinks
 TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
 {
 	std::vector<Requester *> hoarders;
-	for (int i = 0; i < 4; i++) {
-		Requester *h = connect();
-		ASSERT_TRUE(h);
-		ASSERT_TRUE(ping(h));
-		hoarders.push_back(h);
-	}
-	Requester *e = connect();
-	ASSERT_TRUE(e);
-	ASSERT_TRUE(ping(e));
+	Requester *e = nullptr;
+	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
 	uint64_t before = srv.stats()["ul_calls"];
 	for (Requester *h : hoarders)
 		for (uint32_t i = 0; i < 64; i++)
@@ -157,20 +246,14 @@ class SinksCapped : public Sinks
 		sopts.args = {"--max-chunk", "16384", "--max-conns", "8", "--sink-mem",
 			      std::to_string(kCap)};
 	}
+
+	/* @hoarders hold calls past their shares: within the cap, and @e still
+	 * served from its reserve. */
+	void hoard_and_serve(const std::vector<Requester *> &hoarders, Requester *e);
 };
 
-TEST_F(SinksCapped, HoardersStayWithinTheCapOthersServed)
+void SinksCapped::hoard_and_serve(const std::vector<Requester *> &hoarders, Requester *e)
 {
-	std::vector<Requester *> hoarders;
-	for (int i = 0; i < 4; i++) {
-		Requester *h = connect();
-		ASSERT_TRUE(h);
-		ASSERT_TRUE(ping(h));
-		hoarders.push_back(h);
-	}
-	Requester *e = connect();
-	ASSERT_TRUE(e);
-	ASSERT_TRUE(ping(e));
 	uint64_t before = srv.stats()["ul_calls"];
 	for (Requester *h : hoarders)
 		for (uint32_t i = 0; i < 32; i++)
@@ -185,6 +268,33 @@ TEST_F(SinksCapped, HoardersStayWithinTheCapOthersServed)
 	EXPECT_TRUE(ping(e));
 	for (Requester *h : hoarders)
 		EXPECT_TRUE(h->connected()) << "a connection over the cap is only made to wait";
+}
+
+TEST_F(SinksCapped, HoardersStayWithinTheCapOthersServed)
+{
+	std::vector<Requester *> hoarders;
+	Requester *e = nullptr;
+	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
+	hoard_and_serve(hoarders, e);
+}
+
+/*
+ * The reserve is a claim on the pool's bound, not memory a connection
+ * keeps: every connection moves a full-size chunk, goes quiet, and the pool
+ * gives everything back; then the hoarders take the shared part again and
+ * the fifth connection, which owns no sink any more, still finds its
+ * reserve.
+ */
+TEST_F(SinksCapped, ReserveHoldsAfterThePoolGaveBack)
+{
+	std::vector<Requester *> hoarders;
+	Requester *e = nullptr;
+	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
+	for (Requester *q : hoarders)
+		sink_call(q, 16000);
+	sink_call(e, 16000);
+	ASSERT_TRUE(pool_given_back());
+	hoard_and_serve(hoarders, e);
 }
 
 /* Peer @b RDMA-Writes @len bytes of 0xEE to @addr by @key; true once the
