@@ -95,30 +95,15 @@ bool rr_send_lkey(const struct rr_send_ctx *s, const void *addr, size_t len, uin
 	return false;
 }
 
-struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
+struct rr_send_ctx *rr_send_bc_ctx_take(struct rr_conn *c)
 {
 	struct rr_send_ctx *s;
 
-	if (bc) {
-		pthread_mutex_lock(&c->lock);
-		s = c->free_bc_sends;
-		if (s)
-			c->free_bc_sends = s->next_free;
-		pthread_mutex_unlock(&c->lock);
-	} else {
-		s = rr_sendpool_get(c);
-	}
-	if (!s)
-		return NULL;
-	s->nbounce = 0;
-	s->nlent = 0;
-	s->call = NULL;
-	s->done = NULL;
-	s->done_arg = NULL;
-	s->rw.nwr = 0;
-	s->rw.nsge = 1; /* sge[0] is the Send's */
-	s->next_pending = NULL;
-	rr_conn_get(c);
+	pthread_mutex_lock(&c->lock);
+	s = c->free_bc_sends;
+	if (s)
+		c->free_bc_sends = s->next_free;
+	pthread_mutex_unlock(&c->lock);
 	return s;
 }
 
