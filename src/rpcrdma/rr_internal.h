@@ -989,18 +989,15 @@ static inline void rr_sendpool_put(struct rr_conn *c, struct rr_send_ctx *s)
 struct rr_send_ctx *rr_send_bc_ctx_take(struct rr_conn *c);
 
 /* A send context of @c's, reset, with a connection reference; NULL when none
- * is free. Event thread, except a reverse-direction call's (@bc). */
+ * is free. Event thread, except a reverse-direction call's (@bc). A free
+ * context holds no bounce buffer, lent registration, call or callback
+ * (rr_send_ctx_release, and an unsignalled Send has none). */
 static inline struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
 {
 	struct rr_send_ctx *s = bc ? rr_send_bc_ctx_take(c) : rr_sendpool_get(c);
 
 	if (!s)
 		return NULL;
-	s->nbounce = 0;
-	s->nlent = 0;
-	s->call = NULL;
-	s->done = NULL;
-	s->done_arg = NULL;
 	s->rw.nwr = 0;
 	s->rw.nsge = 1; /* sge[0] is the Send's */
 	s->next_pending = NULL;

@@ -292,24 +292,14 @@ static __attribute__((noinline, cold)) void signal_large_writes(struct rr_send_c
 static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t len)
 {
 	struct rr_conn *c = s->conn;
-	bool quiet = false;
-	struct fab_send_wr *send;
+	bool writes = s->rw.nwr != 0;
+	/* Unsignalled Sends hold their contexts until a later completion:
+	 * never more than half the reserve, so a connection that waits for a
+	 * context has a signalled Send out (RR_SEND_RESERVE). */
+	bool quiet = !writes && c->quiet_out < RR_QUIET_MAX && len < c->signal_from;
+	struct fab_send_wr *send = rr_send_wr(s, len);
 	uint32_t rkey;
 
-	if (s->rw.nwr == 0) {
-		/* Unsignalled Sends hold their contexts until a later
-		 * completion: never more than half the reserve, so a
-		 * connection that waits for a context has a signalled Send out
-		 * (RR_SEND_RESERVE). */
-		quiet = c->quiet_out < RR_QUIET_MAX && len < c->signal_from;
-	} else if (c->signal_from != UINT32_MAX) {
-		/* siw reads an unsignalled Write's pages when TCP sends them,
-		 * which may be after the Send completes and the caller reuses
-		 * its memory: signalled, they are copied as they are posted
-		 * (docs/devices.md). */
-		signal_large_writes(s, c->signal_from);
-	}
-	send = rr_send_wr(s, len);
 	if (!send)
 		return false;
 	send->signaled = !quiet;
@@ -319,6 +309,13 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 		send->invalidate_rkey = rkey;
 		RR_STAT_ADD(c, send_w_inv, 1);
 	}
+	/* siw reads an unsignalled Write's pages when TCP sends them, which
+	 * may be after the Send completes and the caller reuses its memory:
+	 * signalled, they are copied as they are posted (docs/devices.md).
+	 * Last, so the common case keeps no register for the call; the Send
+	 * is signalled already. */
+	if (writes && c->signal_from != UINT32_MAX)
+		signal_large_writes(s, c->signal_from);
 	return true;
 }
 

@@ -145,6 +145,15 @@ static void quiet_end(struct rr_conn *c, struct rr_send_ctx *s)
 	c->quiet_out--;
 }
 
+/* The device is done with the Reply's memory: no registration of it
+ * outlives the Reply (rr_rw_lend; iWARP only, so out of line). */
+static __attribute__((noinline, cold)) void lent_release(struct rr_send_ctx *s)
+{
+	for (unsigned int i = 0; i < s->nlent; i++)
+		fab_mr_dereg(s->lent[i]);
+	s->nlent = 0;
+}
+
 /* Give a send context back: bounce buffers, the caller's memory, the call.
  * Event thread, except a reverse-direction call's (see rr_send_ctx_get). */
 void rr_send_ctx_release(struct rr_send_ctx *s)
@@ -154,20 +163,22 @@ void rr_send_ctx_release(struct rr_send_ctx *s)
 	if (s->quiet) /* never posted: dropped at close, or its post failed */
 		quiet_end(c, s);
 
-	/* The device is done with the Reply's memory: no registration of it
-	 * outlives the Reply (rr_rw_lend). */
-	for (unsigned int i = 0; i < s->nlent; i++)
-		fab_mr_dereg(s->lent[i]);
-	s->nlent = 0;
+	if (s->nlent)
+		lent_release(s);
 	for (unsigned int i = 0; i < s->nbounce; i++) {
 		rr_big_put(c->big, c, s->bounce_ref[i]);
 		rr_big_returned(c);
 	}
 	s->nbounce = 0;
-	if (s->done)
+	/* cleared here, not when taken: most Replies never set them */
+	if (s->done) {
 		s->done(s->done_arg);
-	if (s->call)
+		s->done = NULL;
+	}
+	if (s->call) {
 		rr_call_put(s->call);
+		s->call = NULL;
+	}
 	send_ctx_free(c, s);
 	rr_conn_put(c);
 }
