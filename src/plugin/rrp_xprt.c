@@ -619,33 +619,35 @@ static bool needs_scan(const struct rr_call *call)
 static unsigned int read_buffers_expected(const struct rrp_req *rq, size_t *max, bool *aligned)
 {
 	const struct ulb_call *u = &rq->ulb;
-	const struct rrp_host_read_alloc *how;
-	uint32_t paired = u->n_read_ops;
+	struct rrp_host_read_alloc how;
+	uint32_t paired;
 	unsigned int n = 0;
+	size_t most = 0;
 
 	*max = 0;
-	if (!rq->scanned || u->prog != ULB_PROG_NFS ||
-	    !((u->vers == 3 && u->proc == ULB_NFS3_READ) || u->vers == 4))
+	if (!rq->scanned)
 		return 0;
-	if (paired > rq->call->pcl->n_write)
-		paired = rq->call->pcl->n_write;
-	if (!paired)
-		return 0; /* most Calls: no READ, or no Write chunk */
+	paired = u->n_read_ops < rq->call->pcl->n_write ? u->n_read_ops : rq->call->pcl->n_write;
+	/* most Calls: no READ, or no Write chunk */
+	if (!paired || u->prog != ULB_PROG_NFS ||
+	    !(u->vers == 4 || (u->vers == 3 && u->proc == ULB_NFS3_READ)))
+		return 0;
 	if (paired > ULB_MAX_READ_OPS)
 		paired = ULB_MAX_READ_OPS;
-	how = u->vers == 4 ? &rrp_host_ops.read_v4 : &rrp_host_ops.read_v3;
-	*aligned = how->aligned;
+	how = u->vers == 4 ? rrp_host_ops.read_v4 : rrp_host_ops.read_v3;
 	for (uint32_t i = 0; i < paired; i++) {
 		size_t len = u->read_ops[i].count;
 
-		if (how->rndup)
+		if (how.rndup)
 			len = (len + 3) & ~(size_t)3;
 		if (len < RRP_PAYLOAD_MIN)
 			continue;
 		n++;
-		if (len > *max)
-			*max = len;
+		if (len > most)
+			most = len;
 	}
+	*max = most;
+	*aligned = how.aligned;
 	return n;
 }
 
