@@ -88,9 +88,9 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
 	return shim->payload_init(small_slots, large_slots, base, len);
 }
 
-void rrp_payload_expect(size_t max, unsigned int n, bool aligned)
+const unsigned int *rrp_payload_expect(size_t max, unsigned int n, bool aligned)
 {
-	shim->payload_expect(max, n, aligned);
+	return shim->payload_expect(max, n, aligned);
 }
 
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),

@@ -62,7 +62,7 @@ struct rrp_shim {
 	/* The READ payload arena and the lending of WRITE data (rrp_payload.h):
 	 * the allocator they interpose must be the preloaded one. */
 	int (*payload_init)(size_t small_slots, size_t large_slots, void **base, size_t *len);
-	void (*payload_expect)(size_t max, unsigned int n, bool aligned);
+	const unsigned int *(*payload_expect)(size_t max, unsigned int n, bool aligned);
 	void (*payload_lend)(const struct iovec *chunk, int n,
 			     bool (*at)(void *arg, const void *addr), void *arg);
 };

@@ -399,8 +399,9 @@ static void *expect_take(size_t size)
 {
 	if (size < RRP_PAYLOAD_MIN || size > ann.expect_max)
 		return NULL;
-	ann.expect_n--;
-	announce_floor();
+	/* The last one: only a lending keeps a floor (announce_floor). */
+	if (--ann.expect_n == 0)
+		ann.floor = ann.lend_floor;
 	return arena_take(size);
 }
 
@@ -426,12 +427,13 @@ EXPORTED int ENTRY(posix_memalign)(void **memptr, size_t alignment, size_t size)
 	return 0;
 }
 
-void rrp_payload_expect(size_t max, unsigned int n, bool aligned)
+const unsigned int *rrp_payload_expect(size_t max, unsigned int n, bool aligned)
 {
 	ann.expect_max = max;
 	ann.expect_n = max ? n : 0;
 	ann.expect_aligned = aligned;
 	announce_floor();
+	return &ann.expect_n;
 }
 
 static __attribute__((noinline)) void *malloc_announced(size_t size)

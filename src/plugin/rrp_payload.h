@@ -19,8 +19,10 @@
 int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t *len);
 /* This thread's next @n READ buffers of RRP_PAYLOAD_MIN..@max bytes come
  * from the arena: mallocs, or posix_memalign(RRP_PAYLOAD_ALIGN) calls when
- * @aligned. Nothing unannounced ever takes a slot; @n 0 cancels. */
-void rrp_payload_expect(size_t max, unsigned int n, bool aligned);
+ * @aligned. Nothing unannounced ever takes a slot; @n 0 cancels. Returns
+ * where this thread counts the buffers still to come: once it reads 0 there
+ * is nothing left to cancel. */
+const unsigned int *rrp_payload_expect(size_t max, unsigned int n, bool aligned);
 
 /* While this thread decodes a Call: a malloc of exactly @chunk[i].iov_len
  * bytes made when @at(@arg, @chunk[i].iov_base) says the decoder stands at

@@ -619,31 +619,35 @@ static bool needs_scan(const struct rr_call *call)
 static unsigned int read_buffers_expected(const struct rrp_req *rq, size_t *max, bool *aligned)
 {
 	const struct ulb_call *u = &rq->ulb;
-	const struct rrp_host_read_alloc *how;
-	uint32_t paired = u->n_read_ops;
+	struct rrp_host_read_alloc how;
+	uint32_t paired;
 	unsigned int n = 0;
+	size_t most = 0;
 
 	*max = 0;
-	if (!rq->scanned || u->prog != ULB_PROG_NFS ||
-	    !((u->vers == 3 && u->proc == ULB_NFS3_READ) || u->vers == 4))
+	if (!rq->scanned)
 		return 0;
-	how = u->vers == 4 ? &rrp_host_ops.read_v4 : &rrp_host_ops.read_v3;
-	*aligned = how->aligned;
-	if (paired > rq->call->pcl->n_write)
-		paired = rq->call->pcl->n_write;
+	paired = u->n_read_ops < rq->call->pcl->n_write ? u->n_read_ops : rq->call->pcl->n_write;
+	/* most Calls: no READ, or no Write chunk */
+	if (!paired || u->prog != ULB_PROG_NFS ||
+	    !(u->vers == 4 || (u->vers == 3 && u->proc == ULB_NFS3_READ)))
+		return 0;
 	if (paired > ULB_MAX_READ_OPS)
 		paired = ULB_MAX_READ_OPS;
+	how = u->vers == 4 ? rrp_host_ops.read_v4 : rrp_host_ops.read_v3;
 	for (uint32_t i = 0; i < paired; i++) {
 		size_t len = u->read_ops[i].count;
 
-		if (how->rndup)
+		if (how.rndup)
 			len = (len + 3) & ~(size_t)3;
 		if (len < RRP_PAYLOAD_MIN)
 			continue;
 		n++;
-		if (len > *max)
-			*max = len;
+		if (len > most)
+			most = len;
 	}
+	*max = most;
+	*aligned = how.aligned;
 	return n;
 }
 
@@ -691,6 +695,7 @@ static void rrp_process(void *arg)
 	struct rrp_xprt *x = rq->x;
 	struct svc_req *req;
 	enum xprt_stat stat;
+	const unsigned int *expect_left = NULL;
 	unsigned int expect;
 	size_t expect_max;
 	bool lend, aligned;
@@ -720,18 +725,18 @@ static void rrp_process(void *arg)
 	/* READ allocates its data buffer on this thread, inside SVC_DECODE */
 	expect = read_buffers_expected(rq, &expect_max, &aligned);
 	if (expect)
-		rrp_payload_expect(expect_max, expect, aligned);
+		expect_left = rrp_payload_expect(expect_max, expect, aligned);
 	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
 	lend = call->nchunk_data != 0;
 	if (lend)
 		rrp_payload_lend(call->chunk_data, call->nchunk_data, rrp_xdr_dec_at, &rq->dec);
 	stat = SVC_DECODE(req);
-	/* Only what was announced is taken back: each is a call into the
-	 * preloaded library. READ buffers not allocated (a READ that failed)
-	 * must not go to the thread's next unrelated allocation. */
+	/* Only what was announced and is left is taken back: each is a call
+	 * into the preloaded library. READ buffers not allocated (a READ that
+	 * failed) must not go to the thread's next unrelated allocation. */
 	if (lend)
 		rrp_payload_lend(NULL, 0, NULL, NULL);
-	if (expect)
+	if (expect_left && *expect_left)
 		rrp_payload_expect(0, 0, false);
 	if (stat != XPRT_SUSPEND) {
 		if (req->rq_auth)

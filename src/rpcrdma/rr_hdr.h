@@ -138,6 +138,11 @@ ssize_t rr_hdr_encode_reply(void *buf, size_t len, const struct rr_pcl *call, ui
  * Reply chunk echoed (RFC 8166 section 4.2). */
 size_t rr_hdr_reply_len(const struct rr_pcl *call);
 
+/* rr_hdr_encode_reply into @buf, which has room for rr_hdr_reply_len(call)
+ * bytes: no second sizing where the caller sized it already. */
+void rr_hdr_store_reply(void *buf, const struct rr_pcl *call, uint32_t credits, uint32_t proc,
+			const uint64_t *write_bytes, uint64_t reply_bytes);
+
 /* rr_hdr_encode_reply, RDMA_MSG, for a call with no Write or Reply chunk
  * (most Replies: kept short to be inlined) into @buf, which has room for
  * rr_hdr_reply_len(call) bytes; returns that length. */

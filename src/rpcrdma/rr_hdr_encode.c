@@ -74,19 +74,25 @@ static uint8_t *store_fixed(uint8_t *p, uint32_t xid, uint32_t vers, uint32_t cr
 	return rr_xdr_store32(p, proc);
 }
 
+void rr_hdr_store_reply(void *buf, const struct rr_pcl *call, uint32_t credits, uint32_t proc,
+			const uint64_t *write_bytes, uint64_t reply_bytes)
+{
+	uint8_t *p = store_fixed(buf, call->xid, RR_VERSION, credits, proc);
+
+	/* A reply never carries a Read list (RFC 8166 section 3.4.5). */
+	p = rr_xdr_store32(p, 0);
+	store_write_list_and_reply(p, call, write_bytes, 0, reply_bytes);
+}
+
 ssize_t rr_hdr_encode_reply(void *buf, size_t len, const struct rr_pcl *call, uint32_t credits,
 			    uint32_t proc, const uint64_t *write_bytes, uint64_t reply_bytes)
 {
 	size_t need = hdr_len(call, false);
-	uint8_t *p = buf;
 
 	/* One size check, then plain stores: this runs once per Reply. */
 	if (need > len)
 		return -ENOSPC;
-	p = store_fixed(p, call->xid, RR_VERSION, credits, proc);
-	/* A reply never carries a Read list (RFC 8166 section 3.4.5). */
-	p = rr_xdr_store32(p, 0);
-	store_write_list_and_reply(p, call, write_bytes, 0, reply_bytes);
+	rr_hdr_store_reply(buf, call, credits, proc, write_bytes, reply_bytes);
 	return (ssize_t)need;
 }
 

@@ -393,9 +393,10 @@ struct rr_sendpool {
 	struct rr_server *srv;
 	struct fab_pd *pd;
 	struct rr_send_chunk *chunks;
-	struct rr_send_ctx *free;	/* LIFO through next_free */
-	uint32_t nfree;
-	uint32_t owed;			/* sum of (reserve - held) over those below */
+	/* LIFO through next_free: every joined connection's reserve not in
+	 * use (what it is owed), then what is spare. */
+	struct rr_send_ctx *free;
+	uint32_t spare;			/* free beyond what is owed */
 	uint32_t nconns;		/* joined */
 	uint64_t made_bytes;		/* registered (pinned_bytes) */
 	uint64_t claimed;		/* the joined connections' claims */
@@ -409,11 +410,12 @@ struct rr_sendpool {
 
 /* What a connection's reserve claims of the budget at admission. */
 uint64_t rr_sendpool_claim(const struct rr_config *cfg);
-/* Event thread: a context from @c's pool for one of @c's Replies (joining
- * the pool on the first); NULL when none may be had now. */
-struct rr_send_ctx *rr_sendpool_get(struct rr_conn *c);
-/* Event thread: @s back to its pool, waking a connection that waits. */
-void rr_sendpool_put(struct rr_conn *c, struct rr_send_ctx *s);
+/* rr_sendpool_get and rr_sendpool_put (below, inline) past their common
+ * case: the first Reply joins the pool, a connection past its reserve takes
+ * what is spare or grows the pool; a context back wakes a connection that
+ * waits. */
+__attribute__((cold)) struct rr_send_ctx *rr_sendpool_get_slow(struct rr_conn *c);
+__attribute__((cold)) void rr_sendpool_put_slow(struct rr_conn *c);
 /* Event thread: @c's Replies wait for a context of its pool. */
 void rr_sendpool_wait(struct rr_conn *c);
 /* Event thread, no reference left: @c leaves its pool (its unsignalled
@@ -968,10 +970,62 @@ int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 void rr_reply_wait(struct rr_call_ctx *ctx, const struct iovec *iov, int iovcnt,
 		   const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);
 
+/* Send pools (rr_sendpool.c), their per-call part: inline, as a Reply
+ * takes and gives back a context each (bench A). */
+static inline struct rr_send_ctx *rr_sendpool_take(struct rr_conn *c, struct rr_sendpool *sp)
+{
+	struct rr_send_ctx *s = sp->free;
+
+	sp->free = s->next_free;
+	c->sends_held++;
+	s->conn = c;
+	return s;
+}
+
+/* Event thread: a context from @c's pool for one of @c's Replies (joining
+ * the pool on the first); NULL when none may be had now. Below its reserve
+ * one is always free for it: no accounting to do. */
+static inline struct rr_send_ctx *rr_sendpool_get(struct rr_conn *c)
+{
+	c->sp_kicked = false;
+	if (__builtin_expect(c->sp && c->sends_held < RR_SEND_RESERVE, 1))
+		return rr_sendpool_take(c, c->sp);
+	return rr_sendpool_get_slow(c);
+}
+
+/* Event thread: @s back to its pool, waking a connection that waits. */
+static inline void rr_sendpool_put(struct rr_conn *c, struct rr_send_ctx *s)
+{
+	struct rr_sendpool *sp = c->sp;
+
+	s->next_free = sp->free;
+	sp->free = s;
+	if (--c->sends_held >= RR_SEND_RESERVE)
+		sp->spare++;
+	if (c->ctx_wait_head || sp->wait_head)
+		rr_sendpool_put_slow(c);
+}
+
 /* send queue (rr_send.c) */
+/* The reverse direction's free context, under the lock; NULL when none. */
+struct rr_send_ctx *rr_send_bc_ctx_take(struct rr_conn *c);
+
 /* A send context of @c's, reset, with a connection reference; NULL when none
- * is free. Event thread, except a reverse-direction call's (@bc). */
-struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc);
+ * is free. Event thread, except a reverse-direction call's (@bc). A free
+ * context holds no bounce buffer, lent registration, call or callback
+ * (rr_send_ctx_release, and an unsignalled Send has none). */
+static inline struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
+{
+	struct rr_send_ctx *s = bc ? rr_send_bc_ctx_take(c) : rr_sendpool_get(c);
+
+	if (!s)
+		return NULL;
+	s->rw.nwr = 0;
+	s->rw.nsge = 1; /* sge[0] is the Send's */
+	s->next_pending = NULL;
+	rr_conn_get(c);
+	return s;
+}
 void rr_send_chunks_free(struct rr_conn *c);
 /* The lkey of [@addr, @addr + @len) when it lies in @s's send buffer or
  * one of its connection's own. */
@@ -1018,6 +1072,9 @@ void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx);
  * context never leaves a Reply without one.
  */
 #define RR_QUIET_SENDS 8u
+/* So a connection's bound (rr_conn_nsends) never falls within its reserve,
+ * which rr_sendpool_get takes from without looking at the bound. */
+_Static_assert(RR_QUIET_SENDS >= RR_SEND_RESERVE, "the bound covers the reserve");
 
 /* wr_id tags: low bits of the context pointers (all 8-byte aligned). */
 #define RR_WRID_RECV 0x1u

@@ -181,8 +181,9 @@ static void reply_drop(struct rr_call_ctx *ctx, rr_reply_done_fn done, void *don
 	rr_call_put(ctx);
 }
 
-static void not_delivered(struct rr_conn *c, struct rr_call_ctx *ctx, rr_reply_done_fn done,
-			  void *done_arg)
+static __attribute__((noinline, cold)) void not_delivered(struct rr_conn *c,
+							   struct rr_call_ctx *ctx,
+							   rr_reply_done_fn done, void *done_arg)
 {
 	uint32_t xid = ctx->pcl.xid;
 
@@ -218,7 +219,8 @@ static bool reply_reserve(struct rr_send_ctx *s, const struct reply_args *a)
 }
 
 /* The payload spans by RDMA Write into their Write chunks, zero-copy when
- * registered; bytes written per chunk into @written, in all @write_bytes. */
+ * registered; bytes written into each span's chunk in @written, in all
+ * @write_bytes. */
 static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, uint64_t *written,
 			   uint64_t *write_bytes)
 {
@@ -230,6 +232,7 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 		struct rr_rw_piece pc[RR_RW_MAX_PIECES];
 		int npc = 0;
 
+		written[sp->chunk] = sp->length;
 		if (sp->length == 0)
 			continue;
 		if (!rr_rw_pieces(s, a->iov, a->iovcnt, sp->offset, sp->length, pc, &npc)) {
@@ -242,7 +245,6 @@ static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, ui
 		}
 		if (!rr_rw_write_chunk(&s->rw, p, &p->write[sp->chunk], pc, npc, c->write_sge))
 			return false;
-		written[sp->chunk] = sp->length;
 		*write_bytes += sp->length;
 	}
 	return true;
@@ -267,6 +269,9 @@ static bool reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
 				   written, inline_len) >= 0;
 }
 
+/* Unsignalled Sends a connection may have out at once (reply_send). */
+#define RR_QUIET_MAX (RR_QUIET_SENDS < RR_SEND_RESERVE / 2 ? RR_QUIET_SENDS : RR_SEND_RESERVE / 2)
+
 /* Writes of @from bytes or more signalled (rr_conn.signal_from). */
 static __attribute__((noinline, cold)) void signal_large_writes(struct rr_send_ctx *s,
 								uint32_t from)
@@ -287,20 +292,14 @@ static __attribute__((noinline, cold)) void signal_large_writes(struct rr_send_c
 static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t len)
 {
 	struct rr_conn *c = s->conn;
+	bool writes = s->rw.nwr != 0;
 	/* Unsignalled Sends hold their contexts until a later completion:
 	 * never more than half the reserve, so a connection that waits for a
 	 * context has a signalled Send out (RR_SEND_RESERVE). */
-	bool quiet = s->rw.nwr == 0 && c->quiet_out < RR_QUIET_SENDS &&
-		     2 * (c->quiet_out + 1) <= RR_SEND_RESERVE && len < c->signal_from;
-	struct fab_send_wr *send;
+	bool quiet = !writes && c->quiet_out < RR_QUIET_MAX && len < c->signal_from;
+	struct fab_send_wr *send = rr_send_wr(s, len);
 	uint32_t rkey;
 
-	/* siw reads an unsignalled Write's pages when TCP sends them, which
-	 * may be after the Send completes and the caller reuses its memory:
-	 * signalled, they are copied as they are posted (docs/devices.md). */
-	if (c->signal_from != UINT32_MAX)
-		signal_large_writes(s, c->signal_from);
-	send = rr_send_wr(s, len);
 	if (!send)
 		return false;
 	send->signaled = !quiet;
@@ -310,6 +309,13 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 		send->invalidate_rkey = rkey;
 		RR_STAT_ADD(c, send_w_inv, 1);
 	}
+	/* siw reads an unsignalled Write's pages when TCP sends them, which
+	 * may be after the Send completes and the caller reuses its memory:
+	 * signalled, they are copied as they are posted (docs/devices.md).
+	 * Last, so the common case keeps no register for the call; the Send
+	 * is signalled already. */
+	if (writes && c->signal_from != UINT32_MAX)
+		signal_large_writes(s, c->signal_from);
 	return true;
 }
 
@@ -362,15 +368,18 @@ static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 	shape = reply_shape(c, p, inline_len, &hdr_len);
 	if (shape == SHAPE_NONE)
 		return false;
-	for (unsigned int i = 0; i < p->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
-		written[i] = 0;
+	/* Each span sets its chunk's (write_payloads); one per chunk in the
+	 * common case, so the others need zeroing only when there are fewer. */
+	if (a->plan->nspans < p->n_write)
+		for (unsigned int i = 0; i < p->n_write && i < RR_PCL_MAX_WRITE_CHUNKS; i++)
+			written[i] = 0;
 	if (!reply_reserve(s, a))
 		return false;
 	if (a->plan->nspans && !write_payloads(s, a, written, &write_bytes))
 		return false;
 	if (shape == SHAPE_INLINE) {
-		if (rr_hdr_encode_reply(s->hdr, hdr_len, p, c->credits, RR_PROC_MSG, written, 0) < 0)
-			return false;
+		/* reply_shape sized it, within the send buffer */
+		rr_hdr_store_reply(s->hdr, p, c->credits, RR_PROC_MSG, written, 0);
 		copy_ranges(a, ranges, nranges, s->hdr + hdr_len);
 		send_len = hdr_len + (uint32_t)inline_len;
 	} else {

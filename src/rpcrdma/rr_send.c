@@ -95,30 +95,15 @@ bool rr_send_lkey(const struct rr_send_ctx *s, const void *addr, size_t len, uin
 	return false;
 }
 
-struct rr_send_ctx *rr_send_ctx_get(struct rr_conn *c, bool bc)
+struct rr_send_ctx *rr_send_bc_ctx_take(struct rr_conn *c)
 {
 	struct rr_send_ctx *s;
 
-	if (bc) {
-		pthread_mutex_lock(&c->lock);
-		s = c->free_bc_sends;
-		if (s)
-			c->free_bc_sends = s->next_free;
-		pthread_mutex_unlock(&c->lock);
-	} else {
-		s = rr_sendpool_get(c);
-	}
-	if (!s)
-		return NULL;
-	s->nbounce = 0;
-	s->nlent = 0;
-	s->call = NULL;
-	s->done = NULL;
-	s->done_arg = NULL;
-	s->rw.nwr = 0;
-	s->rw.nsge = 1; /* sge[0] is the Send's */
-	s->next_pending = NULL;
-	rr_conn_get(c);
+	pthread_mutex_lock(&c->lock);
+	s = c->free_bc_sends;
+	if (s)
+		c->free_bc_sends = s->next_free;
+	pthread_mutex_unlock(&c->lock);
 	return s;
 }
 
@@ -160,6 +145,15 @@ static void quiet_end(struct rr_conn *c, struct rr_send_ctx *s)
 	c->quiet_out--;
 }
 
+/* The device is done with the Reply's memory: no registration of it
+ * outlives the Reply (rr_rw_lend; iWARP only, so out of line). */
+static __attribute__((noinline, cold)) void lent_release(struct rr_send_ctx *s)
+{
+	for (unsigned int i = 0; i < s->nlent; i++)
+		fab_mr_dereg(s->lent[i]);
+	s->nlent = 0;
+}
+
 /* Give a send context back: bounce buffers, the caller's memory, the call.
  * Event thread, except a reverse-direction call's (see rr_send_ctx_get). */
 void rr_send_ctx_release(struct rr_send_ctx *s)
@@ -169,20 +163,22 @@ void rr_send_ctx_release(struct rr_send_ctx *s)
 	if (s->quiet) /* never posted: dropped at close, or its post failed */
 		quiet_end(c, s);
 
-	/* The device is done with the Reply's memory: no registration of it
-	 * outlives the Reply (rr_rw_lend). */
-	for (unsigned int i = 0; i < s->nlent; i++)
-		fab_mr_dereg(s->lent[i]);
-	s->nlent = 0;
+	if (s->nlent)
+		lent_release(s);
 	for (unsigned int i = 0; i < s->nbounce; i++) {
 		rr_big_put(c->big, c, s->bounce_ref[i]);
 		rr_big_returned(c);
 	}
 	s->nbounce = 0;
-	if (s->done)
+	/* cleared here, not when taken: most Replies never set them */
+	if (s->done) {
 		s->done(s->done_arg);
-	if (s->call)
+		s->done = NULL;
+	}
+	if (s->call) {
 		rr_call_put(s->call);
+		s->call = NULL;
+	}
 	send_ctx_free(c, s);
 	rr_conn_put(c);
 }

@@ -66,20 +66,14 @@ static bool grow(struct rr_sendpool *sp, uint32_t n, bool limit)
 		ch->ctx[i].next_free = sp->free;
 		sp->free = &ch->ctx[i];
 	}
-	sp->nfree += n;
+	sp->spare += n;
 	sp->made_bytes += bytes;
 	RR_SRV_STAT_ADD(srv, pinned_bytes, bytes);
 	return true;
 }
 
-static void push_free(struct rr_sendpool *sp, struct rr_send_ctx *s)
-{
-	s->next_free = sp->free;
-	sp->free = s;
-	sp->nfree++;
-}
-
-/* Contexts freed connections left: back on the free list (owner thread). */
+/* Contexts freed connections left: back on the free list, spare (owner
+ * thread). */
 static void take_returned(struct rr_sendpool *sp)
 {
 	struct rr_handoff *h = rr_handoff_take(&sp->returned);
@@ -89,7 +83,9 @@ static void take_returned(struct rr_sendpool *sp)
 
 		h = h->next;
 		s->conn = NULL;
-		push_free(sp, s);
+		s->next_free = sp->free;
+		sp->free = s;
+		sp->spare++;
 	}
 }
 
@@ -123,40 +119,40 @@ static bool join(struct rr_conn *c)
 	/* Its claim was counted at admission: the reserve is made without
 	 * asking the budget again, and the charge can only go down. */
 	sp->claimed += rr_sendpool_claim(&srv->cfg);
-	sp->owed += RR_SEND_RESERVE;
-	if (sp->nfree < sp->owed && !grow(sp, sp->owed - sp->nfree, false)) {
+	if (sp->spare < RR_SEND_RESERVE && !grow(sp, RR_SEND_RESERVE - sp->spare, false)) {
 		sp->claimed -= rr_sendpool_claim(&srv->cfg);
-		sp->owed -= RR_SEND_RESERVE;
 		if (sp == c->own_sp) { /* empty: the next Reply tries again */
 			free(sp);
 			c->own_sp = NULL;
 		}
 		return false;
 	}
+	sp->spare -= RR_SEND_RESERVE; /* now owed to it */
 	charge(sp, sp->made_bytes, false);
 	sp->nconns++;
 	c->sp = sp;
 	return true;
 }
 
-struct rr_send_ctx *rr_sendpool_get(struct rr_conn *c)
+struct rr_send_ctx *rr_sendpool_get_slow(struct rr_conn *c)
 {
 	struct rr_sendpool *sp = c->sp;
-	struct rr_send_ctx *s;
 
-	c->sp_kicked = false;
 	if (!sp) {
 		if (!join(c))
 			return NULL;
 		sp = c->sp;
 	}
+	if (c->sends_held < RR_SEND_RESERVE)
+		return rr_sendpool_take(c, sp);
+	/* Past its reserve: what freed connections left first. */
 	if (atomic_load_explicit(&sp->returned, memory_order_relaxed))
 		take_returned(sp);
 	if (c->sends_held >= c->nsends - c->nsends_bc)
 		return NULL; /* its bound: one per receive and RR_QUIET_SENDS */
-	if (c->sends_held >= RR_SEND_RESERVE && sp->nfree <= sp->owed) {
-		/* past its reserve, nothing spare: a chunk more if the
-		 * budget has room, within its bound (its credits) */
+	if (!sp->spare) {
+		/* nothing spare: a chunk more if the budget has room, within
+		 * its bound (its credits) */
 		uint32_t max = c->nsends - c->nsends_bc;
 		uint32_t n = max > c->sends_held ? max - c->sends_held : 0;
 
@@ -168,34 +164,24 @@ struct rr_send_ctx *rr_sendpool_get(struct rr_conn *c)
 			return NULL;
 		RR_STAT_ADD(c, send_ctx_grown, n);
 	}
-	s = sp->free;
-	sp->free = s->next_free;
-	sp->nfree--;
-	if (c->sends_held < RR_SEND_RESERVE)
-		sp->owed--;
-	c->sends_held++;
-	s->conn = c;
-	return s;
+	sp->spare--;
+	return rr_sendpool_take(c, sp);
 }
 
-void rr_sendpool_put(struct rr_conn *c, struct rr_send_ctx *s)
+void rr_sendpool_put_slow(struct rr_conn *c)
 {
 	struct rr_sendpool *sp = c->sp;
 
-	push_free(sp, s);
-	c->sends_held--;
-	if (c->sends_held < RR_SEND_RESERVE)
-		sp->owed++;
 	/* Its own waiting Replies first: this one is theirs if it is below
 	 * its reserve; then another's, if one is spare. */
 	if (c->ctx_wait_head && !c->sp_kicked &&
-	    (c->sends_held < RR_SEND_RESERVE || sp->nfree > sp->owed)) {
+	    (c->sends_held < RR_SEND_RESERVE || sp->spare)) {
 		c->sp_kicked = true;
 		rr_conn_get(c);
 		rr_conn_kick(c);
 		return;
 	}
-	while (sp->wait_head && sp->nfree > sp->owed) {
+	while (sp->wait_head && sp->spare) {
 		struct rr_conn *w = sp->wait_head;
 
 		sp->wait_head = w->sp_wait_next;
@@ -247,7 +233,7 @@ void rr_sendpool_leave(struct rr_conn *c)
 	/* What it still holds are unsignalled Sends, given back with its QP
 	 * (rr_sendpool_orphans); its reserve is no longer owed. */
 	if (c->sends_held < RR_SEND_RESERVE)
-		sp->owed -= RR_SEND_RESERVE - c->sends_held;
+		sp->spare += RR_SEND_RESERVE - c->sends_held;
 	sp->claimed -= rr_sendpool_claim(&c->srv->cfg);
 	sp->nconns--;
 	charge(sp, sp->made_bytes, false);
@@ -282,14 +268,14 @@ void rr_sendpool_orphans(struct rr_conn *c)
 
 void rr_sendpool_tick(struct rr_sendpool *sp)
 {
-	uint32_t nfree;
+	uint32_t spare;
 	bool drop = false;
 
 	take_returned(sp);
-	nfree = sp->nfree;
+	spare = sp->spare;
 	/* Connections joined and no reserve's worth spare: nothing to give
 	 * back (the common case, in a few instructions a second). */
-	if (sp->nconns && nfree - sp->owed < RR_SEND_RESERVE)
+	if (sp->nconns && spare < RR_SEND_RESERVE)
 		return;
 	/* Each chunk's free contexts, counted here rather than per call. */
 	for (struct rr_send_chunk *ch = sp->chunks; ch; ch = ch->next)
@@ -306,9 +292,9 @@ void rr_sendpool_tick(struct rr_sendpool *sp)
 		if (ch->idle_ticks < RR_SENDPOOL_IDLE_S)
 			ch->idle_ticks++;
 		if ((ch->idle_ticks >= RR_SENDPOOL_IDLE_S || !sp->nconns) &&
-		    nfree - ch->n >= sp->owed) {
+		    spare >= ch->n) {
 			ch->idle_ticks = RR_CHUNK_DROP;
-			nfree -= ch->n;
+			spare -= ch->n;
 			drop = true;
 		}
 	}
@@ -321,7 +307,7 @@ void rr_sendpool_tick(struct rr_sendpool *sp)
 		else
 			pp = &(*pp)->next_free;
 	}
-	sp->nfree = nfree;
+	sp->spare = spare;
 	for (struct rr_send_chunk **pp = &sp->chunks; *pp;) {
 		struct rr_send_chunk *ch = *pp;
 

@@ -202,7 +202,8 @@ static unsigned int sendpool_all_free(const struct rr_sendpool *sp)
 		made += ch->n;
 	for (const struct rr_send_ctx *x = sp->free; x; x = x->next_free)
 		CHECK(++n <= made); /* a cycle: a context given back twice */
-	CHECK(n == made && sp->nfree == made && !sp->wait_head);
+	/* all free: every joined connection's reserve, the rest spare */
+	CHECK(n == made && sp->spare + RR_SEND_RESERVE * sp->nconns == made && !sp->wait_head);
 	return regs;
 }
 
