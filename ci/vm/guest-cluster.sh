@@ -10,16 +10,20 @@
 #      rados_cluster, as docs/cluster.md "Running two heads by hand"; the config is
 #      ci/vm/ganesha.conf edited (cl_head_conf). NFS ports 2049 / 2149, MOUNT 20048 / 20148,
 #      RDMA 20049 / 20149, Fabric = verbs (rxe0). knfsd is never started in this mode.
-#   3. The kernel client: two `hard` NFSv4.1 mounts, proto=rdma, port=20049 (/mnt/ca) and
-#      port=20149 (/mnt/cb); they must be two NFS clients (the kernel trunks two mounts whose
+#   3. The kernel client: two `hard` NFSv4.1 mounts, proto=rdma, port=20049 and port=20149
+#      (CL_MA, CL_MB: under the chroot's /tmp, where its python3 reaches them for the byte-range
+#      locks busybox cannot take); they must be two NFS clients (the kernel trunks two mounts whose
 #      EXCHANGE_ID returns the same client ID; ganesha's server owner is the host name, the same
 #      for both heads here, so each head gets an epoch of its own, -E). A file written through a
 #      is read back through b after close (md5), and one written through b is read through a.
-#   4. Failover: a dd loop writes rounds through a (header + CL_MB MiB, conv=fsync, into 4 files
-#      in turn); a is SIGKILLed while a round is in flight and started again at once. Meanwhile
+#   4. Failover: a holder process keeps a file open through a, with a write lock on all of it,
+#      appending 64 KiB every half second (cluster_holder.py), and a dd loop writes rounds through a
+#      (header + CL_ROUND_MB MiB, conv=fsync, into 4 files in turn); b is refused a conflicting lock.
+#      a is SIGKILLed while a round is in flight and started again at once. Meanwhile
 #      b serves reads of a file it holds open (after the kill, and again once a is back, in the
-#      cluster's grace). The client reconnects, reclaims and every dd must finish without an
-#      error; afterwards each file's bytes are checked through b. The timeline, from the kill:
+#      cluster's grace). The client reconnects and reclaims (the holder's open and lock), every
+#      dd must finish without an error, b is still refused the lock after the grace, the holder's
+#      fsync succeeds; afterwards every file's bytes are checked through b. The timeline, from the kill:
 #      the client's reconnect, EXCHANGE_ID, its RECLAIM_COMPLETE (kernel tracepoints), a's
 #      restart, the grace's start and end in each head's log, the loop's first round done
 #      after the restart.
@@ -28,10 +32,12 @@ CL_D=/tmp/cluster		# in the chroot; in the guest $H$CL_D (tmpfs)
 CL_CONF=$CL_D/ceph/ceph.conf
 CL_LEASE=${CLUSTER_LEASE:-20}
 CL_GRACE=${CLUSTER_GRACE:-90}
-CL_MB=${CLUSTER_MB:-4}
+CL_ROUND_MB=${CLUSTER_MB:-4}
 CL_TIME_SCALE=${CLUSTER_TIME_SCALE:-8}
 CL_TR=/sys/kernel/tracing
 CL_PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
+CL_MA=$H$CL_D/ma		# head a's mount (the chroot's $CL_D/ma)
+CL_MB=$H$CL_D/mb
 
 cl() { result cluster - "$@"; }
 cl_mem() { awk '/^MemAvailable/{print int($2 / 1024)}' /proc/meminfo; }
@@ -70,7 +76,10 @@ cl_head_conf() { # NODE
 }
 # the head's log since its latest start (each start appends); its stderr holds the plugin's
 # lines written before ganesha's log is up
-cl_log() { tail -c +$(($(eval echo \${CL_LOG0_$1:-0}) + 1)) $H$CL_D/$1.log 2>/dev/null; cat /tmp/cl_$1.err 2>/dev/null; }
+cl_log() {
+	[ -f $H$CL_D/$1.log ] && tail -c +$(($(eval echo \${CL_LOG0_$1:-0}) + 1)) $H$CL_D/$1.log
+	cat /tmp/cl_$1.err 2>/dev/null
+}
 cl_head_up() { # NODE: banner and RDMA listener, since its latest start
 	cl_log $1 | grep -q "NFS SERVER INITIALIZED" && cl_log $1 | grep -q "NFS over RDMA listening"
 }
@@ -80,7 +89,8 @@ cl_head_pid() { eval echo \${CL_PID_$1:-}; }
 cl_alive() { [ -n "$1" ] && [ -e /proc/$1 ] && ! grep -q '^State:[[:space:]]*Z' /proc/$1/status; }
 cl_head_start_once() { # NODE EPOCH
 	n=$1
-	eval "CL_LOG0_$n=$(wc -c < $H$CL_D/$n.log 2>/dev/null || echo 0)"
+	l0=0; [ -f $H$CL_D/$n.log ] && l0=$(wc -c < $H$CL_D/$n.log)
+	eval "CL_LOG0_$n=$l0"
 	: > /tmp/cl_$n.err
 	timeout -s KILL "${GUEST_TIMEOUT:-3000}" chroot $H env LD_PRELOAD=$CL_PLUGIN /usr/bin/ganesha.nfsd -F \
 		-L $CL_D/$n.log -f $CL_D/$n.conf -p /run/ganesha/$n.pid -E $2 2> /tmp/cl_$n.err &
@@ -120,18 +130,18 @@ cl_loop() { # writes rounds through a until /tmp/cl_stop; "ROUND SLOT RC START E
 	i=0
 	while [ ! -e /tmp/cl_stop ]; do
 		i=$((i + 1)); s=$((i % 4)); t0=$(up)
-		cl_round $i | dd of=/mnt/ca/loop.$s bs=1M conv=fsync 2>> /tmp/cl_dd.err
+		cl_round $i | dd of=$CL_MA/loop.$s bs=1M conv=fsync 2>> /tmp/cl_dd.err
 		echo "$i $s $? $t0 $(up)" >> /tmp/cl_loop.log
 	done
 }
-cl_rounds() { wc -l < /tmp/cl_loop.log 2>/dev/null || echo 0; }
+cl_rounds() { if [ -f /tmp/cl_loop.log ]; then wc -l < /tmp/cl_loop.log; else echo 0; fi; }
 cl_rounds_gt() { [ "$(cl_rounds)" -gt $1 ]; }
 # kernel tracepoints for the client's side of the failover (timestamps: seconds since boot)
 cl_trace_on() {
 	mount -t tracefs nodev $CL_TR 2>/dev/null
 	for e in nfs4/nfs4_exchange_id nfs4/nfs4_create_session nfs4/nfs4_reclaim_complete \
 		nfs4/nfs4_open_reclaim nfs4/nfs4_state_mgr_failed rpcrdma/xprtrdma_connect \
-		rpcrdma/xprtrdma_disconnect rpcrdma/xprtrdma_op_close; do
+		rpcrdma/xprtrdma_disconnect nfs4/nfs4_lock_reclaim; do
 		echo 1 > $CL_TR/events/$e/enable 2>/dev/null || echo "cluster: no tracepoint $e"
 	done
 	echo 8192 > $CL_TR/buffer_size_kb 2>/dev/null
@@ -147,6 +157,13 @@ cl_log_first() { # NODE PATTERN T
 		w=$(date -D '%d/%m/%Y %H:%M:%S' -d "$d $tm" +%s 2>/dev/null) || continue
 		awk -v w=$w -v w0=$CL_WALL0 -v u0=$CL_UP0 -v t=$3 'BEGIN{ s = w - w0 + u0 - t; if (s >= -1) { printf "%.0f", s; exit 0 } exit 1 }' && break
 	done
+}
+
+cl_lock_b() { # WANT CHECK: a write lock on all of the holder's file, through b, without waiting
+	t0=$(up)
+	got=$(timeout -s KILL 300 chroot $H python3 $REPO/ci/vm/cluster_holder.py trylock $CL_D/mb/held 2>&1 | tail -1)
+	if [ "$got" = "$1" ]; then cl $2 pass "$(secs $t0)" "b: $got"
+	else cl $2 fail "$(secs $t0)" "b: ${got:-no answer} (want $1)"; fi
 }
 
 cluster_all() {
@@ -189,8 +206,8 @@ cluster_all() {
 
 	# ---- the kernel client: one mount per head, two NFS clients
 	t0=$(up)
-	if cl_mount /mnt/ca a && cl_mount /mnt/cb b; then
-		cl mounts pass "$(secs $t0)" "$(grep -c ' /mnt/c[ab] nfs4 .*proto=rdma' /proc/mounts) proto=rdma mounts"
+	if cl_mount $CL_MA a && cl_mount $CL_MB b; then
+		cl mounts pass "$(secs $t0)" "$(grep -c " $H$CL_D/m[ab] nfs4 .*proto=rdma" /proc/mounts) proto=rdma mounts"
 	else
 		cl mounts fail "$(secs $t0)" "mount.nfs failed"; cluster_end; return
 	fi
@@ -201,26 +218,35 @@ cluster_all() {
 		cl two_clients fail 0 "trunked onto one client: $(tail -n +2 /proc/fs/nfsfs/servers | tr -s ' \n' ' ')"
 	fi
 	dd if=/dev/urandom of=/tmp/cl_ab bs=1M count=16 2>/dev/null
-	dd if=/dev/urandom of=/tmp/cl_ref bs=1M count=$CL_MB 2>/dev/null
+	dd if=/dev/urandom of=/tmp/cl_ref bs=1M count=$CL_ROUND_MB 2>/dev/null
 	t0=$(up)
-	if dd if=/tmp/cl_ab of=/mnt/ca/ab.dat bs=1M conv=fsync 2>/dev/null && cl_drop &&
-		[ "$(cl_md5 /mnt/cb/ab.dat)" = "$(cl_md5 /tmp/cl_ab)" ]; then
+	if dd if=/tmp/cl_ab of=$CL_MA/ab.dat bs=1M conv=fsync 2>/dev/null && cl_drop &&
+		[ "$(cl_md5 $CL_MB/ab.dat)" = "$(cl_md5 /tmp/cl_ab)" ]; then
 		cl write_a_read_b pass "$(secs $t0)" "16 MiB, md5 equal"
 	else
 		cl write_a_read_b fail "$(secs $t0)" "md5 through b differs or I/O failed"
 	fi
 	t0=$(up)
-	if dd if=/tmp/cl_ref of=/mnt/cb/ba.dat bs=1M conv=fsync 2>/dev/null && cl_drop &&
-		[ "$(cl_md5 /mnt/ca/ba.dat)" = "$(cl_md5 /tmp/cl_ref)" ]; then
-		cl write_b_read_a pass "$(secs $t0)" "$CL_MB MiB, md5 equal"
+	if dd if=/tmp/cl_ref of=$CL_MB/ba.dat bs=1M conv=fsync 2>/dev/null && cl_drop &&
+		[ "$(cl_md5 $CL_MA/ba.dat)" = "$(cl_md5 /tmp/cl_ref)" ]; then
+		cl write_b_read_a pass "$(secs $t0)" "$CL_ROUND_MB MiB, md5 equal"
 	else
 		cl write_b_read_a fail "$(secs $t0)" "md5 through a differs or I/O failed"
 	fi
 
 	# ---- failover under load
+	# the holder: an open and a write lock through a that the client must reclaim
+	rm -f $H$CL_D/hold.stop
+	chroot $H python3 $REPO/ci/vm/cluster_holder.py hold $CL_D/ma/held $CL_D/hold.stop > /tmp/cl_holder.out 2>&1 &
+	cl_hp=$!
+	if cl_wait 300 grep -q locked /tmp/cl_holder.out; then
+		cl_lock_b denied lock_b_refused_before
+	else
+		cl lock_b_refused_before fail 0 "the holder did not lock: $(head -c 200 /tmp/cl_holder.out)"
+	fi
 	# b holds ab.dat open: reads in the grace go out on that open state (a new OPEN would wait
 	# for the grace's end)
-	sleep 100000 < /mnt/cb/ab.dat &
+	sleep 100000 < $CL_MB/ab.dat &
 	cl_hold=$!
 	rm -f /tmp/cl_stop /tmp/cl_loop.log /tmp/cl_dd.err
 	cl_loop &
@@ -235,7 +261,7 @@ cluster_all() {
 	echo "cluster: head a pid $(cl_head_pid a), pid file $p"
 	kill -9 $(cl_head_pid a) $p; wait $(cl_head_pid a) 2>/dev/null
 	t0=$(up)
-	if cl_drop && [ "$(timeout -s KILL 300 md5sum /mnt/cb/ab.dat | cut -d' ' -f1)" = "$(cl_md5 /tmp/cl_ab)" ]; then
+	if cl_drop && [ "$(timeout -s KILL 300 md5sum $CL_MB/ab.dat | cut -d' ' -f1)" = "$(cl_md5 /tmp/cl_ab)" ]; then
 		cl read_b_a_down pass "$(secs $t0)" "ab.dat through b, a killed"
 	else
 		cl read_b_a_down fail "$(secs $t0)" "ab.dat through b, a killed: md5 differs or timed out"
@@ -249,7 +275,7 @@ cluster_all() {
 	fi
 	t0=$(up)
 	bg=$(cl_log b | grep -ac "IN GRACE")
-	if cl_drop && [ "$(timeout -s KILL 300 md5sum /mnt/cb/ab.dat | cut -d' ' -f1)" = "$(cl_md5 /tmp/cl_ab)" ]; then
+	if cl_drop && [ "$(timeout -s KILL 300 md5sum $CL_MB/ab.dat | cut -d' ' -f1)" = "$(cl_md5 /tmp/cl_ab)" ]; then
 		cl read_b_in_grace pass "$(secs $t0)" "ab.dat through b after a's restart; b's log: $bg grace lines so far"
 	else
 		cl read_b_in_grace fail "$(secs $t0)" "md5 differs or timed out"
@@ -258,6 +284,8 @@ cluster_all() {
 	cl_wait $((CL_GRACE * 4 + 300)) sh -c "tail -c +$(($(eval echo \$CL_LOG0_a) + 1)) $H$CL_D/a.log | grep -q 'NOT IN GRACE'"
 	r=$(cl_rounds); cl_wait 600 cl_rounds_gt $((r + 1))
 	touch /tmp/cl_stop
+	# the holder's lock survived: b still refuses it (after the grace: no NFS4ERR_GRACE wait)
+	cl_lock_b denied lock_b_refused_after
 	( sleep 600; kill $cl_lp ) 2>/dev/null &
 	wd=$!
 	wait $cl_lp
@@ -269,18 +297,33 @@ cluster_all() {
 	rin_end=$(awk -v t=$tk '$4 <= t && $5 > t {printf "%.1f", $5 - t; exit}' /tmp/cl_loop.log)
 	if [ "$bad" = 0 ] && [ "$nr" -gt "$rk" ]; then
 		cl failover_dd pass "$(awk -v a=$td -v b=$tk 'BEGIN{printf "%.1f", a - b}')" \
-			"$nr rounds of $CL_MB MiB, none failed; round ${rin:-?} in flight at the kill ended ${rin_end:-?} s after it"
+			"$nr rounds of $CL_ROUND_MB MiB, none failed; round ${rin:-?} in flight at the kill ended ${rin_end:-?} s after it"
 	else
 		cl failover_dd fail "$(awk -v a=$td -v b=$tk 'BEGIN{printf "%.1f", a - b}')" \
 			"$bad of $nr rounds failed: $(head -c 300 /tmp/cl_dd.err | tr '\n' ' ')"
 	fi
+	# the holder: fsync (no error), close (unlocks); its bytes through b, then b gets the lock
+	t0=$(up)
+	touch $H$CL_D/hold.stop
+	( sleep 300; kill $cl_hp ) 2>/dev/null &
+	wd=$!
+	wait $cl_hp; hrc=$?
+	kill $wd 2>/dev/null
+	nb=$(sed -n 's/^blocks //p' /tmp/cl_holder.out)
+	if [ $hrc = 0 ] && [ -n "$nb" ] && cl_drop &&
+		timeout -s KILL 300 chroot $H python3 $REPO/ci/vm/cluster_holder.py verify $CL_D/mb/held $nb > /tmp/cl_verify.out 2>&1; then
+		cl holder_bytes_via_b pass "$(secs $t0)" "$nb blocks of 64 KiB written through a across the failover, fsync ok, equal through b"
+	else
+		cl holder_bytes_via_b fail "$(secs $t0)" "holder rc $hrc: $(tail -c 200 /tmp/cl_holder.out | tr '\n' ' ') $(tail -c 200 /tmp/cl_verify.out | tr '\n' ' ')"
+	fi
+	cl_lock_b granted lock_b_granted_after_close
 	# every file's bytes through b: each holds the latest round that wrote it
 	t0=$(up); sync; cl_drop; ok=0; n=0
 	for s in 0 1 2 3; do
 		i=$(awk -v s=$s '$2 == s {i = $1} END {print i}' /tmp/cl_loop.log)
 		[ -n "$i" ] || continue
 		n=$((n + 1))
-		[ "$(cl_md5 /mnt/cb/loop.$s)" = "$(cl_round $i | md5sum | cut -d' ' -f1)" ] && ok=$((ok + 1))
+		[ "$(cl_md5 $CL_MB/loop.$s)" = "$(cl_round $i | md5sum | cut -d' ' -f1)" ] && ok=$((ok + 1))
 	done
 	if [ $n -gt 0 ] && [ $ok = $n ]; then cl failover_bytes_via_b pass "$(secs $t0)" "$ok of $n files"
 	else cl failover_bytes_via_b fail "$(secs $t0)" "$ok of $n files match"; fi
@@ -288,14 +331,15 @@ cluster_all() {
 	cat $CL_TR/trace > /out/cluster-trace.txt 2>/dev/null
 	T=/out/cluster-trace.txt
 	cl failover_timeline pass 0 "from SIGKILL of a:" \
-		"client disconnect $(cl_first $T 'xprtrdma_(disconnect|op_close)' $tk);" \
+		"client disconnect $(cl_first $T xprtrdma_disconnect $tk);" \
 		"a up $(awk -v a=$ta -v b=$tk 'BEGIN{printf "%.1f", a - b}');" \
 		"a declares grace $(cl_log_first a 'Now IN GRACE' $tk);" \
 		"b in grace $(cl_log_first b 'Now IN GRACE' $tk);" \
 		"client reconnected $(cl_first $T 'xprtrdma_connect.*:20049.*rc=0' $tk);" \
 		"EXCHANGE_ID $(cl_first $T nfs4_exchange_id $tk);" \
 		"CREATE_SESSION $(cl_first $T nfs4_create_session $tk);" \
-		"open reclaims $(grep -c nfs4_open_reclaim $T);" \
+		"open reclaims $(grep -c nfs4_open_reclaim $T) (first $(cl_first $T nfs4_open_reclaim $tk))," \
+		"lock reclaims $(grep -c nfs4_lock_reclaim $T) (first $(cl_first $T nfs4_lock_reclaim $tk));" \
 		"RECLAIM_COMPLETE $(cl_first $T nfs4_reclaim_complete $tk);" \
 		"first round done after the restart $(awk -v t=${ta:-0} -v k=$tk '$5 > t {printf "%.1f", $5 - k; exit}' /tmp/cl_loop.log);" \
 		"grace over on a $(cl_log_first a 'NOT IN GRACE' $tk), on b $(cl_log_first b 'NOT IN GRACE' $tk);" \
@@ -307,7 +351,8 @@ cluster_all() {
 }
 cluster_end() {
 	step cluster-end
-	for m in /mnt/ca /mnt/cb; do grep -q " $m nfs" /proc/mounts && timeout -s KILL 60 umount -f -l $m; done
+	[ -n "${cl_hp:-}" ] && kill $cl_hp 2>/dev/null
+	for m in $CL_MA $CL_MB; do grep -q " $m nfs" /proc/mounts && timeout -s KILL 60 umount -f -l $m; done
 	for n in a b; do
 		p=$(cl_head_pid $n)
 		[ -n "$p" ] && kill $p 2>/dev/null
