@@ -280,7 +280,7 @@ if [ "${RPCRDMA_VM_ONLY:-}" = cluster ]; then
 	# two ganesha heads over CephFS (guest-cluster.sh): its rows; a failing one fails the run
 	echo
 	echo "-- the kernel client against two ganesha heads over CephFS (ci/vm/guest-cluster.sh)"
-	awk '$1=="cluster" {n=""; for (i = 6; i <= NF; i++) n = n " " $i; printf "  %-22s %-5s %6ss %s\n", $3, $4, $5, n}' "$R"
+	awk '$1=="cluster" {n=""; for (i = 6; i <= NF; i++) n = n " " $i; printf "  %-26s %-5s %6ss %s\n", $3, $4, $5, n}' "$R"
 	grep -q "^cluster " "$R" || { fail=1; why+=("no cluster results (see $OUT/guest.log)"); }
 	if awk '$1=="cluster" && $4!="pass" {f=1} END{exit !f}' "$R"; then
 		fail=1; why+=("cluster: $(awk '$1=="cluster" && $4!="pass" {printf "%s ", $3}' "$R")did not pass")
