@@ -141,7 +141,7 @@ cl_trace_on() {
 	mount -t tracefs nodev $CL_TR 2>/dev/null
 	for e in nfs4/nfs4_exchange_id nfs4/nfs4_create_session nfs4/nfs4_reclaim_complete \
 		nfs4/nfs4_open_reclaim nfs4/nfs4_state_mgr_failed rpcrdma/xprtrdma_connect \
-		rpcrdma/xprtrdma_disconnect nfs4/nfs4_set_lock; do
+		rpcrdma/xprtrdma_disconnect nfs4/nfs4_set_lock nfs4/nfs4_xdr_status; do
 		echo 1 > $CL_TR/events/$e/enable 2>/dev/null || echo "cluster: no tracepoint $e"
 	done
 	echo 8192 > $CL_TR/buffer_size_kb 2>/dev/null
@@ -159,6 +159,14 @@ cl_log_first() { # NODE PATTERN T
 	done
 }
 
+cl_across() { # CHECK SRC DST READBACK: SRC written to DST through one head, closed, read back
+	t0=$(up)
+	if dd if=$2 of=$3 bs=1M conv=fsync 2>/dev/null && cl_drop && [ "$(cl_md5 $4)" = "$(cl_md5 $2)" ]; then
+		cl $1 pass "$(secs $t0)" "$(($(wc -c < $2) >> 20)) MiB, md5 equal"
+	else
+		cl $1 fail "$(secs $t0)" "md5 through the other head differs or I/O failed"
+	fi
+}
 cl_lock_b() { # WANT CHECK: a write lock on all of the holder's file, through b, without waiting
 	t0=$(up)
 	got=$(timeout -s KILL 300 chroot $H python3 $REPO/ci/vm/cluster_holder.py trylock $CL_D/mb/held 2>&1 | tail -1)
@@ -219,20 +227,8 @@ cluster_all() {
 	fi
 	dd if=/dev/urandom of=/tmp/cl_ab bs=1M count=16 2>/dev/null
 	dd if=/dev/urandom of=/tmp/cl_ref bs=1M count=$CL_ROUND_MB 2>/dev/null
-	t0=$(up)
-	if dd if=/tmp/cl_ab of=$CL_MA/ab.dat bs=1M conv=fsync 2>/dev/null && cl_drop &&
-		[ "$(cl_md5 $CL_MB/ab.dat)" = "$(cl_md5 /tmp/cl_ab)" ]; then
-		cl write_a_read_b pass "$(secs $t0)" "16 MiB, md5 equal"
-	else
-		cl write_a_read_b fail "$(secs $t0)" "md5 through b differs or I/O failed"
-	fi
-	t0=$(up)
-	if dd if=/tmp/cl_ref of=$CL_MB/ba.dat bs=1M conv=fsync 2>/dev/null && cl_drop &&
-		[ "$(cl_md5 $CL_MA/ba.dat)" = "$(cl_md5 /tmp/cl_ref)" ]; then
-		cl write_b_read_a pass "$(secs $t0)" "$CL_ROUND_MB MiB, md5 equal"
-	else
-		cl write_b_read_a fail "$(secs $t0)" "md5 through a differs or I/O failed"
-	fi
+	cl_across write_a_read_b /tmp/cl_ab $CL_MA/ab.dat $CL_MB/ab.dat
+	cl_across write_b_read_a /tmp/cl_ref $CL_MB/ba.dat $CL_MA/ba.dat
 
 	# ---- failover under load
 	# the holder: an open and a write lock through a that the client must reclaim

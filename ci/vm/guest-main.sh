@@ -295,28 +295,29 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty), $4 = sed on t
 	fi
 	ganesha_stop "$1"
 }
+# the end of every mode: dmesg's lines of the subsystems SOURCES (a regex) that match WORDS to
+# /out/dmesg-errors.txt, all of dmesg to /out/dmesg.txt, the marker run.sh looks for
+guest_done() { # SOURCES WORDS
+	step done
+	dmesg | grep -iE "$1" | grep -iE "$2" > /out/dmesg-errors.txt
+	dmesg > /out/dmesg.txt
+	echo "GUEST-MAIN-DONE"
+	exit 0
+}
 if [ "${VM_ONLY:-}" = scale ]; then
 	# the kernel client at scale (guest-scale.sh): ganesha + rpcrdma, then knfsd, and nothing else
 	. $HERE/guest-scale.sh
 	scale_all
-	step done
-	dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|oom' |
-		grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding|kill' > /out/dmesg-errors.txt
-	dmesg > /out/dmesg.txt
-	echo "GUEST-MAIN-DONE"
-	exit 0
+	guest_done 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|oom' \
+		'err|fail|warn|flush|disconnect|timeout|not responding|kill'
 fi
 if [ "${VM_ONLY:-}" = cluster ]; then
 	# two ganesha heads over CephFS and the kernel client across a failover (guest-cluster.sh);
 	# knfsd is never started, so its ports are free for head a
 	. $HERE/guest-cluster.sh
 	if [ -f "$H$PLUGIN" ]; then cluster_all; else result cluster - start na 0 "no $PLUGIN"; fi
-	step done
-	dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|nfs4|oom' |
-		grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding|kill|reclaim' > /out/dmesg-errors.txt
-	dmesg > /out/dmesg.txt
-	echo "GUEST-MAIN-DONE"
-	exit 0
+	guest_done 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|nfs4|oom' \
+		'err|fail|warn|flush|disconnect|timeout|not responding|kill|reclaim'
 fi
 if [ "${VM_ONLY:-}" = bench ]; then
 	# both servers up at once, so the rounds can alternate without restarts
@@ -389,8 +390,5 @@ if [ "${VM_SIW:-1}" != 0 ] && { [ -z "${VM_ONLY:-}" ] || [ "${VM_ONLY:-}" = siw 
 	unset NFS_IP
 fi
 
-step done
-dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|siw|nfs: server' | grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding' \
-	> /out/dmesg-errors.txt
-dmesg > /out/dmesg.txt
-echo "GUEST-MAIN-DONE"
+guest_done 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|siw|nfs: server' \
+	'err|fail|warn|flush|disconnect|timeout|not responding'
