@@ -167,9 +167,9 @@ cl_across() { # CHECK SRC DST READBACK: SRC written to DST through one head, clo
 		cl $1 fail "$(secs $t0)" "md5 through the other head differs or I/O failed"
 	fi
 }
-cl_lock_b() { # WANT CHECK: a write lock on all of the holder's file, through b, without waiting
+cl_lock_b() { # WANT CHECK [FILE]: a write lock on all of the holder's file, through b, without waiting
 	t0=$(up)
-	got=$(timeout -s KILL 300 chroot $H python3 $REPO/ci/vm/cluster_holder.py trylock $CL_D/mb/held 2>&1 | tail -1)
+	got=$(timeout -s KILL 300 chroot $H python3 $REPO/ci/vm/cluster_holder.py trylock ${3:-$CL_D/mb/held} 2>&1 | tail -1)
 	if [ "$got" = "$1" ]; then cl $2 pass "$(secs $t0)" "b: $got"
 	else cl $2 fail "$(secs $t0)" "b: ${got:-no answer} (want $1)"; fi
 }
@@ -237,6 +237,15 @@ cluster_all() {
 	cl_hp=$!
 	if cl_wait 300 grep -q locked /tmp/cl_holder.out; then
 		cl_lock_b denied lock_b_refused_before
+		# the same LOCK through b over ganesha's own TCP (NFSv4.0: a v4.1 mount of b would be
+		# trunked onto the RDMA one): tells b's answer from the RDMA transport's part in it
+		mkdir -p $CL_MB.tcp
+		if timeout -s KILL 180 mount.nfs $IP:/export $CL_MB.tcp -o vers=4.0,proto=tcp,port=2149,hard; then
+			cl_lock_b denied lock_b_refused_tcp_v40 $CL_D/mb.tcp/held
+			timeout -s KILL 60 umount $CL_MB.tcp
+		else
+			cl lock_b_refused_tcp_v40 fail 0 "mount of b over TCP failed"
+		fi
 	else
 		cl lock_b_refused_before fail 0 "the holder did not lock: $(head -c 200 /tmp/cl_holder.out)"
 	fi
