@@ -167,6 +167,15 @@ cl_across() { # CHECK SRC DST READBACK: SRC written to DST through one head, clo
 		cl $1 fail "$(secs $t0)" "md5 through the other head differs or I/O failed"
 	fi
 }
+cl_lock_b_v40() { # PROTO PORT
+	mkdir -p $CL_MB.$1
+	if timeout -s KILL 180 mount.nfs $IP:/export $CL_MB.$1 -o vers=4.0,proto=$1,port=$2,hard; then
+		cl_lock_b denied lock_b_refused_${1}_v40 $CL_D/mb.$1/held
+		timeout -s KILL 60 umount $CL_MB.$1
+	else
+		cl lock_b_refused_${1}_v40 fail 0 "NFSv4.0 mount of b over $1 failed"
+	fi
+}
 cl_lock_b() { # WANT CHECK [FILE]: a write lock on all of the holder's file, through b, without waiting
 	t0=$(up)
 	got=$(timeout -s KILL 300 chroot $H python3 $REPO/ci/vm/cluster_holder.py trylock ${3:-$CL_D/mb/held} 2>&1 | tail -1)
@@ -237,15 +246,11 @@ cluster_all() {
 	cl_hp=$!
 	if cl_wait 300 grep -q locked /tmp/cl_holder.out; then
 		cl_lock_b denied lock_b_refused_before
-		# the same LOCK through b over ganesha's own TCP (NFSv4.0: a v4.1 mount of b would be
-		# trunked onto the RDMA one): tells b's answer from the RDMA transport's part in it
-		mkdir -p $CL_MB.tcp
-		if timeout -s KILL 180 mount.nfs $IP:/export $CL_MB.tcp -o vers=4.0,proto=tcp,port=2149,hard; then
-			cl_lock_b denied lock_b_refused_tcp_v40 $CL_D/mb.tcp/held
-			timeout -s KILL 60 umount $CL_MB.tcp
-		else
-			cl lock_b_refused_tcp_v40 fail 0 "mount of b over TCP failed"
-		fi
+		# the same LOCK through NFSv4.0 mounts of b, over ganesha's own TCP and over RDMA (a
+		# second v4.1 mount of b would be trunked onto the first): tells b's answer, the
+		# transport's part and the minor version's (v4.0 replies carry no SEQUENCE) apart
+		cl_lock_b_v40 tcp 2149
+		cl_lock_b_v40 rdma 20149
 	else
 		cl lock_b_refused_before fail 0 "the holder did not lock: $(head -c 200 /tmp/cl_holder.out)"
 	fi
