@@ -18,7 +18,9 @@
 #      is read back through b after close (md5), and one written through b is read through a.
 #   4. Failover: a holder process keeps a file open through a, with a write lock on all of it,
 #      appending 64 KiB every half second (cluster_holder.py), and a dd loop writes rounds through a
-#      (header + CL_ROUND_MB MiB, conv=fsync, into 4 files in turn); b is refused a conflicting lock.
+#      (header + CL_ROUND_MB MiB, conv=fsync, into 4 files in turn); b is refused a conflicting lock,
+#      also through NFSv4.0 mounts of b over TCP and over RDMA (kernel 6.12 reports the v4.1
+#      refusal as EIO: ci/vm/README.md).
 #      a is SIGKILLed while a round is in flight and started again at once. Meanwhile
 #      b serves reads of a file it holds open (after the kill, and again once a is back, in the
 #      cluster's grace). The client reconnects and reclaims (the holder's open and lock), every
