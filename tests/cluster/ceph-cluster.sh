@@ -20,7 +20,8 @@
 # The daemons bind 127.0.0.1 on Ceph's standard ports of the caller's network
 # namespace: run it in one of its own (the cluster tests unshare theirs, see
 # docs/cluster.md) so that a second run or a real Ceph on the host cannot
-# collide with it. No manager: CephFS, the monitor's pool commands and
+# collide with it; the interop VM's guest is a machine of its own and runs it
+# as it is. No manager: CephFS, the monitor's pool commands and
 # RADOS need none (docs/cluster.md: what a manager would cost). No cephx
 # (auth none): one host, one user. Bounded: every wait has a limit of seconds.
 set -eu
