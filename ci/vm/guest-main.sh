@@ -6,7 +6,8 @@
 #   3. ganesha + librpcrdma_ganesha.so (LD_PRELOAD) over RDMA, same tests, if the plugin is built
 # VM_ONLY=fabric stops after 1; VM_ONLY=bench skips 1-3 and runs guest-bench.sh instead, with knfsd
 # and ganesha+rpcrdma up side by side (knfsd on 2049/20049, ganesha on 2050/20050); VM_ONLY=scale
-# runs only guest-scale.sh (many nconnect mounts, ganesha+rpcrdma then knfsd).
+# runs only guest-scale.sh (many nconnect mounts, ganesha+rpcrdma then knfsd); VM_ONLY=cluster
+# runs only guest-cluster.sh (Ceph and two ganesha heads, the kernel client across a failover).
 #   4. device removal under ganesha + rpcrdma (guest-devrm.sh), unless GANESHA_DEVRM=0;
 #      VM_ONLY=devrm runs only the setup and 4.
 #   5. soft-iWARP: siw0 on dummy2, 192.168.79.1 (when the initramfs has siw.ko, SIW_MODULE), then on
@@ -101,7 +102,8 @@ fabric_suite() { # LABEL ADDR [MEMLOCK]: the suite on the device of ADDR, to /ou
 	result $1 verbs conformance $st "$(secs $t0)" \
 		"rc=$rc tests=${tot:-?} ok=$(cnt OK $1) failed=$(cnt FAILED $1) skipped=$(cnt SKIPPED $1)"
 }
-if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ] || [ "${VM_ONLY:-}" = siw ] || [ "${VM_ONLY:-}" = scale ]; then
+if [ "${VM_ONLY:-}" = bench ] || [ "${VM_ONLY:-}" = devrm ] || [ "${VM_ONLY:-}" = siw ] || [ "${VM_ONLY:-}" = scale ] ||
+	[ "${VM_ONLY:-}" = cluster ]; then
 	: # the bench measures NFS; the fabric suite is the interop run's job
 else
 	fabric_suite fabric $IP
@@ -190,7 +192,7 @@ knfsd_list() { # LABEL: the list against knfsd, every version
 	done
 	knfsd_stop
 }
-case "${VM_ONLY:-}" in bench|devrm|siw|scale) ;; *) knfsd_list knfsd ;; esac
+case "${VM_ONLY:-}" in bench|devrm|siw|scale|cluster) ;; *) knfsd_list knfsd ;; esac
 
 # ---------------------------------------------------------------- part 3: ganesha + rpcrdma
 PLUGIN=$BUILDDIR/src/plugin/librpcrdma_ganesha.so
@@ -293,16 +295,29 @@ run_ganesha() { # $1 = label, $2 = proto, $3 = preload (or empty), $4 = sed on t
 	fi
 	ganesha_stop "$1"
 }
+# the end of every mode: dmesg's lines of the subsystems SOURCES (a regex) that match WORDS to
+# /out/dmesg-errors.txt, all of dmesg to /out/dmesg.txt, the marker run.sh looks for
+guest_done() { # SOURCES WORDS
+	step done
+	dmesg | grep -iE "$1" | grep -iE "$2" > /out/dmesg-errors.txt
+	dmesg > /out/dmesg.txt
+	echo "GUEST-MAIN-DONE"
+	exit 0
+}
 if [ "${VM_ONLY:-}" = scale ]; then
 	# the kernel client at scale (guest-scale.sh): ganesha + rpcrdma, then knfsd, and nothing else
 	. $HERE/guest-scale.sh
 	scale_all
-	step done
-	dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|oom' |
-		grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding|kill' > /out/dmesg-errors.txt
-	dmesg > /out/dmesg.txt
-	echo "GUEST-MAIN-DONE"
-	exit 0
+	guest_done 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|oom' \
+		'err|fail|warn|flush|disconnect|timeout|not responding|kill'
+fi
+if [ "${VM_ONLY:-}" = cluster ]; then
+	# two ganesha heads over CephFS and the kernel client across a failover (guest-cluster.sh);
+	# knfsd is never started, so its ports are free for head a
+	. $HERE/guest-cluster.sh
+	if [ -f "$H$PLUGIN" ]; then cluster_all; else result cluster - start na 0 "no $PLUGIN"; fi
+	guest_done 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|nfs: server|nfs4|oom' \
+		'err|fail|warn|flush|disconnect|timeout|not responding|kill|reclaim'
 fi
 if [ "${VM_ONLY:-}" = bench ]; then
 	# both servers up at once, so the rounds can alternate without restarts
@@ -375,8 +390,5 @@ if [ "${VM_SIW:-1}" != 0 ] && { [ -z "${VM_ONLY:-}" ] || [ "${VM_ONLY:-}" = siw 
 	unset NFS_IP
 fi
 
-step done
-dmesg | grep -iE 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|siw|nfs: server' | grep -iE 'err|fail|warn|flush|disconnect|timeout|not responding' \
-	> /out/dmesg-errors.txt
-dmesg > /out/dmesg.txt
-echo "GUEST-MAIN-DONE"
+guest_done 'rpcrdma|svcrdma|xprtrdma|rdma_rxe|rxe|siw|nfs: server' \
+	'err|fail|warn|flush|disconnect|timeout|not responding'

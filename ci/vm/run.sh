@@ -43,6 +43,13 @@
 #                          _VERSIONS ("3 4.1"), _SRQ (1: Use_SRQ on in ganesha's RDMA block),
 #                          _KNFSD (0: skip the knfsd column), _LEASE (ganesha's Lease_Lifetime in
 #                          this part; default ganesha.conf's 10 s; knfsd's is 90)
+#      RPCRDMA_VM_ONLY=cluster only the kernel client against two ganesha heads over CephFS
+#                          (guest-cluster.sh, issue #35): Ceph in the guest, heads a and b with
+#                          rados_cluster, a mount of each, write through a / read through b, a
+#                          SIGKILLed and restarted under a dd loop; RPCRDMA_VM_CLUSTER_GRACE (90 s),
+#                          _LEASE (20 s), _MB (4 MiB a round), _TIME_SCALE (8: ceph-cluster.sh's
+#                          waits times this)
+#      RPCRDMA_VM_MEM_MB   the guest's memory in MiB (default 2048)
 #      RPCRDMA_VM_FABRIC_FILTER  --gtest_filter for the fabric suite (default: all)
 #      RPCRDMA_VM_TESTS    only these tests of the list, "mount" first (e.g. "mount rsize_4k")
 #      RPCRDMA_VM_SHELL=1  drop to a shell in the guest at the end (interactive)
@@ -148,6 +155,11 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	SCALE_LEASE=${RPCRDMA_VM_SCALE_LEASE:-}
 	SIW_MODULE='$SIW_MODULE'
 	SIW_WHY='$SIW_WHY'
+	CLUSTER_GRACE=${RPCRDMA_VM_CLUSTER_GRACE:-90}
+	CLUSTER_LEASE=${RPCRDMA_VM_CLUSTER_LEASE:-20}
+	CLUSTER_MB=${RPCRDMA_VM_CLUSTER_MB:-4}
+	CLUSTER_TIME_SCALE=${RPCRDMA_VM_CLUSTER_TIME_SCALE:-8}
+	export CLUSTER_GRACE CLUSTER_LEASE CLUSTER_MB CLUSTER_TIME_SCALE
 	export VM_RELEASE GANESHA_EXPORT_FS VM_VERSIONS GANESHA_CONTROL GANESHA_DEVRM VM_TEST_TIMEOUT VM_ONLY VM_FABRIC_FILTER VM_TESTS VM_MTU
 	export VM_SIW SIW_MODULE SIW_WHY
 	export SCALE_ADDRS SCALE_EXPORTS SCALE_NCONNECT SCALE_MB SCALE_FLOOR_MB SCALE_GANESHA_TCP SCALE_VERSIONS
@@ -171,7 +183,8 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 	# ("IO-APIC + timer doesn't work!", seen here at load 14): the check is for real boards
 	[ "$RELEASE" = bookworm ] || APPEND="$APPEND no_timer_check"
 	echo "== interop VM ($RELEASE): kernel $(basename "$KERNEL"), build dir $BUILDDIR, guest programs from $SHARE (log: $OUT/vm.log)"
-	echo "guest $(basename "$KERNEL") under qemu ${ACCEL^^} -smp 2, $CLOCK; $(host_info) at start" \
+	MEM=${RPCRDMA_VM_MEM_MB:-2048}
+	echo "guest $(basename "$KERNEL") under qemu ${ACCEL^^} -smp 2 -m $MEM, $CLOCK; $(host_info) at start" \
 		> "$OUT/host-info"
 	CON=(-nographic)
 	[ "${RPCRDMA_VM_SHELL:-0}" = 1 ] || CON=(-display none -serial "file:$OUT/vm.log" -monitor none)
@@ -186,7 +199,7 @@ if [ "${RPCRDMA_VM_REPORT_ONLY:-0}" != 1 ]; then
 		mkdir -p "$SHARE$REPO"
 		NS=(unshare --mount --propagation private sh -c "$BIND && exec \"\$@\"" sh)
 	fi
-	timeout -s KILL $((GT + 120)) "${NS[@]}" qemu-system-x86_64 "${QACCEL[@]}" -m 2048 -smp 2 \
+	timeout -s KILL $((GT + 120)) "${NS[@]}" qemu-system-x86_64 "${QACCEL[@]}" -m "$MEM" -smp 2 \
 		-no-reboot -nic none "${CON[@]}" \
 		-virtfs local,path="$SHARE",mount_tag=host0,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,path="$OUT",mount_tag=out0,security_model=none,multidevs=remap \
@@ -228,7 +241,7 @@ fabric_row() { # LABEL TITLE: the fabric suite's row; a failure fails the run
 	      grep -aE 'Segmentation|Abort|terminate called' "$OUT/$1.log" | head -3 | sed 's/^/    /'
 	      echo "    (full log: $OUT/$1.log)" ;;
 	*) case "${RPCRDMA_VM_ONLY:-}" in
-	   devrm|bench|scale) printf '%-28s %s\n' "$2" "not run (RPCRDMA_VM_ONLY=$RPCRDMA_VM_ONLY)" ;;
+	   devrm|bench|scale|cluster) printf '%-28s %s\n' "$2" "not run (RPCRDMA_VM_ONLY=$RPCRDMA_VM_ONLY)" ;;
 	   *) printf '%-28s %s\n' "$2" "not available $fnote" ;;
 	   esac ;;
 	esac
@@ -241,7 +254,7 @@ pass) printf '%-28s %s%s\n' "siw0 setup" "$(cell setup - siw0)" "$(notes setup s
       fabric_row fabric-siw "fabric conformance on siw0" ;;
 fail) printf '%-28s %s%s\n' "siw0 setup" "FAIL" "$(notes setup siw0)"; fail=1; why+=("siw0 setup failed") ;;
 na) printf '%-28s %s%s\n' "siw0 setup" "not available:" "$(notes setup siw0)" ;;
-*) case "${RPCRDMA_VM_ONLY:-}" in devrm|bench|scale) ;; *) printf '%-28s %s\n' "siw0 setup" "not run" ;; esac ;;
+*) case "${RPCRDMA_VM_ONLY:-}" in devrm|bench|scale|cluster) ;; *) printf '%-28s %s\n' "siw0 setup" "not run" ;; esac ;;
 esac
 [ "$(get setup - rxe0 | cut -d' ' -f1)" = pass ] || { fail=1; why+=("rxe0 setup did not pass"); }
 
@@ -267,6 +280,22 @@ devrm_report() {
 if [ "${RPCRDMA_VM_ONLY:-}" = devrm ]; then
 	devrm_report
 	grep -q "^devrm " "$R" || { fail=1; why+=("no device-removal results (see $OUT/guest.log)"); }
+	finish
+fi
+if [ "${RPCRDMA_VM_ONLY:-}" = cluster ]; then
+	# two ganesha heads over CephFS (guest-cluster.sh): its rows; a failing one fails the run
+	echo
+	echo "-- the kernel client against two ganesha heads over CephFS (ci/vm/guest-cluster.sh)"
+	awk '$1=="cluster" {n=""; for (i = 6; i <= NF; i++) n = n " " $i; printf "  %-26s %-5s %6ss %s\n", $3, $4, $5, n}' "$R"
+	grep -q "^cluster " "$R" || { fail=1; why+=("no cluster results (see $OUT/guest.log)"); }
+	if awk '$1=="cluster" && $4!="pass" {f=1} END{exit !f}' "$R"; then
+		fail=1; why+=("cluster: $(awk '$1=="cluster" && $4!="pass" {printf "%s ", $3}' "$R")did not pass")
+	fi
+	echo "(logs: $OUT/cluster-a.log, cluster-b.log, cluster-trace.txt, cluster-loop.log, cluster-ceph-log/)"
+	echo
+	if [ -s "$OUT/dmesg-errors.txt" ]; then
+		echo "-- dmesg (error lines; all: $OUT/dmesg.txt)"; head -30 "$OUT/dmesg-errors.txt"
+	fi
 	finish
 fi
 if [ "${RPCRDMA_VM_ONLY:-}" = scale ]; then

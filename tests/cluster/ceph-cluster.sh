@@ -13,11 +13,15 @@
 #                               by their pid files), remove DIR
 #
 # With CEPH_CLUSTER_OWNER=PID in the environment, start leaves a watcher
-# that stops the cluster once process PID is gone.
+# that stops the cluster once process PID is gone. CEPH_CLUSTER_TIME_SCALE=N
+# multiplies every wait limit and command timeout by N (default 1): the
+# interop VM runs this under TCG, several times slower than a host
+# (ci/vm/guest-cluster.sh).
 # The daemons bind 127.0.0.1 on Ceph's standard ports of the caller's network
 # namespace: run it in one of its own (the cluster tests unshare theirs, see
 # docs/cluster.md) so that a second run or a real Ceph on the host cannot
-# collide with it. No manager: CephFS, the monitor's pool commands and
+# collide with it; the interop VM's guest is a machine of its own and runs it
+# as it is. No manager: CephFS, the monitor's pool commands and
 # RADOS need none (docs/cluster.md: what a manager would cost). No cephx
 # (auth none): one host, one user. Bounded: every wait has a limit of seconds.
 set -eu
@@ -31,14 +35,16 @@ die() {
 }
 
 ADDR=127.0.0.1
+SCALE=${CEPH_CLUSTER_TIME_SCALE:-1}
+case $SCALE in '' | *[!0-9]* | 0) die "CEPH_CLUSTER_TIME_SCALE=$SCALE: a positive integer" ;; esac
 
 cephc() {
-	timeout 30 ceph -c "$DIR/ceph.conf" --connect-timeout 10 "$@"
+	timeout $((30 * SCALE)) ceph -c "$DIR/ceph.conf" --connect-timeout $((10 * SCALE)) "$@"
 }
 
-# wait up to $1 seconds for "$2..." (a command) to succeed
+# wait up to $1 seconds (times SCALE) for "$2..." (a command) to succeed
 wait_for() {
-	end=$(($(date +%s) + $1))
+	end=$(($(date +%s) + $1 * SCALE))
 	shift
 	while ! "$@" >/dev/null 2>&1; do
 		[ "$(date +%s)" -lt "$end" ] || return 1
@@ -132,7 +138,7 @@ CONF
 		--keyring "$DIR/keyring" >"$DIR/log/mon-mkfs.out" 2>&1 ||
 		die "ceph-mon --mkfs failed: $(tail -5 "$DIR/log/mon-mkfs.out")"
 	daemon mon.a ceph-mon -c "$DIR/ceph.conf" -f -i a
-	wait_for 30 cephc mon stat || die "the monitor did not answer in 30 s: $(tail -5 "$DIR/log/mon.a.log" 2>/dev/null)"
+	wait_for 30 cephc mon stat || die "the monitor did not answer in $((30 * SCALE)) s: $(tail -5 "$DIR/log/mon.a.log" 2>/dev/null)"
 
 	uuid=$(cat /proc/sys/kernel/random/uuid)
 	id=$(cephc osd new "$uuid") || die "ceph osd new failed"
@@ -141,7 +147,7 @@ CONF
 		>"$DIR/log/osd-mkfs.out" 2>&1 ||
 		die "ceph-osd --mkfs failed: $(tail -5 "$DIR/log/osd-mkfs.out")"
 	daemon osd.0 ceph-osd -c "$DIR/ceph.conf" -f -i 0
-	wait_for 60 osd_up || die "osd.0 not up in 60 s: $(tail -5 "$DIR/log/osd.0.log" 2>/dev/null)"
+	wait_for 60 osd_up || die "osd.0 not up in $((60 * SCALE)) s: $(tail -5 "$DIR/log/osd.0.log" 2>/dev/null)"
 
 	daemon mds.a ceph-mds -c "$DIR/ceph.conf" -f -i a
 	{
@@ -152,7 +158,7 @@ CONF
 			cephc osd pool create nfs-ganesha 8 &&
 			cephc osd pool application enable nfs-ganesha nfs
 	} >"$DIR/log/setup.out" 2>&1 || die "pool or file system setup failed: $(tail -5 "$DIR/log/setup.out")"
-	wait_for 60 mds_active || die "no active MDS in 60 s: $(cephc mds stat 2>&1; tail -5 "$DIR/log/mds.a.log" 2>/dev/null)"
+	wait_for 60 mds_active || die "no active MDS in $((60 * SCALE)) s: $(cephc mds stat 2>&1; tail -5 "$DIR/log/mds.a.log" 2>/dev/null)"
 	# CEPH_CLUSTER_OWNER=PID: stop the cluster when that process is gone
 	# (a test killed by its timeout leaves no daemons behind)
 	if [ -n "${CEPH_CLUSTER_OWNER:-}" ]; then
