@@ -170,12 +170,23 @@ cl_across() { # CHECK SRC DST READBACK: SRC written to DST through one head, clo
 	fi
 }
 cl_lock_b_v40() { # PROTO PORT
-	mkdir -p $CL_MB.$1
-	if timeout -s KILL 180 mount.nfs $IP:/export $CL_MB.$1 -o vers=4.0,proto=$1,port=$2,hard; then
-		cl_lock_b denied lock_b_refused_${1}_v40 $CL_D/mb.$1/held
-		timeout -s KILL 60 umount $CL_MB.$1
+	cl_lock_b_mount 4.0 $1 $2 $IP
+}
+# NFSv4.1 over ganesha's TCP through a second address of the guest: ganesha keys a client's
+# record by the server address it came in on, so this mount gets a client ID, and a client of
+# the kernel's, of its own instead of being trunked onto the RDMA mount of b
+cl_lock_b_v41_tcp() { # PORT
+	ip addr add ${IP%.*}.2/24 dev dummy0 2>/dev/null
+	cl_lock_b_mount 4.1 tcp $1 ${IP%.*}.2
+}
+cl_lock_b_mount() { # VERS PROTO PORT ADDR
+	v=$(echo $1 | tr -d .)
+	mkdir -p $CL_MB.$2$v
+	if timeout -s KILL 180 mount.nfs $4:/export $CL_MB.$2$v -o vers=$1,proto=$2,port=$3,hard; then
+		cl_lock_b denied lock_b_refused_${2}_v$v $CL_D/mb.$2$v/held
+		timeout -s KILL 60 umount $CL_MB.$2$v
 	else
-		cl lock_b_refused_${1}_v40 fail 0 "NFSv4.0 mount of b over $1 failed"
+		cl lock_b_refused_${2}_v$v fail 0 "NFSv$1 mount of b over $2 failed"
 	fi
 }
 cl_lock_b() { # WANT CHECK [FILE]: a write lock on all of the holder's file, through b, without waiting
@@ -253,6 +264,7 @@ cluster_all() {
 		# transport's part and the minor version's (v4.0 replies carry no SEQUENCE) apart
 		cl_lock_b_v40 tcp 2149
 		cl_lock_b_v40 rdma 20149
+		cl_lock_b_v41_tcp 2149
 	else
 		cl lock_b_refused_before fail 0 "the holder did not lock: $(head -c 200 /tmp/cl_holder.out)"
 	fi
