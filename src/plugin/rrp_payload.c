@@ -399,9 +399,9 @@ static void *expect_take(size_t size)
 {
 	if (size < RRP_PAYLOAD_MIN || size > ann.expect_max)
 		return NULL;
-	/* The last one: only a lending keeps a floor (announce_floor). */
+	/* The floor changes only with the last one */
 	if (--ann.expect_n == 0)
-		ann.floor = ann.lend_floor;
+		announce_floor();
 	return arena_take(size);
 }
 
