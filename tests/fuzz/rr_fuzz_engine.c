@@ -188,13 +188,13 @@ static unsigned int in16(struct in *in)
 }
 
 /*
- * Every Reply context of a send pool is back on its free list, none twice.
- * Returns its registrations (one per chunk).
+ * Every Reply context of a send pool is back on its free list, or on its
+ * way there; none twice. Returns its registrations (one per chunk).
  */
 static unsigned int sendpool_all_free(const struct rr_sendpool *sp)
 {
 	unsigned int regs = 0;
-	uint32_t made = 0, n = 0;
+	uint32_t made = 0, n = 0, nfree;
 
 	if (!sp)
 		return 0;
@@ -202,8 +202,16 @@ static unsigned int sendpool_all_free(const struct rr_sendpool *sp)
 		made += ch->n;
 	for (const struct rr_send_ctx *x = sp->free; x; x = x->next_free)
 		CHECK(++n <= made); /* a cycle: a context given back twice */
+	nfree = n;
+	/* Contexts a freed connection left (unsignalled Sends retired with
+	 * its QP) wait for the pool's thread on the returned stack: free too,
+	 * spare once taken. */
+	for (const struct rr_handoff *h = atomic_load(&sp->returned); h; h = h->next)
+		CHECK(++n <= made);
 	/* all free: every joined connection's reserve, the rest spare */
-	CHECK(n == made && sp->spare + RR_SEND_RESERVE * sp->nconns == made && !sp->wait_head);
+	CHECK(n == made);
+	CHECK(sp->spare + (n - nfree) + RR_SEND_RESERVE * sp->nconns == made);
+	CHECK(!sp->wait_head);
 	return regs;
 }
 
@@ -421,13 +429,18 @@ static struct rr_conn *connection(uint8_t ord)
 	return c;
 }
 
-/* Then a second of the pools' clock: slabs free for RR_SINK_IDLE_S of
- * them are given back, and the next input takes them again. */
+/* Then a second of the pools' clock, as the event thread's tick runs it
+ * (rr_admit.c): slabs free for RR_SINK_IDLE_S of them and send chunks free
+ * long enough (at once with no connection joined) are given back, and the
+ * next input takes them again. */
 static void check_pools(unsigned int conn_mrs)
 {
 	CHECK(F.nmr == base_mrs + big_all_free() + conn_mrs);
-	for (unsigned int i = 0; i < srv->nbigpools[0]; i++)
+	for (unsigned int i = 0; i < srv->nbigpools[0]; i++) {
 		rr_big_tick(srv->bigpools[0][i]);
+		if (srv->bigpools[0][i]->sends)
+			rr_sendpool_tick(srv->bigpools[0][i]->sends);
+	}
 }
 
 /* Close and reap: the connection must be freed with everything it held,
@@ -447,6 +460,9 @@ static void teardown(struct rr_conn *c)
 		for (unsigned int k = 0; k < srv->bigpools[0][i]->nclass; k++)
 			CHECK(srv->bigpools[0][i]->cls[k].n == 0 &&
 			      srv->bigpools[0][i]->cls[k].nslab == 0);
+	/* no connection joined: the send pool gave every chunk back */
+	for (unsigned int i = 0; i < srv->nbigpools[0]; i++)
+		CHECK(!srv->bigpools[0][i]->sends || !srv->bigpools[0][i]->sends->chunks);
 }
 
 static unsigned int list_len(const struct rr_send_ctx *s)
