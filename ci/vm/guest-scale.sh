@@ -47,6 +47,23 @@ sc_rss() { # RSS of ganesha.nfsd in MiB (knfsd: kernel threads, none)
 	p=$(pidof ganesha.nfsd | awk '{print $1}')
 	[ -n "$p" ] && awk '/VmRSS/{printf "%.0f MiB", $2 / 1024}' /proc/$p/status 2>/dev/null
 }
+# Where the memory went (issue #33): the guest's kernel-side counters in MiB, and for ganesha its
+# resident pages split into the device's queues (mappings of /dev/infiniband/uverbs*: rxe's
+# send, receive and completion queues, vmalloc'd by the kernel and mapped into the process),
+# anonymous memory (heap, stacks, the plugin's pools) and the rest (files, libraries).
+sc_meminfo() {
+	awk '/^(AnonPages|Slab|SUnreclaim|VmallocUsed|PageTables|KernelStack|Shmem):/ {
+		sub(":", "", $1); printf "%s%s %d", sep, $1, $2 / 1024; sep = ", " }
+	END { printf " MiB" }' /proc/meminfo
+}
+sc_smaps() {
+	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	[ -n "$p" ] || return 0
+	awk '/^[0-9a-f]+-[0-9a-f]+ / { name = $6; anon = (NF < 6 || name ~ /^\[(heap|stack)/) }
+	     /^Rss:/ { if (name ~ /uverbs/) q += $2; else if (anon) a += $2; else f += $2 }
+	     END { printf "; ganesha resident: device queues %d, anonymous %d, files %d MiB",
+		   q / 1024, a / 1024, f / 1024 }' /proc/$p/smaps 2>/dev/null
+}
 sc_tcp_conns() { # the server's established TCP connections on :2049
 	netstat -tn 2>/dev/null | awk '$4 ~ /:2049$/ && $6 == "ESTABLISHED"' | wc -l
 }
@@ -170,13 +187,15 @@ sc_read() {
 sc_run() { # SERVER [PROTO]: mount, I/O, count, unmount
 	SC_SRV=$1 SC_PROTO=${2:-rdma}
 	step "scale $1"
-	mem0=$(sc_memavail)
+	mem0=$(sc_memavail) meminfo0=$(sc_meminfo)
 	t0=$(up)
 	sc_mount_all
 	st=pass; [ $sc_n -gt 0 ] && [ $sc_nf = 0 ] || st=fail
 	sc mounts $st "$(secs $t0)" "$sc_n mounts ($sc_addrs addresses x $SC_EXPORTS exports x v$(echo $SC_VERSIONS | sed 's/ /+v/g')," \
 		"nconnect=$SC_NCONNECT), $sc_nf failed${sc_stop:+; $sc_stop}"
 	[ $sc_n -gt 0 ] || return 1
+	sc memory-mounted pass 0 "MemAvailable $mem0 -> $(sc_memavail) MiB;" \
+		"before: $meminfo0; all mounted, no I/O yet: $(sc_meminfo)$(sc_smaps)"
 	t0=$(up)
 	sc_beat_start
 	sc_parallel write sc_write
@@ -206,7 +225,7 @@ sc_run() { # SERVER [PROTO]: mount, I/O, count, unmount
 	st=pass; [ "$srv" -gt 0 ] || st=fail
 	sc conns $st 0 "$what; the client's NFS clients: $(sc_clients)"
 	sc memory pass 0 "MemAvailable $mem0 -> $(sc_memavail) MiB with all mounted$(case $1 in ganesha*)
-		echo "; ganesha RSS $(sc_rss)" ;; esac)"
+		echo "; ganesha RSS $(sc_rss)" ;; esac); $(sc_meminfo)$(sc_smaps)"
 	rdma resource show 2>/dev/null | sed 's/^/  [scale] /'
 	t0=$(up); nu=0
 	for d in $(cat /tmp/sc_mounts); do
