@@ -657,7 +657,7 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 {
 	const struct rr_config *ec = &rrp.eff[slot];
 	struct rr_served sv = rrp.served[slot];
-	char conns[48], budget[32];
+	char conns[48], budget[32], sinks[32];
 
 	if (ec->max_conns_per_peer)
 		snprintf(conns, sizeof(conns), "%u connections (%u per peer)", ec->max_conns,
@@ -668,16 +668,21 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 		snprintf(budget, sizeof(budget), "%llu MiB", mib(ec->recv_mem_budget));
 	else
 		snprintf(budget, sizeof(budget), "none");
+	if (ec->sink_budget)
+		snprintf(sinks, sizeof(sinks), "%llu MiB", mib(ec->sink_budget));
+	else
+		snprintf(sinks, sizeof(sinks), "none");
 	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s (%s; %u SGEs a Write, "
 		"%u a Read, Send With Invalidate %s), credits %u (device holds %u), inline %u, "
 		"RDMA Read depth %u, SRQ %s, event threads %u, %s, memory budget %s; "
 		"registered memory at most %llu MiB (connections %llu, shared receives %llu, "
-		"Read sinks %llu, READ payload pool %llu); built for %s",
+		"Read sinks %llu (Read chunks' data within %s), READ payload pool %llu); "
+		"built for %s",
 		addr, rrp.cfg.fabric, sv.device, sv.transport, sv.write_sge, sv.read_sge,
 		sv.send_with_inv ? "yes" : "no", sv.credits, sv.credits_cap, sv.inline_size,
 		sv.ord, sv.srq ? "on" : "off", ec->event_threads, conns, budget,
 		mib(sv.mem_conns + sv.mem_srq + sv.mem_sinks + payload_bytes), mib(sv.mem_conns),
-		mib(sv.mem_srq), mib(sv.mem_sinks), mib(payload_bytes), rrp_host_ops.name);
+		mib(sv.mem_srq), mib(sv.mem_sinks), sinks, mib(payload_bytes), rrp_host_ops.name);
 }
 
 /* What a listener's settings may register: the start-up line's sum, and on

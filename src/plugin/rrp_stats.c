@@ -172,14 +172,15 @@ static void put_server(FILE *f)
 	fprintf(f,
 		"{\"device\":\"%s\",\"credits\":%u,\"credits_cap\":%u,\"inline_size\":%u,"
 		"\"use_srq\":%s,\"srq_depth\":%u,"
-		"\"recv_mem_budget\":%llu,\"max_connections\":%u,"
+		"\"recv_mem_budget\":%llu,\"read_sink_budget\":%llu,\"max_connections\":%u,"
 		"\"max_connections_per_peer\":%u,\"peer_prefix_v4\":%u,\"peer_prefix_v6\":%u,"
 		"\"max_rdma_read_depth\":%u,"
 		"\"handshake_timeout\":%u,\"idle_timeout\":%u,\"workers\":%u}},",
 		json_safe(sv->device), e->credits, sv->credits_cap, e->inline_size,
 		e->use_srq ? "true" : "false",
 		e->use_srq ? (e->srq_depth ? e->srq_depth : RR_SRQ_DEFAULT_DEPTH) : 0,
-		(unsigned long long)e->recv_mem_budget, e->max_conns, e->max_conns_per_peer,
+		(unsigned long long)e->recv_mem_budget, (unsigned long long)e->sink_budget,
+		e->max_conns, e->max_conns_per_peer,
 		e->peer_prefix_v4, e->peer_prefix_v6, e->max_ord, e->handshake_timeout,
 		e->idle_timeout, rrp.nworkers);
 }

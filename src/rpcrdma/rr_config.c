@@ -172,6 +172,7 @@ void rr_config_default(struct rr_config *cfg)
 	cfg->peer_prefix_v4 = 32;
 	cfg->peer_prefix_v6 = 64;
 	cfg->recv_mem_budget = rr_mem_budget_default();
+	cfg->sink_budget = rr_mem_budget_default();
 	cfg->event_threads = rr_event_threads_default();
 	rr_hdr_limits_default(&cfg->limits);
 }

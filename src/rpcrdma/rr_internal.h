@@ -110,6 +110,8 @@ struct rr_bigpool {
 	uint64_t reserve;		/* bytes each connection may always hold */
 	int64_t shared_cap;		/* bytes held beyond reserves, all connections */
 	uint32_t prealloc;		/* full-size buffers registered when made */
+	uint64_t made;			/* bytes registered now, all classes */
+	uint64_t read_budget;		/* Read sinks may grow it this far; 0: no bound */
 	_Atomic int64_t shared_used;
 	unsigned int nclass;
 	struct rr_sink_class cls[RR_SINK_CLASSES];	/* ascending sizes */
@@ -123,11 +125,14 @@ uint64_t rr_big_bound_bytes(const struct rr_config *cfg);
 void rr_big_destroy(struct rr_bigpool *bp);
 /* Event thread: register up to @n full-size buffers ahead of use. */
 void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations);
+/* What a buffer is for: a Read sink's growth of the pool is bounded by its
+ * read_budget (rr_config.sink_budget), a Reply's bounce buffer's is not. */
+enum rr_sink_use { RR_SINK_READ, RR_SINK_BOUNCE };
 /* Event thread: a free buffer of at least @len bytes for @c (its lkey and
  * reference), charged to @c; NULL when @c is at its share or the pool is
  * short: retry when a sink comes back. */
-void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_t *lkey,
-		 uint32_t *ref);
+void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, enum rr_sink_use use,
+		 uint32_t *lkey, uint32_t *ref);
 /* Any thread: the buffer @ref that @c took is free again. */
 void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
 /* Event thread: lkey of [addr, addr+len) if it lies in one registration, else false. */

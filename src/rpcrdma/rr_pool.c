@@ -219,6 +219,24 @@ static void sink_shape_evt(const struct rr_config *cfg, struct sink_shape *s)
 	s->big_max = s->shared + reserve + (cfg->sink_mem_max ? 0 : s->prealloc);
 }
 
+/*
+ * One event thread's share of Read_Sink_Budget on a device (0: no bound),
+ * never below a whole Call's chunks, each in a buffer or slab of its own:
+ * a Call whose sinks do not fit holds none (rr_read.c), so one always fits
+ * when the pool has nothing out.
+ */
+static uint64_t sink_read_budget(const struct rr_config *cfg, size_t big)
+{
+	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
+	uint64_t floor = (uint64_t)cfg->limits.max_read_chunks *
+			 (big > RR_SINK_SLAB ? big : RR_SINK_SLAB);
+	uint64_t share = cfg->sink_budget / n;
+
+	if (!cfg->sink_budget)
+		return 0;
+	return share > floor ? share : floor;
+}
+
 uint64_t rr_big_bound_bytes(const struct rr_config *cfg)
 {
 	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
@@ -257,6 +275,7 @@ struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd)
 	bp->reserve = RR_SINK_RESERVE_BIG * s.big;
 	bp->shared_cap = (int64_t)((uint64_t)s.shared * s.big);
 	bp->prealloc = s.prealloc;
+	bp->read_budget = sink_read_budget(&srv->cfg, s.big);
 	if (ret) {
 		rr_big_destroy(bp);
 		return NULL;
@@ -272,6 +291,7 @@ static void slab_unmap(struct rr_bigpool *bp, struct rr_sink_class *k, uint32_t 
 	munmap(k->slab[s].mem, len);
 	k->slab[s] = (struct rr_sink_slab){0};
 	k->n -= k->per_slab;
+	bp->made -= len;
 	RR_SRV_STAT_SUB(bp->srv, sink_pool_bytes, len);
 }
 
@@ -293,8 +313,9 @@ void rr_big_destroy(struct rr_bigpool *bp)
 }
 
 /* Event thread: a free slot of class @k, registering one more slab if it
- * has none; -1 when the class is at its bound (or memory is short). */
-static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k,
+ * has none; -1 when the class is at its bound, a Read sink's growth past
+ * the pool's read_budget, or memory is short. */
+static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k, enum rr_sink_use use,
 			     uint64_t *registrations)
 {
 	uint32_t i;
@@ -307,6 +328,9 @@ static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k,
 		return i;
 	}
 	if (k->n + k->per_slab > k->max)
+		return -1;
+	if (use == RR_SINK_READ && bp->read_budget &&
+	    bp->made + k->size * k->per_slab > bp->read_budget)
 		return -1;
 	/* Grow by one registration; only under load growth. Local write only:
 	 * the fabric writes a sink on our behalf (the RDMA Read response) and
@@ -334,6 +358,7 @@ static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k,
 		k->slab[s].idle_ticks = 0;
 		if (s == k->nslab)
 			k->nslab++;
+		bp->made += len;
 		RR_SRV_STAT_ADD(bp->srv, sink_pool_bytes, len);
 		i = s * k->per_slab;
 	}
@@ -357,8 +382,8 @@ static void *sink_addr(struct rr_sink_class *k, uint32_t slot, uint32_t *lkey)
 	return sl->mem + (size_t)(slot % k->per_slab) * k->size;
 }
 
-void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_t *lkey,
-		 uint32_t *ref)
+void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, enum rr_sink_use use,
+		 uint32_t *lkey, uint32_t *ref)
 {
 	uint64_t held = atomic_load_explicit(&c->st.sink_bytes, memory_order_relaxed);
 	uint64_t regs = 0, cap, share;
@@ -388,7 +413,7 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, uint32_
 		if (d && atomic_load_explicit(&bp->shared_used, memory_order_relaxed) + d >
 			     bp->shared_cap)
 			return NULL;
-		slot = sink_slot_get(bp, &bp->cls[ci], &regs);
+		slot = sink_slot_get(bp, &bp->cls[ci], use, &regs);
 		if (regs)
 			RR_STAT_ADD(c, registrations, regs);
 		if (slot >= 0)
@@ -459,7 +484,7 @@ void rr_big_prealloc(struct rr_bigpool *bp, uint32_t n, uint64_t *registrations)
 	uint32_t got = 0;
 
 	while (got < n && got < RR_BIG_PREALLOC) {
-		int64_t slot = sink_slot_get(bp, k, registrations);
+		int64_t slot = sink_slot_get(bp, k, RR_SINK_READ, registrations);
 
 		if (slot < 0)
 			break;

@@ -40,6 +40,21 @@ static bool expose_sink(struct rr_call_ctx *ctx, unsigned int i)
 	return true;
 }
 
+/* A Call that cannot have all its sinks holds none while it waits: calls
+ * each holding part of what they need could otherwise share out a pool at
+ * its bound (Read_Sink_Budget) with none of them able to finish. */
+static void give_back_sinks(struct rr_call_ctx *ctx)
+{
+	struct rr_conn *c = ctx->conn;
+
+	for (unsigned int i = 0; i < ctx->nsinks; i++)
+		if (ctx->sink[i]) {
+			rr_sink_unexpose(ctx, i);
+			rr_big_put(c->big, c, ctx->sink_ref[i]);
+			ctx->sink[i] = NULL;
+		}
+}
+
 /* Sinks sized to each chunk (rr_internal.h: the pool's classes and each
  * connection's share); false leaves the call queued until one comes back. */
 static bool alloc_sinks(struct rr_call_ctx *ctx)
@@ -48,10 +63,12 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 
 	for (unsigned int i = 0; i < ctx->pcl.n_read; i++) {
 		if (!ctx->sink[i]) {
-			ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl.read[i].length,
+			ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl.read[i].length, RR_SINK_READ,
 						  &ctx->sink_lkey[i], &ctx->sink_ref[i]);
-			if (!ctx->sink[i])
+			if (!ctx->sink[i]) {
+				give_back_sinks(ctx);
 				return false;
+			}
 			if (i >= ctx->nsinks)
 				ctx->nsinks = i + 1;
 		}

@@ -82,7 +82,7 @@ static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece
 		return false;
 	/* Sized to @len and charged to this connection: its reserve covers a
 	 * full Long Reply whatever other connections hold (rr_internal.h). */
-	buf = rr_big_get(c->big, c, len, &lkey, &ref);
+	buf = rr_big_get(c->big, c, len, RR_SINK_BOUNCE, &lkey, &ref);
 	if (!buf)
 		return false;
 	s->bounce_ref[s->nbounce] = ref;

@@ -95,6 +95,19 @@ struct rr_config {
 	 */
 	uint64_t sink_mem_max;
 	/*
+	 * Bytes the Read sinks of one device may register (Read_Sink_Budget),
+	 * divided among the event threads, never below one whole Call's
+	 * chunks a thread; 0: no bound but the pools' shape. The data of Read
+	 * chunks (NFS WRITE payloads, Long Calls) waits in its sinks for the
+	 * upper layer's workers, so a burst from many connections would
+	 * otherwise pin up to every connection's reserve. A Call whose sinks
+	 * do not fit waits, holding none, until sinks come back or idle slabs
+	 * are given back; a Reply's bounce buffers are not counted (they are
+	 * held only until the Send completes). rr_config_default: an eighth
+	 * of physical memory, as recv_mem_budget.
+	 */
+	uint64_t sink_budget;
+	/*
 	 * Event threads (Event_Threads): connections are spread over this
 	 * many, each with its own epoll, completions, send queues and sink
 	 * pool (docs/threading.md). rr_config_default takes it from the cores

@@ -8,7 +8,7 @@
  *                       [--srq 0|1] [--srq-depth N] [--max-chunk BYTES]
  *                       [--max-per-peer N] [--handshake-timeout S] [--idle-timeout S]
  *                       [--send-timeout S] [--peer-prefix-v4 BITS] [--peer-prefix-v6 BITS]
- *                       [--sink-mem BYTES] [--event-threads N]
+ *                       [--sink-mem BYTES] [--sink-budget BYTES] [--event-threads N]
  *
  * Event threads: 1 unless --event-threads or RPCRDMA_TEST_EVENT_THREADS
  * says otherwise.
@@ -802,7 +802,8 @@ static int usage(void)
 			"[--idle-timeout S]\n"
 			"                      [--send-timeout S] [--peer-prefix-v4 BITS] "
 			"[--peer-prefix-v6 BITS]\n"
-			"                      [--sink-mem BYTES] [--event-threads N]\n");
+			"                      [--sink-mem BYTES] [--sink-budget BYTES] "
+			"[--event-threads N]\n");
 	return 2;
 }
 
@@ -866,6 +867,8 @@ int main(int argc, char **argv)
 			cfg.limits.max_chunk_bytes = (uint32_t)v; /* also sizes the big buffers */
 		else if (!strcmp(argv[i], "--sink-mem"))
 			cfg.sink_mem_max = (uint64_t)v;
+		else if (!strcmp(argv[i], "--sink-budget"))
+			cfg.sink_budget = (uint64_t)v;
 		else if (!strcmp(argv[i], "--event-threads"))
 			cfg.event_threads = (uint32_t)v;
 		else

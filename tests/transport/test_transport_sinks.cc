@@ -297,6 +297,112 @@ TEST_F(SinksCapped, ReserveHoldsAfterThePoolGaveBack)
 	hoard_and_serve(hoarders, e);
 }
 
+/*
+ * Read_Sink_Budget (issue #33): what the Read sinks may register, whatever
+ * the connections' reserves. Writes from many clients wait in their sinks
+ * for the upper layer's workers; in the 2 GiB interop VM 204 connections'
+ * reserves alone came to 1,135 MiB and a burst of writes took ganesha to
+ * the OOM killer (ci/vm/README.md). A budget of 6 MiB holds five full-size
+ * buffers of 1 MiB chunks (1 MiB + 4 rounded up to pages: 1,052,672 bytes).
+ */
+class SinksBudget : public Sinks
+{
+      protected:
+	static constexpr uint64_t kBig = 1052672;
+	static constexpr uint64_t kBudget = 6u << 20;
+	static constexpr uint64_t kFit = kBudget / kBig; /* 5 */
+	SinksBudget()
+	{
+		/* one event thread, the whole budget its own (with N, each has
+		 * 1/N, never below a whole Call's chunks) */
+		sopts.args = {"--max-chunk", "1048576", "--sink-budget", std::to_string(kBudget),
+			      "--event-threads", "1"};
+	}
+
+	/* Four connections, each posting @per calls of @nchunks Read chunks
+	 * (600 KiB in all: full-size sinks), held by the upper layer. */
+	uint64_t hoard(const std::vector<Requester *> &hoarders, uint32_t per, unsigned int nchunks)
+	{
+		uint64_t before = srv.stats()["ul_calls"];
+
+		for (Requester *h : hoarders)
+			for (uint32_t i = 0; i < per; i++)
+				EXPECT_GE(post_hold(h, random_bytes(rng, nchunks * 300 * 1024), nchunks), 0)
+				    << h->last_error();
+		return ul_calls_settled(before) - before;
+	}
+};
+
+/*
+ * Sixteen held calls of one 600 KiB chunk from four connections: without
+ * the budget every one fits (two in each reserve, the rest shared); with
+ * it, five are held and the pool registers no more than the budget. A Long
+ * Reply on a fifth connection is still served (bounce buffers are not
+ * counted); its Read waits until a hoarder goes, then is served, and the
+ * calls left waiting move up in its place.
+ */
+TEST_F(SinksBudget, HeldWritesStayWithinTheBudgetAndResumeWhenSinksComeBack)
+{
+	std::vector<Requester *> hoarders;
+	Requester *e = nullptr;
+	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
+	uint64_t held = hoard(hoarders, 4, 1);
+	EXPECT_EQ(held, kFit) << "held calls' sinks: not what the budget holds";
+	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+	EXPECT_EQ(srv.stats()["sink_bytes"], held * kBig);
+
+	/* a Long Reply: a bounce buffer past the budget */
+	Reply r;
+	TestCall l = call_source(e->next_xid(), 12000, 9);
+	CallSpec ls;
+	ls.reply = {12000 + 1024};
+	ASSERT_TRUE(e->call(l.rpc, ls, &r, 5000)) << e->last_error();
+	EXPECT_EQ(r.proc, RDMA_NOMSG) << r.describe();
+	EXPECT_TRUE(opaque_result(r, l.xid, pattern(9, 12000)));
+
+	/* a Read waits while the budget is held, holding nothing */
+	auto d = random_bytes(rng, 500 * 1024);
+	TestCall c = call_data(e->next_xid(), RRT_PROC_SINK, d);
+	ASSERT_GE(e->post(c.rpc, read_spec(c)), 0) << e->last_error();
+	EXPECT_FALSE(e->wait(c.xid, &r, 1500)) << "a Read took a sink past the budget";
+	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+
+	/* a hoarder goes: its held calls' sinks come back */
+	uint64_t before = srv.stats()["ul_calls"];
+	hoarders[0]->disconnect();
+	ASSERT_TRUE(e->wait(c.xid, &r, 10000)) << "the waiting Read never resumed";
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+	EXPECT_GT(ul_calls_settled(before), before + 1) << "the waiting held calls did not move up";
+	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+	for (size_t i = 1; i < hoarders.size(); i++)
+		EXPECT_TRUE(hoarders[i]->connected()) << "a connection over the budget is only made to wait";
+}
+
+/*
+ * Calls of two chunks each: a call that cannot have both holds neither, so
+ * two are held (four buffers) and the fifth buffer stays free for a call it
+ * fits - here another connection's one-chunk Read, served at once. Taking
+ * one sink each, five waiting calls would have held the budget with none
+ * able to finish.
+ */
+TEST_F(SinksBudget, CallsThatDoNotFitWholeHoldNone)
+{
+	std::vector<Requester *> hoarders;
+	Requester *e = nullptr;
+	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
+	uint64_t held = hoard(hoarders, 3, 2);
+	EXPECT_EQ(held, kFit / 2) << "two-chunk calls held: not what the budget holds whole";
+	EXPECT_EQ(srv.stats()["sink_bytes"], held * 2 * kBig);
+	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+	sink_call(e, 500 * 1024);
+	for (Requester *h : hoarders)
+		EXPECT_TRUE(h->connected());
+}
+
 /* Peer @b RDMA-Writes @len bytes of 0xEE to @addr by @key; true once the
  * Write completed, its status in *@status. */
 bool peer_writes(Requester *b, uint64_t addr, uint32_t key, size_t len, int *status)
