@@ -133,7 +133,7 @@ static void attr_request(Xdr &x)
 void Nfs4::begin(Comp &c, bool with_seq)
 {
 	header(c.x, &c.xid, PROG_NFS, 4, 1);
-	c.x.string("rr-nfs-client"); /* tag */
+	c.x.string(tag);
 	c.x.u32(minor_);
 	c.nops_at = c.x.buf.size();
 	c.x.u32(0);

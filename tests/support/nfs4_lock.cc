@@ -26,7 +26,7 @@ static void get_denied(Dec &d, LockRange *out)
 	l.len = d.u64();
 	l.type = d.u32();
 	l.owner_clientid = d.u64();
-	d.opaque(NFS4_OPAQUE_LIMIT);
+	l.owner = d.opaque(NFS4_OPAQUE_LIMIT);
 	if (out)
 		*out = l;
 }

@@ -310,11 +310,12 @@ struct Deleg {
 	uint32_t why_none = 0; /* NONE_EXT: why_no_delegation4 */
 };
 
-/* LOCK4denied's range and type (RFC 8881 section 18.10.2) */
+/* LOCK4denied's range, type and lock owner (RFC 8881 section 18.10.2) */
 struct LockRange {
 	uint64_t off = 0, len = 0;
 	uint32_t type = 0;
 	uint64_t owner_clientid = 0;
+	Bytes owner;
 };
 
 /* NFSv4.1 / 4.2 (RFC 8881, RFC 7862) with one session, slot 0. */
@@ -409,6 +410,8 @@ class Nfs4 : public Client
 	/* the statuses that caused them, in order */
 	std::vector<int> recovery_statuses;
 	bool cachethis = false;
+	/* each COMPOUND's tag (Linux sends an empty one) */
+	std::string tag = "rr-nfs-client";
 	/* CREATE_SESSION: ask for a back channel on this connection
 	 * (CREATE_SESSION4_FLAG_CONN_BACK_CHAN) with this program and security
 	 * (AUTH_NONE 0 or AUTH_SYS 1) */
