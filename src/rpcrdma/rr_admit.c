@@ -392,6 +392,7 @@ void rr_admit_tick(struct rr_evt *e)
 		if (pools[i]->sends)
 			rr_sendpool_tick(pools[i]->sends);
 	}
+	rr_pcl_tick(e);
 	if (e->idx)
 		return;
 	rr_ratelog_summary(&srv->refusals, false);

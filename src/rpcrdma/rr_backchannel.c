@@ -39,11 +39,11 @@ void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx)
 	 * unasked Replies must not keep its connection from going idle. */
 	if (rr_bc_answered(c))
 		c->heard++;
-	bc_grant(c, ctx->pcl.credits);
+	bc_grant(c, ctx->pcl->credits);
 	if (c->srv->ops.bc_reply) {
 		RR_STAT_ADD(c, bc_replies, 1);
-		c->srv->ops.bc_reply(c->srv->ctx, c, ctx->buf + ctx->pcl.hdr_len,
-				     ctx->recv_len - ctx->pcl.hdr_len, ctx->pcl.credits);
+		c->srv->ops.bc_reply(c->srv->ctx, c, ctx->buf + ctx->pcl->hdr_len,
+				     ctx->recv_len - ctx->pcl->hdr_len, ctx->pcl->credits);
 	} else {
 		RR_STAT_ADD(c, dropped, 1);
 	}

@@ -67,8 +67,8 @@ void rr_call_dispatch(struct rr_call_ctx *ctx)
 	for (int i = 0; i < ctx->call.iovcnt; i++)
 		len += ctx->call.iov[i].iov_len;
 	ctx->call.conn = c;
-	ctx->call.xid = ctx->pcl.xid;
-	ctx->call.pcl = &ctx->pcl;
+	ctx->call.xid = ctx->pcl->xid;
+	ctx->call.pcl = ctx->pcl;
 	ctx->call.len = len;
 	ctx->call.upper_priv = NULL;
 	ctx->state = RR_CALL_UPPER;

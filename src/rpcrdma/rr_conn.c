@@ -71,6 +71,8 @@ void rr_conn_free(struct rr_conn *c)
 	rr_pool_fini(&c->recv_pool);
 	rr_send_chunks_free(c);
 	fab_pd_free(c->own_pd); /* after the QP and every registration in it */
+	for (uint32_t i = 0; c->calls && i < c->nrecv; i++)
+		rr_pcl_free(c->calls[i].pcl); /* calls the close cut short */
 	free(c->calls);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

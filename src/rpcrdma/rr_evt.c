@@ -134,6 +134,7 @@ struct rr_evt *rr_server_pick_evt(struct rr_server *srv)
 
 void rr_evt_fini(struct rr_evt *e)
 {
+	rr_pcl_pool_fini(e);
 	pthread_mutex_destroy(&e->srq_lock);
 	if (e->epfd >= 0)
 		close(e->epfd);

@@ -183,7 +183,9 @@ struct rr_call_ctx {
 	struct rr_srq *srq;		/* non-NULL: buf belongs to the shared pool */
 	uint32_t srq_lkey;
 	uint32_t recv_len;
-	struct rr_pcl pcl;
+	/* The message's chunk lists, from its arrival until the context is
+	 * posted again (rr_pcl_pool.c); NULL while posted or free. */
+	struct rr_pcl *pcl;
 	void *sink[RR_PCL_MAX_READ_CHUNKS];	/* Read chunk data, sink pool */
 	uint32_t sink_lkey[RR_PCL_MAX_READ_CHUNKS];
 	/* iWARP: each sink's own registration, remote-writable only while its
@@ -596,6 +598,7 @@ uint32_t rr_conn_max_inline_send(const struct rr_conn *c);
 struct rr_srq_chunk {
 	struct rr_pool pool;		/* one registration */
 	struct rr_call_ctx *calls;
+	uint32_t ncalls;
 };
 
 /*
@@ -804,9 +807,27 @@ struct rr_evt {
 	struct rr_srq *srq[RR_SRQ_DEVICES];
 	unsigned int nsrq;
 	atomic_bool srq_wake;
+	/* Parsed chunk lists of calls in progress (rr_pcl_pool.c): free ones
+	 * (this thread), and those other threads gave back. */
+	struct rr_handoff *pcl_free;
+	uint32_t npcl_free;
+	_Atomic(struct rr_handoff *) pcl_returned;
 	pthread_t thread;
 	bool started;
 };
+
+/* Chunk lists for calls in progress (rr_pcl_pool.c). @e's thread: one for a
+ * message just received (NULL: out of memory), one back to the free list. */
+struct rr_pcl *rr_pcl_take(struct rr_evt *e);
+void rr_pcl_put(struct rr_evt *e, struct rr_pcl *p);
+/* Any thread: back to @e's pool, lock-free. */
+void rr_pcl_return(struct rr_evt *e, struct rr_pcl *p);
+/* Any thread: freed outright (a connection's contexts at its end). */
+void rr_pcl_free(struct rr_pcl *p);
+/* @e's thread, once a second: what came back, and the free list trimmed. */
+void rr_pcl_tick(struct rr_evt *e);
+/* The event thread has stopped: everything freed. */
+void rr_pcl_pool_fini(struct rr_evt *e);
 
 #define RR_PEER_BUCKETS 4096		/* per-peer counts' hash (a power of 2) */
 struct rr_peer_count;

@@ -31,7 +31,7 @@ static bool expose_sink(struct rr_call_ctx *ctx, unsigned int i)
 	struct rr_conn *c = ctx->conn;
 	struct fab_mr *mr;
 
-	if (fab_mr_reg(c->pd, ctx->sink[i], ctx->pcl.read[i].length,
+	if (fab_mr_reg(c->pd, ctx->sink[i], ctx->pcl->read[i].length,
 		       FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &mr))
 		return false;
 	RR_STAT_ADD(c, registrations, 1);
@@ -61,9 +61,9 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
 
-	for (unsigned int i = 0; i < ctx->pcl.n_read; i++) {
+	for (unsigned int i = 0; i < ctx->pcl->n_read; i++) {
 		if (!ctx->sink[i]) {
-			ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl.read[i].length, RR_SINK_READ,
+			ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl->read[i].length, RR_SINK_READ,
 						  &ctx->sink_lkey[i], &ctx->sink_ref[i]);
 			if (!ctx->sink[i]) {
 				give_back_sinks(ctx);
@@ -83,12 +83,12 @@ void rr_read_start(struct rr_call_ctx *ctx)
 	struct rr_conn *c = ctx->conn;
 
 	RR_STAT_ADD(c, calls_with_read_chunks, 1);
-	if (ctx->pcl.proc == RR_PROC_NOMSG)
+	if (ctx->pcl->proc == RR_PROC_NOMSG)
 		RR_STAT_ADD(c, long_calls, 1);
 	ctx->state = RR_CALL_READING;
 	ctx->reads_total = 0;
-	for (unsigned int i = 0; i < ctx->pcl.n_read; i++)
-		ctx->reads_total += ctx->pcl.read[i].nsegs;
+	for (unsigned int i = 0; i < ctx->pcl->n_read; i++)
+		ctx->reads_total += ctx->pcl->read[i].nsegs;
 	ctx->reads_posted = 0;
 	ctx->reads_done = 0;
 	ctx->read_failed = false;
@@ -163,7 +163,7 @@ static __attribute__((noinline)) void pump_queued(struct rr_conn *c)
 				starved = true;
 				break;
 			}
-			if (!rr_rw_read_seg(&rw, &ctx->pcl, k, ctx->sink, ctx->sink_lkey,
+			if (!rr_rw_read_seg(&rw, ctx->pcl, k, ctx->sink, ctx->sink_lkey,
 					    (uintptr_t)ctx | RR_WRID_READ))
 				break; /* cannot happen: one SGE per Read, within the batch */
 			if (++k == ctx->reads_total) {
@@ -204,7 +204,7 @@ static void add_iov(struct rr_call_ctx *ctx, const void *base, size_t len)
  */
 static int assemble(struct rr_call_ctx *ctx)
 {
-	const struct rr_pcl *p = &ctx->pcl;
+	const struct rr_pcl *p = ctx->pcl;
 	const uint8_t *base;
 	uint64_t base_len, cursor = 0, inserted = 0;
 	unsigned int first;
@@ -260,7 +260,7 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 		for (unsigned int i = 0; c->tagged_sinks && i < ctx->nsinks; i++)
 			rr_sink_unexpose(ctx, i);
 		if (assemble(ctx)) {
-			uint32_t xid = ctx->pcl.xid;
+			uint32_t xid = ctx->pcl->xid;
 
 			rr_call_free(ctx);
 			rr_send_error(c, xid, RR_ACT_ERR_CHUNK);

@@ -36,6 +36,10 @@ static __attribute__((noinline)) void post_receives(struct rr_conn *c)
 			c->free_calls = ctx[n]->next;
 			ctx[n]->next = NULL;
 			ctx[n]->state = RR_CALL_POSTED;
+			if (ctx[n]->pcl) { /* its call is done: the list is free */
+				rr_pcl_put(c->evt, ctx[n]->pcl);
+				ctx[n]->pcl = NULL;
+			}
 			sge[n] = (struct fab_sge){
 			    .addr = ctx[n]->buf,
 			    .length = c->srv->cfg.inline_size,
@@ -98,7 +102,7 @@ void rr_recv_refill(struct rr_conn *c)
  * chunks whose RPC msg_type is REPLY; XIDs are not compared. */
 static bool is_bc_reply(const struct rr_call_ctx *ctx)
 {
-	const struct rr_pcl *p = &ctx->pcl;
+	const struct rr_pcl *p = ctx->pcl;
 
 	return p->proc == RR_PROC_MSG && p->n_read == 0 && p->n_write == 0 && !p->has_reply &&
 	       ctx->recv_len >= p->hdr_len + 8 &&
@@ -155,7 +159,7 @@ free:
 static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hdr_result r,
 			  enum rr_hdr_action act)
 {
-	uint32_t xid = ctx->pcl.xid;
+	uint32_t xid = ctx->pcl->xid;
 
 	if (r == RR_HDR_PROC_ERROR && c->srv->ops.bc_error && rr_bc_answered(c)) {
 		/* The client refused one of our callbacks (RFC 8167 section 4). */
@@ -191,7 +195,13 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	ctx->recv_len = wc->byte_len;
 	rr_recv_refill(c);
 
-	r = rr_hdr_decode_call(ctx->buf, ctx->recv_len, &c->srv->cfg.limits, &ctx->pcl);
+	ctx->pcl = rr_pcl_take(c->evt);
+	if (!ctx->pcl) {
+		rr_call_free(ctx);
+		rr_conn_close(c, "out of memory for a message's chunk lists");
+		return;
+	}
+	r = rr_hdr_decode_call(ctx->buf, ctx->recv_len, &c->srv->cfg.limits, ctx->pcl);
 	act = rr_hdr_answer(r, ctx->recv_len);
 	if (act != RR_ACT_PROCESS) {
 		recv_not_call(c, ctx, r, act);
@@ -206,12 +216,12 @@ void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)
 	c->heard++; /* activity: what is dropped or refused above is not */
 	rr_conn_get(c);
 	ctx->has_ref = true;
-	if (ctx->pcl.n_read > 0) {
+	if (ctx->pcl->n_read > 0) {
 		rr_read_start(ctx);
 		return;
 	}
-	ctx->call.iov[0].iov_base = ctx->buf + ctx->pcl.hdr_len;
-	ctx->call.iov[0].iov_len = ctx->recv_len - ctx->pcl.hdr_len;
+	ctx->call.iov[0].iov_base = ctx->buf + ctx->pcl->hdr_len;
+	ctx->call.iov[0].iov_len = ctx->recv_len - ctx->pcl->hdr_len;
 	ctx->call.iovcnt = 1;
 	ctx->call.nchunk_data = 0;
 	rr_call_dispatch(ctx);

@@ -185,7 +185,7 @@ static __attribute__((noinline, cold)) void not_delivered(struct rr_conn *c,
 							   struct rr_call_ctx *ctx,
 							   rr_reply_done_fn done, void *done_arg)
 {
-	uint32_t xid = ctx->pcl.xid;
+	uint32_t xid = ctx->pcl->xid;
 
 	RR_STAT_ADD(c, not_delivered, 1);
 	/*
@@ -205,7 +205,7 @@ static __attribute__((noinline, cold)) void not_delivered(struct rr_conn *c,
  * and each Write gathers what the device takes (rr_rw_reply_max_wr). */
 static bool reply_reserve(struct rr_send_ctx *s, const struct reply_args *a)
 {
-	const struct rr_pcl *p = &a->ctx->pcl;
+	const struct rr_pcl *p = a->ctx->pcl;
 	const struct rr_reply_plan *plan = a->plan;
 	uint32_t k = s->conn->write_sge, segs, sges;
 
@@ -224,7 +224,7 @@ static bool reply_reserve(struct rr_send_ctx *s, const struct reply_args *a)
 static bool write_payloads(struct rr_send_ctx *s, const struct reply_args *a, uint64_t *written,
 			   uint64_t *write_bytes)
 {
-	const struct rr_pcl *p = &a->ctx->pcl;
+	const struct rr_pcl *p = a->ctx->pcl;
 	struct rr_conn *c = s->conn;
 
 	for (unsigned int i = 0; i < a->plan->nspans; i++) {
@@ -257,7 +257,7 @@ static bool reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
 			const uint64_t *written)
 {
 	struct rr_conn *c = s->conn;
-	const struct rr_pcl *p = &a->ctx->pcl;
+	const struct rr_pcl *p = a->ctx->pcl;
 	struct rr_rw_piece pc;
 
 	if (!bounce_alloc(s, inline_len, &pc))
@@ -328,7 +328,7 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 static bool reply_build_plain(struct rr_send_ctx *s, const struct reply_args *a)
 {
 	struct rr_conn *c = s->conn;
-	const struct rr_pcl *p = &a->ctx->pcl;
+	const struct rr_pcl *p = a->ctx->pcl;
 	uint32_t hdr_len;
 	uint8_t *q;
 
@@ -354,7 +354,7 @@ static bool reply_build_plain(struct rr_send_ctx *s, const struct reply_args *a)
 static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 {
 	struct rr_conn *c = s->conn;
-	const struct rr_pcl *p = &a->ctx->pcl;
+	const struct rr_pcl *p = a->ctx->pcl;
 	struct inline_range ranges[RR_PCL_MAX_WRITE_CHUNKS + 1];
 	uint64_t written[RR_PCL_MAX_WRITE_CHUNKS]; /* bytes per Write chunk, [0, n_write) */
 	uint64_t inline_len, write_bytes = 0;
@@ -416,7 +416,7 @@ int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		reply_drop(ctx, done, done_arg);
 		return -ENOTCONN;
 	}
-	if (!a.plan->deliverable || !plan_valid(&ctx->pcl, a.plan, a.total))
+	if (!a.plan->deliverable || !plan_valid(ctx->pcl, a.plan, a.total))
 		goto undeliverable;
 	/* Behind Replies that wait for a send context, in order; or the
 	 * budget has no room for another context now: wait for one of this

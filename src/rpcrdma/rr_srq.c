@@ -117,6 +117,7 @@ static int srq_add(struct rr_srq *q, uint32_t want)
 	pthread_mutex_unlock(&srv->lock);
 	srq_count(srv, (int64_t)n, (int64_t)bytes);
 	q->bytes += bytes;
+	ch->ncalls = n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct rr_call_ctx *ctx = &ch->calls[i];
 
@@ -177,6 +178,8 @@ static void srq_free(struct rr_srq *q)
 	}
 	for (uint32_t i = 0; i < q->nchunks; i++) {
 		rr_pool_fini(&q->chunks[i].pool);
+		for (uint32_t j = 0; j < q->chunks[i].ncalls; j++)
+			rr_pcl_free(q->chunks[i].calls[j].pcl); /* calls cut short */
 		free(q->chunks[i].calls);
 	}
 	srq_count(srv, -(int64_t)q->nbufs, -(int64_t)q->bytes);
@@ -316,6 +319,10 @@ static void srq_post_chain(struct rr_srq *q, struct rr_handoff *h)
 			ctx->next = NULL;
 			ctx->conn = NULL;
 			ctx->state = RR_CALL_POSTED;
+			if (ctx->pcl) { /* its call is done: back to the pool's thread */
+				rr_pcl_return(q->evt, ctx->pcl);
+				ctx->pcl = NULL;
+			}
 			batch[n] = ctx;
 			sge[n].addr = ctx->buf;
 			sge[n].length = q->srv->cfg.inline_size;

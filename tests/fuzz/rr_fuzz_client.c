@@ -333,7 +333,7 @@ void rrf_check_call(struct msg *m, struct rr_call *call)
 
 	CHECK(m->parsed && !m->splice_bad && !m->bc_reply);
 	build_call(m);
-	CHECK(call->xid == m->xid && call->pcl == &ctx->pcl);
+	CHECK(call->xid == m->xid && call->pcl == ctx->pcl);
 	for (unsigned int i = 0; i < m->nrseg; i++)
 		CHECK(m->rseg[i].reads == 1);
 	CHECK(call->iovcnt >= 0 && call->iovcnt <= (int)RR_CALL_MAX_IOV);
