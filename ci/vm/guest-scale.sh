@@ -64,6 +64,19 @@ sc_smaps() {
 	     END { printf "; ganesha resident: device queues %d, anonymous %d, files %d MiB",
 		   q / 1024, a / 1024, f / 1024 }' /proc/$p/smaps 2>/dev/null
 }
+# ganesha's anonymous resident memory by mapping size (kB: how many mappings of that size,
+# their resident total), largest first, and its thread count: tells mmap'd pools (receive
+# buffers, sinks, the READ payload arena) from malloc arenas and thread stacks
+sc_anon_maps() {
+	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	[ -n "$p" ] || return 0
+	echo "ganesha threads: $(awk '/^Threads/{print $2}' /proc/$p/status)"
+	awk '/^[0-9a-f]+-[0-9a-f]+ / { anon = (NF < 6 || $6 ~ /^\[(heap|stack)/) }
+	     /^Size:/ { sz = $2 }
+	     /^Rss:/ && anon { n[sz]++; rss[sz] += $2 }
+	     END { for (k in n) printf "%d %d kB x %d: %d MiB resident\n", rss[k], k, n[k], rss[k] / 1024 }' \
+		/proc/$p/smaps 2>/dev/null | sort -rn | head -12 | cut -d' ' -f2-
+}
 sc_tcp_conns() { # the server's established TCP connections on :2049
 	netstat -tn 2>/dev/null | awk '$4 ~ /:2049$/ && $6 == "ESTABLISHED"' | wc -l
 }
@@ -150,6 +163,29 @@ sc_beat_stop() { # prints the longest gap in seconds
 	kill $sc_beat_pid 2>/dev/null; wait $sc_beat_pid 2>/dev/null
 	awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%.1f", m }' /tmp/sc_beat
 }
+# ganesha's peak while the I/O runs, sampled each second: anonymous and file-backed resident
+# memory (the device's queues count as the latter), and from the stats socket what the Read
+# sink pools had registered and what calls held of it (issue #33)
+sc_peak_start() {
+	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	[ -n "$p" ] || { sc_peak_pid=; return; }
+	( while [ -d /proc/$p ]; do
+		a=$(awk '/^RssAnon/{a=$2} /^RssFile/{f=$2} END{print a + 0, f + 0}' /proc/$p/status 2>/dev/null)
+		j=$(timeout -s KILL 5 chroot $H $BUILDDIR/tools/rpcrdma-stat -s $SC_SOCK --json 2>/dev/null)
+		k=$(echo "$j" | tr ',{}' '\n\n\n' | awk -F: '/"sink_pool_bytes"|"sink_bytes"/ {
+			gsub(/"/, "", $1); if (!($1 in v)) v[$1] = $2 } END { print v["sink_pool_bytes"] + 0, v["sink_bytes"] + 0 }')
+		echo "$a $k"
+		sleep 1
+	done ) > /tmp/sc_peak 2>/dev/null &
+	sc_peak_pid=$!
+}
+sc_peak_stop() { # "; ganesha's peak: ..." (nothing for knfsd)
+	[ -n "$sc_peak_pid" ] || return 0
+	kill $sc_peak_pid 2>/dev/null; wait $sc_peak_pid 2>/dev/null
+	awk '{ for (i = 1; i <= 4; i++) if ($i > m[i]) m[i] = $i }
+	     END { if (NR) printf "; ganesha'"'"'s peak: anonymous %d MiB, files and device queues %d MiB, Read sink pools %d MiB registered, %d MiB held by calls (%d samples)",
+		   m[1] / 1024, m[2] / 1024, m[3] / 1048576, m[4] / 1048576, NR }' /tmp/sc_peak
+}
 # the NFSv4 clients whose lease the server let lapse (ganesha logs each removal of a client's
 # recovery record at EVENT; its Lease_Lifetime is ci/vm/ganesha.conf's)
 sc_lapsed() {
@@ -197,22 +233,22 @@ sc_run() { # SERVER [PROTO]: mount, I/O, count, unmount
 	sc memory-mounted pass 0 "MemAvailable $mem0 -> $(sc_memavail) MiB;" \
 		"before: $meminfo0; all mounted, no I/O yet: $(sc_meminfo)$(sc_smaps)"
 	t0=$(up)
-	sc_beat_start
+	sc_beat_start; sc_peak_start
 	sc_parallel write sc_write
-	gap=$(sc_beat_stop)
+	gap=$(sc_beat_stop) peak=$(sc_peak_stop)
 	st=pass; [ $sc_bad = 0 ] || st=fail
 	sc write $st "$(secs $t0)" "$SC_MB MiB on each of $sc_n mounts at once, $sc_bad failed," \
 		"$(awk -v n=$sc_n -v m=$SC_MB -v s="$(secs $t0)" 'BEGIN{printf "%.1f", n * m / s}') MiB/s in all;" \
-		"a 0.2 s heartbeat in the guest paused up to ${gap} s$(sc_lapsed)"
+		"a 0.2 s heartbeat in the guest paused up to ${gap} s$(sc_lapsed)$peak"
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	t0=$(up)
-	sc_beat_start
+	sc_beat_start; sc_peak_start
 	sc_parallel read sc_read
-	gap=$(sc_beat_stop)
+	gap=$(sc_beat_stop) peak=$(sc_peak_stop)
 	st=pass; [ $sc_bad = 0 ] || st=fail
 	sc read $st "$(secs $t0)" "read back and compared on $sc_n mounts at once, $sc_bad differ or failed," \
 		"$(awk -v n=$sc_n -v m=$SC_MB -v s="$(secs $t0)" 'BEGIN{printf "%.1f", n * m / s}') MiB/s in all;" \
-		"a 0.2 s heartbeat in the guest paused up to ${gap} s$(sc_lapsed)"
+		"a 0.2 s heartbeat in the guest paused up to ${gap} s$(sc_lapsed)$peak"
 	# what is held while every mount is up and has done its I/O
 	if [ $SC_PROTO = rdma ]; then
 		srv=$(sc_cmids src-addr)
@@ -227,6 +263,7 @@ sc_run() { # SERVER [PROTO]: mount, I/O, count, unmount
 	sc memory pass 0 "MemAvailable $mem0 -> $(sc_memavail) MiB with all mounted$(case $1 in ganesha*)
 		echo "; ganesha RSS $(sc_rss)" ;; esac); $(sc_meminfo)$(sc_smaps)"
 	rdma resource show 2>/dev/null | sed 's/^/  [scale] /'
+	sc_anon_maps | sed 's/^/  [scale] /'
 	t0=$(up); nu=0
 	for d in $(cat /tmp/sc_mounts); do
 		timeout -s KILL 60 umount $d || { nu=$((nu + 1)); umount -f -l $d 2>/dev/null; }
