@@ -431,9 +431,17 @@ void rr_sendpool_tick(struct rr_sendpool *sp);
  * everything, its charge off the budget. */
 void rr_sendpool_destroy(struct rr_sendpool *sp);
 
-/* Reply contexts every connection may always hold. Half may be unsignalled
- * Sends (rr_reply.c, reply_send), so a connection that waits for a context
- * always has a signalled Send out whose completion brings its own back. */
+/*
+ * Reply contexts every connection may always hold. Fewer of them may be
+ * unsignalled Sends (rr_reply.c, RR_QUIET_MAX), so a connection that waits
+ * for a context (it holds at least this many) holds one that is not quiet:
+ * a signalled Send posted, whose completion brings its own back and retires
+ * the quiet ones before it; or a chain queued for send-queue room, which
+ * goes once a completion frees some (the queued quiet Sends are counted
+ * too, and the send queue is deeper than they and the largest chain
+ * together: rr_conn_sq_depth), or one built in this wake-up and posted at
+ * its end.
+ */
 #define RR_SEND_RESERVE 8u
 /* Contexts a pool grows by for a connection past its reserve, at most. */
 #define RR_SENDPOOL_GROW 16u
@@ -1069,7 +1077,8 @@ void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx);
  * next signalled Send's completion retires them (RC completes a send queue
  * in order). It spares the event thread a wake-up per call. Each connection
  * has this many send contexts beyond one per receive, so an unsignalled
- * context never leaves a Reply without one.
+ * context never leaves a Reply without one. At most RR_SEND_RESERVE - 2 are
+ * out at once (rr_reply.c, RR_QUIET_MAX and RR_SEND_RESERVE say why).
  */
 #define RR_QUIET_SENDS 8u
 /* So a connection's bound (rr_conn_nsends) never falls within its reserve,
