@@ -687,7 +687,9 @@ struct rr_ratelog {
 	const char *const *names;	/* [RR_RATELOG_KINDS], NULL past the last */
 	uint64_t quiet_until;		/* rr_now_s(): log in full from then on */
 	uint64_t since;			/* first event not logged in full */
-	uint32_t held;			/* events not logged in full */
+	/* Events not logged in full: changed under the lock, read without
+	 * it by the summary's test of whether there is anything to do. */
+	_Atomic uint32_t held;
 	uint32_t kind[RR_RATELOG_KINDS];
 };
 
