@@ -839,9 +839,12 @@ struct rr_server {
 	_Atomic uint32_t nconns;	/* on conns; changed under lock */
 	uint64_t recv_mem_used;		/* all bytes counted against the budget */
 	/* Sink pools: per event thread (its connections only take from its
-	 * own: no lock between threads), per device. */
-	struct rr_bigpool *bigpools[RR_MAX_EVENT_THREADS][RR_BIGPOOLS];
-	unsigned int nbigpools[RR_MAX_EVENT_THREADS];
+	 * own: no lock between threads), per device. Only evt[0] adds them
+	 * (rr_server_bigpool: the pointer, then the count with release, once
+	 * made) or drops them (the device gone; at shutdown): each thread's
+	 * tick reads its own count (acquire) and pointers without the lock. */
+	_Atomic(struct rr_bigpool *) bigpools[RR_MAX_EVENT_THREADS][RR_BIGPOOLS];
+	_Atomic unsigned int nbigpools[RR_MAX_EVENT_THREADS];
 	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
 	struct fab_pd *region_pd;
 	unsigned int nregions;
