@@ -95,6 +95,7 @@ struct rr_sink_class {
 	uint32_t n;			/* slots registered now (event thread) */
 	uint32_t nslab;			/* slab indices used: [0, nslab), holes unmapped */
 	uint32_t free_top;		/* event thread's free slots: slot+1, 0 = none */
+	bool all_free;			/* the last tick found every slot free */
 	_Atomic uint32_t returned;	/* slots given back, slot+1 chain, 0 = none */
 	uint32_t *next;			/* [max]: slot+1 below each free slot, 0 = bottom */
 	struct rr_sink_slab *slab;	/* [max / per_slab] */
