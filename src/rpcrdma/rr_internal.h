@@ -433,7 +433,7 @@ void rr_sendpool_tick(struct rr_sendpool *sp);
 void rr_sendpool_destroy(struct rr_sendpool *sp);
 
 /*
- * Reply contexts every connection may always hold. Fewer of them may be
+ * Reply contexts every connection may always hold. Fewer than that may be
  * unsignalled Sends (rr_reply.c, RR_QUIET_MAX), so a connection that waits
  * for a context (it holds at least this many) holds one that is not quiet:
  * a signalled Send posted, whose completion brings its own back and retires

@@ -276,6 +276,7 @@ static bool reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
  * retires them has completed and its completion is not yet polled (queue
  * depth 1 never grows the pool). */
 #define RR_QUIET_MAX (RR_QUIET_SENDS < RR_SEND_RESERVE - 2 ? RR_QUIET_SENDS : RR_SEND_RESERVE - 2)
+_Static_assert(RR_QUIET_MAX < RR_SEND_RESERVE, "a connection that waits holds one not quiet");
 
 /* Writes of @from bytes or more signalled (rr_conn.signal_from). */
 static __attribute__((noinline, cold)) void signal_large_writes(struct rr_send_ctx *s,
