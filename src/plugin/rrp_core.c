@@ -93,6 +93,11 @@ const unsigned int *rrp_payload_expect(size_t max, unsigned int n, bool aligned)
 	return shim->payload_expect(max, n, aligned);
 }
 
+struct rrp_announce *rrp_payload_announcement(void)
+{
+	return shim->payload_announcement();
+}
+
 void rrp_payload_lend(const struct iovec *chunk, int n, bool (*at)(void *arg, const void *addr),
 		      void *arg)
 {

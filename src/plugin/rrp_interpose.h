@@ -56,6 +56,8 @@ struct rrp_calls {
 };
 #undef RRP_CALL_FIELD
 
+struct rrp_announce;
+
 /* What the preloaded library gives the core. */
 struct rrp_shim {
 	const struct rrp_calls *real;	/* ganesha's and ntirpc's own */
@@ -63,6 +65,7 @@ struct rrp_shim {
 	 * the allocator they interpose must be the preloaded one. */
 	int (*payload_init)(size_t small_slots, size_t large_slots, void **base, size_t *len);
 	const unsigned int *(*payload_expect)(size_t max, unsigned int n, bool aligned);
+	struct rrp_announce *(*payload_announcement)(void);
 	void (*payload_lend)(const struct iovec *chunk, int n,
 			     bool (*at)(void *arg, const void *addr), void *arg);
 };

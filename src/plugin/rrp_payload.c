@@ -18,7 +18,9 @@
  * Neither size nor alignment tells a READ buffer apart: the engine's sink
  * slabs, rdma-core's queue buffers and anything else may ask for 4096-aligned
  * memory too, and a slot taken by them is never given back. So the plugin
- * says when READ buffers are coming: rrp_payload_expect(max, n, aligned) on
+ * says when READ buffers are coming: rrp_payload_expect(max, n, aligned) (or
+ * rrp_announce_expect on the thread's rrp_payload_announcement(), the same
+ * stores without a call, as the plugin does per Call) on
  * the worker thread about to run a Call whose READs have Write chunks makes
  * that thread's next n mallocs (or posix_memaligns) of RRP_PAYLOAD_MIN..max
  * bytes come from the arena, and the plugin cancels what is left when the
@@ -99,33 +101,18 @@ static size_t arena_len;
 static _Atomic uint64_t served, fallbacks;
 
 /*
- * What this thread announced: a READ buffer to come (expect_max), the Call
- * being decoded and its chunks not yet lent. @floor is the smallest size
- * either could apply to (SIZE_MAX while nothing is announced), so every
- * other malloc() in the process costs one compare: in particular the many
- * small ones ganesha makes while an NFSv4 COMPOUND with a READ runs.
+ * What this thread announced (struct rrp_announce, rrp_payload.h), in
+ * particular the many small mallocs ganesha makes while an NFSv4 COMPOUND
+ * with a READ runs cost one compare with its floor.
  * initial-exec: malloc must not reach __tls_get_addr, which may allocate;
  * one block, so one GOT load finds all of it.
  */
-struct announce {
-	size_t floor;
-	size_t expect_max;
-	unsigned int expect_n;	/* READ buffers still to come */
-	bool expect_aligned;	/* by posix_memalign, not malloc */
-	size_t lend_floor;	/* the next chunk's length, SIZE_MAX when none */
-	const struct iovec *chunk;
-	int n, next;
-	bool (*at)(void *arg, const void *addr);
-	void *arg;
-};
-static __thread struct announce ann __attribute__((tls_model("initial-exec"))) = {
+static __thread struct rrp_announce ann __attribute__((tls_model("initial-exec"))) = {
 	.floor = SIZE_MAX, .lend_floor = SIZE_MAX};
 
 static void announce_floor(void)
 {
-	size_t f = ann.expect_n && !ann.expect_aligned ? RRP_PAYLOAD_MIN : SIZE_MAX;
-
-	ann.floor = ann.lend_floor < f ? ann.lend_floor : f;
+	rrp_announce_floor(&ann);
 }
 
 static void lend_next_floor(void)
@@ -429,11 +416,13 @@ EXPORTED int ENTRY(posix_memalign)(void **memptr, size_t alignment, size_t size)
 
 const unsigned int *rrp_payload_expect(size_t max, unsigned int n, bool aligned)
 {
-	ann.expect_max = max;
-	ann.expect_n = max ? n : 0;
-	ann.expect_aligned = aligned;
-	announce_floor();
+	rrp_announce_expect(&ann, max, n, aligned);
 	return &ann.expect_n;
+}
+
+struct rrp_announce *rrp_payload_announcement(void)
+{
+	return &ann;
 }
 
 static __attribute__((noinline)) void *malloc_announced(size_t size)

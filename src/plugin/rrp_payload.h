@@ -24,6 +24,47 @@ int rrp_payload_init(size_t small_slots, size_t large_slots, void **base, size_t
  * is nothing left to cancel. */
 const unsigned int *rrp_payload_expect(size_t max, unsigned int n, bool aligned);
 
+/*
+ * What a thread announced (rrp_payload.c keeps one per thread, where its
+ * malloc and posix_memalign read it): READ buffers to come (expect_max,
+ * expect_n, expect_aligned) and the Call's chunks being lent. @floor is the
+ * smallest size either could apply to (SIZE_MAX while nothing is), so every
+ * other malloc() in the process costs one compare.
+ */
+struct rrp_announce {
+	size_t floor;
+	size_t expect_max;
+	unsigned int expect_n;	/* READ buffers still to come */
+	bool expect_aligned;	/* by posix_memalign, not malloc */
+	size_t lend_floor;	/* the next chunk's length, SIZE_MAX when none */
+	const struct iovec *chunk;
+	int n, next;
+	bool (*at)(void *arg, const void *addr);
+	void *arg;
+};
+
+/* The calling thread's announcement: the same address for its life. The
+ * plugin announces READ buffers by rrp_announce_expect on it, a few stores
+ * per Call, rather than a call into the preloaded library each way. */
+struct rrp_announce *rrp_payload_announcement(void);
+
+static inline void rrp_announce_floor(struct rrp_announce *a)
+{
+	size_t f = a->expect_n && !a->expect_aligned ? RRP_PAYLOAD_MIN : SIZE_MAX;
+
+	a->floor = a->lend_floor < f ? a->lend_floor : f;
+}
+
+/* rrp_payload_expect(@max, @n, @aligned) on the calling thread's @a. */
+static inline void rrp_announce_expect(struct rrp_announce *a, size_t max, unsigned int n,
+				       bool aligned)
+{
+	a->expect_max = max;
+	a->expect_n = max ? n : 0;
+	a->expect_aligned = aligned;
+	rrp_announce_floor(a);
+}
+
 /* While this thread decodes a Call: a malloc of exactly @chunk[i].iov_len
  * bytes made when @at(@arg, @chunk[i].iov_base) says the decoder stands at
  * that chunk's data returns that address (lent; free() takes it back, not

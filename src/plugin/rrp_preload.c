@@ -99,6 +99,7 @@ static const struct rrp_shim shim = {
     .real = &real_calls,
     .payload_init = rrp_payload_init,
     .payload_expect = rrp_payload_expect,
+    .payload_announcement = rrp_payload_announcement,
     .payload_lend = rrp_payload_lend,
 };
 

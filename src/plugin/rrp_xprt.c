@@ -687,6 +687,17 @@ static void note_client(struct rrp_xprt *x, const struct rrp_req *rq)
 	}
 }
 
+/* This worker's announcement in the preloaded library (rrp_payload.h),
+ * found once per thread. */
+static _Thread_local struct rrp_announce *ann_mine __attribute__((tls_model("initial-exec")));
+
+static inline struct rrp_announce *announcement(void)
+{
+	if (__builtin_expect(!ann_mine, 0))
+		ann_mine = rrp_payload_announcement();
+	return ann_mine;
+}
+
 /* Run one Call through ganesha (a worker: ganesha may block in the FSAL). */
 static void rrp_process(void *arg)
 {
@@ -695,7 +706,7 @@ static void rrp_process(void *arg)
 	struct rrp_xprt *x = rq->x;
 	struct svc_req *req;
 	enum xprt_stat stat;
-	const unsigned int *expect_left = NULL;
+	struct rrp_announce *ann = NULL;
 	unsigned int expect;
 	size_t expect_max;
 	bool lend, aligned;
@@ -724,20 +735,22 @@ static void rrp_process(void *arg)
 	req = rrp_host.alloc_cb(&x->xprt, &rq->dec.xdrs);
 	/* READ allocates its data buffer on this thread, inside SVC_DECODE */
 	expect = read_buffers_expected(rq, &expect_max, &aligned);
-	if (expect)
-		expect_left = rrp_payload_expect(expect_max, expect, aligned);
+	if (expect) {
+		ann = announcement();
+		rrp_announce_expect(ann, expect_max, expect, aligned);
+	}
 	/* WRITE data: xdr_bytes' buffer is the chunk itself (rrp_payload.c). */
 	lend = call->nchunk_data != 0;
 	if (lend)
 		rrp_payload_lend(call->chunk_data, call->nchunk_data, rrp_xdr_dec_at, &rq->dec);
 	stat = SVC_DECODE(req);
-	/* Only what was announced and is left is taken back: each is a call
-	 * into the preloaded library. READ buffers not allocated (a READ that
-	 * failed) must not go to the thread's next unrelated allocation. */
+	/* Only what was announced and is left is taken back. READ buffers
+	 * not allocated (a READ that failed) must not go to the thread's next
+	 * unrelated allocation. */
 	if (lend)
 		rrp_payload_lend(NULL, 0, NULL, NULL);
-	if (expect_left && *expect_left)
-		rrp_payload_expect(0, 0, false);
+	if (ann && ann->expect_n)
+		rrp_announce_expect(ann, 0, 0, false);
 	if (stat != XPRT_SUSPEND) {
 		if (req->rq_auth)
 			SVCAUTH_RELEASE(req);

@@ -374,23 +374,24 @@ void rr_admit_tick(struct rr_evt *e)
 	struct rr_server *srv = e->srv;
 	const struct rr_config *cfg = &srv->cfg;
 	uint64_t now = rr_now_s();
-	struct rr_bigpool *pools[RR_BIGPOOLS];
 	unsigned int n;
 
 	if (cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout)
 		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
 			if (c->state != RR_CONN_CLOSING)
 				conn_timeouts(srv, c, now);
-	/* this thread's sink and send pools give back what stays free */
-	pthread_mutex_lock(&srv->lock);
-	n = srv->nbigpools[e->idx];
-	for (unsigned int i = 0; i < n; i++)
-		pools[i] = srv->bigpools[e->idx][i];
-	pthread_mutex_unlock(&srv->lock);
+	/* This thread's sink and send pools give back what stays free; no
+	 * lock: the count is published after the pools (rr_server_bigpool). */
+	n = atomic_load_explicit(&srv->nbigpools[e->idx], memory_order_acquire);
 	for (unsigned int i = 0; i < n; i++) {
-		rr_big_tick(pools[i]);
-		if (pools[i]->sends)
-			rr_sendpool_tick(pools[i]->sends);
+		struct rr_bigpool *bp =
+		    atomic_load_explicit(&srv->bigpools[e->idx][i], memory_order_relaxed);
+
+		if (!bp)
+			continue; /* dropped with its device meanwhile */
+		rr_big_tick(bp);
+		if (bp->sends)
+			rr_sendpool_tick(bp->sends);
 	}
 	rr_pcl_tick(e);
 	if (e->idx)

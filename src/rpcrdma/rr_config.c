@@ -72,17 +72,19 @@ void rr_ratelog_fini(struct rr_ratelog *r)
 void rr_ratelog(struct rr_ratelog *r, unsigned int kind, const char *fmt, ...)
 {
 	uint64_t now = rr_now_s();
+	uint32_t held;
 	bool full;
 	va_list ap;
 
 	pthread_mutex_lock(&r->lock);
-	full = now >= r->quiet_until && !r->held;
+	held = atomic_load_explicit(&r->held, memory_order_relaxed);
+	full = now >= r->quiet_until && !held;
 	if (full) {
 		r->quiet_until = now + RR_REFUSE_LOG_S;
 	} else {
-		if (!r->held)
+		if (!held)
 			r->since = now;
-		r->held++;
+		atomic_store_explicit(&r->held, held + 1, memory_order_relaxed);
 		r->kind[kind]++;
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -95,14 +97,19 @@ void rr_ratelog(struct rr_ratelog *r, unsigned int kind, const char *fmt, ...)
 
 void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 {
-	uint64_t now = rr_now_s();
 	char kinds[160];
-	uint64_t since;
+	uint64_t now, since;
 	uint32_t held;
 	size_t n = 0;
 
+	/* Once a second on evt[0], nearly always with nothing held: no clock,
+	 * no lock. One held meanwhile waits for the next summary, as it would
+	 * had it come after this one. */
+	if (!atomic_load_explicit(&r->held, memory_order_relaxed))
+		return;
+	now = rr_now_s();
 	pthread_mutex_lock(&r->lock);
-	held = r->held;
+	held = atomic_load_explicit(&r->held, memory_order_relaxed);
 	if (!held || (now < r->quiet_until && !flush)) {
 		pthread_mutex_unlock(&r->lock);
 		return;
@@ -115,7 +122,7 @@ void rr_ratelog_summary(struct rr_ratelog *r, bool flush)
 		if (r->kind[i] && n < sizeof(kinds))
 			n += (size_t)snprintf(kinds + n, sizeof(kinds) - n, "%s%s %u",
 					      n ? ", " : "", r->names[i], r->kind[i]);
-	r->held = 0;
+	atomic_store_explicit(&r->held, 0, memory_order_relaxed);
 	memset(r->kind, 0, sizeof(r->kind));
 	r->quiet_until = now + RR_REFUSE_LOG_S;
 	pthread_mutex_unlock(&r->lock);

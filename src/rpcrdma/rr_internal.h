@@ -95,6 +95,7 @@ struct rr_sink_class {
 	uint32_t n;			/* slots registered now (event thread) */
 	uint32_t nslab;			/* slab indices used: [0, nslab), holes unmapped */
 	uint32_t free_top;		/* event thread's free slots: slot+1, 0 = none */
+	bool all_free;			/* the last tick found every slot free */
 	_Atomic uint32_t returned;	/* slots given back, slot+1 chain, 0 = none */
 	uint32_t *next;			/* [max]: slot+1 below each free slot, 0 = bottom */
 	struct rr_sink_slab *slab;	/* [max / per_slab] */
@@ -438,9 +439,17 @@ void rr_sendpool_tick(struct rr_sendpool *sp);
  * everything, its charge off the budget. */
 void rr_sendpool_destroy(struct rr_sendpool *sp);
 
-/* Reply contexts every connection may always hold. Half may be unsignalled
- * Sends (rr_reply.c, reply_send), so a connection that waits for a context
- * always has a signalled Send out whose completion brings its own back. */
+/*
+ * Reply contexts every connection may always hold. Fewer than that may be
+ * unsignalled Sends (rr_reply.c, RR_QUIET_MAX), so a connection that waits
+ * for a context (it holds at least this many) holds one that is not quiet:
+ * a signalled Send posted, whose completion brings its own back and retires
+ * the quiet ones before it; or a chain queued for send-queue room, which
+ * goes once a completion frees some (the queued quiet Sends are counted
+ * too, and the send queue is deeper than they and the largest chain
+ * together: rr_conn_sq_depth), or one built in this wake-up and posted at
+ * its end.
+ */
 #define RR_SEND_RESERVE 8u
 /* Contexts a pool grows by for a connection past its reserve, at most. */
 #define RR_SENDPOOL_GROW 16u
@@ -687,7 +696,9 @@ struct rr_ratelog {
 	const char *const *names;	/* [RR_RATELOG_KINDS], NULL past the last */
 	uint64_t quiet_until;		/* rr_now_s(): log in full from then on */
 	uint64_t since;			/* first event not logged in full */
-	uint32_t held;			/* events not logged in full */
+	/* Events not logged in full: changed under the lock, read without
+	 * it by the summary's test of whether there is anything to do. */
+	_Atomic uint32_t held;
 	uint32_t kind[RR_RATELOG_KINDS];
 };
 
@@ -855,9 +866,12 @@ struct rr_server {
 	_Atomic uint32_t nconns;	/* on conns; changed under lock */
 	uint64_t recv_mem_used;		/* all bytes counted against the budget */
 	/* Sink pools: per event thread (its connections only take from its
-	 * own: no lock between threads), per device. */
-	struct rr_bigpool *bigpools[RR_MAX_EVENT_THREADS][RR_BIGPOOLS];
-	unsigned int nbigpools[RR_MAX_EVENT_THREADS];
+	 * own: no lock between threads), per device. Only evt[0] adds them
+	 * (rr_server_bigpool: the pointer, then the count with release, once
+	 * made) or drops them (the device gone; at shutdown): each thread's
+	 * tick reads its own count (acquire) and pointers without the lock. */
+	_Atomic(struct rr_bigpool *) bigpools[RR_MAX_EVENT_THREADS][RR_BIGPOOLS];
+	_Atomic unsigned int nbigpools[RR_MAX_EVENT_THREADS];
 	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
 	struct fab_pd *region_pd;
 	unsigned int nregions;
@@ -1095,7 +1109,8 @@ void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx);
  * next signalled Send's completion retires them (RC completes a send queue
  * in order). It spares the event thread a wake-up per call. Each connection
  * has this many send contexts beyond one per receive, so an unsignalled
- * context never leaves a Reply without one.
+ * context never leaves a Reply without one. At most RR_SEND_RESERVE - 2 are
+ * out at once (rr_reply.c, RR_QUIET_MAX and RR_SEND_RESERVE say why).
  */
 #define RR_QUIET_SENDS 8u
 /* So a connection's bound (rr_conn_nsends) never falls within its reserve,

@@ -96,12 +96,18 @@ static void release_device(struct rr_server *srv)
 	srv->region_pd = NULL;
 	pthread_mutex_lock(&srv->lock);
 	for (unsigned int e = 0; e < srv->nevt; e++) {
-		for (unsigned int i = 0; i < srv->nbigpools[e]; i++) {
+		/* Unpublished first: the event threads' ticks read them
+		 * without the lock (rr_server_bigpool). */
+		unsigned int n = atomic_exchange_explicit(&srv->nbigpools[e], 0,
+							  memory_order_relaxed);
+
+		for (unsigned int i = 0; i < n; i++) {
 			/* No connection is left, so no Read holds one of these. */
-			rr_big_destroy(srv->bigpools[e][i]);
-			srv->bigpools[e][i] = NULL;
+			struct rr_bigpool *bp = atomic_exchange_explicit(&srv->bigpools[e][i], NULL,
+									 memory_order_relaxed);
+
+			rr_big_destroy(bp);
 		}
-		srv->nbigpools[e] = 0;
 	}
 	pthread_mutex_unlock(&srv->lock);
 	srv->dev_released = true;

@@ -356,6 +356,7 @@ static int64_t sink_slot_get(struct rr_bigpool *bp, struct rr_sink_class *k, enu
 		}
 		k->slab[s].mem = mem;
 		k->slab[s].idle_ticks = 0;
+		k->all_free = false; /* counted again at the next tick */
 		if (s == k->nslab)
 			k->nslab++;
 		bp->made += len;
@@ -518,20 +519,33 @@ static void take_returned(struct rr_sink_class *k)
  * call), age those wholly free and untouched, and mark those that have
  * been so for RR_SINK_IDLE_S to go (idle_ticks UINT8_MAX). Returns how many.
  */
-static uint32_t sink_class_age(struct rr_sink_class *k)
+static uint32_t sink_class_age(struct rr_sink_class *k, uint32_t *live)
 {
-	uint32_t drop = 0;
+	uint32_t drop = 0, nfree = 0;
+	bool taken = false;
 
 	for (uint32_t s = 0; s < k->nslab; s++)
-		k->slab[s].nfree = 0;
-	for (uint32_t top = k->free_top; top; top = k->next[top - 1])
-		k->slab[(top - 1) / k->per_slab].nfree++;
+		taken |= k->slab[s].taken;
+	/* Every slot free at the last tick and none taken since: all still
+	 * are (only a taken one can be out), no need to count them again -
+	 * the common case once the class is idle, until its slabs go. */
+	if (!k->all_free || taken) {
+		for (uint32_t s = 0; s < k->nslab; s++)
+			k->slab[s].nfree = 0;
+		for (uint32_t top = k->free_top; top; top = k->next[top - 1]) {
+			k->slab[(top - 1) / k->per_slab].nfree++;
+			nfree++;
+		}
+		k->all_free = nfree == k->n;
+	}
+	*live = 0;
 	for (uint32_t s = 0; s < k->nslab; s++) {
 		struct rr_sink_slab *sl = &k->slab[s];
 
 		if (!sl->mem)
 			continue;
-		if (sl->nfree != k->per_slab || sl->taken)
+		(*live)++;
+		if (sl->taken || (!k->all_free && sl->nfree != k->per_slab))
 			sl->idle_ticks = 0;
 		else if (sl->idle_ticks < RR_SINK_IDLE_S)
 			sl->idle_ticks++;
@@ -549,15 +563,19 @@ void rr_big_tick(struct rr_bigpool *bp)
 	for (unsigned int i = 0; i < bp->nclass; i++) {
 		struct rr_sink_class *k = &bp->cls[i];
 		uint32_t *link = &k->free_top;
+		uint32_t live, drop;
 
 		/* Nothing registered: a test a second. */
 		if (!k->n)
 			continue;
 		take_returned(k);
-		if (!sink_class_age(k))
+		drop = sink_class_age(k, &live);
+		if (!drop)
 			continue;
 		/* Their slots off the free list (all of them are on it), then
-		 * the slabs go. */
+		 * the slabs go; when all go, the list is only theirs. */
+		if (drop == live)
+			k->free_top = 0;
 		while (*link) {
 			if (k->slab[(*link - 1) / k->per_slab].idle_ticks == UINT8_MAX)
 				*link = k->next[*link - 1];

@@ -269,8 +269,14 @@ static bool reply_chunk(struct rr_send_ctx *s, const struct reply_args *a,
 				   written, inline_len) >= 0;
 }
 
-/* Unsignalled Sends a connection may have out at once (reply_send). */
-#define RR_QUIET_MAX (RR_QUIET_SENDS < RR_SEND_RESERVE / 2 ? RR_QUIET_SENDS : RR_SEND_RESERVE / 2)
+/* Unsignalled Sends a connection may have out at once (reply_send): fewer
+ * than its reserve, so of the contexts a connection that waits holds (at
+ * least its reserve) one is not quiet (RR_SEND_RESERVE); and two fewer, so
+ * the next Reply finds one in its reserve while the signalled Send that
+ * retires them has completed and its completion is not yet polled (queue
+ * depth 1 never grows the pool). */
+#define RR_QUIET_MAX (RR_QUIET_SENDS < RR_SEND_RESERVE - 2 ? RR_QUIET_SENDS : RR_SEND_RESERVE - 2)
+_Static_assert(RR_QUIET_MAX < RR_SEND_RESERVE, "a connection that waits holds one not quiet");
 
 /* Writes of @from bytes or more signalled (rr_conn.signal_from). */
 static __attribute__((noinline, cold)) void signal_large_writes(struct rr_send_ctx *s,
@@ -294,8 +300,8 @@ static bool reply_send(struct rr_send_ctx *s, const struct rr_pcl *p, uint32_t l
 	struct rr_conn *c = s->conn;
 	bool writes = s->rw.nwr != 0;
 	/* Unsignalled Sends hold their contexts until a later completion:
-	 * never more than half the reserve, so a connection that waits for a
-	 * context has a signalled Send out (RR_SEND_RESERVE). */
+	 * fewer than the reserve, so a connection that waits for a context
+	 * holds one whose completion brings it one back (RR_SEND_RESERVE). */
 	bool quiet = !writes && c->quiet_out < RR_QUIET_MAX && len < c->signal_from;
 	struct fab_send_wr *send = rr_send_wr(s, len);
 	uint32_t rkey;

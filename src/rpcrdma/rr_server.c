@@ -12,39 +12,40 @@
 
 #include "rpcrdma/rr_internal.h"
 
-/* Made on evt[0] (the accept), for the connections of @e, which take from
- * it only once one is handed over: the hand-over orders the making first. */
+/* Made on evt[0] (the accept; the only thread that adds pools), for the
+ * connections of @e, which take from it only once one is handed over: the
+ * hand-over orders the making first. @e's tick reads its pools without the
+ * lock: a pool is published, pointer then count (release), once made. */
 struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, struct fab_pd *pd)
 {
 	struct rr_bigpool *bp = NULL;
-	struct rr_bigpool **pools = srv->bigpools[e->idx];
-	unsigned int *n = &srv->nbigpools[e->idx];
-	bool created = false;
+	_Atomic(struct rr_bigpool *) *pools = srv->bigpools[e->idx];
+	unsigned int n = atomic_load_explicit(&srv->nbigpools[e->idx], memory_order_relaxed);
+	uint64_t regs = 0;
 
+	for (unsigned int i = 0; i < n; i++) {
+		struct rr_bigpool *p = atomic_load_explicit(&pools[i], memory_order_relaxed);
+
+		if (p->pd == pd)
+			bp = p;
+	}
+	if (bp || n == RR_BIGPOOLS)
+		return bp;
 	pthread_mutex_lock(&srv->lock);
-	for (unsigned int i = 0; i < *n; i++)
-		if (pools[i]->pd == pd)
-			bp = pools[i];
-	if (!bp && *n < RR_BIGPOOLS) {
-		bp = rr_big_create(srv, pd);
-		if (bp) {
-			pools[(*n)++] = bp;
-			created = true;
-		}
-	}
+	bp = rr_big_create(srv, pd);
 	pthread_mutex_unlock(&srv->lock);
-	if (created) {
-		/*
-		 * Register a few buffers up front: even one client calling one
-		 * at a time overlaps a call's release with the next call's Read
-		 * sink, and growth must not show up as registrations per I/O.
-		 * Unused for RR_SINK_IDLE_S, they go back like any slab.
-		 */
-		uint64_t regs = 0;
-
-		rr_big_prealloc(bp, bp->prealloc, &regs);
-		atomic_fetch_add(&srv->st.registrations, regs);
-	}
+	if (!bp)
+		return NULL;
+	/*
+	 * Register a few buffers up front: even one client calling one at a
+	 * time overlaps a call's release with the next call's Read sink, and
+	 * growth must not show up as registrations per I/O. Unused for
+	 * RR_SINK_IDLE_S, they go back like any slab.
+	 */
+	rr_big_prealloc(bp, bp->prealloc, &regs);
+	atomic_fetch_add(&srv->st.registrations, regs);
+	atomic_store_explicit(&pools[n], bp, memory_order_relaxed);
+	atomic_store_explicit(&srv->nbigpools[e->idx], n + 1, memory_order_release);
 	return bp;
 }
 

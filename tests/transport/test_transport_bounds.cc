@@ -275,6 +275,53 @@ TEST_F(BudgetCountsSends, ContextsPastTheReserveWaitForTheBudget)
 	EXPECT_EQ(stat_when(srv, "pinned_bytes", 0), 0u);
 }
 
+/*
+ * A budget with room for the receives and the reserve and nothing more: a
+ * Reply past the reserve waits for one of the connection's own contexts to
+ * come back, and every Reply here is a Send alone (unsignalled when it may
+ * be). With completions slow, a burst's Replies are built before any Send
+ * completes, so the connection waits holding its whole reserve (8) with the
+ * most unsignalled Sends out (RR_SEND_RESERVE - 2, 6; rr_reply.c), the
+ * other two signalled: their completions retire the quiet ones and wake it,
+ * and it fills its reserve the same way again. Were all 8 quiet, nothing
+ * would ever come back and the burst would never be answered.
+ */
+constexpr uint64_t kReserveOnly = kRecvBytes + kReserveBytes;
+constexpr uint64_t kReserve = 8, kQuietMax = 6;
+
+class WaitQuiet : public TransportTest {
+      protected:
+	WaitQuiet()
+	{
+		sopts.args = {"--recv-mem", std::to_string(kReserveOnly), "--max-conns", "16"};
+		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
+	}
+};
+
+TEST_F(WaitQuiet, WaiterWithMostSendsUnsignalledIsWoken)
+{
+	auto a = try_connect(srv.addr());
+	ASSERT_TRUE(a);
+	ASSERT_TRUE(ping(a.get()));
+	ASSERT_EQ(a->grant(), 64u) << "receives and the reserve fit: the full grant";
+	for (uint32_t round = 0; round < 4; round++)
+		burst(a.get(), a->grant(), 40 + round);
+	auto st = srv.stats();
+	EXPECT_EQ(st["send_ctx_grown"], 0u) << "the budget had room past the reserve";
+	EXPECT_GT(st["send_ctx_waits"], 0u) << "no Reply waited: the test proves nothing";
+	EXPECT_EQ(st["dropped"], 0u);
+	EXPECT_EQ(st["pinned_bytes"], kReserveOnly);
+	/* Each wait found the reserve held with 6 of its 8 unsignalled, so 6
+	 * of every 8 Replies went unsignalled, within a reserve's worth. */
+	uint64_t replies = st["replies_inline"], quiet = st["sends_unsignalled"];
+	EXPECT_EQ(replies, 1u + 4 * 64u);
+	EXPECT_GE(kReserve * quiet + kReserve * kQuietMax, kQuietMax * replies)
+	    << quiet << " of " << replies << " unsignalled";
+	EXPECT_LE(kReserve * quiet, kQuietMax * replies + kReserve * kQuietMax)
+	    << quiet << " of " << replies << " unsignalled";
+	EXPECT_TRUE(ping(a.get()));
+}
+
 class SendContexts : public TransportTest {
       protected:
 	SendContexts()
