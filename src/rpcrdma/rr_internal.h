@@ -119,6 +119,33 @@ struct rr_bigpool {
 	struct rr_sendpool *sends;	/* the same thread's and device's send pool */
 };
 
+/* The small sink classes carve their buffers out of registrations of this
+ * many bytes; the full-size class registers each buffer alone. */
+#define RR_SINK_SLAB (256u * 1024u)
+
+/*
+ * A device's sink pool: slabs of each small class, full-size buffers in the
+ * shared part, and those registered up front. By default the shared part is
+ * RR_BIG_MAX and the up-front ones come on top; under sink_mem_max the
+ * shared part is at least what one connection needs beyond its reserve for
+ * a whole Call's chunks, the small classes one slab each, and what is left
+ * goes a quarter to the small classes, the rest to the shared part; the
+ * up-front ones come out of the shared part.
+ */
+struct rr_sink_shape {
+	size_t big;
+	unsigned int nsmall;
+	size_t small_size[RR_SINK_CLASSES - 1];
+	uint32_t small_slabs[RR_SINK_CLASSES - 1];
+	uint32_t shared;
+	uint32_t big_max; /* the full-size class's slots */
+	uint32_t prealloc;
+};
+/* One event thread's pool on a device (rr_sink_shape.c). */
+void rr_sink_shape(const struct rr_config *cfg, struct rr_sink_shape *s);
+/* One event thread's share of sink_budget (0: none), for @big-byte buffers. */
+uint64_t rr_sink_read_budget(const struct rr_config *cfg, size_t big);
+
 struct rr_conn;
 struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd);
 /* The most bytes one device's sink pool can register. */

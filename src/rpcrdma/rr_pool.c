@@ -106,10 +106,6 @@ bool rr_pool_owns(const struct rr_pool *p, const void *addr, size_t len)
  * every second, registers nothing. The up-front buffers go the same way:
  * kept, they would be touched by the first I/O and stay resident for good.
  */
-#define RR_SINK_SLAB (256u * 1024u)
-
-static const size_t sink_class_size[] = {4096, 65536};
-static const uint32_t sink_class_slabs[] = {16, 64}; /* 4 MiB and 16 MiB at most */
 
 static int64_t sink_excess(uint64_t held, uint64_t reserve)
 {
@@ -127,145 +123,20 @@ static int sink_class_init(struct rr_sink_class *k, size_t size, uint32_t per_sl
 	return k->next && k->slab ? 0 : -ENOMEM;
 }
 
-/* One chunk's worth plus room for an XDR pad. */
-static size_t big_buf_size(uint64_t max_chunk_bytes)
-{
-	return (max_chunk_bytes + 4 + 4095) & ~(size_t)4095;
-}
-
-/*
- * A device's sink pool: slabs of each small class, full-size buffers in the
- * shared part, and those registered up front. By default the shared part is
- * RR_BIG_MAX and the up-front ones come on top; under sink_mem_max the
- * shared part is at least what one connection needs beyond its reserve for
- * a whole Call's chunks, the small classes one slab each, and what is left
- * goes a quarter to the small classes, the rest to the shared part; the
- * up-front ones come out of the shared part.
- */
-struct sink_shape {
-	size_t big;
-	unsigned int nsmall;
-	uint32_t small_slabs[sizeof(sink_class_slabs) / sizeof(sink_class_slabs[0])];
-	uint32_t shared;
-	uint32_t big_max; /* the full-size class's slots */
-	uint32_t prealloc;
-};
-
-static void sink_shape(const struct rr_config *cfg, struct sink_shape *s)
-{
-	uint32_t reserve = RR_SINK_RESERVE_BIG * cfg->max_conns;
-	uint32_t min_shared;
-	uint64_t fixed, left;
-
-	memset(s, 0, sizeof(*s));
-	s->big = big_buf_size(cfg->limits.max_chunk_bytes);
-	while (s->nsmall < sizeof(sink_class_size) / sizeof(sink_class_size[0]) &&
-	       sink_class_size[s->nsmall] < s->big) {
-		s->small_slabs[s->nsmall] = sink_class_slabs[s->nsmall];
-		s->nsmall++;
-	}
-	s->shared = RR_BIG_MAX;
-	s->prealloc = RR_BIG_PREALLOC;
-	s->big_max = RR_BIG_MAX + reserve + RR_BIG_PREALLOC;
-	if (!cfg->sink_mem_max)
-		return;
-	min_shared = cfg->limits.max_read_chunks > RR_SINK_RESERVE_BIG
-			 ? cfg->limits.max_read_chunks - RR_SINK_RESERVE_BIG
-			 : 1;
-	fixed = (uint64_t)s->big * (reserve + min_shared) + (uint64_t)RR_SINK_SLAB * s->nsmall;
-	left = cfg->sink_mem_max > fixed ? cfg->sink_mem_max - fixed : 0;
-	for (unsigned int i = 0; i < s->nsmall; i++) {
-		uint64_t more = left / 4 / s->nsmall / RR_SINK_SLAB;
-
-		if (more > sink_class_slabs[i] - 1)
-			more = sink_class_slabs[i] - 1;
-		s->small_slabs[i] = 1 + (uint32_t)more;
-		left -= more * RR_SINK_SLAB;
-	}
-	s->shared =
-	    min_shared + (uint32_t)(left / s->big < RR_BIG_MAX ? left / s->big : RR_BIG_MAX);
-	if (s->shared > RR_BIG_MAX)
-		s->shared = RR_BIG_MAX;
-	s->big_max = s->shared + reserve;
-	s->prealloc = s->shared < RR_BIG_PREALLOC ? s->shared : RR_BIG_PREALLOC;
-}
-
-/*
- * One event thread's share of it (each has a pool of its own, so that no
- * lock is taken between them): the shared part, the small classes and the
- * up-front buffers divided among the threads, never below one slab, one
- * buffer, or what one connection needs for a whole Call's chunks. The
- * reserves stay every connection's: a connection is on one thread only.
- */
-static void sink_shape_evt(const struct rr_config *cfg, struct sink_shape *s)
-{
-	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
-	uint32_t min_shared = cfg->limits.max_read_chunks > RR_SINK_RESERVE_BIG
-				  ? cfg->limits.max_read_chunks - RR_SINK_RESERVE_BIG
-				  : 1;
-	uint32_t reserve;
-
-	sink_shape(cfg, s);
-	if (n == 1)
-		return;
-	reserve = s->big_max - s->shared - (cfg->sink_mem_max ? 0 : s->prealloc);
-	for (unsigned int i = 0; i < s->nsmall; i++)
-		s->small_slabs[i] = s->small_slabs[i] / n ? s->small_slabs[i] / n : 1;
-	if (s->shared > min_shared)
-		s->shared = s->shared / n > min_shared ? s->shared / n : min_shared;
-	s->prealloc = s->prealloc / n ? s->prealloc / n : 1;
-	if (s->prealloc > s->shared)
-		s->prealloc = s->shared;
-	s->big_max = s->shared + reserve + (cfg->sink_mem_max ? 0 : s->prealloc);
-}
-
-/*
- * One event thread's share of Read_Sink_Budget on a device (0: no bound),
- * never below a whole Call's chunks, each in a buffer or slab of its own:
- * a Call whose sinks do not fit holds none (rr_read.c), so one always fits
- * when the pool has nothing out.
- */
-static uint64_t sink_read_budget(const struct rr_config *cfg, size_t big)
-{
-	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
-	uint64_t floor = (uint64_t)cfg->limits.max_read_chunks *
-			 (big > RR_SINK_SLAB ? big : RR_SINK_SLAB);
-	uint64_t share = cfg->sink_budget / n;
-
-	if (!cfg->sink_budget)
-		return 0;
-	return share > floor ? share : floor;
-}
-
-uint64_t rr_big_bound_bytes(const struct rr_config *cfg)
-{
-	uint32_t n = cfg->event_threads > 1 ? cfg->event_threads : 1;
-	struct sink_shape s;
-	uint64_t bytes, reserve;
-
-	sink_shape_evt(cfg, &s);
-	/* Each thread's pool, but every connection's reserve once. */
-	reserve = (uint64_t)RR_SINK_RESERVE_BIG * cfg->max_conns;
-	bytes = (uint64_t)s.big * ((uint64_t)n * (s.big_max - reserve) + reserve);
-	for (unsigned int i = 0; i < s.nsmall; i++)
-		bytes += (uint64_t)n * RR_SINK_SLAB * s.small_slabs[i];
-	return bytes;
-}
-
 struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd)
 {
 	struct rr_bigpool *bp = calloc(1, sizeof(*bp));
-	struct sink_shape s;
+	struct rr_sink_shape s;
 	int ret = 0;
 
 	if (!bp)
 		return NULL;
-	sink_shape_evt(&srv->cfg, &s);
+	rr_sink_shape(&srv->cfg, &s);
 	bp->srv = srv;
 	bp->pd = pd;
 	bp->buf_size = s.big;
 	for (unsigned int i = 0; i < s.nsmall && !ret; i++) {
-		size_t sz = sink_class_size[i];
+		size_t sz = s.small_size[i];
 
 		ret = sink_class_init(&bp->cls[bp->nclass++], sz, RR_SINK_SLAB / (uint32_t)sz,
 				      s.small_slabs[i]);
@@ -275,7 +146,7 @@ struct rr_bigpool *rr_big_create(struct rr_server *srv, struct fab_pd *pd)
 	bp->reserve = RR_SINK_RESERVE_BIG * s.big;
 	bp->shared_cap = (int64_t)((uint64_t)s.shared * s.big);
 	bp->prealloc = s.prealloc;
-	bp->read_budget = sink_read_budget(&srv->cfg, s.big);
+	bp->read_budget = rr_sink_read_budget(&srv->cfg, s.big);
 	if (ret) {
 		rr_big_destroy(bp);
 		return NULL;
