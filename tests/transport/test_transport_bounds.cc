@@ -235,15 +235,21 @@ void burst(Requester *a, uint32_t n, uint32_t seed)
  */
 constexpr const char *kSlowCompletions = "delay_us=5000";
 
-class BudgetCountsSends : public TransportTest {
+/* A server with @budget of registered memory and slow completions. */
+class SlowBudget : public TransportTest {
       protected:
-	BudgetCountsSends()
+	explicit SlowBudget(uint64_t budget)
 	{
 		/* Max_Connections set: left to the budget (1 here) it would
 		 * refuse the second connection before the budget does */
-		sopts.args = {"--recv-mem", std::to_string(kBudget), "--max-conns", "16"};
+		sopts.args = {"--recv-mem", std::to_string(budget), "--max-conns", "16"};
 		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
 	}
+};
+
+class BudgetCountsSends : public SlowBudget {
+      protected:
+	BudgetCountsSends() : SlowBudget(kBudget) {}
 };
 
 TEST_F(BudgetCountsSends, ContextsPastTheReserveWaitForTheBudget)
@@ -289,13 +295,9 @@ TEST_F(BudgetCountsSends, ContextsPastTheReserveWaitForTheBudget)
 constexpr uint64_t kReserveOnly = kRecvBytes + kReserveBytes;
 constexpr uint64_t kReserve = 8, kQuietMax = 6;
 
-class WaitQuiet : public TransportTest {
+class WaitQuiet : public SlowBudget {
       protected:
-	WaitQuiet()
-	{
-		sopts.args = {"--recv-mem", std::to_string(kReserveOnly), "--max-conns", "16"};
-		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
-	}
+	WaitQuiet() : SlowBudget(kReserveOnly) {}
 };
 
 TEST_F(WaitQuiet, WaiterWithMostSendsUnsignalledIsWoken)
