@@ -848,7 +848,6 @@ struct rr_evt {
 	/* Parsed chunk lists of calls in progress (rr_pcl_pool.c): free ones
 	 * (this thread), and those other threads gave back. */
 	struct rr_handoff *pcl_free;
-	uint32_t npcl_free;
 	_Atomic(struct rr_handoff *) pcl_returned;
 	pthread_t thread;
 	bool started;

@@ -25,32 +25,16 @@ static struct rr_pcl_slot *slot_of(struct rr_pcl *p)
 	return RR_CONTAINER_OF(p, struct rr_pcl_slot, pcl);
 }
 
-/* What other threads gave back, onto the free list. */
-static void take_returned(struct rr_evt *e)
-{
-	for (struct rr_handoff *h = rr_handoff_take(&e->pcl_returned); h;) {
-		struct rr_handoff *next = h->next;
-
-		h->next = e->pcl_free;
-		e->pcl_free = h;
-		e->npcl_free++;
-		h = next;
-	}
-}
-
 struct rr_pcl *rr_pcl_take(struct rr_evt *e)
 {
 	struct rr_handoff *h = e->pcl_free;
 	struct rr_pcl_slot *s;
 
+	if (__builtin_expect(!h, 0)) /* what other threads gave back, whole */
+		h = rr_handoff_take_all(&e->pcl_returned);
 	if (__builtin_expect(h != NULL, 1)) {
 		e->pcl_free = h->next;
-		e->npcl_free--;
 		return &RR_CONTAINER_OF(h, struct rr_pcl_slot, link)->pcl;
-	}
-	if (atomic_load_explicit(&e->pcl_returned, memory_order_relaxed)) {
-		take_returned(e);
-		return rr_pcl_take(e);
 	}
 	s = malloc(sizeof(*s));
 	return s ? &s->pcl : NULL;
@@ -62,7 +46,6 @@ void rr_pcl_put(struct rr_evt *e, struct rr_pcl *p)
 
 	s->link.next = e->pcl_free;
 	e->pcl_free = &s->link;
-	e->npcl_free++;
 }
 
 void rr_pcl_return(struct rr_evt *e, struct rr_pcl *p)
@@ -76,26 +59,36 @@ void rr_pcl_free(struct rr_pcl *p)
 		free(slot_of(p));
 }
 
+/* Free @h and everything after it. */
+static void free_chain(struct rr_handoff *h)
+{
+	while (h) {
+		struct rr_handoff *next = h->next;
+
+		free(RR_CONTAINER_OF(h, struct rr_pcl_slot, link));
+		h = next;
+	}
+}
+
 void rr_pcl_tick(struct rr_evt *e)
 {
-	take_returned(e);
-	while (e->npcl_free > RR_PCL_SPARE) {
-		struct rr_handoff *h = e->pcl_free;
+	struct rr_handoff **pp = &e->pcl_free;
+	uint32_t kept = 0;
 
-		e->pcl_free = h->next;
-		e->npcl_free--;
-		free(RR_CONTAINER_OF(h, struct rr_pcl_slot, link));
-	}
+	/* What came back goes behind this thread's own list; counted here,
+	 * once a second, rather than per call. */
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = rr_handoff_take_all(&e->pcl_returned);
+	for (pp = &e->pcl_free; *pp && kept < RR_PCL_SPARE; pp = &(*pp)->next)
+		kept++;
+	free_chain(*pp);
+	*pp = NULL;
 }
 
 void rr_pcl_pool_fini(struct rr_evt *e)
 {
-	take_returned(e);
-	while (e->pcl_free) {
-		struct rr_handoff *h = e->pcl_free;
-
-		e->pcl_free = h->next;
-		free(RR_CONTAINER_OF(h, struct rr_pcl_slot, link));
-	}
-	e->npcl_free = 0;
+	free_chain(e->pcl_free);
+	free_chain(rr_handoff_take_all(&e->pcl_returned));
+	e->pcl_free = NULL;
 }
