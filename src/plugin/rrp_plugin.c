@@ -648,6 +648,15 @@ static unsigned long long mib(uint64_t bytes)
 	return (unsigned long long)((bytes + (1u << 20) - 1) >> 20);
 }
 
+/* A budget as the start-up line says it: whole MiB, or none (0). */
+static void mib_or_none(uint64_t bytes, char *out, size_t len)
+{
+	if (bytes)
+		snprintf(out, len, "%llu MiB", mib(bytes));
+	else
+		snprintf(out, len, "none");
+}
+
 /*
  * One line says what a listener serves and the most memory its settings
  * let it register (connections within the budget, the shared receive pool,
@@ -664,14 +673,8 @@ static void log_served(const char *addr, int slot, size_t payload_bytes)
 			 ec->max_conns_per_peer);
 	else
 		snprintf(conns, sizeof(conns), "%u connections", ec->max_conns);
-	if (ec->recv_mem_budget)
-		snprintf(budget, sizeof(budget), "%llu MiB", mib(ec->recv_mem_budget));
-	else
-		snprintf(budget, sizeof(budget), "none");
-	if (ec->sink_budget)
-		snprintf(sinks, sizeof(sinks), "%llu MiB", mib(ec->sink_budget));
-	else
-		snprintf(sinks, sizeof(sinks), "none");
+	mib_or_none(ec->recv_mem_budget, budget, sizeof(budget));
+	mib_or_none(ec->sink_budget, sinks, sizeof(sinks));
 	rrp_log("NFS over RDMA listening on %s: fabric %s, device %s (%s; %u SGEs a Write, "
 		"%u a Read, Send With Invalidate %s), credits %u (device holds %u), inline %u, "
 		"RDMA Read depth %u, SRQ %s, event threads %u, %s, memory budget %s; "
