@@ -43,8 +43,9 @@ sc_qps() { # QPs per process name, e.g. "ganesha.nfsd=144 [nfsd]=0 ..."
 	{ for (i = 1; i < NF; i++) if ($i == "comm") c[$(i + 1)]++ }
 	END { for (k in c) printf "%s=%d ", k, c[k] }'
 }
+sc_gpid() { pidof ganesha.nfsd | awk '{print $1}'; } # ganesha's pid, if it runs
 sc_rss() { # RSS of ganesha.nfsd in MiB (knfsd: kernel threads, none)
-	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	p=$(sc_gpid)
 	[ -n "$p" ] && awk '/VmRSS/{printf "%.0f MiB", $2 / 1024}' /proc/$p/status 2>/dev/null
 }
 # Where the memory went (issue #33): the guest's kernel-side counters in MiB, and for ganesha its
@@ -57,7 +58,7 @@ sc_meminfo() {
 	END { printf " MiB" }' /proc/meminfo
 }
 sc_smaps() {
-	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	p=$(sc_gpid)
 	[ -n "$p" ] || return 0
 	awk '/^[0-9a-f]+-[0-9a-f]+ / { name = $6; anon = (NF < 6 || name ~ /^\[(heap|stack)/) }
 	     /^Rss:/ { if (name ~ /uverbs/) q += $2; else if (anon) a += $2; else f += $2 }
@@ -68,7 +69,7 @@ sc_smaps() {
 # their resident total), largest first, and its thread count: tells mmap'd pools (receive
 # buffers, sinks, the READ payload arena) from malloc arenas and thread stacks
 sc_anon_maps() {
-	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	p=$(sc_gpid)
 	[ -n "$p" ] || return 0
 	echo "ganesha threads: $(awk '/^Threads/{print $2}' /proc/$p/status)"
 	awk '/^[0-9a-f]+-[0-9a-f]+ / { anon = (NF < 6 || $6 ~ /^\[(heap|stack)/) }
@@ -167,7 +168,7 @@ sc_beat_stop() { # prints the longest gap in seconds
 # memory (the device's queues count as the latter), and from the stats socket what the Read
 # sink pools had registered and what calls held of it (issue #33)
 sc_peak_start() {
-	p=$(pidof ganesha.nfsd | awk '{print $1}')
+	p=$(sc_gpid)
 	[ -n "$p" ] || { sc_peak_pid=; return; }
 	( while [ -d /proc/$p ]; do
 		a=$(awk '/^RssAnon/{a=$2} /^RssFile/{f=$2} END{print a + 0, f + 0}' /proc/$p/status 2>/dev/null)

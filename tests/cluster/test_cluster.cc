@@ -41,6 +41,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -149,6 +150,7 @@ class Cluster : public ::testing::Test
 	/* poll LOCKT through @cl until it answers something other than
 	 * NFS4ERR_GRACE (at most @s seconds); the last status */
 	static int until_not_grace(V4 &cl, const Fh &fh, double s);
+	static int until_not_grace(const std::function<int()> &op, double s);
 
 	static std::string dir, ceph_conf, setup_err;
 	static Head heads[2];
@@ -359,13 +361,19 @@ std::unique_ptr<Cluster::V4> Cluster::v4_at(const std::string &addr, const std::
 	return v;
 }
 
-int Cluster::until_not_grace(V4 &cl, const Fh &fh, double s)
+/* @op's status once it is not NFS4ERR_GRACE, or after @s seconds */
+int Cluster::until_not_grace(const std::function<int()> &op, double s)
 {
 	auto t0 = Clock::now();
 	int rc;
-	while ((rc = cl.c->lockt(fh, WRITE_LT, 1u << 30, 1)) == NFS4ERR_GRACE && since(t0) < s)
+	while ((rc = op()) == NFS4ERR_GRACE && since(t0) < s)
 		std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	return rc;
+}
+
+int Cluster::until_not_grace(V4 &cl, const Fh &fh, double s)
+{
+	return until_not_grace([&] { return cl.c->lockt(fh, WRITE_LT, 1u << 30, 1); }, s);
 }
 
 /* LOCK for WRITE through @cl as a new lock owner of its open @open: the
@@ -643,9 +651,8 @@ TEST_F(Cluster, HeadKilledClientReclaimsOverRdma)
 	 * load 45). Normal within 10 s, and said when late. */
 	{
 		auto t_open = Clock::now();
-		while ((rc = c3->c->open_create(c3->root, "failover-new", &x, &xo)) == NFS4ERR_GRACE &&
-		       since(t_open) < 10)
-			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		rc = until_not_grace([&] { return c3->c->open_create(c3->root, "failover-new", &x, &xo); },
+				     10);
 		EXPECT_EQ(rc, 0) << "head a: OPEN after the grace: " << c3->c->err();
 		if (since(t_open) > 0.5)
 			printf("[cluster] head a's OPEN met GRACE for %.1f s after its LOCKT did not\n",
