@@ -126,10 +126,21 @@ static uint16_t free_port(uint16_t avoid1, uint16_t avoid2, uint16_t avoid3)
 		}
 		uint16_t p = ntohs(sin.sin_port);
 		int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		bool udp_ok = bind(u, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)) == 0;
+		bool unused = bind(u, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)) == 0;
 		close(u);
 		close(t);
-		if (udp_ok && p != avoid1 && p != avoid2 && p != avoid3 && p > 1024)
+		/* ganesha binds tcp6 and udp6 as well */
+		sockaddr_in6 sin6 = {};
+		sin6.sin6_family = AF_INET6;
+		sin6.sin6_port = htons(p);
+		for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+			int s6 = socket(AF_INET6, type | SOCK_CLOEXEC, 0);
+			if (s6 >= 0 && bind(s6, reinterpret_cast<sockaddr *>(&sin6), sizeof(sin6)))
+				unused = false;
+			if (s6 >= 0)
+				close(s6);
+		}
+		if (unused && p != avoid1 && p != avoid2 && p != avoid3 && p > 1024)
 			return p;
 	}
 	return 0;
@@ -183,11 +194,19 @@ bool GaneshaServer::start(const GaneshaOptions &o, std::string *err)
 	 * instances starting at once (parallel ctest, other users of this host)
 	 * can make one exit with "Cannot register NFS V3 on UDP". That is the
 	 * host's shared rpcbind, not the plugin: start again after a pause.
+	 * Likewise a port free_port found free can be taken before ganesha
+	 * binds it (another test's outgoing connection gets it as its
+	 * ephemeral port): ganesha stops with "Address already in use", and the
+	 * next attempt
+	 * picks new ports.
 	 */
 	for (int attempt = 0;; attempt++) {
 		if (start_once(o, err))
 			return true;
-		if (attempt >= 4 || err->find("Cannot register") == std::string::npos)
+		bool host_race = err->find("Cannot register") != std::string::npos ||
+				 (err->find("Cannot bind") != std::string::npos &&
+				  err->find("Address already in use") != std::string::npos);
+		if (attempt >= 4 || !host_race)
 			return false;
 		std::this_thread::sleep_for(std::chrono::milliseconds(200 + (getpid() % 7) * 100));
 	}
