@@ -26,18 +26,17 @@
 #include <string>
 #include <thread>
 
+#include "support/ganesha_server.h"
 #include "support/rr_onc.h"
 #include "support/rr_requester.h"
 
 namespace {
 
-std::string slurp(const std::string &path)
-{
-	std::ifstream f(path, std::ios::binary);
-	std::stringstream ss;
-	ss << f.rdbuf();
-	return ss.str();
-}
+using rrplug::ensure_rpcbind;
+using rrplug::free_port;
+using rrplug::slurp;
+using rrplug::tcp_connectable;
+using rrplug::unix_connectable;
 
 std::string ganesha_binary()
 {
@@ -47,69 +46,29 @@ std::string ganesha_binary()
 	return "";
 }
 
-bool unix_connectable(const std::string &path)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sockaddr_un sa = {};
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path.c_str());
-	bool ok = fd >= 0 && connect(fd, (sockaddr *)&sa, sizeof(sa)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-bool tcp_connectable(uint16_t port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sockaddr_in sin = {};
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bool ok = connect(fd, (sockaddr *)&sin, sizeof(sin)) == 0;
-	close(fd);
-	return ok;
-}
-
-// A port free for TCP and UDP (ganesha binds both), from the kernel.
-uint16_t free_port()
-{
-	for (int i = 0; i < 100; i++) {
-		int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		sockaddr_in sin = {};
-		sin.sin_family = AF_INET;
-		socklen_t sl = sizeof(sin);
-		if (bind(t, (sockaddr *)&sin, sizeof(sin)) || getsockname(t, (sockaddr *)&sin, &sl)) {
-			close(t);
-			continue;
-		}
-		int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		bool ok = bind(u, (sockaddr *)&sin, sizeof(sin)) == 0;
-		close(u);
-		close(t);
-		if (ok)
-			return ntohs(sin.sin_port);
-	}
-	return 0;
-}
-
 class Ganesha {
 public:
 	~Ganesha() { stop(); }
 
 	// Start ganesha with @plugin preloaded; wait until @line appears on its
-	// stderr and its NFS port answers.
+	// stderr and its NFS port answers. A port free_port picked can be taken
+	// before ganesha binds it: then again, with new ports.
 	bool start(const std::string &plugin, const std::string &line, std::string *err)
 	{
-		if (!unix_connectable("/run/rpcbind.sock")) {
-			mkdir("/run/rpcbind", 0755);
-			if (system("rpcbind -w") != 0 || !wait_for([] {
-				    return unix_connectable("/run/rpcbind.sock");
-			    })) {
-				*err = "rpcbind does not start";
+		for (int attempt = 0;; attempt++) {
+			if (start_once(plugin, line, err))
+				return true;
+			bool taken = err->find("Address already in use") != std::string::npos;
+			if (attempt >= 3 || !taken)
 				return false;
-			}
+			stop();
 		}
+	}
+
+	bool start_once(const std::string &plugin, const std::string &line, std::string *err)
+	{
+		if (!ensure_rpcbind(err))
+			return false;
 		char tmpl[] = "/tmp/rpcrdma-pkg-test.XXXXXX";
 		if (!mkdtemp(tmpl)) {
 			*err = "mkdtemp";
@@ -117,7 +76,8 @@ public:
 		}
 		dir = tmpl;
 		nfs_port = free_port();
-		uint16_t mnt = free_port(), nlm = free_port(), rq = free_port();
+		uint16_t mnt = free_port(nfs_port), nlm = free_port(nfs_port, mnt),
+			 rq = free_port(nfs_port, mnt, nlm);
 		stats = dir + "/stats.sock";
 		std::ofstream(dir + "/ganesha.conf")
 		    << "NFS_CORE_PARAM {\n NFS_Port = " << nfs_port << ";\n MNT_Port = " << mnt
@@ -148,7 +108,13 @@ public:
 			      "-p", pidf.c_str(), (char *)nullptr);
 			_exit(127);
 		}
-		if (!wait_for([&] { return stderr_text().find(line) != std::string::npos; }, 20) ||
+		auto up_or_gone = [&] {
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == pid)
+				pid = -1; /* exited at start-up */
+			return pid < 0 || stderr_text().find(line) != std::string::npos;
+		};
+		if (!wait_for(up_or_gone, 20) || stderr_text().find(line) == std::string::npos ||
 		    !wait_for([&] { return tcp_connectable(nfs_port); }, 20)) {
 			*err = "ganesha did not come up with '" + line + "':\n" + stderr_text() +
 			       "\n--- log ---\n" + slurp(log);

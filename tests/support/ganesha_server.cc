@@ -82,14 +82,14 @@ std::vector<std::string> lines_with(const std::string &text, const std::string &
 	return out;
 }
 
-static bool unix_connectable(const char *path)
+bool unix_connectable(const std::string &path)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
 	sockaddr_un sun = {};
 	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path.c_str());
 	bool ok = connect(fd, reinterpret_cast<sockaddr *>(&sun), sizeof(sun)) == 0;
 	close(fd);
 	return ok;
@@ -110,8 +110,7 @@ bool ensure_rpcbind(std::string *err)
 	return false;
 }
 
-/* A port free for both TCP and UDP on every address (ganesha binds both). */
-static uint16_t free_port(uint16_t avoid1, uint16_t avoid2, uint16_t avoid3)
+uint16_t free_port(uint16_t avoid1, uint16_t avoid2, uint16_t avoid3)
 {
 	for (int tries = 0; tries < 200; tries++) {
 		int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -175,7 +174,7 @@ std::string GaneshaServer::logs() const
 	return "--- ganesha stderr ---\n" + s + "--- ganesha log (tail) ---\n" + l;
 }
 
-static bool tcp_connectable(uint16_t port)
+bool tcp_connectable(uint16_t port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sockaddr_in sin = {};

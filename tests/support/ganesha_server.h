@@ -102,6 +102,17 @@ class GaneshaServer
 /* Start rpcbind (-w) unless it answers on /run/rpcbind.sock. */
 bool ensure_rpcbind(std::string *err);
 
+/* Whether a stream socket at @path, or on 127.0.0.1:@port, accepts. */
+bool unix_connectable(const std::string &path);
+bool tcp_connectable(uint16_t port);
+
+/*
+ * A port free for TCP and UDP on IPv4 and IPv6 (ganesha binds all four),
+ * other than the three given; 0 if none was found. Another process can take
+ * it before ganesha binds it: see GaneshaServer::start.
+ */
+uint16_t free_port(uint16_t avoid1 = 0, uint16_t avoid2 = 0, uint16_t avoid3 = 0);
+
 /* A whole file ("" if unreadable), and the lines of @text holding @needle. */
 std::string slurp(const std::string &path);
 std::vector<std::string> lines_with(const std::string &text, const std::string &needle);
