@@ -148,6 +148,7 @@ static int conn_setup(struct rr_server *srv, struct rr_conn *c, uint32_t nrecv)
 
 	c->nrecv = nrecv;
 	c->post_target = c->credits + cfg->bc_credits + cfg->recv_batch;
+	c->repost_at = c->post_target - (cfg->recv_batch ? cfg->recv_batch : 1);
 	c->nsends = rr_conn_nsends(cfg, nrecv);
 	c->nsends_bc = rr_conn_nsends_bc(cfg);
 	c->sq_depth = rr_conn_sq_depth(c->nsends, c->ord, c->write_sge);

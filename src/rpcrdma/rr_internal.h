@@ -516,6 +516,7 @@ struct rr_conn {
 	uint32_t credits;		/* the grant carried in every message */
 	uint32_t nrecv;			/* receive buffers (= call contexts) */
 	uint32_t post_target;		/* receives kept posted */
+	uint32_t repost_at;		/* post_target - recv_batch: a batch is due at or below */
 	uint32_t posted;		/* receives currently posted (event thread) */
 	uint32_t sq_depth;
 	uint32_t sq_avail;		/* event thread */
@@ -1014,7 +1015,19 @@ void rr_conn_cm_pending(struct rr_conn *c);
 void rr_conn_poll_cq(struct rr_conn *c);
 
 /* receive stages */
-void rr_recv_refill(struct rr_conn *c);
+void rr_recv_post_batch(struct rr_conn *c);
+/*
+ * Top @c's receives back up (rr_recv.c), on its event thread. The test is
+ * inline: it runs at every message, Reply and call release, and a batch is
+ * due once in recv_batch of them.
+ */
+static inline void rr_recv_refill(struct rr_conn *c)
+{
+	if (c->srq)
+		rr_srq_recv_refill(c);
+	else if (c->posted <= c->repost_at)
+		rr_recv_post_batch(c);
+}
 void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_call_dispatch(struct rr_call_ctx *ctx);
 void rr_call_free(struct rr_call_ctx *ctx);

@@ -73,20 +73,14 @@ static __attribute__((noinline)) void post_receives(struct rr_conn *c)
 /*
  * Top the receive queue back up to its target, in batches: the target is
  * credits + bc_credits + recv_batch, and posting waits until recv_batch are
- * missing, so a client within its grant always finds a receive and one post
- * serves many. Called before a received message is processed, so the receive
- * that a reply's credit promises is posted before that reply is sent. Event
- * thread: free_calls and posted are its own; calls other threads gave back
- * are taken over first.
+ * missing (rr_recv_refill's test), so a client within its grant always finds
+ * a receive and one post serves many. Refilled before a received message is
+ * processed, so the receive that a reply's credit promises is posted before
+ * that reply is sent. Event thread: free_calls and posted are its own; calls
+ * other threads gave back are taken over first.
  */
-void rr_recv_refill(struct rr_conn *c)
+void rr_recv_post_batch(struct rr_conn *c)
 {
-	uint32_t batch = c->srv->cfg.recv_batch ? c->srv->cfg.recv_batch : 1;
-
-	if (c->srq) {
-		rr_srq_recv_refill(c);
-		return;
-	}
 	for (struct rr_handoff *h = rr_handoff_take(&c->returned_calls); h;) {
 		struct rr_call_ctx *back = RR_CONTAINER_OF(h, struct rr_call_ctx, free_link);
 
@@ -94,7 +88,7 @@ void rr_recv_refill(struct rr_conn *c)
 		back->next = c->free_calls;
 		c->free_calls = back;
 	}
-	if (c->state != RR_CONN_CLOSING && c->posted + batch <= c->post_target)
+	if (c->state != RR_CONN_CLOSING)
 		post_receives(c);
 }
 
