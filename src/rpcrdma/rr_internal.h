@@ -820,7 +820,8 @@ struct rr_evt {
 	struct rr_server *srv;
 	unsigned int idx;
 	int epfd;
-	int kickfd;			/* eventfd: wake this thread */
+	int kickfd;			/* eventfd: wake this thread (edge-triggered) */
+	bool kick_drain_due;		/* reset its counter at the next kick (rr_evt.c) */
 	int timerfd;			/* once a second: its connections' timeouts */
 	atomic_bool kick_pending;	/* a wake-up is written and not yet handled */
 	/* Connections other threads queued work on, each once, each holding a
