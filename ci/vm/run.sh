@@ -42,7 +42,7 @@
 #                          _GANESHA_TCP (1: the same against ganesha's own TCP as a control; 0 skips),
 #                          _VERSIONS ("3 4.1"), _SRQ (1: Use_SRQ on in ganesha's RDMA block),
 #                          _KNFSD (0: skip the knfsd column), _LEASE (ganesha's Lease_Lifetime in
-#                          this part; default ganesha.conf's 10 s; knfsd's is 90)
+#                          this part; default ganesha.conf's 10 s, knfsd's as well)
 #      RPCRDMA_VM_ONLY=cluster only the kernel client against two ganesha heads over CephFS
 #                          (guest-cluster.sh, issue #35): Ceph in the guest, heads a and b with
 #                          rados_cluster, a mount of each, write through a / read through b, a
