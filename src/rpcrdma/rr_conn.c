@@ -296,6 +296,7 @@ void rr_conn_reap(struct rr_evt *e)
 			/* Calls still waiting to start their reads go now; those
 			 * with reads in flight go when the flushes arrive. */
 			c->read_head = c->read_tail = NULL;
+			rr_read_forget_waiter(c);
 			while (q) {
 				struct rr_call_ctx *next = q->next;
 

@@ -294,6 +294,21 @@ static __attribute__((noinline)) void handovers(struct rr_evt *e)
 	rr_srq_woken(e);
 }
 
+/* This thread's sink pools, each serving the connections that wait for it. */
+static void serve_sink_waiters(struct rr_evt *e)
+{
+	struct rr_server *srv = e->srv;
+	unsigned int n = atomic_load_explicit(&srv->nbigpools[e->idx], memory_order_acquire);
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct rr_bigpool *bp =
+		    atomic_load_explicit(&srv->bigpools[e->idx][i], memory_order_relaxed);
+
+		if (bp && bp->wait_head)
+			rr_read_serve_waiters(bp);
+	}
+}
+
 /* Work that other threads asked for: Replies, refills, queued reads. */
 static void handle_kick(struct rr_evt *e)
 {
@@ -330,9 +345,11 @@ static void handle_kick(struct rr_evt *e)
 		rr_conn_put(c); /* the ready stack's */
 	}
 	/* Big buffers are shared by every connection of this thread: one given
-	 * back may be what a Read elsewhere waits for. Rare, so a walk. */
+	 * back may be what a Read elsewhere waits for. Those waiting for a
+	 * pool go first, in turn; then a walk for the rest (rare). */
 	if (e->reads_starved) {
 		e->reads_starved = false;
+		serve_sink_waiters(e);
 		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
 			if (c->state != RR_CONN_CLOSING)
 				rr_read_pump(c);

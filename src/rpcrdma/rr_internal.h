@@ -117,6 +117,12 @@ struct rr_bigpool {
 	unsigned int nclass;
 	struct rr_sink_class cls[RR_SINK_CLASSES];	/* ascending sizes */
 	struct rr_sendpool *sends;	/* the same thread's and device's send pool */
+	/* Connections whose next call waits for sinks the pool is short of,
+	 * oldest first: served in that order as sinks come back (rr_read.c).
+	 * stuck_at: puts when the first of them last failed. */
+	struct rr_conn *wait_head, *wait_tail;
+	_Atomic uint64_t puts;		/* buffers given back, ever */
+	uint64_t stuck_at;
 };
 
 /* The small sink classes carve their buffers out of registrations of this
@@ -161,8 +167,14 @@ enum rr_sink_use { RR_SINK_READ, RR_SINK_BOUNCE };
  * short: retry when a sink comes back. */
 void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, enum rr_sink_use use,
 		 uint32_t *lkey, uint32_t *ref);
+/* Whether @c's share leaves room for a buffer of @len bytes: when it does
+ * not, @c waits for its own calls, not for the pool. */
+bool rr_big_within_share(const struct rr_bigpool *bp, const struct rr_conn *c, uint64_t len);
 /* Any thread: the buffer @ref that @c took is free again. */
 void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
+/* Event thread: the same for a buffer its call could not use (the rest of
+ * its sinks did not fit): nothing came back that a waiter had not seen. */
+void rr_big_unget(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
 /* Event thread: lkey of [addr, addr+len) if it lies in one registration, else false. */
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
 /* Once a second on the pool's thread: slabs wholly free for RR_SINK_IDLE_S
@@ -504,6 +516,8 @@ struct rr_conn {
 	struct fab_cq *cq;
 	struct fab_pd *pd;		/* its QP's: own_pd, or the device's */
 	struct rr_bigpool *big;		/* sink pool of the device's PD */
+	struct rr_conn *sink_wait_next;	/* on big's queue of waiters (event thread) */
+	bool sink_waiting;
 	char peer[80];
 	void *upper;
 
@@ -983,6 +997,11 @@ static inline void rr_big_returned(struct rr_conn *c)
 	if (rr_on_conn_thread(c) && c->evt->reads_starved)
 		rr_evt_kick(c->evt);
 }
+
+/* @bp's thread: pump the connections waiting for its sinks, in turn. */
+void rr_read_serve_waiters(struct rr_bigpool *bp);
+/* @c's thread, as it closes: off its pool's queue of waiters. */
+void rr_read_forget_waiter(struct rr_conn *c);
 
 /* Event thread: build the Replies and post the chains other threads queued. */
 void rr_send_run_deferred(struct rr_conn *c);

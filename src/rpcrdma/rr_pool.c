@@ -254,24 +254,46 @@ static void *sink_addr(struct rr_sink_class *k, uint32_t slot, uint32_t *lkey)
 	return sl->mem + (size_t)(slot % k->per_slab) * k->size;
 }
 
+/* What @c may hold: beyond the reserve, one full-size buffer per credit (at
+ * least a whole Call's worth of chunks), and RR_SINK_SHARE_MAX at most. */
+static uint64_t conn_cap(const struct rr_bigpool *bp, const struct rr_conn *c)
+{
+	uint64_t share = c->credits > c->srv->cfg.limits.max_read_chunks
+				 ? c->credits
+				 : c->srv->cfg.limits.max_read_chunks;
+
+	if (share > RR_SINK_SHARE_MAX)
+		share = RR_SINK_SHARE_MAX;
+	return bp->reserve + share * bp->buf_size;
+}
+
+/* The smallest class for @len; bp->nclass if none. */
+static unsigned int class_for(const struct rr_bigpool *bp, uint64_t len)
+{
+	unsigned int ci = 0;
+
+	while (ci < bp->nclass && bp->cls[ci].size < len)
+		ci++;
+	return ci;
+}
+
+bool rr_big_within_share(const struct rr_bigpool *bp, const struct rr_conn *c, uint64_t len)
+{
+	unsigned int ci = class_for(bp, len);
+
+	return ci < bp->nclass &&
+	       atomic_load_explicit(&c->st.sink_bytes, memory_order_relaxed) + bp->cls[ci].size <=
+		   conn_cap(bp, c);
+}
+
 void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, enum rr_sink_use use,
 		 uint32_t *lkey, uint32_t *ref)
 {
 	uint64_t held = atomic_load_explicit(&c->st.sink_bytes, memory_order_relaxed);
-	uint64_t regs = 0, cap, share;
-	unsigned int ci = 0;
+	uint64_t regs = 0, cap = conn_cap(bp, c);
+	unsigned int ci = class_for(bp, len);
 	int64_t slot = -1, d;
 
-	/* Beyond the reserve, one full-size buffer per credit (at least a
-	 * whole Call's worth of chunks), and RR_SINK_SHARE_MAX at most. */
-	share = c->credits > c->srv->cfg.limits.max_read_chunks
-		    ? c->credits
-		    : c->srv->cfg.limits.max_read_chunks;
-	if (share > RR_SINK_SHARE_MAX)
-		share = RR_SINK_SHARE_MAX;
-	cap = bp->reserve + share * bp->buf_size;
-	while (ci < bp->nclass && bp->cls[ci].size < len)
-		ci++;
 	if (ci == bp->nclass)
 		return NULL; /* larger than any chunk the decoder admits */
 	/* The smallest class that fits and has a buffer; a full small class
@@ -308,7 +330,7 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, enum rr
 	return sink_addr(&bp->cls[ci], (uint32_t)slot, lkey);
 }
 
-void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
+static void big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref, bool turn)
 {
 	struct rr_sink_class *k = &bp->cls[ref >> RR_SINK_REF_SHIFT];
 	uint32_t slot = ref & ((1u << RR_SINK_REF_SHIFT) - 1);
@@ -327,6 +349,18 @@ void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
 		k->next[slot] = top;
 	while (!atomic_compare_exchange_weak_explicit(&k->returned, &top, slot + 1,
 						      memory_order_release, memory_order_relaxed));
+	if (turn) /* rr_read.c's queue of waiters: what came back since one failed */
+		atomic_fetch_add_explicit(&bp->puts, 1, memory_order_release);
+}
+
+void rr_big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
+{
+	big_put(bp, c, ref, true);
+}
+
+void rr_big_unget(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref)
+{
+	big_put(bp, c, ref, false);
 }
 
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey)

@@ -50,23 +50,103 @@ static void give_back_sinks(struct rr_call_ctx *ctx)
 	for (unsigned int i = 0; i < ctx->nsinks; i++)
 		if (ctx->sink[i]) {
 			rr_sink_unexpose(ctx, i);
-			rr_big_put(c->big, c, ctx->sink_ref[i]);
+			rr_big_unget(c->big, c, ctx->sink_ref[i]);
 			ctx->sink[i] = NULL;
 		}
 }
 
-/* Sinks sized to each chunk (rr_internal.h: the pool's classes and each
- * connection's share); false leaves the call queued until one comes back. */
+/*
+ * The connections waiting for a pool's sinks (rr_bigpool.wait_head), served
+ * in the order they began to wait: the one being handled when sinks come
+ * back would otherwise take them every time (docs/memory.md). Each queue is
+ * its pool's thread's, as the pool is.
+ */
+static void sink_wait(struct rr_bigpool *bp, struct rr_conn *c)
+{
+	if (c->sink_waiting)
+		return;
+	c->sink_waiting = true;
+	c->sink_wait_next = NULL;
+	if (bp->wait_tail)
+		bp->wait_tail->sink_wait_next = c;
+	else
+		bp->wait_head = c;
+	bp->wait_tail = c;
+}
+
+static void sink_wait_pop(struct rr_bigpool *bp)
+{
+	struct rr_conn *c = bp->wait_head;
+
+	bp->wait_head = c->sink_wait_next;
+	if (!bp->wait_head)
+		bp->wait_tail = NULL;
+	c->sink_wait_next = NULL;
+	c->sink_waiting = false;
+}
+
+/* The first connection still waiting: one closing, or with no call left to
+ * read, gives way. */
+static struct rr_conn *first_waiter(struct rr_bigpool *bp)
+{
+	struct rr_conn *c;
+
+	while ((c = bp->wait_head) && (c->state == RR_CONN_CLOSING || !c->read_head))
+		sink_wait_pop(bp);
+	return c;
+}
+
+void rr_read_forget_waiter(struct rr_conn *c)
+{
+	struct rr_bigpool *bp = c->big;
+	struct rr_conn *prev = NULL, *q;
+
+	if (!c->sink_waiting)
+		return;
+	for (q = bp->wait_head; q != c; q = q->sink_wait_next)
+		prev = q;
+	if (prev)
+		prev->sink_wait_next = c->sink_wait_next;
+	else
+		bp->wait_head = c->sink_wait_next;
+	if (bp->wait_tail == c)
+		bp->wait_tail = prev;
+	c->sink_wait_next = NULL;
+	c->sink_waiting = false;
+}
+
+/*
+ * Sinks sized to each chunk (rr_internal.h: the pool's classes and each
+ * connection's share); false leaves the call queued until one comes back.
+ * While the first waiter of the pool has not yet tried what came back since
+ * it last failed, a call of another connection takes none and joins the
+ * queue; once it has, and failed, a call it leaves room for may go (a call
+ * that needs more than is free must not hold up one that fits). A call that
+ * fails because the pool is short joins the queue; one at its connection's
+ * own share waits for its own calls instead, holding no one up.
+ */
 static bool alloc_sinks(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
+	struct rr_bigpool *bp = c->big;
+	uint64_t puts = atomic_load_explicit(&bp->puts, memory_order_acquire);
+	struct rr_conn *first = first_waiter(bp);
 
+	if (first && first != c && bp->stuck_at != puts) {
+		sink_wait(bp, c);
+		return false;
+	}
 	for (unsigned int i = 0; i < ctx->pcl->n_read; i++) {
 		if (!ctx->sink[i]) {
-			ctx->sink[i] = rr_big_get(c->big, c, ctx->pcl->read[i].length, RR_SINK_READ,
+			ctx->sink[i] = rr_big_get(bp, c, ctx->pcl->read[i].length, RR_SINK_READ,
 						  &ctx->sink_lkey[i], &ctx->sink_ref[i]);
 			if (!ctx->sink[i]) {
 				give_back_sinks(ctx);
+				if (rr_big_within_share(bp, c, ctx->pcl->read[i].length)) {
+					sink_wait(bp, c);
+					if (bp->wait_head == c)
+						bp->stuck_at = puts;
+				}
 				return false;
 			}
 			if (i >= ctx->nsinks)
@@ -75,6 +155,8 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 		if (c->tagged_sinks && !ctx->sink_mr[i] && !expose_sink(ctx, i))
 			return false; /* the sink stays the call's until it is freed */
 	}
+	if (first == c)
+		sink_wait_pop(bp);
 	return true;
 }
 
@@ -133,6 +215,21 @@ void rr_read_pump(struct rr_conn *c)
 {
 	if (c->read_head && !c->reads_held)
 		pump_queued(c);
+}
+
+/* @bp's waiters, oldest first, until one is left waiting: the pool is
+ * short again (or its window is full). Each pass takes sinks or a waiter
+ * off the queue, so it ends. */
+void rr_read_serve_waiters(struct rr_bigpool *bp)
+{
+	struct rr_conn *c;
+
+	while ((c = first_waiter(bp))) {
+		if (!c->reads_held)
+			pump_queued(c);
+		if (bp->wait_head == c)
+			break;
+	}
 }
 
 #define RR_READ_BATCH 16

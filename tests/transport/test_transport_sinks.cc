@@ -403,6 +403,52 @@ TEST_F(SinksBudget, CallsThatDoNotFitWholeHoldNone)
 		EXPECT_TRUE(h->connected());
 }
 
+/*
+ * Calls waiting for sinks at the budget are served in the order they began
+ * to wait. A connection whose own calls keep finishing is handled each time
+ * sinks come back; it must not take every one while an older waiter on
+ * another connection gets none. Here a fills the budget with DELAY calls
+ * and queues many more; w's one Read, posted once the budget is full, must
+ * be served within the next round of a's calls, not after a's whole queue.
+ */
+TEST_F(SinksBudget, WaitersAreServedInTurn)
+{
+	constexpr int kQueued = 24;
+	Requester *w = connect();
+	Requester *a = connect();
+	ASSERT_TRUE(w && a);
+	ASSERT_TRUE(ping(w));
+	ASSERT_TRUE(ping(a));
+	uint64_t before = srv.stats()["ul_calls"];
+	for (int i = 0; i < kQueued; i++) {
+		TestCall c = call_delay(a->next_xid(), 200, random_bytes(rng, 600 * 1024));
+		ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
+	}
+	ASSERT_GE(ul_calls_reach(before + kFit, a), before + kFit)
+	    << "a's calls did not fill the budget";
+
+	auto d = random_bytes(rng, 600 * 1024);
+	TestCall c = call_data(w->next_xid(), RRT_PROC_SINK, d);
+	uint64_t at_post = srv.stats()["ul_calls"];
+	ASSERT_GE(w->post(c.rpc, read_spec(c)), 0) << w->last_error();
+	Reply r;
+	bool served = false;
+	for (int i = 0; i < 400 && !served; i++) {
+		a->progress(0); /* a's replies, so its calls keep finishing */
+		served = w->wait(c.xid, &r, 50);
+	}
+	ASSERT_TRUE(served) << "w's Read was never served";
+	uint64_t delivered = srv.stats()["ul_calls"] - at_post;
+	size_t off;
+	ASSERT_TRUE(rpc_success(r, c.xid, &off));
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	EXPECT_EQ(x.u32(), d.size());
+	EXPECT_EQ(x.u32(), fnv(d));
+	/* w's own, and at most two rounds of a's (the budget's worth each) */
+	EXPECT_LE(delivered, 1 + 2 * kFit)
+	    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
+}
+
 /* Peer @b RDMA-Writes @len bytes of 0xEE to @addr by @key; true once the
  * Write completed, its status in *@status. */
 bool peer_writes(Requester *b, uint64_t addr, uint32_t key, size_t len, int *status)
