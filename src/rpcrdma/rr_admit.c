@@ -380,12 +380,10 @@ void rr_admit_tick(struct rr_evt *e)
 		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
 			if (c->state != RR_CONN_CLOSING)
 				conn_timeouts(srv, c, now);
-	/* This thread's sink and send pools give back what stays free; no
-	 * lock: the count is published after the pools (rr_server_bigpool). */
-	n = atomic_load_explicit(&srv->nbigpools[e->idx], memory_order_acquire);
+	/* This thread's sink and send pools give back what stays free. */
+	n = rr_evt_npools(e);
 	for (unsigned int i = 0; i < n; i++) {
-		struct rr_bigpool *bp =
-		    atomic_load_explicit(&srv->bigpools[e->idx][i], memory_order_relaxed);
+		struct rr_bigpool *bp = rr_evt_pool(e, i);
 
 		if (!bp)
 			continue; /* dropped with its device meanwhile */

@@ -103,11 +103,16 @@ void rr_conn_kick(struct rr_conn *c)
 	rr_evt_kick(e);
 }
 
-int rr_evt_epoll_add(struct rr_evt *e, int fd, void *tag)
+static int epoll_add(struct rr_evt *e, int fd, uint32_t events, void *tag)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+	struct epoll_event ev = {.events = events, .data.ptr = tag};
 
 	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int rr_evt_epoll_add(struct rr_evt *e, int fd, void *tag)
+{
+	return epoll_add(e, fd, EPOLLIN, tag);
 }
 
 void rr_evt_epoll_del(struct rr_evt *e, int fd)
@@ -171,9 +176,7 @@ int rr_evt_init(struct rr_server *srv, unsigned int idx)
 		return -errno;
 	if (timerfd_settime(e->timerfd, 0, &its, NULL))
 		return -errno;
-	ret = epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->kickfd,
-			&(struct epoll_event){.events = EPOLLIN | EPOLLET, .data.ptr = TAG_KICK})
-		  ? -errno : 0;
+	ret = epoll_add(e, e->kickfd, EPOLLIN | EPOLLET, TAG_KICK); /* kickfd_drain says why */
 	if (!ret)
 		ret = rr_evt_epoll_add(e, e->timerfd, TAG_TIMER);
 	if (!ret && idx == 0)
@@ -297,12 +300,10 @@ static __attribute__((noinline)) void handovers(struct rr_evt *e)
 /* This thread's sink pools, each serving the connections that wait for it. */
 static void serve_sink_waiters(struct rr_evt *e)
 {
-	struct rr_server *srv = e->srv;
-	unsigned int n = atomic_load_explicit(&srv->nbigpools[e->idx], memory_order_acquire);
+	unsigned int n = rr_evt_npools(e);
 
 	for (unsigned int i = 0; i < n; i++) {
-		struct rr_bigpool *bp =
-		    atomic_load_explicit(&srv->bigpools[e->idx][i], memory_order_relaxed);
+		struct rr_bigpool *bp = rr_evt_pool(e, i);
 
 		if (bp && bp->wait_head)
 			rr_read_serve_waiters(bp);

@@ -998,6 +998,22 @@ static inline void rr_big_returned(struct rr_conn *c)
 		rr_evt_kick(c->evt);
 }
 
+/*
+ * @e's sink pools, on @e's thread, without srv->lock: evt[0] publishes a
+ * pool, then the count with release (rr_server_bigpool), so the count read
+ * with acquire covers the pools below it. A pool dropped with its device
+ * meanwhile reads NULL.
+ */
+static inline unsigned int rr_evt_npools(const struct rr_evt *e)
+{
+	return atomic_load_explicit(&e->srv->nbigpools[e->idx], memory_order_acquire);
+}
+
+static inline struct rr_bigpool *rr_evt_pool(const struct rr_evt *e, unsigned int i)
+{
+	return atomic_load_explicit(&e->srv->bigpools[e->idx][i], memory_order_relaxed);
+}
+
 /* @bp's thread: pump the connections waiting for its sinks, in turn. */
 void rr_read_serve_waiters(struct rr_bigpool *bp);
 /* @c's thread, as it closes: off its pool's queue of waiters. */

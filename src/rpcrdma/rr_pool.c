@@ -330,7 +330,10 @@ void *rr_big_get(struct rr_bigpool *bp, struct rr_conn *c, uint64_t len, enum rr
 	return sink_addr(&bp->cls[ci], (uint32_t)slot, lkey);
 }
 
-static void big_put(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref, bool turn)
+/* Inlined into both: rr_big_put is on every call that had a sink. */
+static inline __attribute__((always_inline)) void big_put(struct rr_bigpool *bp,
+							   struct rr_conn *c, uint32_t ref,
+							   bool turn)
 {
 	struct rr_sink_class *k = &bp->cls[ref >> RR_SINK_REF_SHIFT];
 	uint32_t slot = ref & ((1u << RR_SINK_REF_SHIFT) - 1);

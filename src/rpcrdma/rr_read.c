@@ -225,8 +225,7 @@ void rr_read_serve_waiters(struct rr_bigpool *bp)
 	struct rr_conn *c;
 
 	while ((c = first_waiter(bp))) {
-		if (!c->reads_held)
-			pump_queued(c);
+		rr_read_pump(c);
 		if (bp->wait_head == c)
 			break;
 	}
