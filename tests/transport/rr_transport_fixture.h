@@ -137,6 +137,25 @@ inline ::testing::AssertionResult rpc_success(const Reply &r, uint32_t xid, size
 	return ::testing::AssertionSuccess();
 }
 
+/* A SINK's reply: the length and FNV-1a of @data, the bytes the call carried. */
+inline ::testing::AssertionResult sink_result(const Reply &r, uint32_t xid,
+					      const std::vector<uint8_t> &data)
+{
+	size_t off;
+	auto a = rpc_success(r, xid, &off);
+	if (!a)
+		return a;
+	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
+	uint32_t len = x.u32(), sum = x.u32();
+	if (len != data.size())
+		return ::testing::AssertionFailure() << "SINK length " << len << " != " << data.size();
+	if (sum != fnv(data))
+		return ::testing::AssertionFailure()
+		       << "SINK checksum " << sum << " != " << fnv(data)
+		       << ": the data pulled into the sink is not the client's";
+	return ::testing::AssertionSuccess();
+}
+
 /* The reply carries opaque<> == @want (inline or in Write chunk 0). */
 inline ::testing::AssertionResult opaque_result(const Reply &r, uint32_t xid,
 						const std::vector<uint8_t> &want)

@@ -58,11 +58,7 @@ class Sinks : public TransportTest
 		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
 		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000))
 		    << "a Read chunk on another connection got no reply: " << q->last_error();
-		size_t off;
-		ASSERT_TRUE(rpc_success(r, c.xid, &off));
-		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
-		EXPECT_EQ(x.u32(), d.size());
-		EXPECT_EQ(x.u32(), fnv(d));
+		EXPECT_TRUE(sink_result(r, c.xid, d));
 	}
 
 	/* Four connections to hoard sinks and a fifth, each answered once. */
@@ -85,13 +81,9 @@ class Sinks : public TransportTest
 		auto d = random_bytes(rng, len);
 		TestCall c = call_data(q->next_xid(), RRT_PROC_SINK, d);
 		Reply r;
-		size_t off;
 
 		ASSERT_TRUE(q->call(c.rpc, read_spec(c), &r, 5000)) << q->last_error();
-		ASSERT_TRUE(rpc_success(r, c.xid, &off));
-		XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
-		EXPECT_EQ(x.u32(), d.size());
-		EXPECT_EQ(x.u32(), fnv(d)) << "the data pulled into the sink is not the client's";
+		EXPECT_TRUE(sink_result(r, c.xid, d));
 	}
 
 	/* Once every slab has been wholly free for RR_SINK_IDLE_S (5 s), the
@@ -371,11 +363,7 @@ TEST_F(SinksBudget, HeldWritesStayWithinTheBudgetAndResumeWhenSinksComeBack)
 	uint64_t before = srv.stats()["ul_calls"];
 	hoarders[0]->disconnect();
 	ASSERT_TRUE(e->wait(c.xid, &r, 10000)) << "the waiting Read never resumed";
-	size_t off;
-	ASSERT_TRUE(rpc_success(r, c.xid, &off));
-	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
-	EXPECT_EQ(x.u32(), d.size());
-	EXPECT_EQ(x.u32(), fnv(d));
+	EXPECT_TRUE(sink_result(r, c.xid, d));
 	EXPECT_GT(ul_calls_settled(before), before + 1) << "the waiting held calls did not move up";
 	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
 	for (size_t i = 1; i < hoarders.size(); i++)
@@ -439,11 +427,7 @@ TEST_F(SinksBudget, WaitersAreServedInTurn)
 	}
 	ASSERT_TRUE(served) << "w's Read was never served";
 	uint64_t delivered = srv.stats()["ul_calls"] - at_post;
-	size_t off;
-	ASSERT_TRUE(rpc_success(r, c.xid, &off));
-	XdrReader x(r.rpc.data() + off, r.rpc.size() - off);
-	EXPECT_EQ(x.u32(), d.size());
-	EXPECT_EQ(x.u32(), fnv(d));
+	EXPECT_TRUE(sink_result(r, c.xid, d));
 	/* w's own, and at most two rounds of a's (the budget's worth each) */
 	EXPECT_LE(delivered, 1 + 2 * kFit)
 	    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
