@@ -387,7 +387,10 @@ void rr_admit_tick(struct rr_evt *e)
 
 		if (!bp)
 			continue; /* dropped with its device meanwhile */
-		rr_big_tick(bp);
+		/* A Read kept out by the budget that slabs no call used were
+		 * holding has no sink coming back to wake it: try it now. */
+		if (rr_big_tick(bp) && bp->wait_head)
+			rr_read_serve_waiters(bp);
 		if (bp->sends)
 			rr_sendpool_tick(bp->sends);
 	}

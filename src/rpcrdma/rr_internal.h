@@ -119,11 +119,13 @@ struct rr_bigpool {
 	struct rr_sendpool *sends;	/* the same thread's and device's send pool */
 	/* Connections whose next call waits for sinks the pool is short of,
 	 * oldest first: served in that order as sinks come back (rr_read.c).
-	 * stuck_at: puts when the first of them last failed. */
+	 * stuck_at: puts when the first of them last failed (RR_SINK_UNTRIED:
+	 * it has not tried since it became the first). */
 	struct rr_conn *wait_head, *wait_tail;
-	_Atomic uint64_t puts;		/* buffers given back, ever */
+	_Atomic uint64_t puts;		/* buffers (or budget) given back, ever */
 	uint64_t stuck_at;
 };
+#define RR_SINK_UNTRIED UINT64_MAX
 
 /* The small sink classes carve their buffers out of registrations of this
  * many bytes; the full-size class registers each buffer alone. */
@@ -178,8 +180,8 @@ void rr_big_unget(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
 /* Event thread: lkey of [addr, addr+len) if it lies in one registration, else false. */
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
 /* Once a second on the pool's thread: slabs wholly free for RR_SINK_IDLE_S
- * are unregistered and unmapped. */
-void rr_big_tick(struct rr_bigpool *bp);
+ * are unregistered and unmapped; true if any went. */
+bool rr_big_tick(struct rr_bigpool *bp);
 
 /* ---- counters ---- */
 

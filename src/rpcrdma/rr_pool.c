@@ -466,8 +466,10 @@ static uint32_t sink_class_age(struct rr_sink_class *k, uint32_t *live)
 	return drop;
 }
 
-void rr_big_tick(struct rr_bigpool *bp)
+bool rr_big_tick(struct rr_bigpool *bp)
 {
+	uint64_t made = bp->made;
+
 	for (unsigned int i = 0; i < bp->nclass; i++) {
 		struct rr_sink_class *k = &bp->cls[i];
 		uint32_t *link = &k->free_top;
@@ -496,4 +498,10 @@ void rr_big_tick(struct rr_bigpool *bp)
 		while (k->nslab && !k->slab[k->nslab - 1].mem)
 			k->nslab--;
 	}
+	if (bp->made == made)
+		return false;
+	/* Room under read_budget came back: a turn for the waiters, as if a
+	 * sink had (rr_read.c). */
+	atomic_fetch_add_explicit(&bp->puts, 1, memory_order_relaxed);
+	return true;
 }

@@ -74,6 +74,12 @@ static void sink_wait(struct rr_bigpool *bp, struct rr_conn *c)
 	bp->wait_tail = c;
 }
 
+/* Whoever is first now has not tried since it became so. */
+static void sink_wait_new_first(struct rr_bigpool *bp)
+{
+	bp->stuck_at = RR_SINK_UNTRIED;
+}
+
 static void sink_wait_pop(struct rr_bigpool *bp)
 {
 	struct rr_conn *c = bp->wait_head;
@@ -83,6 +89,7 @@ static void sink_wait_pop(struct rr_bigpool *bp)
 		bp->wait_tail = NULL;
 	c->sink_wait_next = NULL;
 	c->sink_waiting = false;
+	sink_wait_new_first(bp);
 }
 
 /* The first connection still waiting: one closing, or with no call left to
@@ -105,10 +112,12 @@ void rr_read_forget_waiter(struct rr_conn *c)
 		return;
 	for (q = bp->wait_head; q != c; q = q->sink_wait_next)
 		prev = q;
-	if (prev)
+	if (prev) {
 		prev->sink_wait_next = c->sink_wait_next;
-	else
+	} else {
 		bp->wait_head = c->sink_wait_next;
+		sink_wait_new_first(bp);
+	}
 	if (bp->wait_tail == c)
 		bp->wait_tail = prev;
 	c->sink_wait_next = NULL;
@@ -118,12 +127,17 @@ void rr_read_forget_waiter(struct rr_conn *c)
 /*
  * Sinks sized to each chunk (rr_internal.h: the pool's classes and each
  * connection's share); false leaves the call queued until one comes back.
- * While the first waiter of the pool has not yet tried what came back since
- * it last failed, a call of another connection takes none and joins the
- * queue; once it has, and failed, a call it leaves room for may go (a call
- * that needs more than is free must not hold up one that fits). A call that
- * fails because the pool is short joins the queue; one at its connection's
- * own share waits for its own calls instead, holding no one up.
+ *
+ * In turn (docs/memory.md): while the first waiter of the pool has not yet
+ * tried what came back since it last failed, a call of another connection
+ * takes none and joins the queue; once it has, and failed, a call that fits
+ * in what is left may go (a call that needs more than is free must not hold
+ * up one that fits). The first waiter keeps the sinks it took: each came
+ * back on its turn, and one at a time they would go to calls that need only
+ * one. It alone holds part of a call's sinks, so no two calls can share out
+ * a pool with neither able to finish: any other call that fails gives back
+ * what it took, and joins the queue if the pool was short; at its
+ * connection's own share it waits for its own calls instead.
  */
 static bool alloc_sinks(struct rr_call_ctx *ctx)
 {
@@ -132,6 +146,8 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 	uint64_t puts = atomic_load_explicit(&bp->puts, memory_order_acquire);
 	struct rr_conn *first = first_waiter(bp);
 
+	if (first == c && bp->stuck_at == puts)
+		return false; /* nothing came back since it failed */
 	if (first && first != c && bp->stuck_at != puts) {
 		sink_wait(bp, c);
 		return false;
@@ -141,12 +157,13 @@ static bool alloc_sinks(struct rr_call_ctx *ctx)
 			ctx->sink[i] = rr_big_get(bp, c, ctx->pcl->read[i].length, RR_SINK_READ,
 						  &ctx->sink_lkey[i], &ctx->sink_ref[i]);
 			if (!ctx->sink[i]) {
-				give_back_sinks(ctx);
-				if (rr_big_within_share(bp, c, ctx->pcl->read[i].length)) {
-					sink_wait(bp, c);
-					if (bp->wait_head == c)
-						bp->stuck_at = puts;
+				if (first != c) {
+					give_back_sinks(ctx);
+					if (rr_big_within_share(bp, c, ctx->pcl->read[i].length))
+						sink_wait(bp, c);
 				}
+				if (bp->wait_head == c)
+					bp->stuck_at = puts;
 				return false;
 			}
 			if (i >= ctx->nsinks)

@@ -26,16 +26,22 @@ class Sinks : public TransportTest
       protected:
 	std::mt19937 rng{2525};
 
+	/* @c's data split into @nchunks Read chunks of equal size. */
+	static CallSpec split_spec(const TestCall &c, size_t len, unsigned int nchunks)
+	{
+		CallSpec s;
+		s.mode = CallSpec::READ;
+		size_t part = len / nchunks;
+		for (unsigned int i = 0; i < nchunks; i++)
+			s.reads.push_back({c.data_pos + i * part, part});
+		return s;
+	}
+
 	/* HOLD with @data split into @nchunks Read chunks of equal size. */
 	int64_t post_hold(Requester *q, const std::vector<uint8_t> &data, unsigned int nchunks)
 	{
 		TestCall c = call_data(q->next_xid(), RRT_PROC_HOLD, data);
-		CallSpec s;
-		s.mode = CallSpec::READ;
-		size_t part = data.size() / nchunks;
-		for (unsigned int i = 0; i < nchunks; i++)
-			s.reads.push_back({c.data_pos + i * part, part});
-		return q->post(c.rpc, s);
+		return q->post(c.rpc, split_spec(c, data.size(), nchunks));
 	}
 
 	/* A Long Reply (SOURCE through the Reply chunk) and a SINK through a
@@ -427,10 +433,104 @@ TEST_F(SinksBudget, WaitersAreServedInTurn)
 	}
 	ASSERT_TRUE(served) << "w's Read was never served";
 	uint64_t delivered = srv.stats()["ul_calls"] - at_post;
+	RecordProperty("calls_before_w", int(delivered - 1));
 	EXPECT_TRUE(sink_result(r, c.xid, d));
 	/* w's own, and at most two rounds of a's (the budget's worth each) */
 	EXPECT_LE(delivered, 1 + 2 * kFit)
 	    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
+}
+
+/*
+ * The same with a waiter that needs two sinks at once, while a's calls
+ * (delays spread, so they end one at a time) give back one each: it must
+ * keep the first that comes back to it while it waits for the second.
+ * Giving it back each time, it lost every one to a's next call, which
+ * needs one, and waited for a's whole queue.
+ */
+TEST_F(SinksBudget, WaitersNeedingSeveralSinksAreServedInTurn)
+{
+	constexpr int kQueued = 24;
+	Requester *w = connect();
+	Requester *a = connect();
+	ASSERT_TRUE(w && a);
+	ASSERT_TRUE(ping(w));
+	ASSERT_TRUE(ping(a));
+	uint64_t before = srv.stats()["ul_calls"];
+	for (int i = 0; i < kQueued; i++) {
+		TestCall c = call_delay(a->next_xid(), 40 + 35 * (i % 7), random_bytes(rng, 600 * 1024));
+		ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
+	}
+	ASSERT_GE(ul_calls_reach(before + kFit, a), before + kFit)
+	    << "a's calls did not fill the budget";
+
+	auto d = random_bytes(rng, 2 * 600 * 1024);
+	TestCall c = call_data(w->next_xid(), RRT_PROC_SINK, d);
+	uint64_t at_post = srv.stats()["ul_calls"];
+	ASSERT_GE(w->post(c.rpc, split_spec(c, d.size(), 2)), 0) << w->last_error();
+	Reply r;
+	bool served = false;
+	for (int i = 0; i < 400 && !served; i++) {
+		a->progress(0);
+		served = w->wait(c.xid, &r, 50);
+	}
+	ASSERT_TRUE(served) << "w's Read was never served";
+	uint64_t delivered = srv.stats()["ul_calls"] - at_post;
+	RecordProperty("calls_before_w", int(delivered - 1));
+	EXPECT_TRUE(sink_result(r, c.xid, d));
+	EXPECT_LE(delivered, 1 + 2 * kFit)
+	    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
+	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+}
+
+/*
+ * Budget held by registrations no call uses: a Read that cannot grow the
+ * pool waits until the tick gives idle slabs back, and must then be tried
+ * again, with no other traffic to wake the pool. 9.5 MiB holds the eight
+ * full-size buffers made up front and five slabs of the 64 KiB class, then
+ * no ninth full-size buffer until those slabs go.
+ */
+class SinksIdleBudget : public Sinks
+{
+      protected:
+	static constexpr uint64_t kBig = 1052672;
+	static constexpr uint64_t kBudget = 9728u << 10;
+	static constexpr uint64_t kMid = 65536; /* the 64 KiB class */
+	SinksIdleBudget()
+	{
+		sopts.args = {"--max-chunk", "1048576", "--sink-budget", std::to_string(kBudget),
+			      "--event-threads", "1"};
+	}
+};
+
+TEST_F(SinksIdleBudget, AWaitingReadIsServedOnceIdleSlabsGoBack)
+{
+	Requester *h = connect();
+	Requester *m = connect();
+	Requester *w = connect();
+	ASSERT_TRUE(h && m && w);
+	ASSERT_TRUE(ping(h) && ping(m) && ping(w));
+	uint64_t before = srv.stats()["ul_calls"];
+	for (int i = 0; i < 8; i++) /* every full-size buffer made */
+		ASSERT_GE(post_hold(h, random_bytes(rng, 600 * 1024), 1), 0) << h->last_error();
+	for (int i = 0; i < 5; i++) /* five slabs of 64 KiB sinks, four each */
+		ASSERT_GE(post_hold(m, random_bytes(rng, 4 * 60 * 1024), 4), 0) << m->last_error();
+	EXPECT_EQ(ul_calls_settled(before) - before, 13u);
+	EXPECT_EQ(srv.stats()["sink_bytes"], 8 * kBig + 20 * kMid);
+	m->disconnect();
+	ASSERT_TRUE(eventually([&] { return srv.stats()["sink_bytes"] == 8 * kBig; }))
+	    << "m's sinks did not come back";
+
+	auto d = random_bytes(rng, 600 * 1024);
+	TestCall c = call_data(w->next_xid(), RRT_PROC_SINK, d);
+	ASSERT_GE(w->post(c.rpc, read_spec(c)), 0) << w->last_error();
+	Reply r;
+	EXPECT_FALSE(w->wait(c.xid, &r, 1000)) << "a ninth full-size sink within the 64 KiB slabs' budget";
+	/* slabs wholly free for RR_SINK_IDLE_S (5 s) go at the next tick */
+	ASSERT_TRUE(w->wait(c.xid, &r, 10000))
+	    << "the waiting Read was not tried again once the idle slabs went back";
+	EXPECT_TRUE(sink_result(r, c.xid, d));
+	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+	EXPECT_TRUE(h->connected());
 }
 
 /* Peer @b RDMA-Writes @len bytes of 0xEE to @addr by @key; true once the
