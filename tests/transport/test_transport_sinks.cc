@@ -405,39 +405,52 @@ TEST_F(SinksBudget, CallsThatDoNotFitWholeHoldNone)
  * and queues many more; w's one Read, posted once the budget is full, must
  * be served within the next round of a's calls, not after a's whole queue.
  */
-TEST_F(SinksBudget, WaitersAreServedInTurn)
+class SinksInTurn : public SinksBudget
 {
-	constexpr int kQueued = 24;
-	Requester *w = connect();
-	Requester *a = connect();
-	ASSERT_TRUE(w && a);
-	ASSERT_TRUE(ping(w));
-	ASSERT_TRUE(ping(a));
-	uint64_t before = srv.stats()["ul_calls"];
-	for (int i = 0; i < kQueued; i++) {
-		TestCall c = call_delay(a->next_xid(), 200, random_bytes(rng, 600 * 1024));
-		ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
-	}
-	ASSERT_GE(ul_calls_reach(before + kFit, a), before + kFit)
-	    << "a's calls did not fill the budget";
+      protected:
+	/* a's 24 DELAY calls of one 600 KiB chunk each (@delay_ms(i) for the
+	 * i-th), then w's SINK of @nchunks such chunks; w's Read served whole,
+	 * within two rounds of a's calls (the budget's worth each) after it. */
+	template <typename Delay> void served_in_turn(Delay delay_ms, unsigned int nchunks)
+	{
+		constexpr int kQueued = 24;
+		constexpr size_t kChunk = 600 * 1024;
+		Requester *w = connect();
+		Requester *a = connect();
+		ASSERT_TRUE(w && a);
+		ASSERT_TRUE(ping(w));
+		ASSERT_TRUE(ping(a));
+		uint64_t before = srv.stats()["ul_calls"];
+		for (int i = 0; i < kQueued; i++) {
+			TestCall c = call_delay(a->next_xid(), delay_ms(i), random_bytes(rng, kChunk));
+			ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
+		}
+		ASSERT_GE(ul_calls_reach(before + kFit, a), before + kFit)
+		    << "a's calls did not fill the budget";
 
-	auto d = random_bytes(rng, 600 * 1024);
-	TestCall c = call_data(w->next_xid(), RRT_PROC_SINK, d);
-	uint64_t at_post = srv.stats()["ul_calls"];
-	ASSERT_GE(w->post(c.rpc, read_spec(c)), 0) << w->last_error();
-	Reply r;
-	bool served = false;
-	for (int i = 0; i < 400 && !served; i++) {
-		a->progress(0); /* a's replies, so its calls keep finishing */
-		served = w->wait(c.xid, &r, 50);
+		auto d = random_bytes(rng, nchunks * kChunk);
+		TestCall c = call_data(w->next_xid(), RRT_PROC_SINK, d);
+		uint64_t at_post = srv.stats()["ul_calls"];
+		ASSERT_GE(w->post(c.rpc, split_spec(c, d.size(), nchunks)), 0) << w->last_error();
+		Reply r;
+		bool served = false;
+		for (int i = 0; i < 400 && !served; i++) {
+			a->progress(0); /* a's replies, so its calls keep finishing */
+			served = w->wait(c.xid, &r, 50);
+		}
+		ASSERT_TRUE(served) << "w's Read was never served";
+		uint64_t delivered = srv.stats()["ul_calls"] - at_post;
+		RecordProperty("calls_before_w", int(delivered - 1));
+		EXPECT_TRUE(sink_result(r, c.xid, d));
+		EXPECT_LE(delivered, 1 + 2 * kFit)
+		    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
+		EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
 	}
-	ASSERT_TRUE(served) << "w's Read was never served";
-	uint64_t delivered = srv.stats()["ul_calls"] - at_post;
-	RecordProperty("calls_before_w", int(delivered - 1));
-	EXPECT_TRUE(sink_result(r, c.xid, d));
-	/* w's own, and at most two rounds of a's (the budget's worth each) */
-	EXPECT_LE(delivered, 1 + 2 * kFit)
-	    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
+};
+
+TEST_F(SinksInTurn, WaitersAreServedInTurn)
+{
+	served_in_turn([](int) { return 200; }, 1);
 }
 
 /*
@@ -447,39 +460,9 @@ TEST_F(SinksBudget, WaitersAreServedInTurn)
  * Giving it back each time, it lost every one to a's next call, which
  * needs one, and waited for a's whole queue.
  */
-TEST_F(SinksBudget, WaitersNeedingSeveralSinksAreServedInTurn)
+TEST_F(SinksInTurn, WaitersNeedingSeveralSinksAreServedInTurn)
 {
-	constexpr int kQueued = 24;
-	Requester *w = connect();
-	Requester *a = connect();
-	ASSERT_TRUE(w && a);
-	ASSERT_TRUE(ping(w));
-	ASSERT_TRUE(ping(a));
-	uint64_t before = srv.stats()["ul_calls"];
-	for (int i = 0; i < kQueued; i++) {
-		TestCall c = call_delay(a->next_xid(), 40 + 35 * (i % 7), random_bytes(rng, 600 * 1024));
-		ASSERT_GE(a->post(c.rpc, read_spec(c)), 0) << a->last_error();
-	}
-	ASSERT_GE(ul_calls_reach(before + kFit, a), before + kFit)
-	    << "a's calls did not fill the budget";
-
-	auto d = random_bytes(rng, 2 * 600 * 1024);
-	TestCall c = call_data(w->next_xid(), RRT_PROC_SINK, d);
-	uint64_t at_post = srv.stats()["ul_calls"];
-	ASSERT_GE(w->post(c.rpc, split_spec(c, d.size(), 2)), 0) << w->last_error();
-	Reply r;
-	bool served = false;
-	for (int i = 0; i < 400 && !served; i++) {
-		a->progress(0);
-		served = w->wait(c.xid, &r, 50);
-	}
-	ASSERT_TRUE(served) << "w's Read was never served";
-	uint64_t delivered = srv.stats()["ul_calls"] - at_post;
-	RecordProperty("calls_before_w", int(delivered - 1));
-	EXPECT_TRUE(sink_result(r, c.xid, d));
-	EXPECT_LE(delivered, 1 + 2 * kFit)
-	    << "w waited while " << delivered - 1 << " of a's later calls took the sinks";
-	EXPECT_LE(srv.stats()["sink_pool_bytes"], kBudget);
+	served_in_turn([](int i) { return 40 + 35 * (i % 7); }, 2);
 }
 
 /*
