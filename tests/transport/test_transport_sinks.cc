@@ -303,19 +303,25 @@ TEST_F(SinksCapped, ReserveHoldsAfterThePoolGaveBack)
  * the OOM killer (ci/vm/README.md). A budget of 6 MiB holds five full-size
  * buffers of 1 MiB chunks (1 MiB + 4 rounded up to pages: 1,052,672 bytes).
  */
-class SinksBudget : public Sinks
+class SinksWithinBudget : public Sinks
 {
       protected:
 	static constexpr uint64_t kBig = 1052672;
-	static constexpr uint64_t kBudget = 6u << 20;
-	static constexpr uint64_t kFit = kBudget / kBig; /* 5 */
-	SinksBudget()
+	explicit SinksWithinBudget(uint64_t budget)
 	{
 		/* one event thread, the whole budget its own (with N, each has
 		 * 1/N, never below a whole Call's chunks) */
-		sopts.args = {"--max-chunk", "1048576", "--sink-budget", std::to_string(kBudget),
+		sopts.args = {"--max-chunk", "1048576", "--sink-budget", std::to_string(budget),
 			      "--event-threads", "1"};
 	}
+};
+
+class SinksBudget : public SinksWithinBudget
+{
+      protected:
+	static constexpr uint64_t kBudget = 6u << 20;
+	static constexpr uint64_t kFit = kBudget / kBig; /* 5 */
+	SinksBudget() : SinksWithinBudget(kBudget) {}
 
 	/* Four connections, each posting @per calls of @nchunks Read chunks
 	 * (600 KiB in all: full-size sinks), held by the upper layer. */
@@ -472,17 +478,12 @@ TEST_F(SinksInTurn, WaitersNeedingSeveralSinksAreServedInTurn)
  * full-size buffers made up front and five slabs of the 64 KiB class, then
  * no ninth full-size buffer until those slabs go.
  */
-class SinksIdleBudget : public Sinks
+class SinksIdleBudget : public SinksWithinBudget
 {
       protected:
-	static constexpr uint64_t kBig = 1052672;
 	static constexpr uint64_t kBudget = 9728u << 10;
 	static constexpr uint64_t kMid = 65536; /* the 64 KiB class */
-	SinksIdleBudget()
-	{
-		sopts.args = {"--max-chunk", "1048576", "--sink-budget", std::to_string(kBudget),
-			      "--event-threads", "1"};
-	}
+	SinksIdleBudget() : SinksWithinBudget(kBudget) {}
 };
 
 TEST_F(SinksIdleBudget, AWaitingReadIsServedOnceIdleSlabsGoBack)
