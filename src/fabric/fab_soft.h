@@ -27,6 +27,7 @@ struct fab_soft_fault {
 	bool fail_next_write;	 /* next RDMA Write issued here fails: REM_ACCESS_ERR */
 	uint32_t delay_us;	 /* delay each completion delivered by the I/O thread */
 	uint32_t read_delay_ms;	 /* answer each RDMA Read Request this late (a Read held in flight) */
+	uint32_t dereg_delay_ms; /* fabric-wide: each deregistration takes this long */
 };
 
 /* Parse "key=value,..." (the RPCRDMA_SOFT_FAULT syntax); -EINVAL on a bad key or value. */

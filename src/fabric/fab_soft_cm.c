@@ -809,6 +809,8 @@ int fab_soft_fault_parse(const char *spec, struct fab_soft_fault *out)
 			out->delay_us = (uint32_t)v;
 		else if (!strcmp(tok, "read_delay_ms") && v <= 60000)
 			out->read_delay_ms = (uint32_t)v;
+		else if (!strcmp(tok, "dereg_delay_ms") && v <= 60000)
+			out->dereg_delay_ms = (uint32_t)v;
 		else
 			return fab_set_error(-EINVAL, "soft: unknown fault \"%s\"", tok);
 	}

@@ -15,9 +15,9 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <unistd.h>
 #include "fabric/fab_soft_int.h"
 
 /* --- completion queues -------------------------------------------------- */
@@ -248,7 +248,13 @@ void soft_mr_dereg(struct fab_mr *pub)
 {
 	struct soft_mr *mr = pub->prov;
 	struct soft_fabric *sf = (struct soft_fabric *)mr->fab;
+	uint32_t delay_ms;
 
+	pthread_mutex_lock(&sf->lock);
+	delay_ms = sf->fault.dereg_delay_ms;
+	pthread_mutex_unlock(&sf->lock);
+	if (delay_ms) /* fault injection: a slow device; the MR stays valid meanwhile */
+		usleep((useconds_t)delay_ms * 1000);
 	pthread_mutex_lock(&sf->lock);
 	sf->mrs[pub->rkey >> 8] = NULL;
 	pthread_mutex_unlock(&sf->lock);

@@ -294,6 +294,13 @@ static __attribute__((noinline)) void handovers(struct rr_evt *e)
 	adopt(e);
 	if (atomic_exchange(&e->close_all, false))
 		close_all(e, "device removed");
+	/* Its own pools, on its own thread: its tick may be using one. */
+	if (atomic_exchange(&e->drop_pools, false)) {
+		rr_evt_drop_pools(e);
+		/* the last one wakes evt[0], which re-listens once all are done */
+		if (atomic_fetch_sub_explicit(&e->srv->pools_dropping, 1, memory_order_release) == 1)
+			rr_evt_kick(&e->srv->evt[0]);
+	}
 	rr_srq_woken(e);
 }
 

@@ -849,7 +849,10 @@ struct rr_evt {
 	 * CM channel's thread's to destroy (rr_conn_free). */
 	_Atomic(struct rr_handoff *) dead;
 	atomic_bool close_all;		/* device removed: close every connection */
-	/* adopt, dead, close_all or srq_wake has work: one test per wake-up */
+	/* device released: drop this thread's sink pools (rr_evt_drop_pools) */
+	atomic_bool drop_pools;
+	/* adopt, dead, close_all, drop_pools or srq_wake has work: one test
+	 * per wake-up */
 	atomic_bool handover;
 	bool reads_starved;		/* a Read waits for a big buffer (this thread) */
 	struct rr_conn *conns;		/* its own, through evt_next (this thread) */
@@ -912,10 +915,13 @@ struct rr_server {
 	/* Sink pools: per event thread (its connections only take from its
 	 * own: no lock between threads), per device. Only evt[0] adds them
 	 * (rr_server_bigpool: the pointer, then the count with release, once
-	 * made) or drops them (the device gone; at shutdown): each thread's
-	 * tick reads its own count (acquire) and pointers without the lock. */
+	 * made); each thread's tick reads its own count (acquire) and pointers
+	 * without the lock, so only that thread drops them (the device gone:
+	 * rr_evt_drop_pools) or none runs (shutdown). */
 	_Atomic(struct rr_bigpool *) bigpools[RR_MAX_EVENT_THREADS][RR_BIGPOOLS];
 	_Atomic unsigned int nbigpools[RR_MAX_EVENT_THREADS];
+	/* event threads asked to drop their pools and not done yet */
+	_Atomic unsigned int pools_dropping;
 	struct fab_mr *regions[RR_MAX_REGIONS];	/* upper layer's payload pools */
 	struct fab_pd *region_pd;
 	unsigned int nregions;
@@ -932,6 +938,7 @@ struct rr_server {
 	void *region_addr[RR_MAX_REGIONS]; /* re-registered on the new device */
 	size_t region_len[RR_MAX_REGIONS];
 	bool dev_lost;			 /* device gone: tearing down or re-listening */
+	bool dev_releasing;		 /* the event threads are asked to drop theirs */
 	bool dev_released;		 /* everything we had on it is given back */
 	struct timespec relisten_at;	 /* next fab_listen try (CLOCK_MONOTONIC) */
 	struct timespec relisten_logged; /* last "still no device" line */
@@ -1025,6 +1032,8 @@ void rr_read_forget_waiter(struct rr_conn *c);
 void rr_send_run_deferred(struct rr_conn *c);
 /* @e's sink pool on @pd, made (and filled a little) on first use. */
 struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, struct fab_pd *pd);
+/* @e's thread (or none running): its sink pools unpublished and freed. */
+void rr_evt_drop_pools(struct rr_evt *e);
 int rr_evt_epoll_add(struct rr_evt *e, int fd, void *tag);
 void rr_evt_epoll_del(struct rr_evt *e, int fd);
 /* evt[0], after the accept: @c goes to its home thread (or stays here). */

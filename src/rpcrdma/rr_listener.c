@@ -83,7 +83,12 @@ void rr_listener_device_lost(struct rr_server *srv, const struct fab_cm_event *e
 	}
 }
 
-/* Step 2: nothing of ours may stay registered on the dead device. */
+/*
+ * Step 2: nothing of ours may stay registered on the dead device. The sink
+ * and send pools are each event thread's, read by its tick without a lock:
+ * each thread drops its own (rr_evt_drop_pools, from its next wake-up) and
+ * the device counts as released once every one has.
+ */
 static void release_device(struct rr_server *srv)
 {
 	rr_srq_destroy(srv);
@@ -94,24 +99,14 @@ static void release_device(struct rr_server *srv)
 		}
 	}
 	srv->region_pd = NULL;
-	pthread_mutex_lock(&srv->lock);
-	for (unsigned int e = 0; e < srv->nevt; e++) {
-		/* Unpublished first: the event threads' ticks read them
-		 * without the lock (rr_server_bigpool). */
-		unsigned int n = atomic_exchange_explicit(&srv->nbigpools[e], 0,
-							  memory_order_relaxed);
-
-		for (unsigned int i = 0; i < n; i++) {
-			/* No connection is left, so no Read holds one of these. */
-			struct rr_bigpool *bp = atomic_exchange_explicit(&srv->bigpools[e][i], NULL,
-									 memory_order_relaxed);
-
-			rr_big_destroy(bp);
-		}
+	rr_evt_drop_pools(&srv->evt[0]);
+	atomic_store(&srv->pools_dropping, srv->nevt - 1);
+	for (unsigned int i = 1; i < srv->nevt; i++) {
+		atomic_store(&srv->evt[i].drop_pools, true);
+		atomic_store(&srv->evt[i].handover, true);
+		rr_evt_kick(&srv->evt[i]);
 	}
-	pthread_mutex_unlock(&srv->lock);
-	srv->dev_released = true;
-	rr_log("%s: everything registered on the removed device is released", srv->listen_addr);
+	srv->dev_releasing = true;
 }
 
 /* Step 3's second half: the upper layer's regions on the new device. */
@@ -153,7 +148,14 @@ void rr_listener_tick(struct rr_server *srv)
 	if (!srv->dev_released) {
 		if (atomic_load(&srv->nconns))
 			return; /* their calls are still out: rr_conn_reap frees them */
-		release_device(srv);
+		if (!srv->dev_releasing)
+			release_device(srv);
+		if (atomic_load_explicit(&srv->pools_dropping, memory_order_acquire))
+			return; /* an event thread has not dropped its pools yet */
+		srv->dev_releasing = false;
+		srv->dev_released = true;
+		rr_log("%s: everything registered on the removed device is released",
+		       srv->listen_addr);
 		clock_gettime(CLOCK_MONOTONIC, &srv->relisten_at); /* try at once */
 		srv->relisten_logged.tv_sec = 0;
 	}

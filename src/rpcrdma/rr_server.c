@@ -49,6 +49,21 @@ struct rr_bigpool *rr_server_bigpool(struct rr_server *srv, struct rr_evt *e, st
 	return bp;
 }
 
+void rr_evt_drop_pools(struct rr_evt *e)
+{
+	struct rr_server *srv = e->srv;
+	unsigned int n;
+
+	/* Under the lock as rr_big_destroy wants it (the budget's charge);
+	 * no connection is left, so no call holds a sink or a send context. */
+	pthread_mutex_lock(&srv->lock);
+	n = atomic_exchange_explicit(&srv->nbigpools[e->idx], 0, memory_order_relaxed);
+	for (unsigned int i = 0; i < n; i++)
+		rr_big_destroy(atomic_exchange_explicit(&srv->bigpools[e->idx][i], NULL,
+							memory_order_relaxed));
+	pthread_mutex_unlock(&srv->lock);
+}
+
 /*
  * The settings against the listener's device, once, at start: queues the
  * device cannot hold would fail every connection at its accept, so such

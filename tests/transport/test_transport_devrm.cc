@@ -21,6 +21,7 @@ class DeviceRemoval : public TransportTest
 {
       protected:
 	std::mt19937 rng{2525};
+	int settle_ms = 5000; /* for the connections and registrations to go */
 
 	/* Poll the server's stats until @key is @want or @ms went by. */
 	uint64_t stat_when(const char *key, uint64_t want, int ms)
@@ -72,12 +73,12 @@ class DeviceRemoval : public TransportTest
 
 		ASSERT_EQ(srv.command("device-remove")["device_remove"], 0u);
 
-		EXPECT_TRUE(a->wait_disconnected(5000)) << "client a still connected";
-		EXPECT_TRUE(b->wait_disconnected(5000)) << "client b still connected";
+		EXPECT_TRUE(a->wait_disconnected(settle_ms)) << "client a still connected";
+		EXPECT_TRUE(b->wait_disconnected(settle_ms)) << "client b still connected";
 		a->disconnect();
 		b->disconnect();
-		EXPECT_EQ(stat_when("conns_listed", 0, 5000), 0u) << "connections not freed";
-		EXPECT_EQ(stat_when("fab_mrs_live", 0, 5000), 0u)
+		EXPECT_EQ(stat_when("conns_listed", 0, settle_ms), 0u) << "connections not freed";
+		EXPECT_EQ(stat_when("fab_mrs_live", 0, settle_ms), 0u)
 		    << "memory still registered on the removed device";
 		auto st = srv.stats();
 		EXPECT_EQ(st["serving"], 0u);
@@ -118,6 +119,29 @@ class DeviceRemovalSrq : public DeviceRemoval
 		sopts.args = {"--srq", "1"};
 	}
 };
+
+/*
+ * Three event threads on a device whose deregistrations are slow: while
+ * evt[0] frees the connections and then gives back what was registered,
+ * the other threads' once-a-second ticks give back their own idle send
+ * chunks. Each thread's pools are its own to free: when evt[0] freed them
+ * too, the two threads freed the same chunks (a double free, an abort).
+ */
+class DeviceRemovalSlowDereg : public DeviceRemoval
+{
+      protected:
+	DeviceRemovalSlowDereg()
+	{
+		sopts.env["RPCRDMA_SOFT_FAULT"] = "dereg_delay_ms=100";
+		sopts.env["RPCRDMA_TEST_EVENT_THREADS"] = "3";
+		settle_ms = 30000;
+	}
+};
+
+TEST_F(DeviceRemovalSlowDereg, EachThreadGivesBackItsOwnPools)
+{
+	run();
+}
 
 TEST_F(DeviceRemoval, ConnectionsClosedResourcesFreedListenerBack)
 {
