@@ -374,12 +374,18 @@ void rr_admit_tick(struct rr_evt *e)
 	struct rr_server *srv = e->srv;
 	const struct rr_config *cfg = &srv->cfg;
 	uint64_t now = rr_now_s();
+	bool timeouts = cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout;
 	unsigned int n;
 
-	if (cfg->handshake_timeout || cfg->idle_timeout || cfg->send_timeout)
-		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
-			if (c->state != RR_CONN_CLOSING)
-				conn_timeouts(srv, c, now);
+	for (struct rr_conn *c = e->conns; c; c = c->evt_next) {
+		if (c->state == RR_CONN_CLOSING)
+			continue;
+		if (timeouts)
+			conn_timeouts(srv, c, now);
+		/* iWARP: a send pool of its own gives back what a burst grew */
+		if (c->own_sp)
+			rr_sendpool_tick(c->own_sp);
+	}
 	/* This thread's sink and send pools give back what stays free. */
 	n = rr_evt_npools(e);
 	for (unsigned int i = 0; i < n; i++) {

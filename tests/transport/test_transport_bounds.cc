@@ -324,6 +324,47 @@ TEST_F(WaitQuiet, WaiterWithMostSendsUnsignalledIsWoken)
 	EXPECT_TRUE(ping(a.get()));
 }
 
+/*
+ * What a burst made beyond a connection's reserve goes back once it stays
+ * free for 5 s (rr_sendpool_tick), while the connection stays: on iWARP
+ * (the cxgb4 and siw runs) from the pool of the connection's own, which no
+ * tick visited, so all the burst made stayed registered until it closed.
+ * One chunk may stay: the last Replies' unsignalled Sends hold their
+ * contexts until a signalled completion retires them (RR_QUIET_SENDS).
+ */
+constexpr uint64_t kGrowChunk = 16 * kPage; /* RR_SENDPOOL_GROW contexts */
+
+class SendsGoBack : public TransportTest {
+      protected:
+	SendsGoBack()
+	{
+		sopts.env["RPCRDMA_SOFT_FAULT"] = kSlowCompletions;
+	}
+};
+
+TEST_F(SendsGoBack, WhatABurstGrewGoesBackWhileConnected)
+{
+	auto a = try_connect(srv.addr());
+	ASSERT_TRUE(a);
+	ASSERT_TRUE(ping(a.get()));
+	uint64_t idle = srv.stats()["pinned_bytes"];
+	burst(a.get(), a->grant(), 17);
+	uint64_t grown = srv.stats()["pinned_bytes"];
+	ASSERT_GT(grown, idle + kGrowChunk) << "the burst made one chunk at most: the test proves nothing";
+	/* 5 s free, then the next tick */
+	uint64_t now = grown;
+	for (int i = 0; i < 200 && now > idle + kGrowChunk; i++) {
+		usleep(50000);
+		now = srv.stats()["pinned_bytes"];
+	}
+	printf("%s: pinned %llu B idle, %llu B after the burst, %llu B 10 s later\n",
+	       rr_test_device_name().c_str(), (unsigned long long)idle, (unsigned long long)grown,
+	       (unsigned long long)now);
+	EXPECT_LE(now, idle + kGrowChunk)
+	    << "send chunks a burst made stay registered on " << rr_test_device_name();
+	EXPECT_TRUE(ping(a.get()));
+}
+
 class SendContexts : public TransportTest {
       protected:
 	SendContexts()
