@@ -79,6 +79,7 @@ EXPORTED int rrp_core_attach(const struct rrp_shim *s, struct rrp_calls *hooks)
 	hooks->get_gsh_export = rrp_exports_get_gsh_export;
 	hooks->nfs4_export_check_access = rrp_exports_check_access;
 	hooks->read_log_config = hook_read_log_config;
+	hooks->svc_resume = rrp_xprt_svc_resume;
 	return 0;
 }
 

@@ -44,6 +44,17 @@
  * one, since a handle does not say where in the file system it points
  * (README, Exclude_Exports). A refused handle is NFS3ERR_STALE /
  * NFS4ERR_STALE: not a handle of that export.
+ * Every part of a Call of ours is checked, on whichever thread ganesha runs
+ * it. ganesha suspends a Call at an asynchronous FSAL's READ or WRITE
+ * (FSAL MEM's Async_Type, CEPH's nonblocking I/O) or while a retransmission
+ * waits for its original, and has ntirpc's svc_resume() run the rest on a
+ * thread of svc_work_pool: a COMPOUND goes on there with its next PUTFH. So
+ * what the checks know of a Call (struct rrp_exports_call) is kept in its
+ * request, and the hook of svc_resume() (rrp_xprt.c, x_resume) arms it on
+ * the resuming thread as the worker did for the dispatch. Not chosen: the
+ * request found from ganesha's op_ctx - an op context is not always in a
+ * request (ganesha's own threads keep theirs on the stack), so the request
+ * it would give could not be validated before it is read.
  * Not covered: pNFS data-server handles, which ganesha resolves by the data
  * server's id with the FSAL's ds_permissions and make_ds_handle, reaching
  * neither hook (README says so).
@@ -100,23 +111,39 @@ bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, 
 	return rrp_config_export_excluded(&rrp.cfg, *id);
 }
 
-/* The transport of the NFSv3 Call this thread hands to ganesha, until its
- * export is looked up; NULL otherwise. */
-static _Thread_local SVCXPRT *v3_dispatch __attribute__((tls_model("initial-exec")));
-/* The transport of any Call this thread hands to ganesha, for the check of
- * the objects its handles resolve to; NULL otherwise. */
-static _Thread_local SVCXPRT *rdma_call __attribute__((tls_model("initial-exec")));
+/*
+ * The Call of ours whose part this thread runs in ganesha, NULL otherwise:
+ * its dispatch on our worker, or its resume on ntirpc's svc_work_pool
+ * (rrp_xprt.c hooks svc_resume(), the only way ganesha resumes a suspended
+ * request). Kept in the request, not the thread: a COMPOUND suspended at an
+ * asynchronous READ goes on, PUTFH and all, on another thread.
+ */
+static _Thread_local struct rrp_exports_call *this_call __attribute__((tls_model("initial-exec")));
 
-void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg)
+struct rrp_exports_call *rrp_exports_dispatch_begin(struct rrp_exports_call *c, SVCXPRT *xprt,
+						    const struct rpc_msg *msg)
 {
-	v3_dispatch = names_export(msg) ? xprt : NULL;
-	rdma_call = xprt;
+	struct rrp_exports_call *prev = this_call;
+
+	c->xprt = xprt;
+	c->v3_lookup = names_export(msg);
+	this_call = c;
+	return prev;
 }
 
-void rrp_exports_dispatch_end(void)
+struct rrp_exports_call *rrp_exports_resume_begin(struct rrp_exports_call *c)
 {
-	v3_dispatch = NULL;
-	rdma_call = NULL;
+	struct rrp_exports_call *prev = this_call;
+
+	this_call = c;
+	return prev;
+}
+
+/* Once a Call is suspended its request belongs to whoever resumes it: only
+ * the thread's pointer is put back. */
+void rrp_exports_dispatch_end(struct rrp_exports_call *prev)
+{
+	this_call = prev;
 }
 
 /* ---- the object a handle resolves to ---------------------------------- */
@@ -415,7 +442,8 @@ static struct rrp_fsal_status create_handle(void *exp, void *desc, void **obj, v
 {
 	create_handle_fn real = atomic_load_explicit(&real_create_handle, memory_order_relaxed);
 	struct rrp_fsal_status st = real(exp, desc, obj, attrs);
-	SVCXPRT *xprt = rdma_call;
+	struct rrp_exports_call *c = this_call;
+	SVCXPRT *xprt = c ? c->xprt : NULL;
 	void (*put_ref)(void *obj);
 
 	if (st.major || !xprt || !*obj || !rrp.cfg.n_exclude_exports || object_allowed(xprt, *obj))
@@ -490,17 +518,22 @@ static __attribute__((noinline)) void *get_export_wrapped(uint16_t id, SVCXPRT *
 /*
  * Hook of libganesha_nfsd's struct gsh_export *get_gsh_export(uint16_t),
  * which it calls through its PLT (interposed by rrp_preload.c). The NFSv3
- * dispatcher's lookup of the Call's export is the first call during an
- * armed dispatch; later ones (and every other thread's) pass through.
- * Every NFSv3 Call passes here: the rest is out of line, so that with
- * nothing excluded this is a few tests and a tail call.
+ * dispatcher's lookup of the Call's export is the first call during a
+ * Call's dispatch, or during its resume where ganesha suspended it before
+ * (a retransmission waiting for its original, which ganesha dispatches
+ * anew on the resuming thread if the original was dropped); later ones (and
+ * every other thread's) pass through. Every NFSv3 Call passes here: the
+ * rest is out of line, so that with nothing excluded this is a few tests
+ * and a tail call.
  */
 void *rrp_exports_get_gsh_export(uint16_t id)
 {
-	SVCXPRT *xprt = v3_dispatch;
+	struct rrp_exports_call *c = this_call;
+	SVCXPRT *xprt = NULL;
 
-	if (xprt) {
-		v3_dispatch = NULL;
+	if (c && c->v3_lookup) {
+		c->v3_lookup = false;
+		xprt = c->xprt;
 		if (rrp_config_export_excluded(&rrp.cfg, id))
 			return v3_refused(xprt, id);
 	}

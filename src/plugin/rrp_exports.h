@@ -20,12 +20,28 @@
 bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, uint16_t *id);
 
 /*
- * Around ganesha's dispatch of a Call from @xprt on this thread: for an
- * NFSv3 or NFSACL Call, the first export ganesha looks up for it (by the
- * handle's Export_Id, after RPCSEC_GSS unwrapping) is refused if excluded.
+ * What the export checks keep of one Call of ours, in its request
+ * (rrp_xprt.c): ganesha may suspend a Call (an asynchronous FSAL's I/O, a
+ * retransmission waiting for its original) and run the rest of it on
+ * another thread, which is checked as the first part was.
  */
-void rrp_exports_dispatch_begin(SVCXPRT *xprt, const struct rpc_msg *msg);
-void rrp_exports_dispatch_end(void);
+struct rrp_exports_call {
+	SVCXPRT *xprt;
+	bool v3_lookup; /* ganesha's lookup of an NFSv3 Call's export is to come */
+};
+
+/*
+ * Around each part of Call @c that runs on this thread: ganesha's dispatch
+ * of it (begin: from @xprt, as @msg), and each resume (resume). Meanwhile
+ * the objects its handles resolve to are checked, and for an NFSv3 or
+ * NFSACL Call the first export ganesha looks up for it (by the handle's
+ * Export_Id, after RPCSEC_GSS unwrapping) is refused if excluded. Both
+ * return what end puts back.
+ */
+struct rrp_exports_call *rrp_exports_dispatch_begin(struct rrp_exports_call *c, SVCXPRT *xprt,
+						    const struct rpc_msg *msg);
+struct rrp_exports_call *rrp_exports_resume_begin(struct rrp_exports_call *c);
+void rrp_exports_dispatch_end(struct rrp_exports_call *prev);
 
 /* Hooks of ganesha's get_gsh_export() and nfs4_export_check_access()
  * (rrp_interpose.h). */

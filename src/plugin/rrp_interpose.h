@@ -48,9 +48,14 @@
 	X(int, nfs4_export_check_access, (struct svc_req * req), (req))                       \
 	X(int, read_log_config, (void *config, void *err_type), (config, err_type))
 
+/* The same for those that return nothing: svc_resume(), by which ganesha has
+ * ntirpc resume a suspended request (rrp_xprt.c). */
+#define RRP_INTERPOSED_VOID(X) X(void, svc_resume, (struct svc_req * req), (req))
+
 #define RRP_CALL_FIELD(ret, name, params, args) ret(*name) params;
 struct rrp_calls {
 	RRP_INTERPOSED(RRP_CALL_FIELD)
+	RRP_INTERPOSED_VOID(RRP_CALL_FIELD)
 	/* not interposed, called by the core only */
 	void (*put_gsh_export)(void *exp, bool config, char *file, int line, char *function);
 };

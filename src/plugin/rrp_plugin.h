@@ -126,6 +126,9 @@ extern const struct rr_upper_ops rrp_upper_ops;
 /* Backchannel (rrp_backchannel.c): is @xprt one of ours? */
 struct rrp_xprt;
 bool rrp_is_our_xprt(SVCXPRT *xprt);
+/* Hook of ntirpc's svc_resume() (rrp_interpose.h): a suspended Call of ours
+ * resumes with the export checks armed (rrp_xprt.c). */
+void rrp_xprt_svc_resume(struct svc_req *req);
 /* Its connection, NULL once down; read and cleared under the backchannel's
  * lock only (rrp_bc_conn_down clears it). */
 struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt);

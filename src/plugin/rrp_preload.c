@@ -59,6 +59,7 @@ static void resolve_real(void)
 {
 #define RRP_RESOLVE(ret, name, params, args) real_calls.name = (ret(*) params)next_sym(#name);
 	RRP_INTERPOSED(RRP_RESOLVE)
+	RRP_INTERPOSED_VOID(RRP_RESOLVE)
 #undef RRP_RESOLVE
 	real_calls.put_gsh_export =
 	    (void (*)(void *, bool, char *, int, char *))dlsym(RTLD_NEXT, "_put_gsh_export");
@@ -142,3 +143,12 @@ static void load(void)
 	}
 RRP_INTERPOSED(RRP_FORWARD)
 #undef RRP_FORWARD
+
+#define RRP_FORWARD_VOID(ret, name, params, args)                                                  \
+	EXPORTED ret name params                                                                   \
+	{                                                                                          \
+		pthread_once(&load_once, load);                                                    \
+		(hooks.name ? hooks.name : real_calls.name)args;                                   \
+	}
+RRP_INTERPOSED_VOID(RRP_FORWARD_VOID)
+#undef RRP_FORWARD_VOID

@@ -20,6 +20,7 @@
 
 #include "plugin/rrp_exports.h"
 #include "plugin/rrp_host.h"
+#include "plugin/rrp_interpose.h"
 #include "plugin/rrp_payload.h"
 #include "plugin/rrp_plugin.h"
 #include "plugin/rrp_slots.h"
@@ -55,6 +56,8 @@ struct rrp_req {
 	bool replied;
 	bool scanned;			/* ulb holds a valid scan of the Call */
 	bool ddp_violation;		/* RFC 8267 section 2.5: GARBAGE_ARGS */
+	struct rrp_exports_call excl;	/* the export checks' view of the Call */
+	svc_req_fun_t resume_cb;	/* ganesha's, while x_resume stands in */
 	struct rrp_xdr_enc enc;		/* the Reply; reused, buffer kept */
 	struct rr_handoff free_link;	/* req_returned, then req_mine */
 	struct ulb_call ulb;
@@ -165,6 +168,7 @@ static enum xprt_stat x_decode(struct svc_req *req)
 	}
 	if (req->rq_msg.rm_direction == CALL) {
 		struct rrp_req *rq = (struct rrp_req *)xdrs;
+		struct rrp_exports_call *prev;
 		uint16_t id;
 
 		if (rq->ddp_violation) {
@@ -178,9 +182,10 @@ static enum xprt_stat x_decode(struct svc_req *req)
 			svcerr_auth(req, AUTH_FAILED);
 			return XPRT_IDLE;
 		}
-		rrp_exports_dispatch_begin(xprt, &req->rq_msg);
+		prev = rrp_exports_dispatch_begin(&rq->excl, xprt, &req->rq_msg);
 		stat = xprt->xp_dispatch.process_cb(req);
-		rrp_exports_dispatch_end();
+		/* XPRT_SUSPEND: rq is the resumer's now (x_resume) */
+		rrp_exports_dispatch_end(prev);
 		return stat;
 	}
 	atomic_fetch_add(&rrp.dropped, 1);
@@ -526,6 +531,48 @@ void rrp_xprt_note_refused_handle(SVCXPRT *xprt, uint16_t id, const char *why)
 bool rrp_is_our_xprt(SVCXPRT *xprt)
 {
 	return xprt && xprt->xp_ops && xprt->xp_ops->xp_recv == x_recv;
+}
+
+/*
+ * The rest of a suspended Call of ours, on the thread of ntirpc's
+ * svc_work_pool that resumes it (svc_resume_task: this, then
+ * SVCAUTH_RELEASE, XDR_DESTROY and free_cb as rrp_process would): ganesha's
+ * resume callback, with the export checks armed for the Call as during its
+ * dispatch (rrp_exports.h).
+ */
+static enum xprt_stat x_resume(struct svc_req *req)
+{
+	struct rrp_req *rq = RQ(req);
+	svc_req_fun_t cb = rq->resume_cb;
+	struct rrp_exports_call *prev;
+	enum xprt_stat stat;
+
+	/* ganesha's again, for the next suspension: a COMPOUND sets it once */
+	req->rq_resume_cb = cb;
+	atomic_fetch_add_explicit(&rrp.resumed, 1, memory_order_relaxed);
+	prev = rrp_exports_resume_begin(&rq->excl);
+	stat = cb(req);
+	/* XPRT_SUSPEND: rq is the next resumer's now */
+	rrp_exports_dispatch_end(prev);
+	return stat;
+}
+
+/*
+ * Hook of ntirpc's svc_resume(), by which ganesha (libganesha_nfsd, through
+ * its PLT) has a suspended request resumed on svc_work_pool: an asynchronous
+ * FSAL's READ or WRITE done, a retransmission whose original is done
+ * (nfs_dupreq.c). Ours resume through x_resume. ganesha set rq_resume_cb
+ * before, and the request is suspended: no other thread touches it until
+ * svc_work_pool runs it.
+ */
+void rrp_xprt_svc_resume(struct svc_req *req)
+{
+	if (req && rrp_is_our_xprt(req->rq_xprt) && req->rq_resume_cb &&
+	    req->rq_resume_cb != x_resume) {
+		RQ(req)->resume_cb = req->rq_resume_cb;
+		req->rq_resume_cb = x_resume;
+	}
+	rrp_real->svc_resume(req);
 }
 
 struct rr_conn *rrp_xprt_conn(SVCXPRT *xprt)

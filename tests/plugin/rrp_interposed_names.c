@@ -8,6 +8,7 @@
 const char *const rrp_interposed_names[] = {
 #define RRP_NAME(ret, name, params, args) #name,
 	RRP_INTERPOSED(RRP_NAME)
+	RRP_INTERPOSED_VOID(RRP_NAME)
 #undef RRP_NAME
 	NULL,
 };
