@@ -385,6 +385,132 @@ TEST_F(Exports, RefusalLoggedOncePerConnection)
 	EXPECT_EQ(count(), before + 1) << srv->logs();
 }
 
+/*
+ * An asynchronous FSAL: FSAL MEM with Async_Type = fixed (and MEM's
+ * Async_Threads) completes each READ on a thread of its own Async_Delay
+ * microseconds later, so ganesha suspends the COMPOUND at the READ and
+ * resumes the rest with svc_resume() on ntirpc's svc_work_pool, not on the
+ * plugin's worker. What follows the resume is checked as what came before
+ * it: PUTFH of the excluded export's handle relabelled with the allowed
+ * Export_Id, after an asynchronous READ of an allowed file in the same
+ * COMPOUND, is NFS4ERR_STALE, and its READ never runs.
+ */
+class ExportsAsync : public Exports
+{
+      protected:
+	static void SetUpTestSuite()
+	{
+		options.extra_rdma = "\tExclude_Exports = 2;\n";
+		options.extra_mem = "\tAsync_Threads = 2;\n";
+		options.fsal = "Name = MEM; Async_Type = fixed; Async_Delay = 1000;";
+		options.extra_blocks = "EXPORT {\n\tExport_Id = 2;\n\tPath = /off;\n"
+				       "\tPseudo = /off;\n\tAccess_Type = RW;\n"
+				       "\tSquash = No_Root_Squash;\n\tProtocols = 3, 4;\n"
+				       "\tFSAL { Name = MEM; }\n}\n";
+		PluginTest::SetUpTestSuite();
+	}
+	/* Calls of ours ganesha resumed so far (the plugin counts them) */
+	double stat_resumed()
+	{
+		nfsc::Json j;
+		std::string why;
+		EXPECT_TRUE(stats(&j, &why)) << why;
+		double n = j.at("plugin.resumed");
+		EXPECT_GE(n, 0) << "plugin.resumed missing from the stats socket";
+		return n;
+	}
+};
+
+TEST_F(ExportsAsync, Nfs4RelabelledHandleRefusedAfterAResume)
+{
+	Nfs4 tc(*tt), rc(*rt);
+	NFS_OK(tc, tc.mount());
+	NFS_OK(rc, rc.mount());
+	Fh on, off, pub, sec;
+	Stateid sid;
+	NFS_OK(tc, tc.lookup_path("/mem", &on));
+	NFS_OK(tc, tc.lookup_path("/off", &off));
+	std::string pub_name = unique("pub"), sec_name = unique("secret");
+	Bytes pub_data = test_data(3000, 12), sec_data = test_data(3000, 13);
+	NFS_OK(tc, tc.open_create(on, pub_name, &pub, &sid));
+	NFS_OK(tc, tc.write(pub, sid, 0, pub_data));
+	NFS_OK(tc, tc.close(pub, sid));
+	NFS_OK(tc, tc.open_create(off, sec_name, &sec, &sid));
+	NFS_OK(tc, tc.write(sec, sid, 0, sec_data));
+	NFS_OK(tc, tc.close(sec, sid));
+
+	Fh sec1 = relabel(sec, 1);
+	Stateid anon;
+	Bytes back;
+	bool eof = false;
+	/* alone, as ever */
+	EXPECT_TRUE(refused(rc.read(sec1, anon, 0, 3000, &back, &eof))) << rc.err();
+	EXPECT_TRUE(back.empty());
+	/* after an asynchronous READ: each of several tries, since the READ
+	 * may complete before ganesha would suspend */
+	double resumed0 = stat_resumed();
+	for (int i = 0; i < 20; i++) {
+		std::vector<Bytes> got;
+		int st = rc.read_fhs({{pub, 0, 3000}, {sec1, 0, 3000}}, anon, &got);
+		EXPECT_TRUE(refused(st)) << "try " << i << ": " << rc.err();
+		ASSERT_GE(got.size(), 1u) << "try " << i << ": " << rc.err();
+		EXPECT_EQ(crc32c(got[0]), crc32c(pub_data));
+		if (got.size() > 1) {
+			ADD_FAILURE() << "try " << i << ": the excluded export's file was read over "
+				      << "RDMA after a resume"
+				      << (crc32c(got[1]) == crc32c(sec_data) ? ", its data included" : "");
+			break;
+		}
+	}
+	/* ganesha did suspend and resume them */
+	EXPECT_GT(stat_resumed(), resumed0) << "no COMPOUND was resumed: Async_Type not in effect";
+	/* the allowed export's own handles, after resumes too */
+	std::vector<Bytes> got;
+	NFS_OK(rc, rc.read_fhs({{pub, 0, 3000}, {pub, 0, 3000}}, anon, &got));
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(crc32c(got[1]), crc32c(pub_data));
+	/* TCP reaches both, after a resume too */
+	NFS_OK(tc, tc.read_fhs({{pub, 0, 3000}, {sec, 0, 3000}}, anon, &got));
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(crc32c(got[1]), crc32c(sec_data));
+	NFS_OK(tc, tc.remove(on, pub_name));
+	NFS_OK(tc, tc.remove(off, sec_name));
+	EXPECT_EQ(rc.destroy_session(), 0) << rc.err();
+	EXPECT_EQ(tc.destroy_session(), 0) << tc.err();
+}
+
+/* NFSv3: an asynchronous READ is served over RDMA through the resume, and
+ * the excluded export's handle relabelled is refused as ever (ganesha
+ * resolves an NFSv3 Call's one handle before anything can suspend). */
+TEST_F(ExportsAsync, Nfs3ReadResumedAndRelabelledHandleRefused)
+{
+	Fh on = mnt("/mem"), off = mnt("/off");
+	ASSERT_FALSE(on.empty());
+	ASSERT_FALSE(off.empty());
+	Nfs3 tc(*tt), rc(*rt);
+	std::string name = unique("async3");
+	Fh pub, sec;
+	Bytes pub_data = test_data(5000, 14), sec_data = test_data(5000, 15);
+	NFS_OK(tc, tc.create(on, name, 0644, &pub));
+	NFS_OK(tc, tc.write(pub, 0, pub_data));
+	NFS_OK(tc, tc.create(off, name, 0644, &sec));
+	NFS_OK(tc, tc.write(sec, 0, sec_data));
+
+	double resumed0 = stat_resumed();
+	Bytes back;
+	bool eof = false;
+	for (int i = 0; i < 5; i++) {
+		NFS_OK(rc, rc.read(pub, 0, 5000, &back, &eof));
+		EXPECT_EQ(crc32c(back), crc32c(pub_data));
+		back.clear();
+		EXPECT_TRUE(refused(rc.read(relabel(sec, 1), 0, 5000, &back, &eof))) << rc.err();
+		EXPECT_TRUE(back.empty());
+	}
+	EXPECT_GT(stat_resumed(), resumed0) << "no READ was resumed: Async_Type not in effect";
+	NFS_OK(tc, tc.remove(on, name));
+	NFS_OK(tc, tc.remove(off, name));
+}
+
 /* Export_Id 0, the NFSv4 pseudo root, excluded: PUTROOTFH is refused over
  * RDMA, while handles of the exports themselves (from TCP) still work. */
 class ExportsRoot : public PluginTest

@@ -319,7 +319,7 @@ bool GaneshaServer::start_once(const GaneshaOptions &opts, std::string *err)
 	  << o.extra_export << "\tFSAL { " << fsal_block(o, dir)
 	  << " }\n}\n"
 	  /* FSAL_MEM keeps file data only up to Inode_Size bytes (default 0: none) */
-	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n}\n";
+	  << "MEM {\n\tInode_Size = " << o.mem_inode_size << ";\n" << o.extra_mem << "}\n";
 	/* the RDMA block, in the file itself or in one it %includes */
 	std::ostringstream rdma_file;
 	std::ostream &r = o.rdma_in_include ? static_cast<std::ostream &>(rdma_file) : c;

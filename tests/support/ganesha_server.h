@@ -30,6 +30,7 @@ struct GaneshaOptions {
 	std::string extra_export; /* more lines for the EXPORT block (e.g. Delegations) */
 	std::string extra_log;	  /* more lines for the LOG block (e.g. COMPONENTS) */
 	std::string extra_blocks; /* more top-level blocks (e.g. a second EXPORT) */
+	std::string extra_mem;	  /* more lines for the MEM block (e.g. Async_Threads) */
 	bool rdma_in_include = false; /* the RDMA block in rdma.conf, %included */
 	/* start() waits for this plugin line; empty: for ganesha's banner only
 	 * (a LOG block that hides the plugin's events) */

@@ -853,6 +853,36 @@ int Nfs4::read_multi(const Fh &fh, const Stateid &sid,
 	END(*d);
 }
 
+int Nfs4::read_fhs(const std::vector<FhRead> &reads, const Stateid &sid,
+		   std::vector<Bytes> *data)
+{
+	Comp c;
+	begin(c, true);
+	for (const FhRead &r : reads) {
+		op(c, nfsxdr::PUTFH);
+		c.x.opaque(r.fh.b);
+		op(c, nfsxdr::READ);
+		stateid4(c.x, sid);
+		c.x.u64(r.off);
+		c.x.u32(r.count);
+		c.o.payloads.push_back(r.count);
+	}
+	c.o.reply_max = 256 + 32 * reads.size();
+	std::unique_ptr<Dec> d;
+	int rc = send(c, &d, true);
+	if (rc)
+		return rc;
+	data->clear();
+	for (const FhRead &r : reads) {
+		RES(*d, nfsxdr::PUTFH);
+		RES(*d, nfsxdr::READ);
+		d->boolean(); /* eof */
+		data->push_back(d->payload(std::min(r.count, kMaxData)));
+		CHECK_DEC(*d);
+	}
+	END(*d);
+}
+
 int Nfs4::read_plus(const Fh &fh, const Stateid &sid, uint64_t off, uint32_t count,
 		    bool offer_chunk, Bytes *data, bool *eof)
 {

@@ -375,6 +375,19 @@ class Nfs4 : public Client
 		       const std::vector<std::pair<uint64_t, uint32_t>> &reads,
 		       std::vector<Bytes> *data);
 	/*
+	 * one COMPOUND: for each read, PUTFH of its handle and READ with @sid
+	 * (SEQUENCE, PUTFH a, READ, PUTFH b, READ ...); the data of the READs
+	 * that ran in @data, and the status of the first op that failed (0 when
+	 * none did)
+	 */
+	struct FhRead {
+		Fh fh;
+		uint64_t off;
+		uint32_t count;
+	};
+	int read_fhs(const std::vector<FhRead> &reads, const Stateid &sid,
+		     std::vector<Bytes> *data);
+	/*
 	 * READ_PLUS (RFC 7862 section 15.10), data contents only. READ_PLUS is not
 	 * DDP-eligible (RFC 8267 section 6): with @offer_chunk a Write chunk is
 	 * offered anyway and must come back unused, the data inline or in the
