@@ -9,10 +9,9 @@
 
 /* Return a call context (and its Read sinks) to the connection. Any thread:
  * off the event thread it goes on a lock-free stack the refill takes over. */
-void rr_call_free(struct rr_call_ctx *ctx)
+void rr_call_put_sinks(struct rr_call_ctx *ctx)
 {
 	struct rr_conn *c = ctx->conn;
-	bool had_ref = ctx->has_ref;
 
 	for (unsigned int i = 0; i < ctx->nsinks; i++) {
 		if (ctx->sink[i]) {
@@ -23,6 +22,14 @@ void rr_call_free(struct rr_call_ctx *ctx)
 		}
 	}
 	ctx->nsinks = 0;
+}
+
+void rr_call_free(struct rr_call_ctx *ctx)
+{
+	struct rr_conn *c = ctx->conn;
+	bool had_ref = ctx->has_ref;
+
+	rr_call_put_sinks(ctx);
 	ctx->has_ref = false;
 	ctx->queued = false;
 	if (ctx->srq) {

@@ -241,6 +241,9 @@ struct rr_call_ctx {
 	bool read_failed;
 	bool queued;			/* on conn->read_head list */
 	bool has_ref;			/* holds a connection reference */
+	/* An error Reply waiting for a send context (rr_reply_error), or
+	 * RR_ACT_PROCESS */
+	uint8_t err_act;
 	/* A Reply handed in off the event thread, waiting to be built there. */
 	struct iovec rep_iov[RR_REPLY_MAX_IOV];
 	int rep_iovcnt;
@@ -1087,7 +1090,13 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_read_pump(struct rr_conn *c);
 
 /* reply build (rr_reply.c) */
-void rr_send_error(struct rr_conn *c, uint32_t xid, enum rr_hdr_action act);
+/* Event thread: RDMA_ERROR (@act: ERR_VERS or ERR_CHUNK) for @ctx's XID,
+ * posted now or, with no send context, in turn behind the connection's
+ * Replies that wait for one; it consumes one hold of @ctx, whose receive
+ * (and credit) stays taken until then. */
+void rr_reply_error(struct rr_call_ctx *ctx, enum rr_hdr_action act);
+/* @ctx's Read sinks back to their pool (an error Reply may wait without). */
+void rr_call_put_sinks(struct rr_call_ctx *ctx);
 /* Event thread: build and post (or queue) a Reply to @call now. */
 int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		 const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg);

@@ -373,10 +373,10 @@ void rr_read_complete(struct rr_conn *c, const struct fab_wc *wc)
 		for (unsigned int i = 0; c->tagged_sinks && i < ctx->nsinks; i++)
 			rr_sink_unexpose(ctx, i);
 		if (assemble(ctx)) {
-			uint32_t xid = ctx->pcl->xid;
-
-			rr_call_free(ctx);
-			rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
+			/* the sinks go back now, the receive with the answer */
+			rr_call_put_sinks(ctx);
+			atomic_store_explicit(&ctx->holds, 1, memory_order_relaxed);
+			rr_reply_error(ctx, RR_ACT_ERR_CHUNK);
 		} else {
 			rr_call_dispatch(ctx);
 		}

@@ -167,11 +167,13 @@ static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hd
 		c->srv->ops.bc_error(c->srv->ctx, c, xid, err);
 		return;
 	}
-	rr_call_free(ctx);
-	if (act == RR_ACT_DROP)
+	if (act == RR_ACT_DROP) {
+		rr_call_free(ctx);
 		RR_STAT_ADD(c, dropped, 1);
-	else
-		rr_send_error(c, xid, act);
+		return;
+	}
+	atomic_store_explicit(&ctx->holds, 1, memory_order_relaxed); /* the error Reply's */
+	rr_reply_error(ctx, act);
 }
 
 void rr_recv_complete(struct rr_conn *c, const struct fab_wc *wc)

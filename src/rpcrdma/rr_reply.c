@@ -196,8 +196,10 @@ static __attribute__((noinline, cold)) void not_delivered(struct rr_conn *c,
 	 */
 	if (c->srv->ops.reply_not_delivered)
 		c->srv->ops.reply_not_delivered(c->srv->ctx, c, xid, done_arg);
-	rr_send_error(c, xid, RR_ACT_ERR_CHUNK);
-	reply_drop(ctx, done, done_arg);
+	/* the caller's memory now; the call's hold goes with the answer */
+	if (done)
+		done(done_arg);
+	rr_reply_error(ctx, RR_ACT_ERR_CHUNK);
 }
 
 /* Worst case: every segment used gets its own Write, the pieces (at most

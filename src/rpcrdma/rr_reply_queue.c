@@ -90,8 +90,11 @@ void rr_send_run_deferred(struct rr_conn *c)
 			struct rr_call_ctx *q = RR_CONTAINER_OF(h, struct rr_call_ctx, rep_link);
 
 			h = h->next;
-			rr_reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan, q->rep_done,
-				     q->rep_arg);
+			if (__builtin_expect(q->err_act != RR_ACT_PROCESS, 0))
+				rr_reply_error(q, (enum rr_hdr_action)q->err_act);
+			else
+				rr_reply_now(&q->call, q->rep_iov, q->rep_iovcnt, &q->rep_plan,
+					     q->rep_done, q->rep_arg);
 		}
 		c->batching = false;
 		rr_send_post_batch(c);

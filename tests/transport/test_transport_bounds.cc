@@ -365,6 +365,46 @@ TEST_F(SendsGoBack, WhatABurstGrewGoesBackWhileConnected)
 	EXPECT_TRUE(ping(a.get()));
 }
 
+/*
+ * An error Reply needs a send context too: one due while every context is
+ * taken waits in turn with the Replies. It was dropped (counted in
+ * `dropped`): the client never heard of that XID, and its credit and its
+ * RPC stayed out until its timer took the connection down.
+ */
+TEST_F(WaitQuiet, ErrorRepliesWaitInTurnToo)
+{
+	auto a = try_connect(srv.addr());
+	ASSERT_TRUE(a);
+	ASSERT_TRUE(ping(a.get()));
+	std::mt19937 rng(33);
+	std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inflight;
+	/* answered at once: their Sends' completions come 5 ms apart */
+	for (uint32_t i = 0; i < 40; i++) {
+		auto d = random_bytes(rng, 100 + rng() % 3000);
+		TestCall c = call_delay(a->next_xid(), 0, d);
+		ASSERT_GE(a->post(c.rpc, CallSpec()), 0);
+		inflight.push_back({c.xid, d});
+	}
+	CallSpec v2;
+	v2.vers = 2;
+	TestCall bad = call_null(a->next_xid());
+	ASSERT_GE(a->post(bad.rpc, v2), 0);
+	for (auto &p : inflight) {
+		Reply r;
+		ASSERT_TRUE(a->wait(p.first, &r)) << a->last_error();
+		EXPECT_TRUE(opaque_result(r, p.first, p.second));
+	}
+	Reply r;
+	ASSERT_TRUE(a->wait(bad.xid, &r)) << "no ERR_VERS: " << a->last_error();
+	EXPECT_EQ(r.proc, RDMA_ERROR) << r.describe();
+	EXPECT_EQ(r.err, ERR_VERS) << r.describe();
+	auto st = srv.stats();
+	EXPECT_GT(st["send_ctx_waits"], 0u) << "no Reply waited: the test proves nothing";
+	EXPECT_EQ(st["err_vers_sent"], 1u);
+	EXPECT_EQ(st["dropped"], 0u);
+	EXPECT_TRUE(ping(a.get()));
+}
+
 class SendContexts : public TransportTest {
       protected:
 	SendContexts()
