@@ -202,6 +202,8 @@ int rr_config_check(const struct rr_config *c)
 		return -EINVAL;
 	if (c->inline_size < RR_MIN_INLINE || c->inline_size > RR_MAX_INLINE)
 		return -EINVAL;
+	if (c->bc_credits > RR_MAX_BC_CREDITS)
+		return -EINVAL;
 	if (c->max_ord < 1 || c->limits.max_chunk_bytes < c->inline_size)
 		return -EINVAL;
 	if (c->srq_depth && (c->srq_depth < RR_SRQ_MIN_DEPTH || c->srq_depth > RR_SRQ_MAX_DEPTH))

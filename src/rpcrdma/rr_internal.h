@@ -574,8 +574,13 @@ struct rr_conn {
 	uint32_t sends_out;
 	uint64_t sends_done, sends_done_seen;
 	uint64_t send_wait_since;
-	uint32_t bc_grant;		/* client's backchannel credits (RFC 8167 section 3) */
-	uint32_t bc_outstanding;	/* reverse-direction calls awaiting an answer */
+	/* The reverse direction (rr_backchannel.c), under lock: the client's
+	 * backchannel credits (RFC 8167 section 3) and the XIDs of our calls
+	 * awaiting an answer, bc_xids[0..bc_outstanding), one credit each.
+	 * bc_outstanding < bc_grant <= RR_MAX_BC_CREDITS when one is added. */
+	uint32_t bc_grant;
+	uint32_t bc_outstanding;
+	uint32_t bc_xids[RR_MAX_BC_CREDITS];
 
 	struct rr_pool recv_pool;
 	struct rr_call_ctx *calls;	/* nrecv contexts */
@@ -1192,10 +1197,12 @@ void rr_send_complete(struct rr_conn *c, const struct fab_wc *wc);
 void rr_send_drop_pending(struct rr_conn *c);
 
 /* backchannel (rr_backchannel.c) */
-/* One reverse-direction call answered; false if none was outstanding. */
-bool rr_bc_answered(struct rr_conn *c);
-/* A reverse-direction Reply arrived in @ctx: up to the upper layer, then
- * @ctx is freed. */
+/* The answer to our reverse-direction call @xid (an RDMA_ERROR): its credit
+ * given back; false when @xid is not outstanding (never ours, answered or
+ * abandoned already), and nothing changes. */
+bool rr_bc_answered(struct rr_conn *c, uint32_t xid);
+/* A reverse-direction Reply arrived in @ctx: up to the upper layer when it
+ * answers an outstanding call, else dropped; then @ctx is freed. */
 void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx);
 
 /*

@@ -93,7 +93,8 @@ void rr_recv_post_batch(struct rr_conn *c)
 }
 
 /* RFC 8167 section 4.2: a reverse-direction Reply is an RDMA_MSG with no
- * chunks whose RPC msg_type is REPLY; XIDs are not compared. */
+ * chunks whose RPC msg_type is REPLY; XIDs are not compared here
+ * (rr_bc_reply_received drops one that answers no call of ours). */
 static bool is_bc_reply(const struct rr_call_ctx *ctx)
 {
 	const struct rr_pcl *p = ctx->pcl;
@@ -155,8 +156,10 @@ static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hd
 {
 	uint32_t xid = ctx->pcl->xid;
 
-	if (r == RR_HDR_PROC_ERROR && c->srv->ops.bc_error && rr_bc_answered(c)) {
-		/* The client refused one of our callbacks (RFC 8167 section 4). */
+	if (r == RR_HDR_PROC_ERROR && rr_bc_answered(c, xid)) {
+		/* The client refused one of our outstanding callbacks (RFC 8167
+		 * section 4): its credit is back; an RDMA_ERROR naming no such
+		 * call is dropped below. */
 		uint32_t err = 0;
 
 		if (ctx->recv_len >= RR_HDR_ERR_CHUNK_LEN)
@@ -164,7 +167,8 @@ static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hd
 		RR_STAT_ADD(c, bc_errors, 1);
 		c->heard++; /* an answer to our callback: activity */
 		rr_call_free(ctx);
-		c->srv->ops.bc_error(c->srv->ctx, c, xid, err);
+		if (c->srv->ops.bc_error)
+			c->srv->ops.bc_error(c->srv->ctx, c, xid, err);
 		return;
 	}
 	if (act == RR_ACT_DROP) {

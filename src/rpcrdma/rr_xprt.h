@@ -43,10 +43,14 @@ struct rr_conn;
  * (docs/linux-client-wire.md) */
 #define RR_MIN_INLINE 1024
 #define RR_MAX_INLINE 65536
+/* bc_credits' upper bound: reverse-direction calls outstanding at once on a
+ * connection, each XID tracked until answered or abandoned (rr_conn_bc_send) */
+#define RR_MAX_BC_CREDITS 16
 
 struct rr_config {
 	uint32_t credits;		/* forward-channel grant, 1..RR_MAX_CREDITS (Credits) */
-	uint32_t bc_credits;		/* receives reserved for backchannel replies */
+	uint32_t bc_credits;		/* receives reserved for backchannel replies,
+					 * 0..RR_MAX_BC_CREDITS (0: as 1) */
 	uint32_t recv_batch;		/* extra receives beyond credits + bc_credits */
 	uint32_t inline_size;		/* our receive buffer and largest inline Send */
 	/*
@@ -182,12 +186,17 @@ struct rr_upper_ops {
 	 * can arrive. */
 	void (*reply_not_delivered)(void *ctx, struct rr_conn *conn, uint32_t xid,
 				    void *reply_arg);
-	/* A reverse-direction RPC Reply arrived (RFC 8167); @msg is valid only
-	 * during the callback. Optional. */
+	/* A reverse-direction RPC Reply arrived (RFC 8167) for a call of
+	 * rr_conn_bc_send still outstanding (its rdma_xid and RPC xid both that
+	 * call's); @msg is valid only during the callback. Any other Reply
+	 * (unasked, late, after rr_conn_bc_abandon, a second one) is dropped by
+	 * the engine and counted in dropped: at most one Reply per call sent
+	 * is ever handed up. Optional. */
 	void (*bc_reply)(void *ctx, struct rr_conn *conn, const void *msg, size_t len,
 			 uint32_t credits);
-	/* The client answered a reverse-direction call with RDMA_ERROR
-	 * (ERR_CHUNK or ERR_VERS); @xid is that call's rdma_xid. Optional. */
+	/* The client answered a reverse-direction call still outstanding with
+	 * RDMA_ERROR (ERR_CHUNK or ERR_VERS); @xid is that call's rdma_xid.
+	 * Optional. */
 	void (*bc_error)(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err);
 	/* Connection up / going away; optional. After conn_down no call for
 	 * this connection is delivered; outstanding ones may still be answered
@@ -241,14 +250,28 @@ void rr_call_hold(struct rr_call *call);
 
 /*
  * Send a reverse-direction RPC Call (RFC 8167) on @conn: RDMA_MSG, no chunks,
- * inline only, in its own XID space (the caller's @xid) and within the
- * client's backchannel credits, which are counted apart from the forward
- * channel's. Returns 0 when posted; -EMSGSIZE when it exceeds the client's
- * receive inline threshold (never sent); -EAGAIN when the client's
- * backchannel grant is in use (retry after a reply); -ENOTCONN.
- * The Reply comes back through rr_upper_ops.bc_reply / bc_error.
+ * inline only, in its own XID space (the caller's @xid, also the RPC
+ * message's first word) and within the client's backchannel credits, which
+ * are counted apart from the forward channel's. Returns 0 when posted;
+ * -EMSGSIZE when it exceeds the client's receive inline threshold (never
+ * sent); -EAGAIN when the client's backchannel grant is in use (retry after
+ * an answer or an abandon); -EEXIST when a call with @xid is outstanding on
+ * @conn already; -ENOTCONN.
+ * Once posted, @xid is outstanding and holds one credit until exactly one of:
+ * its Reply (rr_upper_ops.bc_reply), an RDMA_ERROR for it (bc_error), or
+ * rr_conn_bc_abandon; whichever comes first gives the credit back and the
+ * others find nothing. Any thread.
  */
 int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov, int iovcnt);
+/*
+ * The upper layer stops waiting for its reverse-direction call @xid (a
+ * timeout): the credit is given back now, and a Reply or RDMA_ERROR for @xid
+ * that comes later is dropped, so it never frees another call's credit.
+ * Returns 0, or -ENOENT when @xid is not outstanding (its answer came first
+ * and gave the credit back). Any thread, while @conn is still the upper
+ * layer's (until its conn_down returns).
+ */
+int rr_conn_bc_abandon(struct rr_conn *conn, uint32_t xid);
 
 const char *rr_conn_peer(const struct rr_conn *conn);
 /* The key rr_conn_snap.id carries for @conn. */
