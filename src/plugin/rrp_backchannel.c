@@ -16,6 +16,16 @@
  * its cc_process_cb. ganesha's callback hooks then free the CB_SEQUENCE slot
  * with its sequence advanced (nfs41_release_single), so a callback the client
  * refused with ERR_CHUNK never leaves the slot busy (RFC 8267 section 4.5).
+ * A send that fails instead returns its error from CLNT_CALL_BACK, and then
+ * ganesha completes the call itself (nfs_rpc_call's caller frees it, its
+ * slot and its session reference): cc_process_cb must never run for it.
+ *
+ * So a callback has one owner at a time: the sending thread until the
+ * engine took it, then the pending list. It is listed in the same bc_lock
+ * section as the successful rr_conn_bc_send, never before: whoever takes it
+ * off the list (its reply, its RDMA_ERROR, the timer, the connection's
+ * teardown) completes it, and a sender whose send failed owns it still and
+ * only returns the error; it never meets a call someone else completed.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,12 +51,12 @@ struct rrp_clnt {
 	SVCXPRT *xprt;			/* SVC_REF held until cl_destroy */
 	struct rr_conn *conn;		/* valid while !dead (bc_lock) */
 	uint32_t prog, vers;
-	uint32_t next_xid;
 	bool dead;
 	struct rrp_clnt *next;		/* all_clients */
 };
 
-/* A callback awaiting its answer. */
+/* A callback awaiting its answer: listed once the engine took it (bc_call),
+ * owned by whoever takes it off the list. */
 struct rrp_pending {
 	struct rrp_pending *next;
 	struct clnt_req *cc;
@@ -65,6 +75,11 @@ static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rrp_pending *pending;
 static struct rrp_clnt *all_clients;
 static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
+/* One XID space for every CLIENT (RFC 8167 section 4: ours, apart from the
+ * client's): several sessions' back channels may share a connection, and
+ * an answer is matched by connection and XID. bc_lock. */
+static uint32_t next_xid;
+static bool next_xid_set;
 
 /* Our CLIENTs share one ops table: telling them apart costs a compare, not
  * a walk of all clients under the lock on every ntirpc client call. */
@@ -132,6 +147,10 @@ static void *timer_thread(void *arg)
 				*pp = p->next;
 				p->next = expired;
 				expired = p;
+				/* Its credit back (the engine drops a late
+				 * answer): p->conn is live while p is listed. */
+				if (p->conn)
+					rr_conn_bc_abandon(p->conn, p->xid);
 			} else {
 				pp = &p->next;
 			}
@@ -159,11 +178,30 @@ static void start_timer(void)
 
 /* ---- CLIENT ops ------------------------------------------------------- */
 
-static enum clnt_stat bc_call(struct clnt_req *cc)
+static void set_deadline(struct rrp_pending *p, struct timespec timeout)
+{
+	clock_gettime(CLOCK_MONOTONIC, &p->deadline);
+	p->deadline.tv_sec += timeout.tv_sec;
+	p->deadline.tv_nsec += timeout.tv_nsec;
+	if (p->deadline.tv_nsec >= 1000000000L) {
+		p->deadline.tv_sec++;
+		p->deadline.tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * Encode and send @cc; when the engine takes it, @p (its pending entry) is
+ * listed in the same bc_lock section, and from then on @cc and @p are the
+ * list's: this thread touches neither again (an answer may complete and
+ * free @cc before bc_call returns). On failure nothing was listed.
+ */
+static enum clnt_stat bc_call(struct clnt_req *cc, struct rrp_pending *p)
 {
 	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
 	struct rrp_xdr_enc *enc = malloc(sizeof(*enc));
 	struct iovec iov[RRP_ENC_MAX_SEG];
+	const uint32_t xid = cc->cc_xid, proc = cc->cc_proc;
+	const struct timespec timeout = cc->cc_timeout;
 	XDR *x;
 	int n, ret = -ENOTCONN;
 
@@ -172,9 +210,9 @@ static enum clnt_stat bc_call(struct clnt_req *cc)
 		return RPC_SYSTEMERROR;
 	}
 	x = &enc->xdrs;
-	if (!XDR_PUTUINT32(x, cc->cc_xid) || !XDR_PUTUINT32(x, CALL) ||
+	if (!XDR_PUTUINT32(x, xid) || !XDR_PUTUINT32(x, CALL) ||
 	    !XDR_PUTUINT32(x, RPC_MSG_VERSION) || !XDR_PUTUINT32(x, cl->prog) ||
-	    !XDR_PUTUINT32(x, cl->vers) || !XDR_PUTUINT32(x, cc->cc_proc) ||
+	    !XDR_PUTUINT32(x, cl->vers) || !XDR_PUTUINT32(x, proc) ||
 	    !AUTH_MARSHALL(cc->cc_auth, x) ||
 	    !AUTH_WRAP(cc->cc_auth, x, cc->cc_call.proc, cc->cc_call.where) || enc->failed) {
 		rrp_xdr_enc_fini(enc);
@@ -182,10 +220,22 @@ static enum clnt_stat bc_call(struct clnt_req *cc)
 		return RPC_CANTENCODEARGS;
 	}
 	n = rrp_xdr_enc_iov(enc, iov);
+	p->cc = cc;
+	p->cl = cl;
+	p->xid = xid;
 	for (int waited = 0;; waited += 10) {
 		pthread_mutex_lock(&bc_lock);
-		ret = cl->dead ? -ENOTCONN : rr_conn_bc_send(cl->conn, cc->cc_xid, iov, n);
+		ret = cl->dead ? -ENOTCONN : rr_conn_bc_send(cl->conn, xid, iov, n);
+		if (ret == 0) {
+			/* Sent: the list's now, before any answer can look. */
+			p->conn = cl->conn;
+			set_deadline(p, timeout);
+			p->next = pending;
+			pending = p;
+		}
 		pthread_mutex_unlock(&bc_lock);
+		/* A connection going down meanwhile marks cl dead: the next
+		 * try fails, and this thread still owns the call. */
 		if (ret != -EAGAIN || waited >= BC_EAGAIN_WAIT_MS)
 			break;
 		usleep(10 * 1000); /* the client's backchannel grant is in use */
@@ -198,7 +248,7 @@ static enum clnt_stat bc_call(struct clnt_req *cc)
 	case -EMSGSIZE:
 		rrp_log("callback xid %#x proc %u is larger than the client's "
 				"inline threshold: not sent (RFC 8167 callbacks are inline only)",
-			cc->cc_xid, cc->cc_proc);
+			xid, proc);
 		return RPC_CANTENCODEARGS;
 	default:
 		return RPC_CANTSEND;
@@ -245,8 +295,10 @@ static bool bc_control(CLIENT *clnt, u_int rq, void *in)
 	return false;
 }
 
+static enum clnt_stat send_pending(struct clnt_req *cc);
+
 static const struct clnt_ops bc_ops = {
-	.cl_call = bc_call,
+	.cl_call = send_pending, /* as CLNT_CALL_BACK: listed for its answer */
 	.cl_abort = bc_abort,
 	.cl_freeres = bc_freeres,
 	.cl_destroy = bc_destroy,
@@ -277,8 +329,6 @@ CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 	SVC_REF(cl->xprt, SVC_REF_FLAG_NONE);
 	cl->prog = (uint32_t)prog;
 	cl->vers = (uint32_t)vers;
-	/* Our own XID space (RFC 8167 section 4): start anywhere. */
-	cl->next_xid = (uint32_t)time(NULL) * 2654435761u;
 	pthread_mutex_lock(&bc_lock);
 	cl->conn = rrp_xprt_conn(cl->xprt);
 	live = cl->conn != NULL;
@@ -297,8 +347,6 @@ CLIENT *rrp_bc_clnt_vc_ncreate_svc(const SVCXPRT *xprt, const rpcprog_t prog,
 
 enum clnt_stat rrp_bc_clnt_req_setup(struct clnt_req *cc, struct timespec timeout)
 {
-	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
-
 	if (!is_ours(cc->cc_clnt))
 		return rrp_real->clnt_req_setup(cc, timeout);
 	cc->cc_error.re_errno = 0;
@@ -310,50 +358,34 @@ enum clnt_stat rrp_bc_clnt_req_setup(struct clnt_req *cc, struct timespec timeou
 	if (timeout.tv_sec <= 0 && timeout.tv_nsec <= 0)
 		cc->cc_timeout.tv_sec = 60; /* the Linux backchannel's own timeout */
 	pthread_mutex_lock(&bc_lock);
-	cc->cc_xid = ++cl->next_xid;
+	if (!next_xid_set) { /* our own XID space: start anywhere */
+		next_xid = (uint32_t)time(NULL) * 2654435761u;
+		next_xid_set = true;
+	}
+	cc->cc_xid = ++next_xid;
 	pthread_mutex_unlock(&bc_lock);
 	/* clnt_req_release drops this (as ntirpc's setup takes it). */
 	CLNT_REF(cc->cc_clnt, CLNT_REF_FLAG_NONE);
 	return RPC_SUCCESS;
 }
 
-/* Register @cc as pending (with its deadline), then send it. */
+/*
+ * Send @cc with a pending entry that the answer will find. RPC_SUCCESS: the
+ * call is the pending list's and completes exactly once through
+ * cc_process_cb (perhaps before this returns). Anything else: it was never
+ * listed, cc_process_cb never runs for it, and the caller completes it (as
+ * ganesha's nfs_rpc_call caller does on an error return).
+ */
 static enum clnt_stat send_pending(struct clnt_req *cc)
 {
-	struct rrp_clnt *cl = (struct rrp_clnt *)cc->cc_clnt;
 	struct rrp_pending *p = calloc(1, sizeof(*p));
 	enum clnt_stat st;
 
 	if (!p)
 		return RPC_SYSTEMERROR;
-	p->cc = cc;
-	p->cl = cl;
-	p->xid = cc->cc_xid;
-	clock_gettime(CLOCK_MONOTONIC, &p->deadline);
-	p->deadline.tv_sec += cc->cc_timeout.tv_sec;
-	p->deadline.tv_nsec += cc->cc_timeout.tv_nsec;
-	if (p->deadline.tv_nsec >= 1000000000L) {
-		p->deadline.tv_sec++;
-		p->deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&bc_lock);
-	if (cl->dead) {
-		pthread_mutex_unlock(&bc_lock);
-		free(p);
-		return RPC_CANTSEND;
-	}
-	p->conn = cl->conn;
-	p->next = pending;
-	pending = p;
-	pthread_mutex_unlock(&bc_lock);
-
-	st = bc_call(cc);
-	if (st != RPC_SUCCESS) {
-		pthread_mutex_lock(&bc_lock);
-		p = take_locked(cc, NULL, 0);
-		pthread_mutex_unlock(&bc_lock);
-		free(p);
-	}
+	st = bc_call(cc, p);
+	if (st != RPC_SUCCESS)
+		free(p); /* never listed: still ours */
 	return st;
 }
 
@@ -392,8 +424,12 @@ int rrp_bc_clnt_req_release(struct clnt_req *cc)
 	refs = __atomic_sub_fetch(&cc->cc_refcnt, 1, __ATOMIC_ACQ_REL);
 	if (refs > 0)
 		return refs;
+	/* Listed still only if ganesha let go of a call before it completed:
+	 * forget it, and give its credit back while its connection is live. */
 	pthread_mutex_lock(&bc_lock);
 	p = take_locked(cc, NULL, 0);
+	if (p && p->conn)
+		rr_conn_bc_abandon(p->conn, p->xid);
 	pthread_mutex_unlock(&bc_lock);
 	free(p);
 	clnt_req_fini(cc);
@@ -459,6 +495,9 @@ void rrp_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len, 
 
 	(void)ctx;
 	(void)credits; /* the engine keeps the backchannel grant */
+	/* The engine hands up only the answer to a callback still outstanding,
+	 * once: this copy and the worker queue's entry are bounded by the
+	 * client's grant (unasked or late Replies never get here). */
 	if (!a)
 		return;
 	a->conn = conn;
