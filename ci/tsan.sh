@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 jobs=${1:-$(nproc 2>/dev/null || echo 2)}
 tests="test_transport_shapes test_transport_hostile test_transport_faults
  test_transport_config test_transport_bounds test_transport_srq test_transport_sinks
- test_transport_soak test_transport_devrm test_transport_evt test_requester_checks
+ test_transport_soak test_transport_devrm test_transport_evt test_transport_backchannel
+ test_requester_checks
  test_rr_fuzz_seeds test_fabric_conformance test_fabric_leaks test_rr_handoff test_rrp_workq
  test_rrp_slots test_rrp_config test_rrp_backchannel test_rrp_payload_threads"
 

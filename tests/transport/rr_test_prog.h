@@ -27,7 +27,15 @@ enum rrt_proc {
 	RRT_PROC_STALL = 7,	/* u32 ms -> u32 index of the engine's event thread
 				 * that delivered it, answered after blocking that
 				 * thread for ms (at most 10000) */
+	RRT_PROC_BC_CALL = 8,	/* u32 xid -> i32 rr_conn_bc_send's result: a
+				 * reverse-direction call (RRT_BC_PROG's NULL,
+				 * RPC xid = rdma_xid = xid) sent on this connection */
+	/* u32 xid -> i32 rr_conn_bc_abandon's result */
+	RRT_PROC_BC_ABANDON = 9,
 };
+
+/* The program of the server's reverse-direction calls (RFC 8167). */
+#define RRT_BC_PROG 0x40000099u
 
 /* Largest SOURCE / ECHO the server accepts (else GARBAGE_ARGS). */
 #define RRT_MAX_DATA (16u << 20)

@@ -20,6 +20,7 @@
  * On stdin EOF or SIGTERM it prints the stats once more, tears everything
  * down and exits 0.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -60,6 +61,9 @@ static int sig_pipe[2] = {-1, -1};
 /* What the upper layer saw; printed with the engine's stats. */
 static atomic_ulong log_refused_lines, log_lines;
 static atomic_ulong ul_calls, ul_not_delivered, ul_not_delivered_own, ul_conn_up, ul_conn_down, ul_held_released;
+/* Reverse-direction answers handed up (bc_reply, bc_error), and the RPC xid
+ * of the last Reply. */
+static atomic_ulong ul_bc_replies, ul_bc_errors, ul_bc_last_xid;
 
 /* --- reading the Call: a byte stream over the call's iovecs --------------- */
 
@@ -352,6 +356,41 @@ static void on_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void
 	(void)conn;
 }
 
+/* --- the reverse direction (RFC 8167) ---------------------------------------- */
+
+static void on_bc_reply(void *ctx, struct rr_conn *conn, const void *msg, size_t len,
+			uint32_t credits)
+{
+	const uint8_t *m = msg;
+
+	(void)ctx;
+	(void)conn;
+	(void)credits;
+	if (len >= 4)
+		atomic_store(&ul_bc_last_xid,
+			     (unsigned long)m[0] << 24 | m[1] << 16 | m[2] << 8 | m[3]);
+	atomic_fetch_add(&ul_bc_replies, 1);
+}
+
+static void on_bc_error(void *ctx, struct rr_conn *conn, uint32_t xid, uint32_t err)
+{
+	(void)ctx;
+	(void)conn;
+	(void)xid;
+	(void)err;
+	atomic_fetch_add(&ul_bc_errors, 1);
+}
+
+/* RRT_BC_PROG's NULL procedure, with AUTH_NONE (RFC 5531 section 9). */
+static int bc_call(struct rr_conn *conn, uint32_t xid)
+{
+	uint32_t w[] = {htonl(xid), htonl(MSG_CALL), htonl(2), htonl(RRT_BC_PROG), htonl(1), 0,
+			0, 0, 0, 0};
+	struct iovec iov = {w, sizeof(w)};
+
+	return rr_conn_bc_send(conn, xid, &iov, 1);
+}
+
 /* --- DELAY: replies sent later from worker threads ------------------------ */
 
 /* Several, so that Replies on one connection are built and posted by
@@ -635,6 +674,27 @@ static void on_call(void *ctx, struct rr_call *call)
 		send_reply(call, rb, NULL);
 		return;
 	}
+	case RRT_PROC_BC_CALL:
+	case RRT_PROC_BC_ABANDON: {
+		uint32_t bxid = get32(&s);
+		struct reply_buf *rb;
+		int ret;
+
+		if (s.bad || s.off != call->len) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		ret = proc == RRT_PROC_BC_CALL ? bc_call(call->conn, bxid)
+					       : rr_conn_bc_abandon(call->conn, bxid);
+		rb = reply_start(xid, SUCCESS);
+		if (!rb) {
+			rr_call_release(call);
+			return;
+		}
+		put32(rb, (uint32_t)ret);
+		send_reply(call, rb, NULL);
+		return;
+	}
 	case RRT_PROC_CHUNKS: {
 		struct reply_buf *rb = reply_start(xid, SUCCESS);
 
@@ -681,7 +741,7 @@ static void on_call(void *ctx, struct rr_call *call)
  */
 struct upper_counts {
 	unsigned long calls, not_delivered, not_delivered_own, conn_up, conn_down, held_released,
-	    delayed_replies;
+	    delayed_replies, bc_replies, bc_errors, bc_last_xid;
 	uint64_t sink_addr, sink_key;
 };
 
@@ -695,6 +755,9 @@ static struct upper_counts read_upper(void)
 		.conn_down = atomic_load(&ul_conn_down),
 		.held_released = atomic_load(&ul_held_released),
 		.delayed_replies = atomic_load(&ul_delayed_replies),
+		.bc_replies = atomic_load(&ul_bc_replies),
+		.bc_errors = atomic_load(&ul_bc_errors),
+		.bc_last_xid = atomic_load(&ul_bc_last_xid),
 		.sink_addr = atomic_load(&last_sink_addr),
 		.sink_key = atomic_load(&last_sink_key),
 	};
@@ -705,9 +768,10 @@ static void print_upper(const struct upper_counts *u)
 {
 	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_not_delivered_own\":%lu,"
 	       "\"ul_conn_up\":%lu,"
-	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu,\"ul_delayed_replies\":%lu",
+	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu,\"ul_delayed_replies\":%lu,"
+	       "\"ul_bc_replies\":%lu,\"ul_bc_errors\":%lu,\"ul_bc_last_xid\":%lu",
 	       u->calls, u->not_delivered, u->not_delivered_own, u->conn_up, u->conn_down,
-	       u->held_released, u->delayed_replies);
+	       u->held_released, u->delayed_replies, u->bc_replies, u->bc_errors, u->bc_last_xid);
 }
 
 static void count_conn(void *arg, struct rr_conn *conn, const struct rr_stats *st)
@@ -739,7 +803,8 @@ static void print_stats(struct rr_server *srv)
 	       F(err_chunk_sent) "," F(err_vers_sent) "," F(dropped) "," F(not_delivered) ","
 	       F(rnr_disconnects) "," F(disconnects) "," F(send_w_inv) "," F(sends_unsignalled) "," F(send_posts) "," F(read_posts) ","
 	       F(registrations) ","
-	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_replies) "," F(pinned_bytes) ","
+	       F(payload_copies) "," F(recv_mem_bytes) "," F(bc_calls) "," F(bc_replies) "," F(bc_errors) ","
+	       F(pinned_bytes) ","
 	       F(conns_refused) "," F(conns_refused_peer) "," F(conns_refused_mem) ","
 	       F(conns_timed_out) "," F(conns_freed) "," F(sink_bytes) "," F(sink_pool_bytes) ","
 	       F(last_sink_addr) "," F(last_sink_key) "," F(send_ctx_grown) "," F(send_ctx_waits)
@@ -748,7 +813,7 @@ static void print_stats(struct rr_server *srv)
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
 	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
 	       st.dropped, st.not_delivered, st.rnr_disconnects, st.disconnects, st.send_w_inv,
-	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_replies,
+	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_calls, st.bc_replies, st.bc_errors,
 	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
 	       st.conns_timed_out, st.conns_freed, st.sink_bytes, st.sink_pool_bytes, u.sink_addr, u.sink_key,
 	       st.send_ctx_grown, st.send_ctx_waits, st.credit_grant);
@@ -812,6 +877,8 @@ int main(int argc, char **argv)
 	struct rr_upper_ops ops = {
 		.call = on_call,
 		.reply_not_delivered = on_not_delivered,
+		.bc_reply = on_bc_reply,
+		.bc_error = on_bc_error,
 		.conn_up = on_conn_up,
 		.conn_down = on_conn_down,
 	};
