@@ -41,6 +41,7 @@
 #include <cstring>
 #include <functional>
 #include <thread>
+#include <vector>
 
 namespace rrplug
 {
@@ -72,6 +73,42 @@ TEST_F(Backchannel, CreateSessionGetsBackChannelOverRdma)
 		EXPECT_EQ(a.cb->violations(), "");
 		NFS_OK(*a.c, a.c->destroy_session());
 	}
+}
+
+/* A client streaming reverse-direction Replies nobody asked for: the engine
+ * drops each (global.dropped) before the plugin sees it, so none is copied
+ * or queued for ganesha's workers (each was, on the old engine, the queue
+ * growing with the client's stream while the receives were reposted at
+ * once). ganesha keeps serving the connection. */
+TEST_F(Backchannel, UnaskedCallbackRepliesAreDropped)
+{
+	constexpr uint32_t kUnasked = 3000;
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	rrtest::Requester &rq = a.t->requester();
+	double dropped0 = stat_at("global.dropped"), replies0 = stat_at("global.bc_replies");
+	Attr at;
+	for (uint32_t i = 0; i < kUnasked; i++) {
+		uint32_t xid = 0x6b000000u + i;
+		Bytes rpc;
+		for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) /* REPLY, accepted, SUCCESS */
+			for (int k = 3; k >= 0; k--)
+				rpc.push_back(uint8_t(w >> (8 * k)));
+		ASSERT_EQ(rq.send_bc_reply(xid, rpc, 2), 0);
+		/* a few at a time: they take the server's receives, not credits */
+		if (i % 8 == 7) {
+			NFS_OK(*a.c, a.c->getattr(dir, &at));
+		}
+	}
+	NFS_OK(*a.c, a.c->getattr(dir, &at));
+	if (dropped0 >= 0) {
+		EXPECT_EQ(stat_at("global.bc_replies") - replies0, kUnasked);
+		EXPECT_EQ(stat_at("global.dropped") - dropped0, kUnasked)
+		    << "unasked Replies were handed to the plugin";
+	}
+	ASSERT_TRUE(srv->alive()) << srv->logs();
+	EXPECT_TRUE(rq.connected());
+	NFS_OK(*a.c, a.c->destroy_session());
 }
 
 /* RFC 8267 section 4.5 / docs/linux-client-wire.md (the Linux client retries a
@@ -512,8 +549,9 @@ TEST_F(ShimCallbacks, ClientKilledWithCallbackInFlight)
  * within the client's backchannel grant, counted apart from the forward
  * channel. The client grants 2 in its replies: with two callbacks held
  * unanswered a third is not sent (it fails after the plugin's credit wait),
- * the held ones time out, and when their late replies come the credits are
- * back and the next callback works. */
+ * the held ones time out (which gives their credits back), their late
+ * replies are received and dropped (they answer nothing), and the next
+ * callback works. */
 TEST_F(ShimCallbacks, BackchannelGrantRespectedAndLateRepliesReturnCredits)
 {
 	BcClient a = bc_client();
@@ -546,7 +584,7 @@ TEST_F(ShimCallbacks, BackchannelGrantRespectedAndLateRepliesReturnCredits)
 	EXPECT_EQ(a.cb->log().size(), 3u) << "the client received a callback beyond its grant";
 	EXPECT_EQ(result(&a, h1, nullptr), RPC_TIMEDOUT_);
 	EXPECT_EQ(result(&a, h2, nullptr), RPC_TIMEDOUT_);
-	/* the late replies return the credits */
+	/* the late replies: received, dropped by the engine */
 	Counters c0 = counters();
 	EXPECT_EQ(a.cb->send_deferred(), 2u);
 	a.cb->policy = nullptr;
@@ -565,6 +603,77 @@ TEST_F(ShimCallbacks, BackchannelGrantRespectedAndLateRepliesReturnCredits)
 	ASSERT_GE(id, 0);
 	uint32_t cbs = 99;
 	EXPECT_EQ(result(&a, id, &cbs), RPC_SUCCESS_) << "a callback after the late replies";
+	EXPECT_EQ(cbs, 0u);
+	EXPECT_EQ(a.cb->violations(), "");
+	Attr at;
+	NFS_OK(*a.c, a.c->getattr(dir, &at));
+	NFS_OK(*a.c, a.c->destroy_session());
+}
+
+/* Callbacks the client never answers, its whole grant of them, time out,
+ * and each gives its backchannel credit back then: the next callbacks are
+ * sent at once (they were refused for ever: the engine's count of
+ * callbacks awaiting an answer never came down). The timed-out ones' late
+ * replies come while the next two hold the grant: they are dropped and free
+ * neither's credit, and those two complete with their own replies. */
+TEST_F(ShimCallbacks, TimedOutCallbacksGiveTheirCreditsBack)
+{
+	BcClient a = bc_client();
+	ASSERT_TRUE(a.c);
+	const uint8_t *sid = a.c->sessionid();
+	const uint32_t prog = a.c->cb_program;
+	/* one answered callback: our reply grants 2 */
+	int id = compound(prog, 5, cb_compound(sid, 1, 0, nullptr));
+	ASSERT_GE(id, 0);
+	ASSERT_EQ(result(&a, id, nullptr), RPC_SUCCESS_);
+	/* the grant's worth held unanswered until they time out */
+	a.cb->policy = [](const CbRecord &) { return CbRecord::DEFER; };
+	int h1 = compound(prog, 1, cb_compound(sid, 2, 0, nullptr));
+	ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->deferred() == 1; }, 5000));
+	int h2 = compound(prog, 1, cb_compound(sid, 3, 0, nullptr));
+	ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->deferred() == 2; }, 5000));
+	EXPECT_EQ(result(&a, h1, nullptr), RPC_TIMEDOUT_);
+	EXPECT_EQ(result(&a, h2, nullptr), RPC_TIMEDOUT_);
+	/* two more: sent at once, within the grant the timeouts gave back */
+	std::vector<int> next;
+	for (uint32_t seq : {4u, 5u}) {
+		auto t0 = std::chrono::steady_clock::now();
+		int send_st = -1;
+		int h = compound(prog, 10, cb_compound(sid, seq, 0, nullptr), &send_st);
+		auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+			      std::chrono::steady_clock::now() - t0)
+			      .count();
+		ASSERT_GE(h, 0);
+		next.push_back(h);
+		EXPECT_EQ(send_st, RPC_SUCCESS_)
+		    << "callback seq " << seq << " after the grant's worth timed out";
+		EXPECT_LT(ms, 1500) << "it waited for a credit";
+		if (send_st != RPC_SUCCESS_)
+			break;
+		ASSERT_TRUE(a.cb->serve_until([&] { return a.cb->deferred() == seq - 1; }, 5000));
+	}
+	if (HasFailure())
+		return;
+	/* all four replies now: two late, two the answers */
+	Counters c0 = counters();
+	double dropped0 = stat_at("global.dropped");
+	EXPECT_EQ(a.cb->send_deferred(), 4u);
+	a.cb->policy = nullptr;
+	uint32_t cbs = 99;
+	for (int h : next) {
+		EXPECT_EQ(result(&a, h, &cbs), RPC_SUCCESS_);
+		EXPECT_EQ(cbs, 0u);
+	}
+	if (c0.replies >= 0) {
+		a.cb->serve_until([&] { return stat_at("global.bc_replies") - c0.replies >= 4; },
+				  10000);
+		EXPECT_EQ(stat_at("global.bc_replies") - c0.replies, 4) << "all four received";
+		EXPECT_EQ(stat_at("global.dropped") - dropped0, 2) << "the two late ones dropped";
+	}
+	/* and the grant is whole again */
+	id = compound(prog, 5, cb_compound(sid, 6, 0, nullptr));
+	ASSERT_GE(id, 0);
+	EXPECT_EQ(result(&a, id, &cbs), RPC_SUCCESS_);
 	EXPECT_EQ(cbs, 0u);
 	EXPECT_EQ(a.cb->violations(), "");
 	Attr at;
