@@ -400,6 +400,10 @@ void rr_admit_tick(struct rr_evt *e)
 		if (bp->sends)
 			rr_sendpool_tick(bp->sends);
 	}
+	/* Reads or Replies short of a buffer: tried again at least each
+	 * second, whatever gave back (a slab unmapped above included). */
+	if (e->reads_starved)
+		rr_evt_kick(e);
 	rr_pcl_tick(e);
 	if (e->idx)
 		return;

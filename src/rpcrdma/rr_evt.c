@@ -358,9 +358,18 @@ static void handle_kick(struct rr_evt *e)
 	if (e->reads_starved) {
 		e->reads_starved = false;
 		serve_sink_waiters(e);
-		for (struct rr_conn *c = e->conns; c; c = c->evt_next)
-			if (c->state != RR_CONN_CLOSING)
-				rr_read_pump(c);
+		for (struct rr_conn *c = e->conns; c; c = c->evt_next) {
+			if (c->state == RR_CONN_CLOSING)
+				continue;
+			rr_read_pump(c);
+			/* a Reply short of a bounce buffer, once one came back */
+			if (c->replies_starved &&
+			    atomic_load_explicit(&c->big->puts, memory_order_acquire) !=
+				c->reply_stuck_at) {
+				c->replies_starved = false;
+				rr_send_run_deferred(c);
+			}
+		}
 	}
 }
 

@@ -523,6 +523,11 @@ struct rr_conn {
 	struct rr_bigpool *big;		/* sink pool of the device's PD */
 	struct rr_conn *sink_wait_next;	/* on big's queue of waiters (event thread) */
 	bool sink_waiting;
+	/* A Reply found no bounce buffer (rr_reply.c): it waits on ctx_wait
+	 * and is tried again once big's puts moved past reply_stuck_at. */
+	bool sinks_short;
+	bool replies_starved;
+	uint64_t reply_stuck_at;
 	char peer[80];
 	void *upper;
 

@@ -83,8 +83,10 @@ static bool bounce_alloc(struct rr_send_ctx *s, uint64_t len, struct rr_rw_piece
 	/* Sized to @len and charged to this connection: its reserve covers a
 	 * full Long Reply whatever other connections hold (rr_internal.h). */
 	buf = rr_big_get(c->big, c, len, RR_SINK_BOUNCE, &lkey, &ref);
-	if (!buf)
+	if (!buf) {
+		c->sinks_short = true; /* for now: the Reply waits (rr_reply_now) */
 		return false;
+	}
 	s->bounce_ref[s->nbounce] = ref;
 	s->bounce[s->nbounce++] = buf;
 	/* iWARP: the sink pool is the device PD's (rr_rw_lend) */
@@ -408,6 +410,30 @@ static bool reply_build(struct rr_send_ctx *s, const struct reply_args *a)
 	return true;
 }
 
+/*
+ * Short of a bounce buffer is short of memory for now, not a fault of the
+ * client's chunks: ERR_CHUNK would fail its RPC (EIO to the application).
+ * The Reply waits in turn with those waiting for a send context, and is
+ * tried again once a buffer comes back to the pool after this failure (not
+ * for its own partial take, given back just now); the connection's own
+ * calls, others' and the idle slabs' unmapping all give back in time, as a
+ * Read waiting for a sink finds (docs/memory.md).
+ */
+static __attribute__((noinline, cold)) void reply_wait_sinks(struct rr_call_ctx *ctx,
+							      const struct iovec *iov, int iovcnt,
+							      const struct rr_reply_plan *plan,
+							      rr_reply_done_fn done, void *done_arg)
+{
+	struct rr_conn *c = ctx->conn;
+
+	c->sinks_short = false;
+	c->replies_starved = true;
+	c->reply_stuck_at = atomic_load_explicit(&c->big->puts, memory_order_acquire);
+	c->evt->reads_starved = true; /* the walk at the next wake-up tries it */
+	RR_STAT_ADD(c, reply_sink_waits, 1);
+	rr_reply_wait(ctx, iov, iovcnt, plan, done, done_arg);
+}
+
 int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 		 const struct rr_reply_plan *plan, rr_reply_done_fn done, void *done_arg)
 {
@@ -431,15 +457,20 @@ int rr_reply_now(struct rr_call *call, const struct iovec *iov, int iovcnt,
 	 * connection's own to come back (rr_send.c). */
 	s = c->ctx_wait_head ? NULL : rr_send_ctx_get(c, false);
 	if (!s) {
+		RR_STAT_ADD(c, send_ctx_waits, 1);
 		rr_reply_wait(ctx, iov, iovcnt, plan, done, done_arg);
 		return 0;
 	}
 	if (!reply_build(s, &a)) {
-		/* Nothing was posted: drop the chain, answer ERR_CHUNK instead. */
+		/* Nothing was posted: drop the chain (its bounce buffers too). */
 		s->quiet = false;
 		s->rw.nwr = 0;
 		rr_send_ctx_release(s);
-		goto undeliverable;
+		if (c->sinks_short) {
+			reply_wait_sinks(ctx, iov, iovcnt, plan, done, done_arg);
+			return 0;
+		}
+		goto undeliverable; /* the Reply cannot be sent: ERR_CHUNK */
 	}
 	ctx->state = RR_CALL_REPLYING;
 	if (s->quiet) {

@@ -25,6 +25,7 @@ void rr_reply_error(struct rr_call_ctx *ctx, enum rr_hdr_action act)
 				rr_conn_get(c);
 				ctx->has_ref = true;
 			}
+			RR_STAT_ADD(c, send_ctx_waits, 1);
 			rr_send_ctx_wait(c, ctx);
 			return;
 		}

@@ -443,5 +443,4 @@ void rr_send_ctx_wait(struct rr_conn *c, struct rr_call_ctx *ctx)
 		c->ctx_wait_head = &ctx->rep_link;
 	c->ctx_wait_tail = &ctx->rep_link;
 	rr_sendpool_wait(c);
-	RR_STAT_ADD(c, send_ctx_waits, 1);
 }

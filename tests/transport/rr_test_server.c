@@ -808,7 +808,7 @@ static void print_stats(struct rr_server *srv)
 	       F(conns_refused) "," F(conns_refused_peer) "," F(conns_refused_mem) ","
 	       F(conns_timed_out) "," F(conns_freed) "," F(sink_bytes) "," F(sink_pool_bytes) ","
 	       F(last_sink_addr) "," F(last_sink_key) "," F(send_ctx_grown) "," F(send_ctx_waits)
-	       ",\"credit_grant\":%u,",
+	       "," F(reply_sink_waits) ",\"credit_grant\":%u,",
 	       st.conns_accepted, st.conns_active, st.calls, st.calls_with_read_chunks,
 	       st.long_calls, st.replies_inline, st.replies_reply_chunk, st.replies_write_chunk,
 	       st.rdma_read_bytes, st.rdma_write_bytes, st.err_chunk_sent, st.err_vers_sent,
@@ -816,7 +816,7 @@ static void print_stats(struct rr_server *srv)
 	       st.sends_unsignalled, st.send_posts, st.read_posts, st.registrations, st.payload_copies, st.recv_mem_bytes, st.bc_calls, st.bc_replies, st.bc_errors,
 	       st.pinned_bytes, st.conns_refused, st.conns_refused_peer, st.conns_refused_mem,
 	       st.conns_timed_out, st.conns_freed, st.sink_bytes, st.sink_pool_bytes, u.sink_addr, u.sink_key,
-	       st.send_ctx_grown, st.send_ctx_waits, st.credit_grant);
+	       st.send_ctx_grown, st.send_ctx_waits, st.reply_sink_waits, st.credit_grant);
 #undef F
 	printf("\"conns_listed\":%lu,\"log_refused_lines\":%lu,\"log_lines\":%lu,", listed,
 	       atomic_load(&log_refused_lines), atomic_load(&log_lines));

@@ -202,6 +202,61 @@ class SinksSmallChunks : public Sinks
 	}
 };
 
+/*
+ * A Long Reply short of a bounce buffer is short of memory for now, not a
+ * fault of the client's chunks: four connections fill the shared part, the
+ * fifth holds a call whose two Read chunks take its whole reserve, then
+ * asks for a Long Reply. It was answered ERR_CHUNK at once (the Linux
+ * client fails the RPC with EIO); it now waits, and is sent once a hoarder
+ * goes and gives its sinks back. One event thread: one pool.
+ */
+class SinksSmallChunksOneThread : public SinksSmallChunks
+{
+      protected:
+	SinksSmallChunksOneThread()
+	{
+		sopts.args.push_back("--event-threads");
+		sopts.args.push_back("1");
+	}
+};
+
+TEST_F(SinksSmallChunksOneThread, LongReplyShortOfABufferWaitsNotErrChunk)
+{
+	std::vector<Requester *> hoarders;
+	Requester *e = nullptr;
+	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
+	uint64_t before = srv.stats()["ul_calls"];
+	for (Requester *h : hoarders)
+		for (uint32_t i = 0; i < 64; i++)
+			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
+			    << h->last_error();
+	uint64_t held = ul_calls_settled(before);
+	/* e: its reserve, then what the hoarders left of the shared part
+	 * (each stops at 2 + 62 full-size sinks: 16 calls of 4) */
+	ASSERT_GE(post_hold(e, random_bytes(rng, 2 * 16384), 2), 0) << e->last_error();
+	ASSERT_EQ(ul_calls_settled(held), held + 1) << "e's held call did not get its sinks";
+	uint64_t left = 256 * kBig + 4 * 2 * kBig + 2 * kBig - srv.stats()["sink_bytes"];
+	for (uint64_t i = 0; i < left / (4 * kBig); i++)
+		ASSERT_GE(post_hold(e, random_bytes(rng, 4 * 8192), 4), 0) << e->last_error();
+	ul_calls_settled(held + 1);
+	ASSERT_EQ(srv.stats()["sink_bytes"], (256 + 4 * 2 + 2) * kBig) << "the pool is not full";
+	uint64_t err_chunk = srv.stats()["err_chunk_sent"];
+
+	TestCall l = call_source(e->next_xid(), 12000, 9);
+	CallSpec s;
+	s.reply = {12000 + 1024};
+	ASSERT_GE(e->post(l.rpc, s), 0) << e->last_error();
+	Reply r;
+	ASSERT_FALSE(e->wait(l.xid, &r, 1000)) << "answered with no buffer to spare: " << r.describe();
+	EXPECT_GT(srv.stats()["reply_sink_waits"], 0u);
+	hoarders[0]->disconnect(); /* its sinks come back */
+	ASSERT_TRUE(e->wait(l.xid, &r, 10000)) << "the Long Reply never came: " << e->last_error();
+	EXPECT_EQ(r.proc, RDMA_NOMSG) << "not a Long Reply: " << r.describe();
+	EXPECT_TRUE(opaque_result(r, l.xid, pattern(9, 12000)));
+	EXPECT_EQ(srv.stats()["err_chunk_sent"], err_chunk);
+	EXPECT_TRUE(ping(e));
+}
+
 TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
 {
 	std::vector<Requester *> hoarders;
