@@ -181,6 +181,29 @@ void rr_conn_close(struct rr_conn *c, const char *why)
 	rr_evt_kick(c->evt);
 }
 
+/*
+ * Any thread (the upper layer's): the close is handed to the connection's
+ * own thread, which alone changes its state (handle_kick). The reference
+ * for the kick is taken under c->lock while the connection is not closing:
+ * until it is marked closing its thread's own reference is held, so the
+ * count is never raised from 0 (as cm_forward, rr_evt.c). Once closing,
+ * nothing is left to do.
+ */
+void rr_conn_close_async(struct rr_conn *c)
+{
+	bool live;
+
+	if (atomic_exchange(&c->close_wanted, true))
+		return;
+	pthread_mutex_lock(&c->lock);
+	live = c->state != RR_CONN_CLOSING;
+	if (live)
+		rr_conn_get(c);
+	pthread_mutex_unlock(&c->lock);
+	if (live)
+		rr_conn_kick(c);
+}
+
 /* Event thread: completions of one connection. */
 void rr_conn_poll_cq(struct rr_conn *c)
 {

@@ -633,6 +633,9 @@ struct rr_conn {
 	/* CM events the listener's thread took for it, 1u << type, handled on
 	 * its home thread at the next visit (rr_conn_kick). */
 	_Atomic uint32_t cm_pending;
+	/* The upper layer asked for the close (rr_conn_close_async, any
+	 * thread): done on its home thread at the next visit. */
+	atomic_bool close_wanted;
 	atomic_bool gone;		/* closing: no longer counted by the per-peer cap */
 	bool peer_counted;		/* in srv->peers' count (srv->lock) */
 	bool disconnected;				/* fab_disconnect called */

@@ -273,6 +273,18 @@ int rr_conn_bc_send(struct rr_conn *conn, uint32_t xid, const struct iovec *iov,
  */
 int rr_conn_bc_abandon(struct rr_conn *conn, uint32_t xid);
 
+/*
+ * Close @conn from any thread, as its peer's disconnect would: the upper
+ * layer is done with it (its transport was destroyed). Its event thread
+ * disconnects it at its next visit; no call is delivered after that, and
+ * conn_down follows as for any close. Each call's Reply in flight is
+ * dropped; calls are still released as usual. The caller must know @conn
+ * is valid: between conn_up (or its first call) and the return of its
+ * conn_down, which the caller orders against this call (a lock both
+ * take). Closing a connection already closing does nothing.
+ */
+void rr_conn_close_async(struct rr_conn *conn);
+
 const char *rr_conn_peer(const struct rr_conn *conn);
 /* The key rr_conn_snap.id carries for @conn. */
 static inline uintptr_t rr_conn_id(const struct rr_conn *conn)

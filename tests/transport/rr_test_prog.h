@@ -32,6 +32,10 @@ enum rrt_proc {
 				 * RPC xid = rdma_xid = xid) sent on this connection */
 	/* u32 xid -> i32 rr_conn_bc_abandon's result */
 	RRT_PROC_BC_ABANDON = 9,
+	RRT_PROC_CLOSE = 10,	/* u32 n -> never answered: n threads of the server
+				 * (1..8) close the connection at once
+				 * (rr_conn_close_async), as an upper layer that
+				 * destroyed its transport */
 };
 
 /* The program of the server's reverse-direction calls (RFC 8167). */

@@ -64,6 +64,7 @@ static atomic_ulong ul_calls, ul_not_delivered, ul_not_delivered_own, ul_conn_up
 /* Reverse-direction answers handed up (bc_reply, bc_error), and the RPC xid
  * of the last Reply. */
 static atomic_ulong ul_bc_replies, ul_bc_errors, ul_bc_last_xid;
+static atomic_ulong ul_closes, ul_closes_late;
 
 /* --- reading the Call: a byte stream over the call's iovecs --------------- */
 
@@ -303,6 +304,42 @@ static void hold_call(struct rr_call *call)
 	pthread_mutex_unlock(&conns_lock);
 	if (call)
 		rr_call_release(call);
+}
+
+/*
+ * CLOSE: a thread of the upper layer's closes @conn. It may use the
+ * connection only while it is listed: on_conn_down unlists it under the
+ * same lock before the engine may free it (rr_xprt.h, rr_conn_close_async).
+ */
+static void *close_thread(void *arg)
+{
+	struct rr_conn *conn = arg;
+	bool listed;
+
+	pthread_mutex_lock(&conns_lock);
+	listed = conn_find_locked(conn) != NULL;
+	if (listed)
+		rr_conn_close_async(conn);
+	pthread_mutex_unlock(&conns_lock);
+	atomic_fetch_add(listed ? &ul_closes : &ul_closes_late, 1);
+	return NULL;
+}
+
+static void close_from_threads(struct rr_call *call, uint32_t n)
+{
+	struct rr_conn *conn = call->conn;
+
+	rr_call_release(call); /* never answered */
+	for (uint32_t i = 0; i < n; i++) {
+		pthread_attr_t at;
+		pthread_t t;
+
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &at, close_thread, conn))
+			close_thread(conn);
+		pthread_attr_destroy(&at);
+	}
 }
 
 static void on_conn_up(void *ctx, struct rr_conn *conn)
@@ -652,6 +689,16 @@ static void on_call(void *ctx, struct rr_call *call)
 	case RRT_PROC_HOLD:
 		hold_call(call);
 		return;
+	case RRT_PROC_CLOSE: {
+		uint32_t n = get32(&s);
+
+		if (s.bad || n < 1 || n > 8 || s.off != call->len) {
+			reply_stat(call, xid, GARBAGE_ARGS);
+			return;
+		}
+		close_from_threads(call, n);
+		return;
+	}
 	case RRT_PROC_STALL: {
 		/* Holds up the connection's own event thread: the thread delivers
 		 * calls (on_call runs on it), so this is that thread busy. */
@@ -741,7 +788,7 @@ static void on_call(void *ctx, struct rr_call *call)
  */
 struct upper_counts {
 	unsigned long calls, not_delivered, not_delivered_own, conn_up, conn_down, held_released,
-	    delayed_replies, bc_replies, bc_errors, bc_last_xid;
+	    delayed_replies, bc_replies, bc_errors, bc_last_xid, closes, closes_late;
 	uint64_t sink_addr, sink_key;
 };
 
@@ -758,6 +805,8 @@ static struct upper_counts read_upper(void)
 		.bc_replies = atomic_load(&ul_bc_replies),
 		.bc_errors = atomic_load(&ul_bc_errors),
 		.bc_last_xid = atomic_load(&ul_bc_last_xid),
+		.closes = atomic_load(&ul_closes),
+		.closes_late = atomic_load(&ul_closes_late),
 		.sink_addr = atomic_load(&last_sink_addr),
 		.sink_key = atomic_load(&last_sink_key),
 	};
@@ -769,9 +818,11 @@ static void print_upper(const struct upper_counts *u)
 	printf("\"ul_calls\":%lu,\"ul_not_delivered\":%lu,\"ul_not_delivered_own\":%lu,"
 	       "\"ul_conn_up\":%lu,"
 	       "\"ul_conn_down\":%lu,\"ul_held_released\":%lu,\"ul_delayed_replies\":%lu,"
-	       "\"ul_bc_replies\":%lu,\"ul_bc_errors\":%lu,\"ul_bc_last_xid\":%lu",
+	       "\"ul_bc_replies\":%lu,\"ul_bc_errors\":%lu,\"ul_bc_last_xid\":%lu,"
+	       "\"ul_closes\":%lu,\"ul_closes_late\":%lu",
 	       u->calls, u->not_delivered, u->not_delivered_own, u->conn_up, u->conn_down,
-	       u->held_released, u->delayed_replies, u->bc_replies, u->bc_errors, u->bc_last_xid);
+	       u->held_released, u->delayed_replies, u->bc_replies, u->bc_errors, u->bc_last_xid,
+	       u->closes, u->closes_late);
 }
 
 static void count_conn(void *arg, struct rr_conn *conn, const struct rr_stats *st)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Credit overrun and disconnects in the middle of RDMA Reads and Writes: the
+ * Credit overrun and disconnects in the middle of RDMA Reads and Writes, and
+ * the upper layer closing a connection from its own threads: the
  * connection concerned goes away, nothing crashes, the server keeps serving
  * the others and exits cleanly (its exit status is checked, so ASan/LSan
  * findings in the server fail the test too).
@@ -135,6 +136,51 @@ TEST_F(Faults, HeldCallsReleasedWhenClientLeaves)
 		return released >= 3;
 	});
 	EXPECT_EQ(released, 3u) << "conn_down must come for the closed connection";
+}
+
+/*
+ * The upper layer closes a connection from threads of its own
+ * (rr_conn_close_async: the plugin does when ganesha destroys the
+ * transport, on any thread), eight at once, racing each other and the
+ * close's own conn_down: the connection goes down once, the calls the
+ * upper layer held are released at its conn_down, and the other clients
+ * are served. Under ThreadSanitizer too (the flag and the kick).
+ */
+TEST_F(Faults, UpperLayerClosesFromItsOwnThreads)
+{
+	Requester *b = connect();
+	ASSERT_NE(b, nullptr);
+	ASSERT_TRUE(ping(b));
+	for (int round = 0; round < 4; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		Requester *a = connect();
+		ASSERT_NE(a, nullptr);
+		ASSERT_TRUE(ping(a));
+		auto st0 = srv.stats();
+		for (int i = 0; i < 3; i++)
+			ASSERT_GE(a->post(call_hold(a->next_xid()).rpc, CallSpec()), 0);
+		ASSERT_EQ(ul_calls_reach(st0["ul_calls"] + 3, a), st0["ul_calls"] + 3);
+		uint32_t xid = a->next_xid();
+		Wire w = rpc_call_header(xid, RRT_PROG, RRT_VERS, RRT_PROC_CLOSE);
+		w.u32(8);
+		ASSERT_GE(a->post(w.b, CallSpec()), 0);
+		EXPECT_TRUE(a->wait_disconnected(10000))
+		    << "the upper layer's close did not close it";
+		std::map<std::string, uint64_t> st;
+		EXPECT_TRUE(eventually([&] {
+			st = srv.stats();
+			return st["ul_closes"] + st["ul_closes_late"] ==
+				   st0["ul_closes"] + st0["ul_closes_late"] + 8 &&
+			       st["ul_held_released"] >= st0["ul_held_released"] + 3 &&
+			       st["conns_freed"] > st0["conns_freed"];
+		}));
+		EXPECT_GE(st["ul_closes"], st0["ul_closes"] + 1) << "no thread found it listed";
+		EXPECT_EQ(st["ul_conn_down"], st0["ul_conn_down"] + 1) << "conn_down once";
+		EXPECT_EQ(st["ul_held_released"], st0["ul_held_released"] + 3);
+		EXPECT_EQ(st["disconnects"], st0["disconnects"] + 1);
+		EXPECT_TRUE(ping(b)) << "the other client is served";
+	}
+	/* TearDown: the server exits cleanly, every conn_up with its conn_down */
 }
 
 /*
