@@ -491,7 +491,10 @@ static void up_call(void *ctx, struct rr_call *call)
  * A COMPOUND ran but its Reply could not be delivered (ERR_CHUNK goes
  * instead, after this): its slot's cached reply must not be replayed, so
  * the retry is answered NFS4ERR_RETRY_UNCACHED_REP (rrp_slots.c). The
- * request, still held for its Reply, knows its own SEQUENCE.
+ * request, still held for its Reply, knows its own SEQUENCE. A client can
+ * have every Reply of its fail: the engine logs them through its rate
+ * limiter (the first in full, the rest in a summary line); the slot is a
+ * detail for DEBUG.
  */
 static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void *reply_arg)
 {
@@ -501,9 +504,10 @@ static void up_not_delivered(void *ctx, struct rr_conn *conn, uint32_t xid, void
 	atomic_fetch_add(&rrp.replies_failed, 1);
 	if (!rq || !rq->scanned || !rq->ulb.has_sequence)
 		return;
-	rrp_log("%s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
-		"will answer NFS4ERR_RETRY_UNCACHED_REP",
-		rr_conn_peer(conn), xid, rq->ulb.seq.slotid, rq->ulb.seq.sequenceid);
+	rrp_log_at(RRP_LOG_DEBUG, __func__,
+		   "%s: xid %#x: reply not delivered (ERR_CHUNK): slot %u seq %u "
+		   "will answer NFS4ERR_RETRY_UNCACHED_REP",
+		   rr_conn_peer(conn), xid, rq->ulb.seq.slotid, rq->ulb.seq.sequenceid);
 	rrp_slots_uncache(&rq->ulb.seq);
 }
 

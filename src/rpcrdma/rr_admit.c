@@ -267,10 +267,15 @@ static const char *const event_name[RR_RATELOG_KINDS] = {
     [RR_EV_FREED] = "freed",
 };
 
+static const char *const reply_event_name[RR_RATELOG_KINDS] = {
+    [RR_EV_NOT_DELIVERED] = "ERR_CHUNK sent",
+};
+
 void rr_admit_init(struct rr_server *srv)
 {
 	rr_ratelog_init(&srv->refusals, "connection request(s) refused", why_name);
 	rr_ratelog_init(&srv->conn_events, "connection event(s)", event_name);
+	rr_ratelog_init(&srv->reply_events, "Reply(s) not delivered", reply_event_name);
 }
 
 void rr_admit_refuse(struct rr_server *srv, const char *peer, enum rr_refuse_why why,
@@ -289,8 +294,10 @@ void rr_admit_fini(struct rr_server *srv)
 	/* Events still held for a summary are not lost at shutdown. */
 	rr_ratelog_summary(&srv->refusals, true);
 	rr_ratelog_summary(&srv->conn_events, true);
+	rr_ratelog_summary(&srv->reply_events, true);
 	rr_ratelog_fini(&srv->refusals);
 	rr_ratelog_fini(&srv->conn_events);
+	rr_ratelog_fini(&srv->reply_events);
 	for (unsigned int i = 0; srv->peers && i < RR_PEER_BUCKETS; i++)
 		while (srv->peers[i]) {
 			struct rr_peer_count *p = srv->peers[i];
@@ -409,4 +416,5 @@ void rr_admit_tick(struct rr_evt *e)
 		return;
 	rr_ratelog_summary(&srv->refusals, false);
 	rr_ratelog_summary(&srv->conn_events, false);
+	rr_ratelog_summary(&srv->reply_events, false);
 }

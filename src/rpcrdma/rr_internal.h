@@ -777,6 +777,12 @@ enum rr_conn_event {
 	RR_EV_FREED,		/* conns_freed */
 };
 
+/* A client can have every one of its Calls' Replies fail (one per Call):
+ * their lines go through a limiter of their own. */
+enum rr_reply_event {
+	RR_EV_NOT_DELIVERED,	/* not_delivered: ERR_CHUNK went instead */
+};
+
 uint64_t rr_now_s(void);
 /* Is @ip (as rr_peer_key writes it) an IPv4 address, v4-mapped? */
 static inline bool rr_ip_is_v4(const uint8_t ip[16])
@@ -946,6 +952,7 @@ struct rr_server {
 
 	struct rr_ratelog refusals;
 	struct rr_ratelog conn_events;
+	struct rr_ratelog reply_events;	/* Replies not delivered (rr_reply.c) */
 
 	struct rr_counters st;
 

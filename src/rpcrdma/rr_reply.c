@@ -190,6 +190,9 @@ static __attribute__((noinline, cold)) void not_delivered(struct rr_conn *c,
 	uint32_t xid = ctx->pcl->xid;
 
 	RR_STAT_ADD(c, not_delivered, 1);
+	/* Any client can make every Reply of its fail: rate-limited. */
+	rr_ratelog(&c->srv->reply_events, RR_EV_NOT_DELIVERED,
+		   "%s: xid %#x: reply not delivered, ERR_CHUNK sent instead", c->peer, xid);
 	/*
 	 * Tell the upper layer first: the client may retry the moment it sees
 	 * ERR_CHUNK, and that retry must find the NFSv4.1 slot already marked

@@ -5,14 +5,19 @@
  * Read/Write chunks and checksums, READLINK by Write chunk and inline,
  * CREATE(NF4LNK) with its linkdata in a Read chunk, a big READDIR through a
  * Reply chunk, a Long Call, ERR_CHUNK for a COMPOUND reply that fits
- * nowhere (and the session slot recovering after it), DESTROY_SESSION.
+ * nowhere (and the session slot recovering after it, and its log lines
+ * bounded when it repeats), DESTROY_SESSION.
  */
 #include "support/plugin_common.h"
 
 #include <algorithm>
+#include <chrono>
+#include <regex>
 #include <set>
 
 #include <unistd.h>
+
+#include "support/rr_eventually.h"
 
 using namespace nfsc;
 
@@ -44,6 +49,28 @@ class Nfs4Rdma : public PluginTest
 		Fh d3;
 		NFS_OK(c3, c3.mkdir(r3, dname, 0755, &d3));
 		NFS_OK(*c, c->lookup(root, dname, &dir));
+	}
+	/* 100 names of about 100 bytes: their READDIR is over 4 KiB. */
+	static std::vector<std::string> names100(const std::string &prefix, char fill)
+	{
+		std::vector<std::string> v;
+		for (int i = 0; i < 100; i++)
+			v.push_back(prefix + std::to_string(i) + std::string(100, fill));
+		return v;
+	}
+	/* Files @names in our directory, made over TCP v3 (fast). */
+	void create_over_tcp(const std::vector<std::string> &names)
+	{
+		Fh r3 = mount3();
+		auto tt = tcp_nfs();
+		ASSERT_TRUE(tt);
+		Nfs3 c3(*tt);
+		Fh d3;
+		NFS_OK(c3, c3.lookup(r3, dname, &d3));
+		for (const auto &nm : names) {
+			Fh f;
+			NFS_OK(c3, c3.create(d3, nm, 0644, &f));
+		}
 	}
 	void TearDown() override
 	{
@@ -158,19 +185,11 @@ TEST_F(Nfs4Rdma, ReadlinkWriteChunkAndInlineSymlinkReadChunk)
 TEST_F(Nfs4Rdma, BigReaddirThroughReplyChunk)
 {
 	/* 300 files with long names, created over TCP v3 (fast), listed over RDMA v4 */
-	Fh r3 = mount3();
-	auto tt = tcp_nfs();
-	ASSERT_TRUE(tt);
-	Nfs3 c3(*tt);
-	Fh d3;
-	NFS_OK(c3, c3.lookup(r3, dname, &d3));
-	std::set<std::string> names;
-	for (int i = 0; i < 300; i++) {
-		std::string nm = "n" + std::to_string(i) + "-" + std::string(200, 'a' + i % 26);
-		Fh f;
-		NFS_OK(c3, c3.create(d3, nm, 0644, &f));
-		names.insert(nm);
-	}
+	std::vector<std::string> made;
+	for (int i = 0; i < 300; i++)
+		made.push_back("n" + std::to_string(i) + "-" + std::string(200, 'a' + i % 26));
+	ASSERT_NO_FATAL_FAILURE(create_over_tcp(made));
+	std::set<std::string> names(made.begin(), made.end());
 	std::vector<DirEntry> ents;
 	bool eof = false;
 	NFS_OK(*c, c->readdir_once(dir, 0, 65536, &ents, &eof));
@@ -211,17 +230,7 @@ TEST_F(Nfs4Rdma, LongCallWrite)
  * recovers (the retry must not be answered by a replay that fails again). */
 TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 {
-	Fh r3 = mount3();
-	auto tt = tcp_nfs();
-	ASSERT_TRUE(tt);
-	Nfs3 c3(*tt);
-	Fh d3;
-	NFS_OK(c3, c3.lookup(r3, dname, &d3));
-	for (int i = 0; i < 100; i++) {
-		Fh f;
-		NFS_OK(c3,
-		       c3.create(d3, "e" + std::to_string(i) + std::string(100, 'z'), 0644, &f));
-	}
+	ASSERT_NO_FATAL_FAILURE(create_over_tcp(names100("e", 'z')));
 	for (bool cachethis : {false, true}) {
 		SCOPED_TRACE(cachethis ? "cachethis" : "no cachethis");
 		c->cachethis = cachethis;
@@ -252,6 +261,71 @@ TEST_F(Nfs4Rdma, ReplyTooBigGetsErrChunkAndSessionRecovers)
 		EXPECT_EQ(ents.size(), 100u);
 	}
 	NFS_OK(*c, c->null());
+}
+
+/*
+ * A client can have the Reply of every COMPOUND it sends fail (here: a Reply
+ * chunk too short for a READDIR). Each is one ERR_CHUNK, counted; its log
+ * line goes through the engine's rate limiter, as connection events and
+ * refusals do: per 5 s (RR_REFUSE_LOG_S) the first in full, the rest held
+ * for one summary line - not one line each in ganesha's log.
+ */
+TEST_F(Nfs4Rdma, RepeatedUndeliverableRepliesAreABoundedNumberOfLogLines)
+{
+	constexpr int kFails = 20;
+	const std::string log_path = srv->dir + "/ganesha.log";
+	const std::string line = "reply not delivered"; /* the plugin's line too, before */
+	const std::string summary = "more Reply(s) not delivered";
+	ASSERT_NO_FATAL_FAILURE(create_over_tcp(names100("u", 'y'))); /* a READDIR of over 4 KiB */
+	size_t lines0 = lines_with(slurp(log_path), line).size();
+	size_t summaries0 = lines_with(slurp(log_path), summary).size();
+	double errs = stat("err_chunk_sent");
+	auto t0 = std::chrono::steady_clock::now();
+	for (int i = 0; i < kFails; i++) {
+		SCOPED_TRACE("failure " + std::to_string(i));
+		std::vector<DirEntry> ents;
+		bool eof;
+		t->policy.reply_chunk = 64;
+		EXPECT_EQ(c->readdir_once(dir, 0, 65536, &ents, &eof), E_RDMA_ERROR) << c->err();
+		t->policy.reply_chunk = -1;
+		Attr a;
+		NFS_OK(*c, c->getattr(dir, &a)); /* the slot recovers */
+	}
+	double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	if (errs >= 0) {
+		EXPECT_EQ(stat("err_chunk_sent"), errs + kFails) << "every one counted";
+	}
+	ASSERT_TRUE(t->requester().connected());
+	size_t lines = lines_with(slurp(log_path), line).size() - lines0;
+	/* At most one line in full and one summary per 5 s interval. */
+	size_t bound = 2 * (size_t(secs / 5) + 2);
+	printf("%d undeliverable Replies in %.1f s: %zu lines in full (bound %zu)\n", kFails, secs,
+	       lines, bound);
+	EXPECT_LE(lines, bound) << "one log line per undeliverable Reply";
+	/* What was held is summed up once its interval is over: with the
+	 * lines in full, every one is in the log. */
+	std::vector<std::string> sums;
+	auto renewed = std::chrono::steady_clock::now();
+	EXPECT_TRUE(rrtest::eventually(
+	    [&] {
+		    sums = lines_with(slurp(log_path), summary);
+		    if (std::chrono::steady_clock::now() - renewed > std::chrono::seconds(2)) {
+			    Attr a; /* the session's lease (10 s) outlives the wait */
+			    c->getattr(dir, &a);
+			    renewed = std::chrono::steady_clock::now();
+		    }
+		    return sums.size() > summaries0;
+	    },
+	    15000))
+	    << "no summary line of the held ones";
+	static const std::regex held_re(R"((\d+) more Reply\(s\) not delivered)");
+	unsigned long held = 0;
+	for (size_t i = summaries0; i < sums.size(); i++) {
+		std::smatch m;
+		if (std::regex_search(sums[i], m, held_re))
+			held += std::stoul(m[1]);
+	}
+	EXPECT_GE(lines + held, size_t(kFails)) << "some were neither logged nor summed up";
 }
 
 /* RFC 8267 section 5.4: the i-th Write chunk goes with the i-th READ. */
