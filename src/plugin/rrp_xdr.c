@@ -600,6 +600,21 @@ static void enc_untrim(const struct rrp_enc_seg *before, xdr_uio *uio, struct rr
 	seg[1].len -= n;
 }
 
+/*
+ * putbufs refused @uio. ganesha makes a uio with no reference (calloc) and,
+ * when putbufs fails, releases it once and gives up the Reply
+ * (xdr_READ4resok_encode, xdr_READ3resok_encode, xdr_dirlist*,
+ * xdr_io_data_encode): the caller gets exactly one reference, whatever the
+ * segments took (each released with the stream, enc_release). So the uio
+ * and its READ buffer are freed once, when the last of those goes.
+ */
+static bool enc_putbufs_refused(struct rrp_xdr_enc *e, xdr_uio *uio)
+{
+	e->failed = true;
+	uio->uio_references++;
+	return false;
+}
+
 /* READ data by reference: one segment per vio, released with the reply.
  * Encoding then goes on in the rest of the buffer it interrupted. */
 static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
@@ -610,6 +625,11 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 	size_t left;
 
 	(void)flags;
+	/* Room for every vio and for the segment encoding goes on in, found
+	 * before any reference is taken: a COMPOUND of many READs fills the
+	 * table (two segments each), and the Reply is then given up whole. */
+	if (e->failed || (size_t)e->nseg + uio->uio_count + 1 > RRP_ENC_MAX_SEG)
+		return enc_putbufs_refused(e, uio);
 	if (!e->ref_at)
 		e->ref_at = enc_getpostn(x);
 	before->len = (size_t)(x->x_data - before->base);
@@ -617,13 +637,8 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 	left = before->cap - before->len;
 	for (size_t i = 0; i < uio->uio_count; i++) {
 		xdr_vio *v = &uio->uio_vio[i];
-		struct rrp_enc_seg *s;
+		struct rrp_enc_seg *s = &e->seg[e->nseg++];
 
-		if (e->nseg >= RRP_ENC_MAX_SEG - 1) {
-			e->failed = true;
-			return false;
-		}
-		s = &e->seg[e->nseg++];
 		s->base = v->vio_head;
 		s->len = (size_t)(v->vio_tail - v->vio_head);
 		s->cap = 0;
@@ -637,7 +652,8 @@ static bool enc_putbufs(XDR *x, xdr_uio *uio, u_int flags)
 		enc_open_seg(x, tail, left, false);
 		return true;
 	}
-	return enc_newbuf(x);
+	/* No buffer for the rest (out of memory): the segments keep theirs. */
+	return enc_newbuf(x) || enc_putbufs_refused(e, uio);
 }
 
 static void enc_destroy(XDR *x)

@@ -4,7 +4,11 @@
  * through its xdr_ops, as ntirpc and ganesha call them, for
  * test_rrp_xdr.cc (C++ does not take ntirpc's headers).
  */
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugin/rrp_xdr.h"
 #include "rrp_xdr_probe.h"
@@ -61,4 +65,71 @@ int rrp_probe_setpos(const struct iovec *iov, int n, unsigned int at, unsigned i
 	*getpos = d.xdrs.x_ops->x_getpostn(&d.xdrs);
 	*data = d.xdrs.x_data;
 	return 1;
+}
+
+/* One READ result's uio, as xdr_READ4res_uio_setup makes it: no reference;
+ * its release as ganesha's (free at the last reference), counted instead. */
+struct probe_uio {
+	xdr_uio uio;
+	xdr_vio vio[2]; /* uio.uio_vio[] */
+	uint8_t data[2][4096];
+	struct rrp_probe_bufs *count;
+	bool freed;
+};
+
+static void probe_uio_release(xdr_uio *uio, u_int flags)
+{
+	struct probe_uio *u = (struct probe_uio *)uio;
+
+	(void)flags;
+	if (u->freed) {
+		u->count->over++;
+		return;
+	}
+	if (!(--uio->uio_references)) {
+		u->freed = true;
+		u->count->freed++;
+	}
+}
+
+int rrp_probe_putbufs(int nreads, int first, int vios, struct rrp_probe_bufs *out)
+{
+	static struct probe_uio uios[64];
+	struct rrp_xdr_enc e;
+	XDR *x = &e.xdrs;
+
+	memset(out, 0, sizeof(*out));
+	if (nreads > 64 || first < 1 || first > 2 || vios < 1 || vios > 2 || rrp_xdr_enc_init(&e))
+		return -1;
+	for (int i = 0; i < nreads; i++) {
+		struct probe_uio *u = &uios[i];
+		int n = i ? vios : first;
+		uint32_t len = htonl((uint32_t)(n * sizeof(u->data[0])));
+
+		memset(u, 0, sizeof(*u));
+		u->count = out;
+		u->uio.uio_release = probe_uio_release;
+		u->uio.uio_count = (size_t)n;
+		for (int k = 0; k < n; k++) {
+			xdr_vio *v = &u->uio.uio_vio[k];
+
+			v->vio_base = v->vio_head = u->data[k];
+			v->vio_tail = v->vio_wrap = u->data[k] + sizeof(u->data[k]);
+			v->vio_length = sizeof(u->data[k]);
+			v->vio_type = VIO_DATA;
+		}
+		out->made++;
+		/* eof, then the data's length, then the data by reference */
+		if (!x->x_ops->x_putbytes(x, (const char *)&len, sizeof(len)) ||
+		    !x->x_ops->x_putbytes(x, (const char *)&len, sizeof(len)))
+			break;
+		if (!x->x_ops->x_putbufs(x, &u->uio, UIO_FLAG_NONE)) {
+			u->uio.uio_release(&u->uio, UIO_FLAG_NONE);
+			break;
+		}
+		out->put++;
+	}
+	rrp_xdr_enc_recycle(&e);
+	rrp_xdr_enc_fini(&e);
+	return 0;
 }

@@ -5,7 +5,8 @@
 // several iovecs (inline part, an empty one, a chunk's data, its pad, the
 // rest). Every start, length and prior position is checked against a model
 // of the stream written here: the byte at offset k is in the first non-empty
-// iovec whose range holds k.
+// iovec whose range holds k. And the encode stream's READ data by reference
+// (xdr_putbufs) when its segment table fills: each READ buffer freed once.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -173,6 +174,45 @@ TEST(RrpXdrDecode, SetposLandsOnTheByte)
 			}
 		}
 	}
+}
+
+/*
+ * The encode stream keeps READ data by reference, two segments a READ (its
+ * data, then the rest of the buffer it interrupted), RRP_ENC_MAX_SEG in
+ * all: a COMPOUND of many READs fills the table and putbufs refuses the
+ * next. ganesha made that uio with no reference and releases it once when
+ * putbufs fails; the stream releases a reference per segment it kept when
+ * the Reply is done. Every uio (and the READ buffer it frees) must then be
+ * freed exactly once: never left with a reference, never released after
+ * it was freed - whether the table filled before the uio's first vio or
+ * between its two (ganesha 6's split tail).
+ */
+TEST(RrpXdrEncode, PutbufsOnAFullTableFreesEveryReadBufferOnce)
+{
+	struct Shape {
+		int first, vios;
+		const char *what;
+	};
+	for (const Shape &sh :
+	     {Shape{1, 1, "one vio each"}, Shape{1, 2, "two vios: the table fills between them"},
+	      Shape{2, 2, "two vios: the table fills before them"}}) {
+		SCOPED_TRACE(sh.what);
+		struct rrp_probe_bufs b;
+
+		ASSERT_EQ(rrp_probe_putbufs(40, sh.first, sh.vios, &b), 0);
+		EXPECT_LT(b.put, 40) << "the segment table never filled: the test proves nothing";
+		EXPECT_GE(b.put, 9) << "a few READs fit before it fills";
+		EXPECT_EQ(b.made, b.put + 1) << "the COMPOUND stops at the refused READ";
+		EXPECT_EQ(b.freed, b.made) << "a READ buffer was never freed";
+		EXPECT_EQ(b.over, 0) << "a READ buffer was released after it was freed";
+	}
+	/* A Reply that fits: every buffer freed once, when the Reply is done. */
+	struct rrp_probe_bufs b;
+
+	ASSERT_EQ(rrp_probe_putbufs(5, 1, 2, &b), 0);
+	EXPECT_EQ(b.put, 5);
+	EXPECT_EQ(b.freed, 5);
+	EXPECT_EQ(b.over, 0);
 }
 
 } // namespace
