@@ -30,10 +30,25 @@
 #include "ulb/ulb_nfs.h"
 #include "ulb/ulb_reply.h"
 
+/*
+ * Lifetime. xp_refcnt starts at 2: the transport's own reference, which
+ * the first SVC_DESTROY drops (ganesha's - complete_request after x_reply
+ * says XPRT_DIED, its connection manager, RPCSEC_GSS - or ours at
+ * conn_down), and the engine's link (the connection's upper pointer and
+ * the stats socket's client list), which conn_down drops after unlinking.
+ * Each Call in flight and each backchannel CLIENT holds one more. So the
+ * transport outlives both ganesha's destroy and the engine's conn_down,
+ * in whichever order they come, and the last release frees it.
+ */
 struct rrp_xprt {
 	SVCXPRT xprt;			/* first: ganesha sees only this */
 	struct xp_ops ops;		/* our own copy: ganesha writes into it */
-	struct rr_conn *conn;
+	struct rr_conn *conn;		/* the backchannel's (rrp_plugin.h) */
+	/* x_unlink, on any thread, closes the connection while it is
+	 * linked; conn_down unlinks it before letting it go. */
+	pthread_mutex_t lock;
+	bool linked;			/* (lock) conn_down has not run */
+	atomic_bool unlinked;		/* SVC_DESTROY ran: Calls are dropped */
 	atomic_flag refusal_logged;	/* an excluded export was refused (rrp_exports.c) */
 	bool host_refused;		/* ganesha refused the client at admission */
 	char peer[64];			/* for that log line: conn is gone at conn_down */
@@ -242,6 +257,23 @@ static void plan_reply(struct rrp_req *rq, const struct iovec *iov, int n,
 	plan->deliverable = true;
 }
 
+/*
+ * The Reply cannot be encoded (our stream has no room for it: a COMPOUND of
+ * many READs fills its segment table; out of memory): as svc_vc does,
+ * XPRT_DIED, and ganesha destroys the transport, which closes the
+ * connection (x_unlink). The COMPOUND ran: its retry, on the client's next
+ * connection, must not be answered by a replay that fails the same way, so
+ * its slot answers NFS4ERR_RETRY_UNCACHED_REP (rrp_slots.c), as after
+ * ERR_CHUNK.
+ */
+static enum xprt_stat reply_failed(struct rrp_req *rq)
+{
+	atomic_fetch_add(&rrp.replies_failed, 1);
+	if (rq->scanned && rq->ulb.has_sequence)
+		rrp_slots_uncache(&rq->ulb.seq);
+	return XPRT_DIED;
+}
+
 static enum xprt_stat x_reply(struct svc_req *req)
 {
 	struct rrp_req *rq = RQ(req);
@@ -253,10 +285,8 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	if (rq->replied)
 		return XPRT_IDLE;
 	enc = reply_stream(rq);
-	if (!enc) {
-		atomic_fetch_add(&rrp.replies_failed, 1);
-		return XPRT_DIED;
-	}
+	if (!enc)
+		return reply_failed(rq);
 	if (!xdr_dplx_msg(&enc->xdrs, &req->rq_msg))
 		goto fail;
 	if (req->rq_msg.rm_reply.rp_stat == MSG_ACCEPTED &&
@@ -280,9 +310,8 @@ static enum xprt_stat x_reply(struct svc_req *req)
 	rr_reply(rq->call, iov, n, &plan, reply_done, rq);
 	return XPRT_IDLE;
 fail:
-	atomic_fetch_add(&rrp.replies_failed, 1);
-	reply_done(rq);
-	return XPRT_DIED;
+	reply_done(rq); /* the stream's buffers and READ data go back */
+	return reply_failed(rq);
 }
 
 /*
@@ -334,12 +363,26 @@ static void x_checksum(struct svc_req *req, void *data, size_t length)
 	req->rq_cksum = a ^ (a >> 29) ^ length;
 }
 
+/*
+ * SVC_DESTROY, ganesha's (any thread) or conn_down's: the connection goes
+ * down, as svc_vc's unlink shuts its socket. The engine closes it on its
+ * own thread and then reports conn_down, which unlinks the transport; Calls
+ * that arrive meanwhile are dropped (up_call). Once conn_down has run the
+ * connection may be freed, so it is reached only under the lock that
+ * conn_down takes to unlink.
+ */
 static void x_unlink(SVCXPRT *xprt, u_int flags, const char *tag, const int line)
 {
-	(void)xprt;
+	struct rrp_xprt *x = XP(xprt);
+
 	(void)flags;
 	(void)tag;
 	(void)line;
+	atomic_store(&x->unlinked, true);
+	pthread_mutex_lock(&x->lock);
+	if (x->linked)
+		rr_conn_close_async(x->conn);
+	pthread_mutex_unlock(&x->lock);
 }
 
 /* Last reference: ganesha's per-connection data (DRC) first, then ours. */
@@ -353,6 +396,7 @@ static void x_destroy(SVCXPRT *xprt, u_int flags, const char *tag, const int lin
 	if (x->ops.xp_free_user_data)
 		x->ops.xp_free_user_data(xprt);
 	pthread_mutex_destroy(&xprt->xp_lock);
+	pthread_mutex_destroy(&x->lock);
 	free(x);
 }
 
@@ -414,7 +458,10 @@ static struct rrp_xprt *conn_xprt(struct rr_conn *conn)
 	x->xprt.xp_ops = &x->ops;
 	x->xprt.xp_fd = -1;
 	x->xprt.xp_fd_send = -1;
-	x->xprt.xp_refcnt = 1; /* ours, dropped by SVC_DESTROY at conn_down */
+	x->xprt.xp_refcnt = 2; /* its own and the engine's link (struct rrp_xprt) */
+	pthread_mutex_init(&x->lock, NULL);
+	x->linked = true;
+	atomic_init(&x->unlinked, false);
 	atomic_flag_clear(&x->refusal_logged);
 	snprintf(x->peer, sizeof(x->peer), "%s", rr_conn_peer(conn));
 	/* Not XPRT_RDMA: ganesha refuses a backchannel on that type. Its
@@ -461,20 +508,34 @@ static void up_conn_down(void *ctx, struct rr_conn *conn)
 	if (!x)
 		return;
 	rr_conn_set_upper(conn, NULL);
+	/* From here no x_unlink reaches the connection: it may be freed once
+	 * this returns. */
+	pthread_mutex_lock(&x->lock);
+	x->linked = false;
+	pthread_mutex_unlock(&x->lock);
 	/* x->conn is cleared there, with the clients made on it marked dead
 	 * in the same critical section: one made concurrently is never left
 	 * live on a freed connection. */
 	rrp_bc_conn_down(&x->xprt, conn);
 	rrp_client_unlist(&x->client);
-	SVC_DESTROY(&x->xprt); /* freed when ganesha's requests let go */
+	/* Its own reference, unless ganesha destroyed it first (SVC_DESTROY
+	 * does it once), then the link's: freed when the last request or
+	 * CLIENT lets go. */
+	SVC_DESTROY(&x->xprt);
+	SVC_RELEASE(&x->xprt, SVC_RELEASE_FLAG_NONE);
 }
 
 static void up_call(void *ctx, struct rr_call *call)
 {
 	struct rrp_xprt *x = conn_xprt(call->conn);
-	struct rrp_req *rq = x && !x->host_refused && rrp_host.alloc_cb ? req_get() : NULL;
+	struct rrp_req *rq = NULL;
 
 	(void)ctx;
+	/* Not once ganesha destroyed the transport: its connection is closing
+	 * (x_unlink). */
+	if (x && !x->host_refused && rrp_host.alloc_cb &&
+	    !atomic_load_explicit(&x->unlinked, memory_order_relaxed))
+		rq = req_get();
 	if (!rq) {
 		atomic_fetch_add(&rrp.dropped, 1);
 		rr_call_release(call);

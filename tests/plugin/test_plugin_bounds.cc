@@ -12,8 +12,15 @@
  * slabs; they too once came from posix_memalign(4096), and the interposer
  * served every such call from the pool (issue #32). With a 4 MiB pool (one
  * 1 MiB slot) the first sink slab took the only slot READs fit in.
+ *
+ * A COMPOUND of more READs than the plugin's Reply stream holds: its Reply
+ * given up, that connection closed, every READ buffer back in the pool.
  */
 #include "support/plugin_common.h"
+
+#include <algorithm>
+
+#include "support/rr_eventually.h"
 
 using namespace nfsc;
 
@@ -51,6 +58,13 @@ class BoundsTest : public PluginTest
 		NFS_OK(c, c.create(out->d, "f", 0644, &out->f));
 		out->data = test_data(kRead, seed);
 		NFS_OK(c, c.write(out->f, 0, out->data));
+	}
+	/* That file opened for reading over NFSv4.1 (@c4 mounts first). */
+	void open_v4(Nfs4 &c4, const ChunkedFile &cf, Fh *d4, Fh *f4, Stateid *sid)
+	{
+		NFS_OK(c4, c4.mount());
+		NFS_OK(c4, c4.lookup_path("/mem/" + cf.dn, d4));
+		NFS_OK(c4, c4.open(*d4, "f", 1, f4, sid));
 	}
 };
 
@@ -237,6 +251,104 @@ TEST_F(SmallPayloadPool, SinkSlabsNeverTakeReadPayloadSlots)
 	EXPECT_EQ(regs, own_pd ? reads : 0) << "READs registered memory (bounce buffers)";
 	EXPECT_GE(b.at("global.rdma_write_bytes") - a.at("global.rdma_write_bytes"),
 		  double(reads) * kRead);
+	NFS_OK(c4, c4.close(f4, sid));
+	NFS_OK(c4, c4.destroy_session());
+}
+
+static size_t listed_connections(const Json &j)
+{
+	const Json *c = j.get("connections");
+	return c && c->kind == Json::ARR ? c->arr.size() : size_t(-1);
+}
+
+/*
+ * The plugin encodes a Reply with each READ's (and READDIR's) data by
+ * reference, two segments of its stream each, and the stream holds
+ * RRP_ENC_MAX_SEG (32): a COMPOUND of 20 READs fills it at the 16th. (The
+ * Linux client sends one READ a COMPOUND.) Its Reply is given up as
+ * ganesha's TCP transport gives up a Reply it cannot encode: XPRT_DIED, and
+ * ganesha's SVC_DESTROY closes that connection - cleanly: ganesha serves
+ * on, the transport it destroyed stays valid until the engine's conn_down
+ * (the stats socket lists its connection until then), and every READ buffer
+ * goes back. With 8 READDIRs first, the refused READ is the 8th, paired
+ * with the last Write chunk (the engine takes 8), and of 100000 bytes: its
+ * buffer is the pool's only 1 MiB one. Leaked, the 512 KiB READ after it
+ * bounces.
+ */
+TEST_F(SmallPayloadPool, ManyReadsInOneCompoundCloseTheConnectionAndLeakNothing)
+{
+	Json a, b;
+	std::string why;
+	if (!stats(&a, &why))
+		GTEST_SKIP() << why;
+	ChunkedFile cf;
+	ASSERT_NO_FATAL_FAILURE(chunked_file("many", 41, &cf));
+	std::vector<std::pair<uint64_t, uint32_t>> twenty, eight;
+	for (uint64_t i = 0; i < 20; i++)
+		twenty.push_back({i * 4096, 4096});
+	for (uint64_t i = 0; i < 8; i++)
+		eight.push_back({i * 4096, i == 7 ? 100000u : 4096u});
+	constexpr int kRounds = 3;
+	ASSERT_TRUE(stats(&a, &why)) << why;
+	for (int round = 0; round < kRounds; round++) {
+		SCOPED_TRACE(round ? "8 READDIRs, 8 READs" : "20 READs");
+		auto t = rdma();
+		ASSERT_TRUE(t);
+		t->policy.reply_ddp = Ddp::ALWAYS;
+		t->policy.timeout_ms = 15000;
+		Nfs4 c4(*t);
+		c4.max_ops = 32; /* the session's bound: above this COMPOUND's */
+		Fh d4, f4;
+		Stateid sid;
+		ASSERT_NO_FATAL_FAILURE(open_v4(c4, cf, &d4, &f4, &sid));
+		/* Write chunks for the first 8 READs: their buffers come from the
+		 * payload pool */
+		std::vector<Bytes> got;
+		int rc = round ? c4.readdirs_then_reads(d4, 8, 1024, f4, sid, eight, &got, 8)
+			       : c4.read_multi(f4, sid, twenty, &got, 8);
+		EXPECT_NE(rc, 0) << "answered: the test proves nothing";
+		EXPECT_TRUE(t->requester().wait_disconnected(10000))
+		    << "the connection of the Reply ganesha gave up is still up: " << c4.err();
+	}
+	ASSERT_TRUE(srv->alive()) << srv->logs();
+	/* Each transport ganesha destroyed is unlisted at its conn_down; cf.t's
+	 * stays. */
+	size_t listed = 0;
+	EXPECT_TRUE(rrtest::eventually([&] {
+		listed = stats(&b, &why) ? listed_connections(b) : 0;
+		return listed == 1u;
+	})) << "connections listed: "
+	    << listed;
+	EXPECT_EQ(b.at("plugin.replies_failed") - a.at("plugin.replies_failed"), double(kRounds));
+	EXPECT_GE(b.at("global.disconnects") - a.at("global.disconnects"), double(kRounds));
+
+	/* A new connection: a 512 KiB READ from the 1 MiB buffer, and 8 READs
+	 * in one COMPOUND from the 64 KiB ones, none bounced. */
+	auto t = rdma_chunks();
+	ASSERT_TRUE(t);
+	Nfs3 c(*t);
+	Bytes back;
+	bool eof = false;
+	ASSERT_TRUE(stats(&a, &why)) << why;
+	NFS_OK(c, c.read(cf.f, 0, kRead, &back, &eof));
+	ASSERT_EQ(t->last_spec.writes.size(), 1u) << "the READ asked for a Write chunk";
+	EXPECT_EQ(crc32c(back), crc32c(cf.data));
+	Nfs4 c4(*t);
+	Fh d4, f4;
+	Stateid sid;
+	ASSERT_NO_FATAL_FAILURE(open_v4(c4, cf, &d4, &f4, &sid));
+	for (auto &r : eight)
+		r.second = 32768;
+	std::vector<Bytes> got;
+	NFS_OK(c4, c4.read_multi(f4, sid, eight, &got));
+	ASSERT_EQ(got.size(), eight.size());
+	for (size_t i = 0; i < got.size(); i++)
+		EXPECT_TRUE(std::equal(got[i].begin(), got[i].end(),
+				       cf.data.begin() + long(eight[i].first)))
+		    << "READ " << i;
+	ASSERT_TRUE(stats(&b, &why)) << why;
+	EXPECT_EQ(b.at("global.payload_copies") - a.at("global.payload_copies"), 0)
+	    << "READ data bounced: a payload pool buffer of the given-up Replies leaked";
 	NFS_OK(c4, c4.close(f4, sid));
 	NFS_OK(c4, c4.destroy_session());
 }

@@ -358,7 +358,7 @@ int Nfs4::create_session()
 	c.x.u64(clientid_);
 	c.x.u32(eid_seq_);
 	c.x.u32(back_channel ? uint32_t(CREATE_SESSION4_FLAG_CONN_BACK_CHAN) : 0u);
-	channel_attrs(c.x, 4u << 20, 4u << 20, 8192, 16, 16);
+	channel_attrs(c.x, 4u << 20, 4u << 20, 8192, max_ops, 16);
 	channel_attrs(c.x, 4096, 4096, 0, 2, back_chan_max_requests);
 	c.x.u32(cb_program); /* cb_program */
 	c.x.u32(1);	     /* csa_sec_parms<> */
@@ -824,24 +824,59 @@ int Nfs4::write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &dat
 
 int Nfs4::read_multi(const Fh &fh, const Stateid &sid,
 		     const std::vector<std::pair<uint64_t, uint32_t>> &reads,
-		     std::vector<Bytes> *data)
+		     std::vector<Bytes> *data, size_t chunked)
+{
+	return readdirs_then_reads(fh, 0, 0, fh, sid, reads, data, chunked);
+}
+
+int Nfs4::readdirs_then_reads(const Fh &dir, unsigned readdirs, uint32_t maxcount, const Fh &fh,
+			      const Stateid &sid,
+			      const std::vector<std::pair<uint64_t, uint32_t>> &reads,
+			      std::vector<Bytes> *data, size_t chunked)
 {
 	Comp c;
 	begin(c, true);
+	if (readdirs) {
+		op(c, nfsxdr::PUTFH);
+		c.x.opaque(dir.b);
+	}
+	for (unsigned i = 0; i < readdirs; i++) {
+		op(c, nfsxdr::READDIR);
+		c.x.u64(0);
+		c.x.fixed_fill(8, 0);
+		c.x.u32(maxcount);
+		c.x.u32(maxcount);
+		c.x.u32(1);
+		c.x.u32(1u << FATTR4_TYPE | 1u << FATTR4_FILEID);
+	}
 	op(c, nfsxdr::PUTFH);
 	c.x.opaque(fh.b);
+	c.o.reply_max = 256 + size_t(readdirs) * (maxcount + 32) + 16 * reads.size();
 	for (const auto &r : reads) {
 		op(c, nfsxdr::READ);
 		stateid4(c.x, sid);
 		c.x.u64(r.first);
 		c.x.u32(r.second);
-		c.o.payloads.push_back(r.second);
+		if (c.o.payloads.size() < chunked)
+			c.o.payloads.push_back(r.second);
+		else
+			c.o.reply_max += (size_t(r.second) + 3) & ~size_t(3);
 	}
-	c.o.reply_max = 256 + 16 * reads.size();
 	std::unique_ptr<Dec> d;
 	int rc = send(c, &d, true);
 	if (rc)
 		return rc;
+	if (readdirs)
+		RES(*d, nfsxdr::PUTFH);
+	for (unsigned i = 0; i < readdirs; i++) {
+		std::vector<DirEntry> ents;
+		uint64_t last = 0;
+		bool eof = false;
+		RES(*d, nfsxdr::READDIR);
+		rc = decode_dirlist(*d, &ents, &last, &eof);
+		if (rc)
+			return rc;
+	}
 	RES(*d, nfsxdr::PUTFH);
 	data->clear();
 	for (const auto &r : reads) {

@@ -370,10 +370,19 @@ class Nfs4 : public Client
 		 bool *eof);
 	int write(const Fh &fh, const Stateid &sid, uint64_t off, const Bytes &data,
 		  uint32_t *count = nullptr);
-	/* one COMPOUND: PUTFH and a READ per (offset, count); Write chunks pair in order */
+	/* one COMPOUND: PUTFH and a READ per (offset, count); Write chunks pair in
+	 * order, offered for the first @chunked READs at most (the rest inline or
+	 * in the Reply chunk; the transport allows RR_PCL_MAX_WRITE_CHUNKS) */
 	int read_multi(const Fh &fh, const Stateid &sid,
 		       const std::vector<std::pair<uint64_t, uint32_t>> &reads,
-		       std::vector<Bytes> *data);
+		       std::vector<Bytes> *data, size_t chunked = SIZE_MAX);
+	/* read_multi after PUTFH @dir and @readdirs READDIRs of it (@maxcount
+	 * bytes each, none with no READDIR): results a server may encode by
+	 * reference (ganesha: each its own buffer), many in one Reply */
+	int readdirs_then_reads(const Fh &dir, unsigned readdirs, uint32_t maxcount, const Fh &fh,
+				const Stateid &sid,
+				const std::vector<std::pair<uint64_t, uint32_t>> &reads,
+				std::vector<Bytes> *data, size_t chunked = SIZE_MAX);
 	/*
 	 * one COMPOUND: for each read, PUTFH of its handle and READ with @sid
 	 * (SEQUENCE, PUTFH a, READ, PUTFH b, READ ...); the data of the READs
@@ -423,6 +432,8 @@ class Nfs4 : public Client
 	/* the statuses that caused them, in order */
 	std::vector<int> recovery_statuses;
 	bool cachethis = false;
+	/* CREATE_SESSION: the fore channel's ca_maxoperations */
+	uint32_t max_ops = 16;
 	/* each COMPOUND's tag (Linux sends an empty one) */
 	std::string tag = "rr-nfs-client";
 	/* CREATE_SESSION: ask for a back channel on this connection
