@@ -130,6 +130,11 @@ __attribute__((noinline)) void rr_conn_cm_pending(struct rr_conn *c)
 	if (bits & 1u << FAB_CM_ESTABLISHED)
 		rr_conn_cm_event(c, &(struct fab_cm_event){.type = FAB_CM_ESTABLISHED});
 	bits &= ~(1u << FAB_CM_ESTABLISHED);
+	if (bits & RR_CM_UPPER_CLOSE) {
+		bits &= ~RR_CM_UPPER_CLOSE;
+		if (c->state != RR_CONN_CLOSING)
+			rr_conn_close(c, "closed by the upper layer");
+	}
 	for (unsigned int t = 0; bits; t++, bits >>= 1)
 		if (bits & 1)
 			rr_conn_cm_event(c, &(struct fab_cm_event){.type = (enum fab_cm_event_type)t});
@@ -197,8 +202,11 @@ void rr_conn_close_async(struct rr_conn *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	live = c->state != RR_CONN_CLOSING;
-	if (live)
+	if (live) {
+		/* as a CM event: the visit's one test covers it (bench A) */
+		atomic_fetch_or(&c->cm_pending, RR_CM_UPPER_CLOSE);
 		rr_conn_get(c);
+	}
 	pthread_mutex_unlock(&c->lock);
 	if (live)
 		rr_conn_kick(c);

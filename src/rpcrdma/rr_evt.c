@@ -342,10 +342,6 @@ static void handle_kick(struct rr_evt *e)
 		(void)atomic_exchange(&c->ready_queued, false); /* as kick_pending above */
 		if (atomic_load_explicit(&c->cm_pending, memory_order_relaxed))
 			rr_conn_cm_pending(c);
-		if (__builtin_expect(atomic_load_explicit(&c->close_wanted, memory_order_relaxed),
-				     0) &&
-		    c->state != RR_CONN_CLOSING)
-			rr_conn_close(c, "closed by the upper layer");
 		/* Even when closing: queued Replies must release their calls. */
 		rr_send_run_deferred(c);
 		if (c->state != RR_CONN_CLOSING) {

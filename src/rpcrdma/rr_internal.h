@@ -630,8 +630,9 @@ struct rr_conn {
 	 * the end back to it (evt->dead): fab_conn_destroy is the CM
 	 * channel's thread's (rr_evt.c). */
 	struct rr_handoff adopt_link;
-	/* CM events the listener's thread took for it, 1u << type, handled on
-	 * its home thread at the next visit (rr_conn_kick). */
+	/* CM events the listener's thread took for it, 1u << type, and the
+	 * upper layer's close (RR_CM_UPPER_CLOSE), handled on its home thread
+	 * at the next visit (rr_conn_kick). */
 	_Atomic uint32_t cm_pending;
 	/* The upper layer asked for the close (rr_conn_close_async, any
 	 * thread): done on its home thread at the next visit. */
@@ -1080,6 +1081,9 @@ void rr_conn_put(struct rr_conn *c);
 void rr_conn_forget(struct rr_conn *c);
 /* Reap connections whose references are gone (@e's thread). */
 void rr_conn_reap(struct rr_evt *e);
+/* cm_pending: rr_conn_close_async's close, beside the CM events' bits */
+#define RR_CM_UPPER_CLOSE (1u << 31)
+_Static_assert(FAB_CM_QP_ERROR < 31, "the CM events' bits stay below the close's");
 /* The CM events evt[0] handed over (cm_pending), on @c's thread. */
 void rr_conn_cm_pending(struct rr_conn *c);
 void rr_conn_poll_cq(struct rr_conn *c);
