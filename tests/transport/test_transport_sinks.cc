@@ -200,6 +200,18 @@ class SinksSmallChunks : public Sinks
 	{
 		sopts.args = {"--max-chunk", "16384"};
 	}
+
+	/* Each hoarder posts 64 held calls of four 8 KiB chunks, far past its
+	 * share; ul_calls once those that got their sinks reached it. */
+	uint64_t hoard(const std::vector<Requester *> &hoarders)
+	{
+		uint64_t before = srv.stats()["ul_calls"];
+		for (Requester *h : hoarders)
+			for (uint32_t i = 0; i < 64; i++)
+				EXPECT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
+				    << h->last_error();
+		return ul_calls_settled(before);
+	}
 };
 
 /*
@@ -225,12 +237,7 @@ TEST_F(SinksSmallChunksOneThread, LongReplyShortOfABufferWaitsNotErrChunk)
 	std::vector<Requester *> hoarders;
 	Requester *e = nullptr;
 	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
-	uint64_t before = srv.stats()["ul_calls"];
-	for (Requester *h : hoarders)
-		for (uint32_t i = 0; i < 64; i++)
-			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
-			    << h->last_error();
-	uint64_t held = ul_calls_settled(before);
+	uint64_t held = hoard(hoarders);
 	/* e: its reserve, then what the hoarders left of the shared part
 	 * (each stops at 2 + 62 full-size sinks: 16 calls of 4) */
 	ASSERT_GE(post_hold(e, random_bytes(rng, 2 * 16384), 2), 0) << e->last_error();
@@ -263,11 +270,7 @@ TEST_F(SinksSmallChunks, ConnectionsOverTheirShareLeaveEveryOtherItsReserve)
 	Requester *e = nullptr;
 	ASSERT_NO_FATAL_FAILURE(connect_five(&hoarders, &e));
 	uint64_t before = srv.stats()["ul_calls"];
-	for (Requester *h : hoarders)
-		for (uint32_t i = 0; i < 64; i++)
-			ASSERT_GE(post_hold(h, random_bytes(rng, 4 * 8192), 4), 0)
-			    << h->last_error();
-	uint64_t held = ul_calls_settled(before) - before;
+	uint64_t held = hoard(hoarders) - before;
 	EXPECT_LT(held, 4u * 64) << "the connections took more than their shares";
 	EXPECT_GT(held, 0u);
 	/* The shared part (RR_BIG_MAX full-size buffers) and the four reserves. */
