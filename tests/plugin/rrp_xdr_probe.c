@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +71,7 @@ int rrp_probe_setpos(const struct iovec *iov, int n, unsigned int at, unsigned i
 /* One READ result's uio, as xdr_READ4res_uio_setup makes it: no reference;
  * its release as ganesha's (free at the last reference), counted instead. */
 struct probe_uio {
-	xdr_uio uio;
-	xdr_vio vio[2]; /* uio.uio_vio[] */
+	xdr_uio *uio; /* with room for two vios (uio_p1: this) */
 	uint8_t data[2][4096];
 	struct rrp_probe_bufs *count;
 	bool freed;
@@ -79,7 +79,7 @@ struct probe_uio {
 
 static void probe_uio_release(xdr_uio *uio, u_int flags)
 {
-	struct probe_uio *u = (struct probe_uio *)uio;
+	struct probe_uio *u = uio->uio_p1;
 
 	(void)flags;
 	if (u->freed) {
@@ -95,6 +95,11 @@ static void probe_uio_release(xdr_uio *uio, u_int flags)
 int rrp_probe_putbufs(int nreads, int first, int vios, struct rrp_probe_bufs *out)
 {
 	static struct probe_uio uios[64];
+	/* xdr_uio ends in a zero-length array: its vios live after it */
+	static union {
+		xdr_uio uio;
+		uint8_t room[sizeof(xdr_uio) + 2 * sizeof(xdr_vio)];
+	} uio_mem[64];
 	struct rrp_xdr_enc e;
 	XDR *x = &e.xdrs;
 
@@ -105,13 +110,18 @@ int rrp_probe_putbufs(int nreads, int first, int vios, struct rrp_probe_bufs *ou
 		struct probe_uio *u = &uios[i];
 		int n = i ? vios : first;
 		uint32_t len = htonl((uint32_t)(n * sizeof(u->data[0])));
+		xdr_vio *vio;
 
 		memset(u, 0, sizeof(*u));
+		memset(&uio_mem[i], 0, sizeof(uio_mem[i]));
+		u->uio = &uio_mem[i].uio;
 		u->count = out;
-		u->uio.uio_release = probe_uio_release;
-		u->uio.uio_count = (size_t)n;
+		u->uio->uio_p1 = u;
+		u->uio->uio_release = probe_uio_release;
+		u->uio->uio_count = (size_t)n;
+		vio = (xdr_vio *)(uio_mem[i].room + offsetof(xdr_uio, uio_vio));
 		for (int k = 0; k < n; k++) {
-			xdr_vio *v = &u->uio.uio_vio[k];
+			xdr_vio *v = &vio[k];
 
 			v->vio_base = v->vio_head = u->data[k];
 			v->vio_tail = v->vio_wrap = u->data[k] + sizeof(u->data[k]);
@@ -123,8 +133,8 @@ int rrp_probe_putbufs(int nreads, int first, int vios, struct rrp_probe_bufs *ou
 		if (!x->x_ops->x_putbytes(x, (const char *)&len, sizeof(len)) ||
 		    !x->x_ops->x_putbytes(x, (const char *)&len, sizeof(len)))
 			break;
-		if (!x->x_ops->x_putbufs(x, &u->uio, UIO_FLAG_NONE)) {
-			u->uio.uio_release(&u->uio, UIO_FLAG_NONE);
+		if (!x->x_ops->x_putbufs(x, u->uio, UIO_FLAG_NONE)) {
+			u->uio->uio_release(u->uio, UIO_FLAG_NONE);
 			break;
 		}
 		out->put++;
