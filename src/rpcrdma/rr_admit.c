@@ -399,7 +399,7 @@ void rr_admit_tick(struct rr_evt *e)
 		struct rr_bigpool *bp = rr_evt_pool(e, i);
 
 		if (!bp)
-			continue; /* dropped with its device meanwhile */
+			continue; /* not expected: only this thread drops them */
 		/* A Read kept out by the budget that slabs no call used were
 		 * holding has no sink coming back to wake it: try it now. */
 		if (rr_big_tick(bp) && bp->wait_head)

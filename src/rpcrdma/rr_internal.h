@@ -1034,8 +1034,8 @@ static inline void rr_big_returned(struct rr_conn *c)
 /*
  * @e's sink pools, on @e's thread, without srv->lock: evt[0] publishes a
  * pool, then the count with release (rr_server_bigpool), so the count read
- * with acquire covers the pools below it. A pool dropped with its device
- * meanwhile reads NULL.
+ * with acquire covers the pools below it. Only @e itself drops them (the
+ * device gone: rr_evt_drop_pools), between its own uses.
  */
 static inline unsigned int rr_evt_npools(const struct rr_evt *e)
 {
