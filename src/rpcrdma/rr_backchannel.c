@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "rpcrdma/rr_internal.h"
+#include "rpcrdma/rr_xdr.h"
 
 static int bc_xid_find_locked(const struct rr_conn *c, uint32_t xid)
 {
@@ -60,11 +61,6 @@ static void bc_grant(struct rr_conn *c, uint32_t credits)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static uint32_t rpc_xid_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx)
 {
 	uint32_t xid = ctx->pcl->xid;
@@ -76,7 +72,7 @@ void rr_bc_reply_received(struct rr_conn *c, struct rr_call_ctx *ctx)
 	 * counts as activity and states the grant; a peer sending unasked
 	 * Replies must neither keep its connection from going idle nor reach
 	 * the upper layer. */
-	if (rpc_xid_at(ctx->buf + ctx->pcl->hdr_len) != xid || !bc_xid_take(c, xid)) {
+	if (rr_xdr_load32(ctx->buf + ctx->pcl->hdr_len) != xid || !bc_xid_take(c, xid)) {
 		RR_STAT_ADD(c, dropped, 1);
 		rr_call_free(ctx);
 		return;

@@ -9,13 +9,9 @@
 #include <string.h>
 
 #include "rpcrdma/rr_internal.h"
+#include "rpcrdma/rr_xdr.h"
 
 #define RPC_MSG_TYPE_CALL 0u
-
-static uint32_t be32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* Receives per post: one fab_post_recv (a doorbell, or a system call on rxe)
  * for up to this many. */
@@ -101,7 +97,7 @@ static bool is_bc_reply(const struct rr_call_ctx *ctx)
 
 	return p->proc == RR_PROC_MSG && p->n_read == 0 && p->n_write == 0 && !p->has_reply &&
 	       ctx->recv_len >= p->hdr_len + 8 &&
-	       be32_at(ctx->buf + p->hdr_len + 4) != RPC_MSG_TYPE_CALL;
+	       rr_xdr_load32(ctx->buf + p->hdr_len + 4) != RPC_MSG_TYPE_CALL;
 }
 
 /*
@@ -163,7 +159,7 @@ static void recv_not_call(struct rr_conn *c, struct rr_call_ctx *ctx, enum rr_hd
 		uint32_t err = 0;
 
 		if (ctx->recv_len >= RR_HDR_ERR_CHUNK_LEN)
-			err = be32_at(ctx->buf + RR_HDR_FIXED_LEN);
+			err = rr_xdr_load32(ctx->buf + RR_HDR_FIXED_LEN);
 		RR_STAT_ADD(c, bc_errors, 1);
 		c->heard++; /* an answer to our callback: activity */
 		rr_call_free(ctx);
