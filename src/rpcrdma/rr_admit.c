@@ -400,15 +400,13 @@ void rr_admit_tick(struct rr_evt *e)
 
 		if (!bp)
 			continue; /* not expected: only this thread drops them */
-		/* A Read kept out by the budget that slabs no call used were
-		 * holding has no sink coming back to wake it: try it now. */
-		if (rr_big_tick(bp) && bp->wait_head)
-			rr_read_serve_waiters(bp);
+		rr_big_tick(bp);
 		if (bp->sends)
 			rr_sendpool_tick(bp->sends);
 	}
 	/* Reads or Replies short of a buffer: tried again at least each
-	 * second, whatever gave back (a slab unmapped above included). */
+	 * second, whatever gave back. A slab unmapped above moved its pool's
+	 * puts; nothing else may be coming back to wake them. */
 	if (e->reads_starved)
 		rr_evt_kick(e);
 	rr_pcl_tick(e);

@@ -180,8 +180,8 @@ void rr_big_unget(struct rr_bigpool *bp, struct rr_conn *c, uint32_t ref);
 /* Event thread: lkey of [addr, addr+len) if it lies in one registration, else false. */
 bool rr_big_lkey(struct rr_bigpool *bp, const void *addr, size_t len, uint32_t *lkey);
 /* Once a second on the pool's thread: slabs wholly free for RR_SINK_IDLE_S
- * are unregistered and unmapped; true if any went. */
-bool rr_big_tick(struct rr_bigpool *bp);
+ * are unregistered and unmapped (a put for the waiters, if any went). */
+void rr_big_tick(struct rr_bigpool *bp);
 
 /* ---- counters ---- */
 

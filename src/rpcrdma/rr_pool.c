@@ -466,7 +466,7 @@ static uint32_t sink_class_age(struct rr_sink_class *k, uint32_t *live)
 	return drop;
 }
 
-bool rr_big_tick(struct rr_bigpool *bp)
+void rr_big_tick(struct rr_bigpool *bp)
 {
 	uint64_t made = bp->made;
 
@@ -498,10 +498,8 @@ bool rr_big_tick(struct rr_bigpool *bp)
 		while (k->nslab && !k->slab[k->nslab - 1].mem)
 			k->nslab--;
 	}
-	if (bp->made == made)
-		return false;
 	/* Room under read_budget came back: a turn for the waiters, as if a
-	 * sink had (rr_read.c). */
-	atomic_fetch_add_explicit(&bp->puts, 1, memory_order_relaxed);
-	return true;
+	 * sink had (rr_read.c); the tick's kick tries them (rr_admit_tick). */
+	if (bp->made != made)
+		atomic_fetch_add_explicit(&bp->puts, 1, memory_order_relaxed);
 }
