@@ -120,23 +120,21 @@ bool rrp_exports_v3_refused(struct rrp_xdr_dec *dec, const struct rpc_msg *msg, 
  */
 static _Thread_local struct rrp_exports_call *this_call __attribute__((tls_model("initial-exec")));
 
-struct rrp_exports_call *rrp_exports_dispatch_begin(struct rrp_exports_call *c, SVCXPRT *xprt,
-						    const struct rpc_msg *msg)
-{
-	struct rrp_exports_call *prev = this_call;
-
-	c->xprt = xprt;
-	c->v3_lookup = names_export(msg);
-	this_call = c;
-	return prev;
-}
-
 struct rrp_exports_call *rrp_exports_resume_begin(struct rrp_exports_call *c)
 {
 	struct rrp_exports_call *prev = this_call;
 
 	this_call = c;
 	return prev;
+}
+
+/* A Call's first part is armed as its resumes are, once its state is set. */
+struct rrp_exports_call *rrp_exports_dispatch_begin(struct rrp_exports_call *c, SVCXPRT *xprt,
+						    const struct rpc_msg *msg)
+{
+	c->xprt = xprt;
+	c->v3_lookup = names_export(msg);
+	return rrp_exports_resume_begin(c);
 }
 
 /* Once a Call is suspended its request belongs to whoever resumes it: only
