@@ -36,6 +36,23 @@ struct Probe {
 	}
 };
 
+// @c sent through @clnt on a thread of its own while the client's grant is
+// full: true once its send met -EAGAIN and waits for a credit.
+bool send_against_a_full_grant(bc_probe *p, void *clnt, bc_probe_call *c, std::thread *sender)
+{
+	bc_probe_set_grant_full(p, true);
+	*sender = std::thread([=] { bc_probe_call_back(c, clnt, 5000); });
+	return rrtest::eventually([&] { return bc_probe_eagains(p) > 0; });
+}
+
+// @c completed and freed exactly once, with @result.
+void expect_completed_once(bc_probe_call *c, int result, const char *twice = "")
+{
+	EXPECT_EQ(1u, bc_probe_call_completions(c)) << twice;
+	EXPECT_EQ(1u, bc_probe_call_frees(c));
+	EXPECT_EQ(result, bc_probe_call_result(c));
+}
+
 // A callback through @clnt must fail without reaching the engine.
 void expect_dead(bc_probe *p, void *clnt)
 {
@@ -127,17 +144,14 @@ TEST(RrpBackchannel, ConnectionLostWhileWaitingForACreditCompletesOnce)
 	ASSERT_NE(nullptr, clnt);
 	bc_probe_call *c = bc_probe_call_new(pr.p);
 	ASSERT_NE(nullptr, c);
-	bc_probe_set_grant_full(pr.p, true);
-	std::thread sender([&] { bc_probe_call_back(c, clnt, 5000); });
-	bool waiting = rrtest::eventually([&] { return bc_probe_eagains(pr.p) > 0; });
+	std::thread sender;
+	bool waiting = send_against_a_full_grant(pr.p, clnt, c, &sender);
 	bc_probe_conn_down(pr.p);
 	sender.join();
 	ASSERT_TRUE(waiting) << "the send never met a full grant";
 	EXPECT_EQ(RPC_CANTSEND, bc_probe_call_send_status(c));
-	EXPECT_EQ(1u, bc_probe_call_completions(c))
-	    << "completed by the teardown and again by ganesha at the error return";
-	EXPECT_EQ(1u, bc_probe_call_frees(c));
-	EXPECT_EQ(RPC_CANTSEND, bc_probe_call_result(c));
+	expect_completed_once(c, RPC_CANTSEND,
+			      "completed by the teardown and again by ganesha at the error return");
 	EXPECT_EQ(0u, bc_probe_sends_after_free(pr.p));
 	bc_probe_release(clnt);
 	EXPECT_EQ(1, bc_probe_xprt_refs(pr.p));
@@ -155,9 +169,8 @@ TEST(RrpBackchannel, ReplyBeforeItsCallIsSentCompletesNothing)
 	ASSERT_NE(nullptr, clnt);
 	bc_probe_call *c = bc_probe_call_new(pr.p);
 	ASSERT_NE(nullptr, c);
-	bc_probe_set_grant_full(pr.p, true);
-	std::thread sender([&] { bc_probe_call_back(c, clnt, 5000); });
-	bool waiting = rrtest::eventually([&] { return bc_probe_eagains(pr.p) > 0; });
+	std::thread sender;
+	bool waiting = send_against_a_full_grant(pr.p, clnt, c, &sender);
 	uint32_t xid = bc_probe_last_xid(pr.p);
 	if (waiting) /* as an engine that hands every Reply up would */
 		bc_probe_reply_unchecked(pr.p, xid);
@@ -169,9 +182,7 @@ TEST(RrpBackchannel, ReplyBeforeItsCallIsSentCompletesNothing)
 	EXPECT_EQ(RPC_SUCCESS, bc_probe_call_send_status(c));
 	EXPECT_TRUE(bc_probe_is_outstanding(pr.p, xid));
 	EXPECT_TRUE(bc_probe_reply(pr.p, xid));
-	EXPECT_EQ(1u, bc_probe_call_completions(c));
-	EXPECT_EQ(1u, bc_probe_call_frees(c));
-	EXPECT_EQ(RPC_SUCCESS, bc_probe_call_result(c));
+	expect_completed_once(c, RPC_SUCCESS);
 	bc_probe_conn_down(pr.p);
 	EXPECT_EQ(1u, bc_probe_call_completions(c));
 	bc_probe_release(clnt);
@@ -202,8 +213,7 @@ TEST(RrpBackchannel, TimedOutCallbackGivesItsCreditBackOnce)
 	/* late: the engine drops it; one handed up anyway finds nothing */
 	EXPECT_FALSE(bc_probe_reply(pr.p, xid));
 	bc_probe_reply_unchecked(pr.p, xid);
-	EXPECT_EQ(1u, bc_probe_call_completions(c));
-	EXPECT_EQ(1u, bc_probe_call_frees(c));
+	expect_completed_once(c, RPC_TIMEDOUT);
 	EXPECT_EQ(1u, bc_probe_abandons(pr.p));
 	bc_probe_conn_down(pr.p);
 	bc_probe_release(clnt);
